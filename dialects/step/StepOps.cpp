@@ -1,0 +1,57 @@
+//===- StepOps.cpp - The step dialect and its ops -------------------------===//
+//
+// Dialect registration, the `SameTypes` custom assembly directive and the
+// generated op definitions. Shape rules live in TypeInference*.cpp, folders in
+// StepOpFolders.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/step/StepOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace mlir::step;
+
+#include "dialects/step/StepDialect.cpp.inc"
+#include "dialects/step/StepEnums.cpp.inc"
+
+void StepDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/step/StepOps.cpp.inc"
+      >();
+}
+
+Operation *StepDialect::materializeConstant(OpBuilder &builder,
+                                            Attribute value, Type type,
+                                            Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, type, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// custom<SameTypes>: `: T` when both operands have type T, else `: T1, T2`
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseSameTypes(OpAsmParser &parser, Type &first,
+                                  Type &second) {
+  if (parser.parseType(first))
+    return failure();
+  second = first;
+  if (succeeded(parser.parseOptionalComma()))
+    return parser.parseType(second);
+  return success();
+}
+
+static void printSameTypes(OpAsmPrinter &printer, Operation *, Type first,
+                           Type second) {
+  printer << first;
+  if (second != first)
+    printer << ", " << second;
+}
+
+#define GET_OP_CLASSES
+#include "dialects/step/StepOps.cpp.inc"

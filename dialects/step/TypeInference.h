@@ -1,0 +1,45 @@
+//===- TypeInference.h - Shape inference helpers of step ops ---*- C++ -*-===//
+//
+// Shape rules shared by several ops. Each helper reports a violated
+// constraint through emitOptionalError, naming the op, the constraint (C1,
+// C2, ... as in the op's description) and the offending types, so that the
+// parser, the verifier and the tracing API all give the same message.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_DIALECTS_STEP_TYPEINFERENCE_H
+#define STEP_DIALECTS_STEP_TYPEINFERENCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace mlir::step {
+
+/// Elementwise ops: operands of one element type and rank whose dims agree
+/// (equal, or dynamic in one). The result has the joined shape and element
+/// type `resultElement` (the operands' when null).
+LogicalResult inferElementwiseType(std::optional<Location> loc,
+                                   StringRef opName, Type lhs, Type rhs,
+                                   Type resultElement,
+                                   SmallVectorImpl<Type> &inferred);
+
+/// step.select: `pred` (i1) and both branches agree on every dim.
+LogicalResult inferSelectType(std::optional<Location> loc, Type pred,
+                              Type onTrue, Type onFalse,
+                              SmallVectorImpl<Type> &inferred);
+
+/// Reductions over `dims` (in range, unique), keeping size-1 dims when
+/// `keepdim`.
+LogicalResult inferReduceType(std::optional<Location> loc, StringRef opName,
+                              Type operand, ArrayRef<int64_t> dims,
+                              bool keepdim, SmallVectorImpl<Type> &inferred);
+
+/// "'tensor<2x3xf32>'": a type as messages quote it.
+std::string quoted(Type type);
+
+} // namespace mlir::step
+
+#endif // STEP_DIALECTS_STEP_TYPEINFERENCE_H

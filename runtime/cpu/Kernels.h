@@ -1,0 +1,159 @@
+//===- Kernels.h - CPU reference kernels for the step dialect ---*- C++ -*-===//
+//
+// The math of every step op, written once. The reference interpreter
+// (compiler/) and the runtime's CPU backend both call these functions; no MLIR
+// here. Conventions shared by every kernel:
+//  - Inputs are validated (dtype, rank, shape) and a violation throws
+//    rt::Error naming the op and the shapes; the verifier normally catches
+//    these first, but the runtime never trusts its input.
+//  - f16/bf16 inputs are widened to f32, the op is computed in f32 (reductions
+//    accumulate in double), and each stored result is rounded to the output
+//    type with round-to-nearest-even. This matches PyTorch's CPU kernels,
+//    which compute half types in float ("opmath") and round on store.
+//  - Results are deterministic: the same inputs give the same bits.
+//  - Semantics follow PyTorch where a name matches (see docs/dialect.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_CPU_KERNELS_H
+#define STEP_RUNTIME_CPU_KERNELS_H
+
+#include "runtime/Tensor.h"
+
+#include <optional>
+
+namespace step::rt::cpu {
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+enum class UnaryOp {
+  Neg, Exp, Log, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Sqrt, Rsqrt, Abs,
+  Erf, Sin, Cos
+};
+/// neg/abs/relu accept f32/f16/bf16/i32/i64; the rest need a float type.
+HostTensor unary(UnaryOp op, const HostTensor &x);
+
+enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow };
+/// a and b have the same dtype and shape (no implicit broadcasting). Integer
+/// div truncates toward zero and throws on division by zero; pow needs floats.
+/// max/min propagate NaN (torch.maximum/minimum).
+HostTensor binary(BinaryOp op, const HostTensor &a, const HostTensor &b);
+
+enum class CompareOp { EQ, NE, LT, LE, GT, GE };
+/// Same dtype and shape; result i1.
+HostTensor compare(CompareOp op, const HostTensor &a, const HostTensor &b);
+
+/// pred is i1 with the shape of a and b (same dtype and shape); torch.where.
+HostTensor select(const HostTensor &pred, const HostTensor &a,
+                  const HostTensor &b);
+
+/// Element type conversion, as torch.Tensor.to(dtype): float->int truncates
+/// toward zero (out-of-range values are undefined in PyTorch; here they
+/// saturate, NaN -> 0), x->i1 is x != 0, i1->x is 0/1, float->float rounds
+/// to nearest even.
+HostTensor cast(const HostTensor &x, DType to);
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+/// Result dim i of `x` broadcast to `outShape`: operand dim k maps to result
+/// dim dims[k]; an operand dim of size 1 is repeated, otherwise it must equal
+/// the result dim.
+HostTensor broadcastInDim(const HostTensor &x, const Shape &outShape,
+                          const std::vector<int64_t> &dims);
+/// Same elements, new shape. At most one entry of `shape` may be -1 (inferred
+/// from the element count, as torch.reshape).
+HostTensor reshape(const HostTensor &x, const Shape &shape);
+/// result.shape[i] = x.shape[perm[i]] (torch.permute).
+HostTensor transpose(const HostTensor &x, const std::vector<int64_t> &perm);
+/// result[i] = x[start + i * stride] per dim, up to limit (exclusive);
+/// 0 <= start <= limit <= dim, stride >= 1.
+HostTensor slice(const HostTensor &x, const std::vector<int64_t> &start,
+                 const std::vector<int64_t> &limit,
+                 const std::vector<int64_t> &stride);
+/// torch.cat along `dim`; every input has the same dtype, rank and other dims.
+HostTensor concat(const std::vector<HostTensor> &xs, int64_t dim);
+/// Constant padding (torch.nn.functional.pad, mode="constant") with low[i]
+/// elements before and high[i] after along dim i; both >= 0. `value` is
+/// converted to the dtype as setFromDouble does.
+HostTensor pad(const HostTensor &x, const std::vector<int64_t> &low,
+               const std::vector<int64_t> &high, double value);
+/// result[..., i_dim, ...] = i_dim (as the dtype).
+HostTensor iota(DType dtype, const Shape &shape, int64_t dim);
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class ReduceOp { Sum, Max, Mean };
+/// Reduce over `dims` (unique, in range; empty = identity copy). keepDim keeps
+/// the reduced dims with size 1 (torch keepdim=True). Sum and Mean of floats
+/// accumulate in double; Mean needs a float type; Max propagates NaN. Sum of
+/// an empty set is 0; Max of an empty set throws (as torch.amax); Mean of an
+/// empty set is NaN (as torch.mean).
+HostTensor reduce(ReduceOp op, const HostTensor &x,
+                  const std::vector<int64_t> &dims, bool keepDim);
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// Batched matrix product of float tensors of one dtype. a: [..., M, K] (or
+/// [..., K, M] with transposeA), b: [..., K, N] (or [..., N, K] with
+/// transposeB); b may also be rank 2 (shared across the batch). Leading dims
+/// of a and b must be equal (no broadcasting). Result [..., M, N]. f32 uses
+/// OpenBLAS sgemm; f16/bf16 are widened to f32, multiplied with sgemm, and
+/// rounded once per result element.
+HostTensor matmul(const HostTensor &a, const HostTensor &b, bool transposeA,
+                  bool transposeB);
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+/// torch.softmax / torch.log_softmax along dim (float types).
+HostTensor softmax(const HostTensor &x, int64_t dim);
+HostTensor logSoftmax(const HostTensor &x, int64_t dim);
+
+/// torch.nn.functional.layer_norm over the trailing weight.rank() dims;
+/// weight and bias have exactly those trailing dims. Biased variance.
+HostTensor layerNorm(const HostTensor &x, const HostTensor &weight,
+                     const HostTensor &bias, double eps);
+
+/// torch.nn.functional.embedding(indices, weight): weight [V, D] float,
+/// indices i32/i64 of any shape; result indices.shape + [D]. An index outside
+/// [0, V) throws naming the index and V.
+HostTensor embedding(const HostTensor &indices, const HostTensor &weight);
+
+enum class Reduction { None, Mean, Sum };
+/// torch.nn.functional.cross_entropy(logits [N, C], targets [N] i32/i64,
+/// reduction, ignore_index). Mean divides by the number of non-ignored
+/// targets (NaN when all are ignored, as PyTorch). Result: scalar (rank 0) for
+/// Mean/Sum, [N] for None; dtype of logits. A target outside [0, C) that is
+/// not ignore_index throws.
+HostTensor crossEntropy(const HostTensor &logits, const HostTensor &targets,
+                        Reduction reduction, int64_t ignoreIndex);
+
+/// Inverted dropout: element i is kept iff dropoutKeep(seed, i, p), and kept
+/// elements are scaled by 1/(1-p). 0 <= p < 1.
+HostTensor dropout(const HostTensor &x, double p, uint64_t seed);
+/// The mask, shared with the CUDA lowering so both backends drop the same
+/// elements: u = (splitmix64(seed ^ splitmix64(i)) >> 40) * 2^-24, a uniform
+/// in [0, 1) with 24 bits; keep iff u >= p.
+bool dropoutKeep(uint64_t seed, uint64_t index, double p);
+/// The standard SplitMix64 output for state x: mixes x + 0x9e3779b97f4a7c15.
+uint64_t splitmix64(uint64_t x);
+
+/// torch.nn.functional.scaled_dot_product_attention: q [..., Tq, D],
+/// k [..., Tk, D], v [..., Tk, Dv] with equal leading dims; result
+/// [..., Tq, Dv]. scale defaults to 1/sqrt(D). causal masks key j > query i
+/// (top-left aligned, as PyTorch's is_causal).
+HostTensor attention(const HostTensor &q, const HostTensor &k,
+                     const HostTensor &v, bool causal,
+                     std::optional<double> scale);
+
+} // namespace step::rt::cpu
+
+#endif // STEP_RUNTIME_CPU_KERNELS_H
