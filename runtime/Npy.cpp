@@ -1,0 +1,323 @@
+//===- Npy.cpp - .npy file reader and writer ------------------------------===//
+//
+// The header is a Python dict literal; numpy writes exactly three keys, so a
+// small hand-written parser for strings, True/False and int tuples covers
+// every file numpy produces without pulling in a Python-literal library.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Npy.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+namespace step::rt {
+
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+const size_t kMagicLen = 6;
+
+struct DescrEntry {
+  const char *descr;
+  DType dtype;
+};
+const DescrEntry kDescrs[] = {
+    {"<f4", DType::F32}, {"<f2", DType::F16}, {"<u2", DType::BF16},
+    {"<i4", DType::I32}, {"<i8", DType::I64}, {"|b1", DType::I1},
+};
+
+[[noreturn]] void readFail(const std::string &path, const std::string &msg) {
+  throw Error("readNpy: " + path + ": " + msg);
+}
+
+std::string printable(const std::string &s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+/// Parser for the header dict, e.g.
+///   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+class HeaderParser {
+public:
+  HeaderParser(const std::string &path, const std::string &text)
+      : path_(path), s_(text) {}
+
+  void parse(std::string &descr, bool &fortran, Shape &shape) {
+    bool haveDescr = false, haveFortran = false, haveShape = false;
+    expect('{');
+    while (true) {
+      skipSpace();
+      if (peek() == '}')
+        break;
+      std::string key = parseString();
+      expect(':');
+      if (key == "descr") {
+        descr = parseString();
+        haveDescr = true;
+      } else if (key == "fortran_order") {
+        fortran = parseBool();
+        haveFortran = true;
+      } else if (key == "shape") {
+        shape = parseTuple();
+        haveShape = true;
+      } else {
+        bad("expected keys 'descr', 'fortran_order' and 'shape', found key '" +
+            printable(key) + "'");
+      }
+      skipSpace();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      expect('}');
+      break;
+    }
+    if (!haveDescr || !haveFortran || !haveShape)
+      bad("header lacks one of 'descr', 'fortran_order', 'shape'");
+  }
+
+private:
+  [[noreturn]] void bad(const std::string &msg) {
+    readFail(path_, "malformed header: " + msg + " (header: " +
+                        printable(s_) + ")");
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  void skipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' ||
+                                s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
+  }
+  void expect(char c) {
+    skipSpace();
+    if (peek() != c)
+      bad(std::string("expected '") + c + "' at offset " +
+          std::to_string(pos_));
+    ++pos_;
+  }
+  std::string parseString() {
+    skipSpace();
+    char q = peek();
+    if (q != '\'' && q != '"')
+      bad("expected a quoted string at offset " + std::to_string(pos_));
+    size_t end = s_.find(q, pos_ + 1);
+    if (end == std::string::npos)
+      bad("unterminated string at offset " + std::to_string(pos_));
+    std::string out = s_.substr(pos_ + 1, end - pos_ - 1);
+    pos_ = end + 1;
+    return out;
+  }
+  bool parseBool() {
+    skipSpace();
+    if (s_.compare(pos_, 4, "True") == 0) {
+      pos_ += 4;
+      return true;
+    }
+    if (s_.compare(pos_, 5, "False") == 0) {
+      pos_ += 5;
+      return false;
+    }
+    bad("expected True or False at offset " + std::to_string(pos_));
+  }
+  Shape parseTuple() {
+    Shape shape;
+    expect('(');
+    while (true) {
+      skipSpace();
+      if (peek() == ')') {
+        ++pos_;
+        return shape;
+      }
+      size_t startPos = pos_;
+      int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (v > (INT64_MAX - 9) / 10)
+          bad("dimension too large at offset " + std::to_string(startPos));
+        v = v * 10 + (s_[pos_++] - '0');
+      }
+      if (pos_ == startPos)
+        bad("expected a dimension at offset " + std::to_string(pos_));
+      if (peek() == 'L') // Python 2 long literal
+        ++pos_;
+      shape.push_back(v);
+      skipSpace();
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        bad("expected ',' or ')' at offset " + std::to_string(pos_));
+    }
+  }
+
+  const std::string &path_;
+  const std::string &s_;
+  size_t pos_ = 0;
+};
+
+uint32_t readLE(const unsigned char *p, int bytes) {
+  uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+} // namespace
+
+HostTensor readNpy(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    readFail(path, std::string("cannot open: ") + std::strerror(errno));
+
+  unsigned char pre[12];
+  in.read(reinterpret_cast<char *>(pre), 10);
+  size_t got = static_cast<size_t>(in.gcount());
+  if (got < kMagicLen ||
+      std::memcmp(pre, kMagic, kMagicLen) != 0)
+    readFail(path, "not a .npy file: expected magic \\x93NUMPY, found '" +
+                       printable(std::string(reinterpret_cast<char *>(pre),
+                                             std::min(got, kMagicLen))) +
+                       "'");
+  if (got < 10)
+    readFail(path, "truncated: expected a 10-byte preamble, found " +
+                       std::to_string(got) + " bytes");
+  int major = pre[6], minor = pre[7];
+  if (major < 1 || major > 3 || minor != 0)
+    readFail(path, "unsupported format version: expected 1.0, 2.0 or 3.0, "
+                   "found " + std::to_string(major) + "." +
+                   std::to_string(minor));
+  // Version 1.0 stores the header length in 2 bytes, later versions in 4.
+  uint32_t headerLen;
+  if (major == 1) {
+    headerLen = readLE(pre + 8, 2);
+  } else {
+    in.read(reinterpret_cast<char *>(pre + 10), 2);
+    if (in.gcount() != 2)
+      readFail(path, "truncated: expected a 12-byte preamble for version " +
+                         std::to_string(major) + ".0");
+    headerLen = readLE(pre + 8, 4);
+  }
+  std::string header(headerLen, '\0');
+  in.read(header.data(), headerLen);
+  if (static_cast<uint32_t>(in.gcount()) != headerLen)
+    readFail(path, "truncated header: expected " + std::to_string(headerLen) +
+                       " bytes, found " + std::to_string(in.gcount()));
+
+  std::string descr;
+  bool fortran = false;
+  Shape shape;
+  HeaderParser(path, header).parse(descr, fortran, shape);
+  const DescrEntry *entry = nullptr;
+  for (const DescrEntry &e : kDescrs)
+    if (descr == e.descr)
+      entry = &e;
+  if (!entry)
+    readFail(path, "unsupported dtype descr '" + printable(descr) +
+                       "': expected one of '<f4', '<f2', '<u2' (bf16 bits), "
+                       "'<i4', '<i8', '|b1'");
+  if (fortran)
+    readFail(path, "fortran_order is True: expected C order (save "
+                   "np.ascontiguousarray(a))");
+
+  HostTensor t(entry->dtype, shape);
+  size_t want = t.byteSize();
+  if (want)
+    in.read(static_cast<char *>(t.raw()), static_cast<std::streamsize>(want));
+  size_t have = want ? static_cast<size_t>(in.gcount()) : 0;
+  if (have != want)
+    readFail(path, "truncated data: expected " + std::to_string(want) +
+                       " bytes for " + dtypeName(t.dtype()) + " " +
+                       shapeToString(shape) + ", found " +
+                       std::to_string(have));
+  if (in.peek() != std::char_traits<char>::eof())
+    readFail(path, "size mismatch: expected " + std::to_string(want) +
+                       " data bytes for " + dtypeName(t.dtype()) + " " +
+                       shapeToString(shape) + ", found extra bytes after them");
+  if (t.dtype() == DType::I1) {
+    // numpy treats any nonzero byte as True; keep the 0/1 storage invariant.
+    uint8_t *p = t.data<uint8_t>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      p[i] = p[i] != 0;
+  }
+  return t;
+}
+
+void writeNpy(const std::string &path, const HostTensor &t) {
+  const char *descr = nullptr;
+  for (const DescrEntry &e : kDescrs)
+    if (e.dtype == t.dtype())
+      descr = e.descr;
+  if (!descr)
+    throw Error("writeNpy: " + path + ": no .npy descr for dtype " +
+                dtypeName(t.dtype()));
+
+  // Python's tuple repr: "(2, 3)", "(5,)", "()".
+  std::string shape = "(";
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  shape += t.shape().size() == 1 ? ",)" : ")";
+  std::string dict = std::string("{'descr': '") + descr +
+                     "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad with spaces and end with '\n' so the data starts 64-byte aligned;
+  // version 2.0 only when the header outgrows version 1.0's 16-bit length.
+  auto padded = [&](size_t preamble) {
+    std::string h = dict;
+    size_t total = preamble + h.size() + 1;
+    h.append((64 - total % 64) % 64, ' ');
+    return h + '\n';
+  };
+  size_t preamble = 10;
+  int major = 1;
+  std::string header = padded(preamble);
+  if (header.size() > 65535) {
+    preamble = 12;
+    major = 2;
+    header = padded(preamble);
+  }
+
+  std::string pre(kMagic, kMagicLen);
+  pre += static_cast<char>(major);
+  pre += '\0';
+  uint32_t len = static_cast<uint32_t>(header.size());
+  for (size_t i = 0; i < preamble - 8; ++i)
+    pre += static_cast<char>((len >> (8 * i)) & 0xff);
+
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw Error("writeNpy: " + path + ": cannot create temporary file " + tmp +
+                ": " + std::strerror(errno));
+  bool ok = std::fwrite(pre.data(), 1, pre.size(), f) == pre.size() &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  if (ok && t.byteSize())
+    ok = std::fwrite(t.raw(), 1, t.byteSize(), f) == t.byteSize();
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw Error("writeNpy: " + path + ": write failed: " +
+                std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    throw Error("writeNpy: " + path + ": cannot rename " + tmp +
+                " into place: " + std::strerror(err));
+  }
+}
+
+} // namespace step::rt

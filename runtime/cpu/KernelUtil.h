@@ -1,0 +1,167 @@
+//===- KernelUtil.h - Helpers shared by the CPU kernels ---------*- C++ -*-===//
+//
+// Internal to runtime/cpu: error formatting, argument checks, strides, and
+// element loads/stores that hide the storage type. Loads widen f16/bf16 to
+// float exactly; stores round once, to nearest even, into the output dtype.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_CPU_KERNELUTIL_H
+#define STEP_RUNTIME_CPU_KERNELUTIL_H
+
+#include "runtime/Half.h"
+#include "runtime/Tensor.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace step::rt::cpu::detail {
+
+/// Throws "step.<op>: <msg>".
+[[noreturn]] inline void fail(const char *op, const std::string &msg) {
+  throw Error(std::string("step.") + op + ": " + msg);
+}
+
+/// "f32 [2, 3]" for messages.
+inline std::string typeStr(const HostTensor &t) {
+  return std::string(dtypeName(t.dtype())) + " " + shapeToString(t.shape());
+}
+
+inline std::string listToString(const std::vector<int64_t> &v) {
+  return shapeToString(v);
+}
+
+inline void requireFloat(const char *op, const HostTensor &t,
+                         const char *what) {
+  if (!isFloat(t.dtype()))
+    fail(op, std::string(what) + " must be f32, f16 or bf16, found " +
+                 typeStr(t));
+}
+
+inline void requireIndex(const char *op, const HostTensor &t,
+                         const char *what) {
+  if (!isInteger(t.dtype()))
+    fail(op, std::string(what) + " must be i32 or i64, found " + typeStr(t));
+}
+
+inline void requireSameType(const char *op, const HostTensor &a,
+                            const HostTensor &b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape())
+    fail(op, "operands must have the same dtype and shape, found " +
+                 typeStr(a) + " and " + typeStr(b));
+}
+
+/// Accepts torch-style negative dims (-1 is the last) and returns the dim in
+/// [0, rank); anything else throws.
+inline int64_t normDim(const char *op, int64_t dim, int64_t rank) {
+  if (dim < -rank || dim >= rank)
+    fail(op, "dim " + std::to_string(dim) + " out of range for rank " +
+                 std::to_string(rank) + " (expected [" +
+                 std::to_string(-rank) + ", " + std::to_string(rank) + "))");
+  return dim < 0 ? dim + rank : dim;
+}
+
+/// Row-major strides in elements.
+inline std::vector<int64_t> stridesOf(const Shape &shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+/// Product of shape[from, to).
+inline int64_t prodDims(const Shape &shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to; ++i)
+    n *= shape[i];
+  return n;
+}
+
+inline float loadF(DType t, const void *base, int64_t i) {
+  switch (t) {
+  case DType::F32:
+    return static_cast<const float *>(base)[i];
+  case DType::F16:
+    return halfToFloat(static_cast<const uint16_t *>(base)[i]);
+  case DType::BF16:
+    return bf16ToFloat(static_cast<const uint16_t *>(base)[i]);
+  default:
+    throw Error("loadF: not a float dtype: " + std::string(dtypeName(t)));
+  }
+}
+
+inline void storeF(DType t, void *base, int64_t i, float v) {
+  switch (t) {
+  case DType::F32:
+    static_cast<float *>(base)[i] = v;
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(base)[i] = floatToHalf(v);
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(base)[i] = floatToBF16(v);
+    return;
+  default:
+    throw Error("storeF: not a float dtype: " + std::string(dtypeName(t)));
+  }
+}
+
+/// Rounds a double accumulator once into a float dtype (no double rounding
+/// through f32 for f16/bf16).
+inline void storeD(DType t, void *base, int64_t i, double v) {
+  switch (t) {
+  case DType::F32:
+    static_cast<float *>(base)[i] = static_cast<float>(v);
+    return;
+  case DType::F16:
+    static_cast<uint16_t *>(base)[i] = doubleToHalf(v);
+    return;
+  case DType::BF16:
+    static_cast<uint16_t *>(base)[i] = doubleToBF16(v);
+    return;
+  default:
+    throw Error("storeD: not a float dtype: " + std::string(dtypeName(t)));
+  }
+}
+
+/// A float tensor's elements as floats: the f32 buffer itself, or a widened
+/// copy for f16/bf16 (so hot loops index a plain array).
+class FloatIn {
+public:
+  explicit FloatIn(const HostTensor &t) {
+    if (t.dtype() == DType::F32) {
+      p_ = t.data<float>();
+      return;
+    }
+    buf_.resize(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      buf_[i] = loadF(t.dtype(), t.raw(), i);
+    p_ = buf_.data();
+  }
+  float operator[](int64_t i) const { return p_[i]; }
+  const float *data() const { return p_; }
+
+private:
+  std::vector<float> buf_;
+  const float *p_ = nullptr;
+};
+
+/// Integer element i of an i32/i64 tensor, widened.
+inline int64_t loadIndex(const HostTensor &t, int64_t i) {
+  return t.dtype() == DType::I32 ? t.data<int32_t>()[i]
+                                 : t.data<int64_t>()[i];
+}
+
+/// Calls f(int32_t{}) or f(int64_t{}) for an integer dtype.
+template <typename F> auto visitInt(DType t, F &&f) {
+  if (t == DType::I32)
+    return f(int32_t{});
+  return f(int64_t{});
+}
+
+} // namespace step::rt::cpu::detail
+
+#endif // STEP_RUNTIME_CPU_KERNELUTIL_H

@@ -1,0 +1,120 @@
+//===- Linalg.cpp - step.matmul -------------------------------------------===//
+//
+// Batched matrix product through OpenBLAS sgemm, one call per batch entry.
+// Transposes are expressed through sgemm's trans flags and leading dimensions
+// so f32 operands are never copied. f16/bf16 are widened to f32 first (as
+// PyTorch's CPU path accumulates half types in float) and rounded once.
+// Without OpenBLAS (STEP_HAVE_OPENBLAS undefined: a runtime-only build on a
+// machine lacking it) a plain loop with f32 accumulation stands in.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Kernels.h"
+
+#include "runtime/cpu/KernelUtil.h"
+
+#include <climits>
+
+#ifdef STEP_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace step::rt::cpu {
+
+using namespace detail;
+
+namespace {
+struct GemmDims {
+  int64_t m, n, k;
+  bool transA, transB;
+};
+} // namespace
+
+/// C[m x n] = op(A) * op(B) for row-major A, B, C (C is overwritten).
+static void gemm(const GemmDims &g, const float *a, const float *b, float *c) {
+  // sgemm leaves C untouched, or may read it, when k == 0; the result is the
+  // zero-initialised C either way, so skip the call for empty products.
+  if (g.m == 0 || g.n == 0 || g.k == 0)
+    return;
+  // Row-major leading dimension = the stored matrix's column count.
+  int64_t lda = g.transA ? g.m : g.k;
+  int64_t ldb = g.transB ? g.k : g.n;
+#ifdef STEP_HAVE_OPENBLAS
+  cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+              g.transB ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
+              static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c,
+              static_cast<int>(g.n));
+#else
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < g.k; ++p) {
+        float av = g.transA ? a[p * lda + i] : a[i * lda + p];
+        float bv = g.transB ? b[j * ldb + p] : b[p * ldb + j];
+        acc += av * bv;
+      }
+      c[i * g.n + j] = acc;
+    }
+#endif
+}
+
+HostTensor matmul(const HostTensor &a, const HostTensor &b, bool transposeA,
+                  bool transposeB) {
+  const char *op = "matmul";
+  auto describe = [&] {
+    return "lhs " + typeStr(a) + (transposeA ? " (transposed)" : "") +
+           ", rhs " + typeStr(b) + (transposeB ? " (transposed)" : "");
+  };
+  requireFloat(op, a, "lhs");
+  if (a.dtype() != b.dtype())
+    fail(op, "operands must have the same dtype; " + describe());
+  if (a.rank() < 2)
+    fail(op, "lhs must have rank >= 2; " + describe());
+  if (b.rank() != 2 && b.rank() != a.rank())
+    fail(op, "rhs must have rank 2 or the rank of lhs (" +
+                 std::to_string(a.rank()) + "); " + describe());
+  const Shape &as = a.shape(), &bs = b.shape();
+  size_t ra = as.size(), rb = bs.size();
+  if (rb == ra)
+    for (size_t i = 0; i + 2 < ra; ++i)
+      if (as[i] != bs[i])
+        fail(op, "leading (batch) dims must be equal; " + describe());
+  GemmDims g;
+  g.transA = transposeA;
+  g.transB = transposeB;
+  g.m = transposeA ? as[ra - 1] : as[ra - 2];
+  g.k = transposeA ? as[ra - 2] : as[ra - 1];
+  int64_t kb = transposeB ? bs[rb - 1] : bs[rb - 2];
+  g.n = transposeB ? bs[rb - 2] : bs[rb - 1];
+  if (kb != g.k)
+    fail(op, "contracting dims differ: lhs has K = " + std::to_string(g.k) +
+                 ", rhs has K = " + std::to_string(kb) + "; " + describe());
+  if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX)
+    fail(op, "matrix dims exceed the BLAS int range; " + describe());
+
+  Shape out(as.begin(), as.end() - 2);
+  out.push_back(g.m);
+  out.push_back(g.n);
+  HostTensor y(a.dtype(), out);
+  int64_t batch = prodDims(as, 0, ra - 2);
+  int64_t aStride = g.m * g.k, cStride = g.m * g.n;
+  int64_t bStride = rb == 2 ? 0 : g.k * g.n; // rank-2 rhs is shared
+
+  if (a.dtype() == DType::F32) {
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float *pc = y.data<float>();
+    for (int64_t i = 0; i < batch; ++i)
+      gemm(g, pa + i * aStride, pb + i * bStride, pc + i * cStride);
+    return y;
+  }
+  FloatIn fa(a), fb(b);
+  std::vector<float> c(static_cast<size_t>(y.numel()));
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(g, fa.data() + i * aStride, fb.data() + i * bStride,
+         c.data() + i * cStride);
+  for (int64_t i = 0, n = y.numel(); i < n; ++i)
+    storeF(y.dtype(), y.raw(), i, c[i]);
+  return y;
+}
+
+} // namespace step::rt::cpu

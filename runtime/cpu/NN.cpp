@@ -1,0 +1,303 @@
+//===- NN.cpp - step neural-network ops -----------------------------------===//
+//
+// softmax, log_softmax, layer_norm, embedding, cross_entropy, dropout and
+// attention. Everything that sums (exponentials, moments, scores) runs in
+// double and is rounded once into the output dtype, so the reference is at
+// least as accurate as PyTorch's float kernels and independent of the order a
+// faster backend might choose.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Kernels.h"
+
+#include "runtime/cpu/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace step::rt::cpu {
+
+using namespace detail;
+
+//===----------------------------------------------------------------------===//
+// step.softmax, step.log_softmax
+//===----------------------------------------------------------------------===//
+
+static HostTensor softmaxImpl(const char *op, const HostTensor &x, int64_t dim,
+                              bool log) {
+  requireFloat(op, x, "operand");
+  if (x.rank() == 0)
+    fail(op, "operand must have rank >= 1, found " + typeStr(x));
+  int64_t d = normDim(op, dim, x.rank());
+  const Shape &s = x.shape();
+  int64_t outer = prodDims(s, 0, d), size = s[d];
+  int64_t inner = prodDims(s, d + 1, s.size());
+  HostTensor y(x.dtype(), s);
+  FloatIn in(x);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < inner; ++r) {
+      int64_t base = o * size * inner + r;
+      // Subtracting the max keeps exp() from overflowing. A row of -inf (or
+      // one holding +inf or NaN) yields NaN, as in PyTorch.
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < size; ++j) {
+        double v = in[base + j * inner];
+        if (std::isnan(v) || v > mx)
+          mx = v;
+        if (std::isnan(mx))
+          break;
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j < size; ++j)
+        sum += std::exp(in[base + j * inner] - mx);
+      double logSum = std::log(sum);
+      for (int64_t j = 0; j < size; ++j) {
+        int64_t i = base + j * inner;
+        double v = log ? in[i] - mx - logSum : std::exp(in[i] - mx) / sum;
+        storeD(y.dtype(), y.raw(), i, v);
+      }
+    }
+  return y;
+}
+
+HostTensor softmax(const HostTensor &x, int64_t dim) {
+  return softmaxImpl("softmax", x, dim, /*log=*/false);
+}
+
+HostTensor logSoftmax(const HostTensor &x, int64_t dim) {
+  return softmaxImpl("log_softmax", x, dim, /*log=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// step.layer_norm
+//===----------------------------------------------------------------------===//
+
+HostTensor layerNorm(const HostTensor &x, const HostTensor &weight,
+                     const HostTensor &bias, double eps) {
+  const char *op = "layer_norm";
+  requireFloat(op, x, "input");
+  requireFloat(op, weight, "weight");
+  requireFloat(op, bias, "bias");
+  int64_t r = weight.rank();
+  bool ok = r <= x.rank() && bias.shape() == weight.shape();
+  for (int64_t i = 0; ok && i < r; ++i)
+    ok = x.shape()[x.rank() - r + i] == weight.shape()[i];
+  if (!ok)
+    fail(op, "weight and bias must both have the trailing dims of the input;"
+             " input " + typeStr(x) + ", weight " + typeStr(weight) +
+             ", bias " + typeStr(bias));
+  int64_t group = weight.numel();
+  int64_t rows = group ? x.numel() / group : 0;
+  HostTensor y(x.dtype(), x.shape());
+  FloatIn in(x), w(weight), b(bias);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t base = row * group;
+    double mean = 0.0;
+    for (int64_t j = 0; j < group; ++j)
+      mean += in[base + j];
+    mean /= static_cast<double>(group);
+    // Two passes (mean, then squared deviations) avoid the cancellation of
+    // E[x^2] - E[x]^2.
+    double var = 0.0;
+    for (int64_t j = 0; j < group; ++j) {
+      double dv = in[base + j] - mean;
+      var += dv * dv;
+    }
+    var /= static_cast<double>(group);
+    double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < group; ++j) {
+      double v = (in[base + j] - mean) * rstd * w[j] + b[j];
+      storeD(y.dtype(), y.raw(), base + j, v);
+    }
+  }
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// step.embedding
+//===----------------------------------------------------------------------===//
+
+HostTensor embedding(const HostTensor &indices, const HostTensor &weight) {
+  const char *op = "embedding";
+  requireIndex(op, indices, "indices");
+  requireFloat(op, weight, "weight");
+  if (weight.rank() != 2)
+    fail(op, "weight must have rank 2 ([V, D]), found " + typeStr(weight));
+  int64_t v = weight.shape()[0], dimD = weight.shape()[1];
+  Shape out = indices.shape();
+  out.push_back(dimD);
+  HostTensor y(weight.dtype(), out);
+  size_t rowBytes = static_cast<size_t>(dimD) * dtypeSize(weight.dtype());
+  auto *dst = static_cast<uint8_t *>(y.raw());
+  auto *src = static_cast<const uint8_t *>(weight.raw());
+  for (int64_t i = 0, n = indices.numel(); i < n; ++i) {
+    int64_t idx = loadIndex(indices, i);
+    if (idx < 0 || idx >= v)
+      fail(op, "index " + std::to_string(idx) + " at position " +
+                   std::to_string(i) + " is out of range [0, " +
+                   std::to_string(v) + ") for weight " + typeStr(weight));
+    if (rowBytes)
+      std::memcpy(dst + i * rowBytes, src + idx * rowBytes, rowBytes);
+  }
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy
+//===----------------------------------------------------------------------===//
+
+HostTensor crossEntropy(const HostTensor &logits, const HostTensor &targets,
+                        Reduction reduction, int64_t ignoreIndex) {
+  const char *op = "cross_entropy";
+  requireFloat(op, logits, "logits");
+  requireIndex(op, targets, "targets");
+  if (logits.rank() != 2 || targets.rank() != 1 ||
+      targets.shape()[0] != logits.shape()[0])
+    fail(op, "expected logits [N, C] and targets [N], found logits " +
+                 typeStr(logits) + " and targets " + typeStr(targets));
+  int64_t n = logits.shape()[0], c = logits.shape()[1];
+  FloatIn in(logits);
+  std::vector<double> loss(n, 0.0);
+  int64_t counted = 0;
+  for (int64_t row = 0; row < n; ++row) {
+    int64_t t = loadIndex(targets, row);
+    if (t == ignoreIndex)
+      continue;
+    if (t < 0 || t >= c)
+      fail(op, "target " + std::to_string(t) + " at position " +
+                   std::to_string(row) + " is out of range [0, " +
+                   std::to_string(c) + ") and is not ignore_index (" +
+                   std::to_string(ignoreIndex) + ")");
+    const float *x = in.data() + row * c;
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < c; ++j)
+      if (std::isnan(x[j]) || x[j] > mx) {
+        mx = x[j];
+        if (std::isnan(mx))
+          break;
+      }
+    double sum = 0.0;
+    for (int64_t j = 0; j < c; ++j)
+      sum += std::exp(x[j] - mx);
+    loss[row] = mx + std::log(sum) - x[t];
+    ++counted;
+  }
+  if (reduction == Reduction::None) {
+    HostTensor y(logits.dtype(), {n});
+    for (int64_t row = 0; row < n; ++row)
+      storeD(y.dtype(), y.raw(), row, loss[row]);
+    return y;
+  }
+  double total = 0.0;
+  for (double l : loss)
+    total += l;
+  // Mean over zero counted rows is 0/0 = NaN, as PyTorch.
+  if (reduction == Reduction::Mean)
+    total /= static_cast<double>(counted);
+  HostTensor y(logits.dtype(), {});
+  storeD(y.dtype(), y.raw(), 0, total);
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// step.dropout
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+bool dropoutKeep(uint64_t seed, uint64_t index, double p) {
+  uint64_t bits = splitmix64(seed ^ splitmix64(index)) >> 40;
+  double u = static_cast<double>(bits) * 0x1p-24;
+  return u >= p;
+}
+
+HostTensor dropout(const HostTensor &x, double p, uint64_t seed) {
+  const char *op = "dropout";
+  requireFloat(op, x, "operand");
+  if (!(p >= 0.0 && p < 1.0))
+    fail(op, "expected 0 <= p < 1, found p = " + std::to_string(p));
+  HostTensor y(x.dtype(), x.shape());
+  // The scale is rounded to float once and applied in float, which a GPU
+  // kernel can reproduce bit for bit.
+  float scale = static_cast<float>(1.0 / (1.0 - p));
+  DType t = x.dtype();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    if (dropoutKeep(seed, static_cast<uint64_t>(i), p))
+      storeF(t, y.raw(), i, loadF(t, x.raw(), i) * scale);
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention
+//===----------------------------------------------------------------------===//
+
+HostTensor attention(const HostTensor &q, const HostTensor &k,
+                     const HostTensor &v, bool causal,
+                     std::optional<double> scale) {
+  const char *op = "attention";
+  auto describe = [&] {
+    return "q " + typeStr(q) + ", k " + typeStr(k) + ", v " + typeStr(v);
+  };
+  requireFloat(op, q, "q");
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    fail(op, "q, k and v must have the same dtype; " + describe());
+  int64_t r = q.rank();
+  if (r < 2 || k.rank() != r || v.rank() != r)
+    fail(op, "q, k and v must have the same rank >= 2; " + describe());
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (ks[i] != qs[i] || vs[i] != qs[i])
+      fail(op, "leading (batch) dims must be equal; " + describe());
+  int64_t tq = qs[r - 2], d = qs[r - 1];
+  int64_t tk = ks[r - 2], dv = vs[r - 1];
+  if (ks[r - 1] != d || vs[r - 2] != tk)
+    fail(op, "expected q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]; " +
+                 describe());
+  double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d));
+  Shape out(qs.begin(), qs.end() - 1);
+  out.push_back(dv);
+  HostTensor y(q.dtype(), out);
+  int64_t batch = prodDims(qs, 0, r - 2);
+  FloatIn fq(q), fk(k), fv(v);
+  std::vector<double> p(tk), acc(dv);
+  for (int64_t bIdx = 0; bIdx < batch; ++bIdx) {
+    const float *qb = fq.data() + bIdx * tq * d;
+    const float *kb = fk.data() + bIdx * tk * d;
+    const float *vb = fv.data() + bIdx * tk * dv;
+    for (int64_t i = 0; i < tq; ++i) {
+      // Top-left causal: key j is visible to query i iff j <= i. Key 0 is
+      // always visible, so no row is fully masked.
+      int64_t visible = causal ? std::min(tk, i + 1) : tk;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < visible; ++j) {
+        double s = 0.0;
+        for (int64_t c = 0; c < d; ++c)
+          s += static_cast<double>(qb[i * d + c]) * kb[j * d + c];
+        p[j] = s * sc;
+        if (std::isnan(p[j]) || p[j] > mx)
+          mx = p[j];
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j < visible; ++j) {
+        p[j] = std::exp(p[j] - mx);
+        sum += p[j];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j < visible; ++j) {
+        double w = p[j] / sum;
+        for (int64_t c = 0; c < dv; ++c)
+          acc[c] += w * vb[j * dv + c];
+      }
+      int64_t o = (bIdx * tq + i) * dv;
+      for (int64_t c = 0; c < dv; ++c)
+        storeD(y.dtype(), y.raw(), o + c, acc[c]);
+    }
+  }
+  return y;
+}
+
+} // namespace step::rt::cpu

@@ -1,0 +1,352 @@
+//===- NNTest.cpp - neural-network op tests -------------------------------===//
+//
+// Expected values come from the definitions: softmax([1, 2, 3]) =
+// e^i / (e + e^2 + e^3), log(e + e^2 + e^3) = 3.40760596444438, and so on.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Kernels.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace step::rt;
+using namespace step::rt::cpu;
+using namespace step::rt::test;
+
+namespace {
+
+const double kInf = INFINITY;
+// softmax([1, 2, 3]) and log_softmax([1, 2, 3]).
+const std::vector<double> kSm = {0.09003057317038046, 0.24472847105479767,
+                                 0.6652409557748219};
+const std::vector<double> kLsm = {-2.40760596444438, -1.4076059644443801,
+                                  -0.40760596444438013};
+
+TEST(Softmax, EveryFloatDType) {
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    expectValues(softmax(make(t, {3}, {1, 2, 3}), 0), t, {3}, kSm);
+    expectValues(logSoftmax(make(t, {3}, {1, 2, 3}), -1), t, {3}, kLsm);
+    // Along dim 0 of [3, 2]: columns are [1, 2, 3] and [5, 5, 5].
+    HostTensor x = make(t, {3, 2}, {1, 5, 2, 5, 3, 5});
+    expectValues(softmax(x, 0), t, {3, 2},
+                 {kSm[0], 1.0 / 3, kSm[1], 1.0 / 3, kSm[2], 1.0 / 3});
+    expectValues(logSoftmax(x, 0), t, {3, 2},
+                 {kLsm[0], -1.0986122886681098, kLsm[1], -1.0986122886681098,
+                  kLsm[2], -1.0986122886681098});
+  }
+}
+
+TEST(Softmax, StableForLargeInputsAndMaskedEntries) {
+  // Shifting by 1000 changes nothing mathematically; exp(1000) overflows.
+  expectValues(softmax(make(DType::F32, {3}, {1001, 1002, 1003}), 0),
+               DType::F32, {3}, kSm);
+  expectValues(logSoftmax(make(DType::F32, {3}, {-1001, -1000, -999}), 0),
+               DType::F32, {3}, kLsm);
+  // -inf entries (masked positions) get probability 0 / log-prob -inf.
+  expectExact(softmax(make(DType::F32, {3}, {-kInf, 0, -kInf}), 0),
+              DType::F32, {3}, {0, 1, 0});
+  expectExact(logSoftmax(make(DType::F32, {2}, {-kInf, 0}), 0), DType::F32,
+              {2}, {-kInf, 0});
+  // An all -inf row is NaN, as in PyTorch.
+  expectExact(softmax(make(DType::F32, {2}, {-kInf, -kInf}), 0), DType::F32,
+              {2}, {NAN, NAN});
+  expectExact(softmax(make(DType::F32, {2}, {NAN, 1}), 0), DType::F32, {2},
+              {NAN, NAN});
+}
+
+TEST(Softmax, ZeroSizeDeterminismErrors) {
+  EXPECT_EQ(softmax(HostTensor(DType::F32, {2, 0}), 1).shape(),
+            (Shape{2, 0}));
+  EXPECT_EQ(logSoftmax(HostTensor(DType::F16, {0, 4}), 1).shape(),
+            (Shape{0, 4}));
+  std::vector<double> v;
+  for (int i = 0; i < 64; ++i)
+    v.push_back(std::sin(i));
+  HostTensor x = make(DType::BF16, {4, 16}, v);
+  EXPECT_TRUE(softmax(x, 1).bitwiseEqual(softmax(x, 1)));
+  EXPECT_ERROR(softmax(HostTensor(DType::I32, {3}), 0),
+               {"step.softmax", "i32 [3]"});
+  EXPECT_ERROR(logSoftmax(HostTensor(DType::F32, {3}), 1),
+               {"step.log_softmax", "dim 1 out of range for rank 1"});
+  EXPECT_ERROR(softmax(HostTensor(DType::F32, {}), 0),
+               {"step.softmax", "rank >= 1"});
+}
+
+TEST(LayerNorm, EveryFloatDType) {
+  // Row [1, 2, 3]: mean 2, biased variance 2/3, so x_hat = (x - 2) *
+  // sqrt(3/2) = [-1.2247..., 0, 1.2247...]; row [2, 4, 6] normalises to the
+  // same values.
+  const double r = 1.224744871391589; // sqrt(3/2)
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    HostTensor x = make(t, {2, 3}, {1, 2, 3, 2, 4, 6});
+    expectValues(layerNorm(x, make(t, {3}, {1, 1, 1}),
+                           make(t, {3}, {0, 0, 0}), 0.0),
+                 t, {2, 3}, {-r, 0, r, -r, 0, r});
+    // y = x_hat * w + b with w = [1, 2, 3], b = [0.5, 0, -1].
+    expectValues(layerNorm(x, make(t, {3}, {1, 2, 3}),
+                           make(t, {3}, {0.5, 0, -1}), 0.0),
+                 t, {2, 3},
+                 {0.5 - r, 0, 3 * r - 1, 0.5 - r, 0, 3 * r - 1});
+  }
+}
+
+TEST(LayerNorm, EpsTrailingDimsMixedParamTypes) {
+  // eps = 1: row [1, 2, 3] has x_hat = (x - 2) / sqrt(2/3 + 1).
+  const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1.0);
+  expectValues(layerNorm(make(DType::F32, {1, 3}, {1, 2, 3}),
+                         make(DType::F32, {3}, {1, 1, 1}),
+                         make(DType::F32, {3}, {0, 0, 0}), 1.0),
+               DType::F32, {1, 3}, {-s, 0, s});
+  // Normalising over the trailing [2, 2]: [1, 2, 3, 4] has mean 2.5 and
+  // variance 1.25; (x - 2.5) / sqrt(1.25) = [-3, -1, 1, 3] / sqrt(5).
+  const double q = 1.0 / std::sqrt(5.0);
+  HostTensor w = make(DType::F32, {2, 2}, {1, 1, 1, 1});
+  HostTensor b = make(DType::F32, {2, 2}, {0, 0, 0, 0});
+  expectValues(layerNorm(make(DType::BF16, {1, 2, 2}, {1, 2, 3, 4}), w, b,
+                         0.0),
+               DType::BF16, {1, 2, 2}, {-3 * q, -q, q, 3 * q});
+  // A constant row has zero variance: (x - mean) = 0 exactly, so y = b.
+  expectExact(layerNorm(make(DType::F32, {1, 2}, {7, 7}),
+                        make(DType::F32, {2}, {1, 1}),
+                        make(DType::F32, {2}, {0.25, -0.5}), 1e-5),
+              DType::F32, {1, 2}, {0.25, -0.5});
+}
+
+TEST(LayerNorm, Errors) {
+  HostTensor x(DType::F32, {2, 3});
+  EXPECT_ERROR(layerNorm(x, HostTensor(DType::F32, {2}),
+                         HostTensor(DType::F32, {2}), 1e-5),
+               {"step.layer_norm", "trailing dims", "f32 [2, 3]", "f32 [2]"});
+  EXPECT_ERROR(layerNorm(x, HostTensor(DType::F32, {3}),
+                         HostTensor(DType::F32, {1}), 1e-5),
+               {"step.layer_norm", "bias f32 [1]"});
+  EXPECT_ERROR(layerNorm(HostTensor(DType::I32, {2, 3}),
+                         HostTensor(DType::F32, {3}),
+                         HostTensor(DType::F32, {3}), 1e-5),
+               {"step.layer_norm", "input", "i32 [2, 3]"});
+}
+
+TEST(Embedding, EveryFloatDTypeAndIndexType) {
+  for (DType t : kFloatTypes)
+    for (DType it : kIntTypes) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " " + dtypeName(it));
+      HostTensor w = make(t, {3, 2}, {1, 2, 3, 4, 5, 6});
+      expectExact(embedding(make(it, {2, 2}, {2, 0, 1, 1}), w), t, {2, 2, 2},
+                  {5, 6, 1, 2, 3, 4, 3, 4});
+      expectExact(embedding(make(it, {}, {1}), w), t, {2}, {3, 4});
+      EXPECT_EQ(embedding(HostTensor(it, {0}), w).shape(), (Shape{0, 2}));
+    }
+}
+
+TEST(Embedding, Errors) {
+  HostTensor w(DType::F32, {3, 2});
+  EXPECT_ERROR(embedding(make(DType::I64, {2}, {0, 3}), w),
+               {"step.embedding", "index 3", "position 1", "[0, 3)"});
+  EXPECT_ERROR(embedding(make(DType::I32, {1}, {-1}), w),
+               {"step.embedding", "index -1"});
+  EXPECT_ERROR(embedding(HostTensor(DType::F32, {1}), w),
+               {"step.embedding", "indices", "i32 or i64", "f32 [1]"});
+  EXPECT_ERROR(embedding(HostTensor(DType::I32, {1}),
+                         HostTensor(DType::F32, {3})),
+               {"step.embedding", "rank 2", "f32 [3]"});
+}
+
+// Logits [[1, 2, 3], [1, 1, 1]]: row 0 with target 2 loses
+// log(e + e^2 + e^3) - 3 = 0.40760596444438013; row 1 with target 0 loses
+// log(3 e) - 1 = log 3.
+const double kL0 = 0.40760596444438013, kL1 = 1.0986122886681098;
+
+TEST(CrossEntropy, ReductionsEveryDType) {
+  for (DType t : kFloatTypes)
+    for (DType it : kIntTypes) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " " + dtypeName(it));
+      HostTensor logits = make(t, {2, 3}, {1, 2, 3, 1, 1, 1});
+      HostTensor tg = make(it, {2}, {2, 0});
+      expectValues(crossEntropy(logits, tg, Reduction::None, -100), t, {2},
+                   {kL0, kL1});
+      expectValues(crossEntropy(logits, tg, Reduction::Sum, -100), t, {},
+                   {kL0 + kL1});
+      expectValues(crossEntropy(logits, tg, Reduction::Mean, -100), t, {},
+                   {(kL0 + kL1) / 2});
+    }
+}
+
+TEST(CrossEntropy, IgnoreIndexAndStability) {
+  HostTensor logits = make(DType::F32, {2, 3}, {1, 2, 3, 1, 1, 1});
+  HostTensor tg = make(DType::I64, {2}, {2, -100});
+  expectValues(crossEntropy(logits, tg, Reduction::None, -100), DType::F32,
+               {2}, {kL0, 0});
+  // The ignored row is left out of the count: mean = kL0 / 1.
+  expectValues(crossEntropy(logits, tg, Reduction::Mean, -100), DType::F32,
+               {}, {kL0});
+  expectValues(crossEntropy(logits, tg, Reduction::Sum, -100), DType::F32, {},
+               {kL0});
+  // All ignored: mean is 0/0 = NaN (PyTorch), sum is 0.
+  HostTensor none = make(DType::I32, {2}, {7, 7});
+  expectExact(crossEntropy(logits, none, Reduction::Mean, 7), DType::F32, {},
+              {NAN});
+  expectExact(crossEntropy(logits, none, Reduction::Sum, 7), DType::F32, {},
+              {0});
+  // Shifted logits give the same loss; exp(1003) would overflow.
+  expectValues(crossEntropy(make(DType::F32, {1, 3}, {1001, 1002, 1003}),
+                            make(DType::I32, {1}, {2}), Reduction::None, -1),
+               DType::F32, {1}, {kL0});
+  // ignore_index may be a valid class: class 0 rows are skipped.
+  expectValues(crossEntropy(logits, make(DType::I32, {2}, {2, 0}),
+                            Reduction::Mean, 0),
+               DType::F32, {}, {kL0});
+}
+
+TEST(CrossEntropy, Errors) {
+  HostTensor logits(DType::F32, {2, 3});
+  EXPECT_ERROR(crossEntropy(logits, make(DType::I32, {2}, {0, 3}),
+                            Reduction::Mean, -100),
+               {"step.cross_entropy", "target 3", "position 1", "[0, 3)"});
+  EXPECT_ERROR(crossEntropy(logits, HostTensor(DType::I32, {3}),
+                            Reduction::Mean, -100),
+               {"step.cross_entropy", "f32 [2, 3]", "i32 [3]"});
+  EXPECT_ERROR(crossEntropy(logits, HostTensor(DType::F32, {2}),
+                            Reduction::Mean, -100),
+               {"step.cross_entropy", "targets", "f32 [2]"});
+  EXPECT_ERROR(crossEntropy(HostTensor(DType::I32, {2, 3}),
+                            HostTensor(DType::I32, {2}), Reduction::Mean,
+                            -100),
+               {"step.cross_entropy", "logits", "i32 [2, 3]"});
+}
+
+TEST(Dropout, SplitMix64KnownOutputs) {
+  // The first two outputs of the reference SplitMix64 generator seeded with
+  // 0 (Steele, Lea, Flood 2014; Vigna's splitmix64.c).
+  EXPECT_EQ(splitmix64(0), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(splitmix64(0x9e3779b97f4a7c15ull), 0x6e789e6aa1b965f4ull);
+}
+
+TEST(Dropout, KeepMaskFormula) {
+  // u(seed, i) = (splitmix64(seed ^ splitmix64(i)) >> 40) * 2^-24, evaluated
+  // independently: u(0, 0) = 0.65244847..., u(42, 0..3) = 0.30315...,
+  // 0.49492..., 0.11599..., 0.26432...
+  EXPECT_TRUE(dropoutKeep(0, 0, 0.65));
+  EXPECT_FALSE(dropoutKeep(0, 0, 0.66));
+  const double u42[] = {0.30315011739730835, 0.4949294924736023,
+                        0.11599940061569214, 0.2643207311630249};
+  for (uint64_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(dropoutKeep(42, i, u42[i])) << i; // u >= p at equality
+    EXPECT_FALSE(dropoutKeep(42, i, u42[i] + 1e-9)) << i;
+  }
+  for (uint64_t i = 0; i < 100; ++i)
+    EXPECT_TRUE(dropoutKeep(5, i, 0.0));
+}
+
+TEST(Dropout, AppliesMaskAndScale) {
+  // p = 0.25 on seed 42: elements 0..3 have u = 0.303, 0.495, 0.116, 0.264,
+  // so element 2 is dropped and the rest scaled by 1 / 0.75.
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    HostTensor y = dropout(make(t, {4}, {3, 6, 9, -12}), 0.25, 42);
+    expectValues(y, t, {4}, {4, 8, 0, -16});
+  }
+  // Over many elements every output is 0 or x / (1 - p) per the shared mask,
+  // and about 1 - p of them are kept.
+  const int64_t n = 20000;
+  HostTensor x = make(DType::F32, {n}, std::vector<double>(n, 1.0));
+  HostTensor y = dropout(x, 0.3, 1234);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bool keep = dropoutKeep(1234, i, 0.3);
+    kept += keep;
+    ASSERT_EQ(y.data<float>()[i], keep ? static_cast<float>(1 / 0.7) : 0.0f);
+  }
+  // Binomial(20000, 0.7): standard deviation ~65; allow 5 sigma.
+  EXPECT_NEAR(static_cast<double>(kept), 0.7 * n, 325);
+  EXPECT_TRUE(y.bitwiseEqual(dropout(x, 0.3, 1234)));
+  EXPECT_FALSE(y.bitwiseEqual(dropout(x, 0.3, 1235)));
+  EXPECT_TRUE(dropout(x, 0.0, 9).bitwiseEqual(x));
+}
+
+TEST(Dropout, Errors) {
+  HostTensor x(DType::F32, {2});
+  EXPECT_ERROR(dropout(x, 1.0, 0), {"step.dropout", "0 <= p < 1", "p = 1"});
+  EXPECT_ERROR(dropout(x, -0.1, 0), {"step.dropout", "0 <= p < 1"});
+  EXPECT_ERROR(dropout(HostTensor(DType::I32, {2}), 0.5, 0),
+               {"step.dropout", "i32 [2]"});
+}
+
+// One query [1, 0] over keys [1, 0], [0, 1] with scale 1/sqrt(2): scores
+// [1/sqrt 2, 0], so p0 = sigmoid(1/sqrt 2) = 0.6697615493266569 and the
+// output is p0 [1, 2] + (1 - p0) [3, 4] = [3 - 2 p0, 4 - 2 p0].
+const double kP0 = 0.6697615493266569;
+
+TEST(Attention, EveryFloatDType) {
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    HostTensor q = make(t, {1, 1, 2}, {1, 0});
+    HostTensor k = make(t, {1, 2, 2}, {1, 0, 0, 1});
+    HostTensor v = make(t, {1, 2, 2}, {1, 2, 3, 4});
+    expectValues(attention(q, k, v, false, std::nullopt), t, {1, 1, 2},
+                 {3 - 2 * kP0, 4 - 2 * kP0});
+    // scale 0: uniform weights, the mean of the values.
+    expectValues(attention(q, k, v, false, 0.0), t, {1, 1, 2}, {2, 3});
+  }
+}
+
+TEST(Attention, CausalMask) {
+  // Queries [1, 0] and [1, 0] (Tq = 2) over the same keys: query 0 sees only
+  // key 0 and returns v0; query 1 sees both.
+  HostTensor q = make(DType::F32, {2, 2}, {1, 0, 1, 0});
+  HostTensor k = make(DType::F32, {2, 2}, {1, 0, 0, 1});
+  HostTensor v = make(DType::F32, {2, 2}, {1, 2, 3, 4});
+  expectValues(attention(q, k, v, true, std::nullopt), DType::F32, {2, 2},
+               {1, 2, 3 - 2 * kP0, 4 - 2 * kP0});
+  expectValues(attention(q, k, v, false, std::nullopt), DType::F32, {2, 2},
+               {3 - 2 * kP0, 4 - 2 * kP0, 3 - 2 * kP0, 4 - 2 * kP0});
+  // Tq > Tk: query 2 sees keys 0 and 1 (all of them). Scale 0 makes the
+  // visible keys equally weighted: [1, 2], mean, mean.
+  HostTensor q3 = make(DType::F32, {3, 2}, {1, 0, 1, 0, 1, 0});
+  expectValues(attention(q3, k, v, true, 0.0), DType::F32, {3, 2},
+               {1, 2, 2, 3, 2, 3});
+}
+
+TEST(Attention, BatchedAndDeterministic) {
+  // Two batch entries [2, 1, ...]: the second has its values doubled.
+  HostTensor q = make(DType::F32, {2, 1, 1, 2}, {1, 0, 1, 0});
+  HostTensor k = make(DType::F32, {2, 1, 2, 2}, {1, 0, 0, 1, 1, 0, 0, 1});
+  HostTensor v = make(DType::F32, {2, 1, 2, 3},
+                      {1, 2, 0, 3, 4, 0, 2, 4, 0, 6, 8, 0});
+  HostTensor y = attention(q, k, v, false, std::nullopt);
+  expectValues(y, DType::F32, {2, 1, 1, 3},
+               {3 - 2 * kP0, 4 - 2 * kP0, 0, 6 - 4 * kP0, 8 - 4 * kP0, 0},
+               1e-7);
+  EXPECT_TRUE(y.bitwiseEqual(attention(q, k, v, false, std::nullopt)));
+  // Tk = 0 gives an empty weighted sum.
+  expectExact(attention(HostTensor(DType::F32, {1, 2}),
+                        HostTensor(DType::F32, {0, 2}),
+                        HostTensor(DType::F32, {0, 1}), false, std::nullopt),
+              DType::F32, {1, 1}, {0});
+}
+
+TEST(Attention, Errors) {
+  HostTensor q(DType::F32, {1, 2, 4});
+  EXPECT_ERROR(attention(q, HostTensor(DType::F32, {1, 3, 5}),
+                         HostTensor(DType::F32, {1, 3, 4}), false,
+                         std::nullopt),
+               {"step.attention", "q f32 [1, 2, 4]", "k f32 [1, 3, 5]"});
+  EXPECT_ERROR(attention(q, HostTensor(DType::F32, {2, 3, 4}),
+                         HostTensor(DType::F32, {2, 3, 4}), false,
+                         std::nullopt),
+               {"step.attention", "batch"});
+  EXPECT_ERROR(attention(q, HostTensor(DType::F16, {1, 3, 4}),
+                         HostTensor(DType::F16, {1, 3, 4}), false,
+                         std::nullopt),
+               {"step.attention", "same dtype"});
+  EXPECT_ERROR(attention(q, HostTensor(DType::F32, {1, 3, 4}),
+                         HostTensor(DType::F32, {1, 2, 4}), false,
+                         std::nullopt),
+               {"step.attention", "v f32 [1, 2, 4]"});
+}
+
+} // namespace
