@@ -172,9 +172,15 @@ private:
   }
 
   LogicalResult step(Operation &op) {
+    // An operand at its last use is moved out instead of copied.
     std::vector<rt::HostTensor> in;
-    for (Value v : op.getOperands())
-      in.push_back(values.lookup(v));
+    for (Value v : op.getOperands()) {
+      auto it = values.find(v);
+      if (remainingUses[v] == 1 && !isa<BlockArgument>(v))
+        in.push_back(std::move(it->second));
+      else
+        in.push_back(it->second);
+    }
     std::vector<rt::HostTensor> out;
     try {
       if (auto call = dyn_cast<func::CallOp>(op)) {

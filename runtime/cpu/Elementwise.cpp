@@ -310,23 +310,6 @@ template <typename I> static I floatToInt(float f) {
   return static_cast<I>(f);
 }
 
-/// v rounded to float with round-to-odd, exactly from the integer, so that
-/// i32/i64 -> f16/bf16 is rounded once (see doubleToFloatRoundOdd).
-static float intToFloatRoundOdd(int64_t v) {
-  uint64_t mag = v < 0 ? uint64_t(0) - static_cast<uint64_t>(v)
-                       : static_cast<uint64_t>(v);
-  if (mag < (uint64_t(1) << 24))
-    return static_cast<float>(v);
-  int shift = 0;
-  while ((mag >> shift) >= (uint64_t(1) << 24))
-    ++shift;
-  uint64_t kept = mag >> shift;
-  if (mag & ((uint64_t(1) << shift) - 1))
-    kept |= 1; // sticky bit: something nonzero was dropped
-  float f = std::ldexp(static_cast<float>(kept), shift);
-  return v < 0 ? -f : f;
-}
-
 /// Loads element i of any dtype as an int64 (integers) for int->x casts.
 static int64_t loadInt(DType t, const void *base, int64_t i) {
   switch (t) {
@@ -383,11 +366,10 @@ HostTensor cast(const HostTensor &x, DType to) {
     case DType::I1:
       static_cast<uint8_t *>(out)[i] = v != 0;
       break;
-    case DType::F32:
-      static_cast<float *>(out)[i] = static_cast<float>(v);
-      break;
     default:
-      storeF(to, out, i, intToFloatRoundOdd(v));
+      // Through float, then rounded to the half type, as torch's .to()
+      // does: large integers round twice, exactly like PyTorch.
+      storeF(to, out, i, static_cast<float>(v));
       break;
     }
   }

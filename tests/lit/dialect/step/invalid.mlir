@@ -1,0 +1,1824 @@
+// RUN: step-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier error: every constraint Cn of every step op (the
+// function is named after the op and the constraint, e.g. @matmul_c2), result
+// types that disagree with the inferred ones, operand element types outside an
+// op's type constraint, and parser errors.
+//
+// Errors found by result-type inference are followed by MLIR's generic
+// "failed to infer returned types"; both are expected.
+
+//===----------------------------------------------------------------------===//
+// step.neg
+//===----------------------------------------------------------------------===//
+
+func.func @neg_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.neg' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.neg"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @neg_i1(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.neg' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.neg %x : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.abs
+//===----------------------------------------------------------------------===//
+
+func.func @abs_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.abs' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.abs"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @abs_i1(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.abs' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.abs %x : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.relu
+//===----------------------------------------------------------------------===//
+
+func.func @relu_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.relu' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.relu"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @relu_i1(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.relu' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.relu %x : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.exp
+//===----------------------------------------------------------------------===//
+
+func.func @exp_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.exp' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.exp"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @exp_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.exp' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.exp %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.log
+//===----------------------------------------------------------------------===//
+
+func.func @log_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.log' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.log"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @log_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.log' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.log %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.tanh
+//===----------------------------------------------------------------------===//
+
+func.func @tanh_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.tanh' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.tanh"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @tanh_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.tanh' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.tanh %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.sigmoid
+//===----------------------------------------------------------------------===//
+
+func.func @sigmoid_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.sigmoid' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.sigmoid"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @sigmoid_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.sigmoid' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.sigmoid %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.sqrt
+//===----------------------------------------------------------------------===//
+
+func.func @sqrt_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.sqrt' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.sqrt"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @sqrt_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.sqrt' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.sqrt %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.rsqrt
+//===----------------------------------------------------------------------===//
+
+func.func @rsqrt_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.rsqrt' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.rsqrt"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @rsqrt_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.rsqrt' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.rsqrt %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.erf
+//===----------------------------------------------------------------------===//
+
+func.func @erf_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.erf' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.erf"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @erf_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.erf' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.erf %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.sin
+//===----------------------------------------------------------------------===//
+
+func.func @sin_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.sin' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.sin"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @sin_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.sin' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.sin %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.cos
+//===----------------------------------------------------------------------===//
+
+func.func @cos_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.cos' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.cos"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @cos_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.cos' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.cos %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.add
+//===----------------------------------------------------------------------===//
+
+func.func @add_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.add' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.add %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @add_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.add' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @add_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.add' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.add %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @add_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.add' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.add"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @add_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.add' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.add %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.sub
+//===----------------------------------------------------------------------===//
+
+func.func @sub_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.sub' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.sub %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sub_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.sub' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.sub %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sub_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.sub' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.sub %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sub_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.sub' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.sub"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @sub_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.sub' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.sub %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.mul
+//===----------------------------------------------------------------------===//
+
+func.func @mul_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.mul' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.mul %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.mul' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.mul %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.mul' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.mul %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.mul' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.mul"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @mul_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.mul' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.mul %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.div
+//===----------------------------------------------------------------------===//
+
+func.func @div_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.div' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.div %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @div_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.div' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.div %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @div_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.div' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.div %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @div_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.div' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.div"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @div_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.div' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.div %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.max
+//===----------------------------------------------------------------------===//
+
+func.func @max_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.max' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.max %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @max_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.max' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.max %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @max_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.max' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.max %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @max_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.max' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.max"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @max_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.max' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.max %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.min
+//===----------------------------------------------------------------------===//
+
+func.func @min_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.min' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.min %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @min_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.min' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.min %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @min_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.min' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.min %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @min_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.min' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.min"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @min_i1(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.min' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.min %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.pow
+//===----------------------------------------------------------------------===//
+
+func.func @pow_c1_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.pow' op operands have different element types (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<2x3xf16>'; insert step.cast}}
+  %0 = step.pow %a, %b : tensor<2x3xf32>, tensor<2x3xf16>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pow_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.pow' op operands have different ranks (C1): lhs 'tensor<2x3xf32>', rhs 'tensor<3xf32>'; broadcast explicitly}}
+  %0 = step.pow %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pow_c2(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.pow' op dimension 1 differs (C2): lhs 'tensor<2x3xf32>' has 3, rhs 'tensor<2x4xf32>' has 4}}
+  %0 = step.pow %a, %b : tensor<2x3xf32>, tensor<2x4xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pow_c2_result(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  // The result takes the static size of a dimension that is dynamic in one operand.
+  // expected-error @+2 {{'step.pow' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<?x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.pow"(%a, %b) : (tensor<?x3xf32>, tensor<2x3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @pow_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.pow' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.pow %a, %a : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.gelu
+//===----------------------------------------------------------------------===//
+
+func.func @gelu_c1(%x: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+2 {{'step.gelu' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.gelu"(%x) <{approximate = 0 : i32}> : (tensor<4xf32>) -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}
+
+// -----
+
+func.func @gelu_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.gelu' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.gelu %x approximate none : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @gelu_unknown_approximation(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'approximate' [none, tanh]}}
+  %0 = step.gelu %x approximate exact : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gelu_approximation_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{invalid properties {approximate = 2 : i32} for op step.gelu}}
+  %0 = "step.gelu"(%x) <{approximate = 2 : i32}> : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.compare
+//===----------------------------------------------------------------------===//
+
+func.func @compare_c1_element_type(%a: tensor<4xf32>, %b: tensor<4xi32>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.compare' op operands have different element types (C1): lhs 'tensor<4xf32>', rhs 'tensor<4xi32>'}}
+  %0 = step.compare eq, %a, %b : tensor<4xf32>, tensor<4xi32>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_c1_rank(%a: tensor<4xf32>, %b: tensor<1x4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.compare' op operands have different ranks (C1): lhs 'tensor<4xf32>', rhs 'tensor<1x4xf32>'}}
+  %0 = step.compare lt, %a, %b : tensor<4xf32>, tensor<1x4xf32>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_c2(%a: tensor<4x?xf32>, %b: tensor<5x2xf32>) -> tensor<4x2xi1> {
+  // expected-error @+1 {{'step.compare' op dimension 0 differs (C2): lhs 'tensor<4x?xf32>' has 4, rhs 'tensor<5x2xf32>' has 5}}
+  %0 = step.compare ge, %a, %b : tensor<4x?xf32>, tensor<5x2xf32>
+  return %0 : tensor<4x2xi1>
+}
+
+// -----
+
+func.func @compare_result_not_i1(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.compare' op result #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = "step.compare"(%a, %a) <{direction = 0 : i32}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @compare_unknown_direction(%a: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'direction' [eq, ne, lt, le, gt, ge]}}
+  %0 = step.compare less, %a, %a : tensor<4xf32>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_direction_out_of_range(%a: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{invalid properties {direction = 6 : i32} for op step.compare}}
+  %0 = "step.compare"(%a, %a) <{direction = 6 : i32}> : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.select
+//===----------------------------------------------------------------------===//
+
+func.func @select_c1_element_type(%p: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.select' op operands have different element types (C1)}}
+  %0 = step.select %p, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xbf16>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_c1_rank(%p: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.select' op operands have different ranks (C1)}}
+  %0 = step.select %p, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<f32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_c2_branches(%p: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.select' op dimension 0 differs (C2)}}
+  %0 = step.select %p, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<3xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_c2_pred_rank(%p: tensor<1x4xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.select' op pred 'tensor<1x4xi1>' must have the rank of the branches 'tensor<4xf32>' (C2)}}
+  %0 = step.select %p, %a, %a : tensor<1x4xi1>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_c2_pred_dim(%p: tensor<2x5xi1>, %a: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'step.select' op dimension 1 of pred 'tensor<2x5xi1>' differs from the branches 'tensor<2x4xf32>' (C2)}}
+  %0 = step.select %p, %a, %a : tensor<2x5xi1>, tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @select_pred_not_i1(%p: tensor<4xf32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.select' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = step.select %p, %a, %a : tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.cast
+//===----------------------------------------------------------------------===//
+
+func.func @cast_c1(%x: tensor<4x8xf32>) -> tensor<8x4xbf16> {
+  // expected-error @+1 {{'step.cast' op operand 'tensor<4x8xf32>' and result 'tensor<8x4xbf16>' must have the same shape (C1)}}
+  %0 = step.cast %x : tensor<4x8xf32> -> tensor<8x4xbf16>
+  return %0 : tensor<8x4xbf16>
+}
+
+// -----
+
+func.func @cast_c1_dynamic(%x: tensor<?xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'step.cast' op operand 'tensor<?xf32>' and result 'tensor<4xf16>' must have the same shape (C1)}}
+  %0 = step.cast %x : tensor<?xf32> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @cast_f64(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'step.cast' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<4xf64>'}}
+  %0 = step.cast %x : tensor<4xf32> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.constant
+//===----------------------------------------------------------------------===//
+
+func.func @constant_c1() {
+  // expected-error @+2 {{'step.constant' op value must have a static tensor type (C1), found 'vector<2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.constant"() <{value = dense<1.0> : vector<2xf32>}> : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @constant_result_type() -> tensor<4xf32> {
+  // expected-error @+2 {{'step.constant' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @constant_i8() -> tensor<2xi8> {
+  // expected-error @+1 {{'step.constant' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values, but got 'tensor<2xi8>'}}
+  %0 = step.constant dense<1> : tensor<2xi8>
+  return %0 : tensor<2xi8>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.broadcast_in_dim
+//===----------------------------------------------------------------------===//
+
+func.func @broadcast_in_dim_c1(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op dims [0, 1] has 2 entries, expected rank(operand) = 1 for 'tensor<3xf32>' (C1)}}
+  %0 = step.broadcast_in_dim %x, dims = [0, 1] : tensor<3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c2_range(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op dims [2] maps operand dim 0 to 2, outside [0, 2) of result 'tensor<2x3xf32>' (C2)}}
+  %0 = step.broadcast_in_dim %x, dims = [2] : tensor<3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c2_negative(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op dims [-1] maps operand dim 0 to -1, outside [0, 2) of result 'tensor<2x3xf32>' (C2)}}
+  %0 = step.broadcast_in_dim %x, dims = [-1] : tensor<3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c2_order(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op dims [1, 0] must be strictly increasing (C2)}}
+  %0 = step.broadcast_in_dim %x, dims = [1, 0] : tensor<3x2xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c2_repeated(%x: tensor<1x1xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op dims [1, 1] must be strictly increasing (C2)}}
+  %0 = step.broadcast_in_dim %x, dims = [1, 1] : tensor<1x1xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c3(%x: tensor<2xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op operand dim 0 of 'tensor<2xf32>' has size 2, expected 1 or 3 (result dim 1 of 'tensor<4x3xf32>') (C3)}}
+  %0 = step.broadcast_in_dim %x, dims = [1] : tensor<2xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c4_static_operand(%x: tensor<3xf32>) -> tensor<2x?xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op result dim 1 of 'tensor<2x?xf32>' is dynamic but operand dim 0 of 'tensor<3xf32>' is static (C4)}}
+  %0 = step.broadcast_in_dim %x, dims = [1] : tensor<3xf32> -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c4_new_dim(%x: tensor<3xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op result dim 0 of 'tensor<?x3xf32>' is dynamic but no operand dim maps to it (C4)}}
+  %0 = step.broadcast_in_dim %x, dims = [1] : tensor<3xf32> -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @broadcast_in_dim_c5(%x: tensor<3xf32>) -> tensor<2x3xf16> {
+  // expected-error @+1 {{'step.broadcast_in_dim' op operand 'tensor<3xf32>' and result 'tensor<2x3xf16>' have different element types (C5)}}
+  %0 = step.broadcast_in_dim %x, dims = [1] : tensor<3xf32> -> tensor<2x3xf16>
+  return %0 : tensor<2x3xf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.reshape
+//===----------------------------------------------------------------------===//
+
+func.func @reshape_c1(%x: tensor<4x8xf32>) -> tensor<32xi32> {
+  // expected-error @+1 {{'step.reshape' op operand 'tensor<4x8xf32>' and result 'tensor<32xi32>' have different element types (C1)}}
+  %0 = step.reshape %x : tensor<4x8xf32> -> tensor<32xi32>
+  return %0 : tensor<32xi32>
+}
+
+// -----
+
+func.func @reshape_c2(%x: tensor<4x8xf32>) -> tensor<30xf32> {
+  // expected-error @+1 {{'step.reshape' op operand 'tensor<4x8xf32>' has 32 elements but result 'tensor<30xf32>' has 30 (C2)}}
+  %0 = step.reshape %x : tensor<4x8xf32> -> tensor<30xf32>
+  return %0 : tensor<30xf32>
+}
+
+// -----
+
+func.func @reshape_c3_two_dynamic(%x: tensor<?x8xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'step.reshape' op result 'tensor<?x?xf32>' may have one dynamic dim, and only when the operand 'tensor<?x8xf32>' has one (C3)}}
+  %0 = step.reshape %x : tensor<?x8xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @reshape_c3_static_operand(%x: tensor<4x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'step.reshape' op result 'tensor<?x4xf32>' may have one dynamic dim, and only when the operand 'tensor<4x8xf32>' has one (C3)}}
+  %0 = step.reshape %x : tensor<4x8xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.transpose
+//===----------------------------------------------------------------------===//
+
+func.func @transpose_c1_repeated(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{'step.transpose' op perm [0, 0] is not a permutation of [0, 2) for operand 'tensor<2x3xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.transpose %x, perm = [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @transpose_c1_size(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'step.transpose' op perm [0] is not a permutation of [0, 2) for operand 'tensor<2x3xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.transpose %x, perm = [0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @transpose_c1_range(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{'step.transpose' op perm [2, 0] is not a permutation of [0, 2) for operand 'tensor<2x3xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.transpose %x, perm = [2, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @transpose_result_type(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'step.transpose' op inferred type(s) 'tensor<3x2xf32>' are incompatible with return type(s) of operation 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.transpose %x, perm = [1, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.slice
+//===----------------------------------------------------------------------===//
+
+func.func @slice_c1(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{'step.slice' op start [0, 0], limit [4] and strides [1, 1] must each have 2 entries for operand 'tensor<4x8xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [0, 0] limit = [4] strides = [1, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @slice_c2_negative_start(%x: tensor<4x8xf32>) -> tensor<5x8xf32> {
+  // expected-error @+2 {{'step.slice' op dim 0: expected 0 <= start (-1) <= limit (4) <= size (4) for operand 'tensor<4x8xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [-1, 0] limit = [4, 8] strides = [1, 1] : tensor<4x8xf32> -> tensor<5x8xf32>
+  return %0 : tensor<5x8xf32>
+}
+
+// -----
+
+func.func @slice_c2_start_after_limit(%x: tensor<4x8xf32>) -> tensor<4x0xf32> {
+  // expected-error @+2 {{'step.slice' op dim 1: expected 0 <= start (6) <= limit (5) <= size (8) for operand 'tensor<4x8xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [0, 6] limit = [4, 5] strides = [1, 1] : tensor<4x8xf32> -> tensor<4x0xf32>
+  return %0 : tensor<4x0xf32>
+}
+
+// -----
+
+func.func @slice_c2_limit_past_end(%x: tensor<4x8xf32>) -> tensor<4x9xf32> {
+  // expected-error @+2 {{'step.slice' op dim 1: expected 0 <= start (0) <= limit (9) <= size (8) for operand 'tensor<4x8xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [0, 0] limit = [4, 9] strides = [1, 1] : tensor<4x8xf32> -> tensor<4x9xf32>
+  return %0 : tensor<4x9xf32>
+}
+
+// -----
+
+func.func @slice_c3(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{'step.slice' op dim 1: stride 0 must be >= 1 (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [0, 0] limit = [4, 8] strides = [1, 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @slice_result_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
+  // ceil((8 - 2) / 2) = 3 elements, not 4.
+  // expected-error @+2 {{'step.slice' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.slice %x start = [0, 2] limit = [4, 8] strides = [1, 2] : tensor<4x8xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.concat
+//===----------------------------------------------------------------------===//
+
+func.func @concat_c1() -> tensor<0xf32> {
+  // expected-error @+2 {{'step.concat' op needs at least one input (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.concat"() <{dimension = 0 : i64}> : () -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
+func.func @concat_c2_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{'step.concat' op input 1 'tensor<2x3xf16>' differs in element type or rank from input 0 'tensor<2x3xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<2x3xf16> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @concat_c2_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+2 {{'step.concat' op input 1 'tensor<3xf32>' differs in element type or rank from input 0 'tensor<2x3xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<3xf32> -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+func.func @concat_c3(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+2 {{'step.concat' op dim 2 is outside [0, 2) for input 'tensor<2x3xf32>' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %a dim = 2 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_c3_negative(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+2 {{'step.concat' op dim -1 is outside [0, 2) for input 'tensor<2x3xf32>' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %a dim = -1 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_c4(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{'step.concat' op input 1 'tensor<2x4xf32>' differs from input 0 'tensor<2x3xf32>' in dim 1 (C4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @concat_result_type(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'step.concat' op inferred type(s) 'tensor<6x3xf32>' are incompatible with return type(s) of operation 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.pad
+//===----------------------------------------------------------------------===//
+
+func.func @pad_c1(%x: tensor<2x3xf32>) -> tensor<3x3xf32> {
+  // expected-error @+2 {{'step.pad' op low [1] and high [0, 0] must each have 2 entries for operand 'tensor<2x3xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.pad %x low = [1] high = [0, 0] value = 0.0 : tensor<2x3xf32> -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @pad_c2(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{'step.pad' op dim 1: padding low 0, high -1 must be >= 0 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.pad %x low = [0, 0] high = [0, -1] value = 0.0 : tensor<2x3xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @pad_result_type(%x: tensor<2x3xf32>) -> tensor<4x4xf32> {
+  // expected-error @+2 {{'step.pad' op inferred type(s) 'tensor<3x5xf32>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.pad %x low = [0, 1] high = [1, 1] value = 0.0 : tensor<2x3xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.iota
+//===----------------------------------------------------------------------===//
+
+func.func @iota_c1_dynamic() -> tensor<?xi64> {
+  // expected-error @+1 {{'step.iota' op result 'tensor<?xi64>' must have a static shape of rank >= 1 (C1)}}
+  %0 = step.iota dim = 0 : tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
+
+// -----
+
+func.func @iota_c1_rank0() -> tensor<i64> {
+  // expected-error @+1 {{'step.iota' op result 'tensor<i64>' must have a static shape of rank >= 1 (C1)}}
+  %0 = step.iota dim = 0 : tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+func.func @iota_c2() -> tensor<4x8xi32> {
+  // expected-error @+1 {{'step.iota' op dim 2 is outside [0, 2) for result 'tensor<4x8xi32>' (C2)}}
+  %0 = step.iota dim = 2 : tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+
+func.func @iota_c2_negative() -> tensor<4x8xi32> {
+  // expected-error @+1 {{'step.iota' op dim -1 is outside [0, 2) for result 'tensor<4x8xi32>' (C2)}}
+  %0 = step.iota dim = -1 : tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+
+func.func @iota_c3() -> tensor<4xi1> {
+  // expected-error @+1 {{'step.iota' op result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = step.iota dim = 0 : tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+//===----------------------------------------------------------------------===//
+// step.reduce_sum
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_sum_c1(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.reduce_sum' op dims [2] has 2, outside [0, 2) for operand 'tensor<4x8xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_sum %x dims = [2] : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_sum_c1_negative(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.reduce_sum' op dims [-1] has -1, outside [0, 2) for operand 'tensor<4x8xf32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_sum %x dims = [-1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_sum_c2(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.reduce_sum' op dims [1, 1] repeats 1 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_sum %x dims = [1, 1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_sum_result_type_keepdim(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  // With keepdim the reduced dim stays as size 1.
+  // expected-error @+2 {{'step.reduce_sum' op inferred type(s) 'tensor<4x1xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_sum %x dims = [1] keepdim : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_sum_i1(%x: tensor<4x8xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.reduce_sum' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4x8xi1>'}}
+  %0 = step.reduce_sum %x dims = [1] : tensor<4x8xi1> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.reduce_max
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_max_c1(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  // expected-error @+2 {{'step.reduce_max' op dims [2] has 2, outside [0, 2) for operand 'tensor<4x8xi32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_max %x dims = [2] : tensor<4x8xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_max_c1_negative(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  // expected-error @+2 {{'step.reduce_max' op dims [-1] has -1, outside [0, 2) for operand 'tensor<4x8xi32>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_max %x dims = [-1] : tensor<4x8xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_max_c2(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  // expected-error @+2 {{'step.reduce_max' op dims [1, 1] repeats 1 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_max %x dims = [1, 1] : tensor<4x8xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_max_result_type_keepdim(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  // With keepdim the reduced dim stays as size 1.
+  // expected-error @+2 {{'step.reduce_max' op inferred type(s) 'tensor<4x1xi32>' are incompatible with return type(s) of operation 'tensor<4xi32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_max %x dims = [1] keepdim : tensor<4x8xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_max_i1(%x: tensor<4x8xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.reduce_max' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4x8xi1>'}}
+  %0 = step.reduce_max %x dims = [1] : tensor<4x8xi1> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.reduce_mean
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_mean_c1(%x: tensor<4x8xf16>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.reduce_mean' op dims [2] has 2, outside [0, 2) for operand 'tensor<4x8xf16>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_mean %x dims = [2] : tensor<4x8xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @reduce_mean_c1_negative(%x: tensor<4x8xf16>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.reduce_mean' op dims [-1] has -1, outside [0, 2) for operand 'tensor<4x8xf16>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_mean %x dims = [-1] : tensor<4x8xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @reduce_mean_c2(%x: tensor<4x8xf16>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.reduce_mean' op dims [1, 1] repeats 1 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_mean %x dims = [1, 1] : tensor<4x8xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @reduce_mean_result_type_keepdim(%x: tensor<4x8xf16>) -> tensor<4xf16> {
+  // With keepdim the reduced dim stays as size 1.
+  // expected-error @+2 {{'step.reduce_mean' op inferred type(s) 'tensor<4x1xf16>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.reduce_mean %x dims = [1] keepdim : tensor<4x8xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @reduce_mean_i32(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.reduce_mean' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4x8xi32>'}}
+  %0 = step.reduce_mean %x dims = [1] : tensor<4x8xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.softmax
+//===----------------------------------------------------------------------===//
+
+func.func @softmax_c1(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'step.softmax' op dim 2 is outside [0, 2) for operand 'tensor<4x10xf32>' (C1)}}
+  %0 = step.softmax %x dim = 2 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @softmax_c1_negative(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'step.softmax' op dim -1 is outside [0, 2) for operand 'tensor<4x10xf32>' (C1)}}
+  %0 = step.softmax %x dim = -1 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @softmax_c1_rank0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'step.softmax' op dim 0 is outside [0, 0) for operand 'tensor<f32>' (C1)}}
+  %0 = step.softmax %x dim = 0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @softmax_result_type(%x: tensor<4x10xf32>) -> tensor<4x10xf16> {
+  // expected-error @+2 {{'step.softmax' op inferred type(s) 'tensor<4x10xf32>' are incompatible with return type(s) of operation 'tensor<4x10xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.softmax"(%x) <{dimension = 1 : i64}> : (tensor<4x10xf32>) -> tensor<4x10xf16>
+  return %0 : tensor<4x10xf16>
+}
+
+// -----
+
+func.func @softmax_i32(%x: tensor<4x10xi32>) -> tensor<4x10xi32> {
+  // expected-error @+1 {{'step.softmax' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4x10xi32>'}}
+  %0 = step.softmax %x dim = 1 : tensor<4x10xi32>
+  return %0 : tensor<4x10xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.log_softmax
+//===----------------------------------------------------------------------===//
+
+func.func @log_softmax_c1(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'step.log_softmax' op dim 2 is outside [0, 2) for operand 'tensor<4x10xf32>' (C1)}}
+  %0 = step.log_softmax %x dim = 2 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @log_softmax_c1_negative(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'step.log_softmax' op dim -1 is outside [0, 2) for operand 'tensor<4x10xf32>' (C1)}}
+  %0 = step.log_softmax %x dim = -1 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @log_softmax_c1_rank0(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'step.log_softmax' op dim 0 is outside [0, 0) for operand 'tensor<f32>' (C1)}}
+  %0 = step.log_softmax %x dim = 0 : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @log_softmax_result_type(%x: tensor<4x10xf32>) -> tensor<4x10xf16> {
+  // expected-error @+2 {{'step.log_softmax' op inferred type(s) 'tensor<4x10xf32>' are incompatible with return type(s) of operation 'tensor<4x10xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.log_softmax"(%x) <{dimension = 1 : i64}> : (tensor<4x10xf32>) -> tensor<4x10xf16>
+  return %0 : tensor<4x10xf16>
+}
+
+// -----
+
+func.func @log_softmax_i32(%x: tensor<4x10xi32>) -> tensor<4x10xi32> {
+  // expected-error @+1 {{'step.log_softmax' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4x10xi32>'}}
+  %0 = step.log_softmax %x dim = 1 : tensor<4x10xi32>
+  return %0 : tensor<4x10xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.matmul
+//===----------------------------------------------------------------------===//
+
+func.func @matmul_c1(%a: tensor<8xf32>, %b: tensor<8x4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.matmul' op lhs 'tensor<8xf32>' must have rank >= 2 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @matmul_c2(%a: tensor<2x3x8xf32>, %b: tensor<8xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{'step.matmul' op rhs 'tensor<8xf32>' must have rank 3 (as lhs 'tensor<2x3x8xf32>') or 2 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_c2_rhs_higher_rank(%a: tensor<3x8xf32>, %b: tensor<2x8x4xf32>) -> tensor<2x3x4xf32> {
+  // A rank-2 lhs is not broadcast over a batched rhs.
+  // expected-error @+2 {{'step.matmul' op rhs 'tensor<2x8x4xf32>' must have rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<3x8xf32>, tensor<2x8x4xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @matmul_c3(%a: tensor<3x8xf32>, %b: tensor<8x4xbf16>) -> tensor<3x4xf32> {
+  // expected-error @+2 {{'step.matmul' op lhs 'tensor<3x8xf32>' and rhs 'tensor<8x4xbf16>' have different element types (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<3x8xf32>, tensor<8x4xbf16> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @matmul_c4(%a: tensor<2x3x8xf32>, %b: tensor<5x8x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+2 {{'step.matmul' op batch dim 0 differs: lhs 'tensor<2x3x8xf32>', rhs 'tensor<5x8x4xf32>' (C4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<2x3x8xf32>, tensor<5x8x4xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @matmul_c5(%a: tensor<3x8xf32>, %b: tensor<7x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+2 {{'step.matmul' op contracting dims differ: lhs 'tensor<3x8xf32>' has K = 8, rhs 'tensor<7x4xf32>' has K = 7 (C5)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<3x8xf32>, tensor<7x4xf32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @matmul_c5_transposed(%a: tensor<8x3xf32>, %b: tensor<8x4xf32>) -> tensor<3x8xf32> {
+  // With transpose_b, K of rhs [8, 4] is its last dim (4), not 8.
+  // expected-error @+2 {{'step.matmul' op contracting dims differ: lhs 'tensor<8x3xf32>' (transposed) has K = 8, rhs 'tensor<8x4xf32>' (transposed) has K = 4 (C5)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b transpose_a transpose_b : tensor<8x3xf32>, tensor<8x4xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @matmul_result_type(%a: tensor<3x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{'step.matmul' op inferred type(s) 'tensor<3x4xf32>' are incompatible with return type(s) of operation 'tensor<4x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.matmul %a, %b : tensor<3x8xf32>, tensor<8x4xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @matmul_i64(%a: tensor<3x8xi64>, %b: tensor<8x4xi64>) -> tensor<3x4xi64> {
+  // expected-error @+1 {{'step.matmul' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<3x8xi64>'}}
+  %0 = step.matmul %a, %b : tensor<3x8xi64>, tensor<8x4xi64> -> tensor<3x4xi64>
+  return %0 : tensor<3x4xi64>
+}
+
+// -----
+
+func.func @matmul_transpose_flags_order(%a: tensor<3x8xf32>, %b: tensor<4x8xf32>) -> tensor<3x4xf32> {
+  // The assembly format fixes the order transpose_a, transpose_b.
+  // expected-error @+1 {{expected ':'}}
+  %0 = step.matmul %a, %b transpose_b transpose_a : tensor<3x8xf32>, tensor<4x8xf32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.layer_norm
+//===----------------------------------------------------------------------===//
+
+func.func @layer_norm_c1_rank0_weight(%x: tensor<4x8xf32>, %w: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op weight 'tensor<f32>' must have rank in [1, 2] for operand 'tensor<4x8xf32>' (C1)}}
+  %0 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xf32>, tensor<f32>, tensor<f32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c1_weight_rank(%x: tensor<8xf32>, %w: tensor<1x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op weight 'tensor<1x8xf32>' must have rank in [1, 1] for operand 'tensor<8xf32>' (C1)}}
+  %0 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<8xf32>, tensor<1x8xf32>, tensor<1x8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c2(%x: tensor<4x8xf32>, %w: tensor<4xf32>) -> tensor<4x8xf32> {
+  // Weight covers the trailing dims ([8]), not the leading ones.
+  // expected-error @+1 {{'step.layer_norm' op weight 'tensor<4xf32>' must equal the trailing dims of operand 'tensor<4x8xf32>' (C2)}}
+  %0 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c3(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<1x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op bias 'tensor<1x8xf32>' must have the shape of weight 'tensor<8xf32>' (C3)}}
+  %0 = step.layer_norm %x, %w, %b eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c4(%x: tensor<4x8xbf16>, %w: tensor<8xf32>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{'step.layer_norm' op operand 'tensor<4x8xbf16>', weight 'tensor<8xf32>' and bias 'tensor<8xf32>' need one element type (C4)}}
+  %0 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @layer_norm_c4_bias(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf16>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op operand 'tensor<4x8xf32>', weight 'tensor<8xf32>' and bias 'tensor<8xf16>' need one element type (C4)}}
+  %0 = step.layer_norm %x, %w, %b eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf16>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c5(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op eps 0.000000e+00 must be > 0 (C5)}}
+  %0 = step.layer_norm %x, %w, %w eps = 0.0 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_c5_negative(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.layer_norm' op eps -1.000000e-05 must be > 0 (C5)}}
+  %0 = step.layer_norm %x, %w, %w eps = -1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_result_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf16> {
+  // expected-error @+2 {{'step.layer_norm' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.layer_norm"(%x, %w, %w) <{epsilon = 1.0e-05 : f64}> : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @layer_norm_i32(%x: tensor<4x8xi32>, %w: tensor<8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{'step.layer_norm' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4x8xi32>'}}
+  %0 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xi32>, tensor<8xi32>, tensor<8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.embedding
+//===----------------------------------------------------------------------===//
+
+func.func @embedding_c1(%i: tensor<4xi32>, %w: tensor<16xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.embedding' op weight 'tensor<16xf32>' must have rank 2 ([V, D]) (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.embedding %i, %w : tensor<4xi32>, tensor<16xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @embedding_result_type(%i: tensor<4xi32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  // The result appends D (8), not V (16).
+  // expected-error @+2 {{'step.embedding' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.embedding %i, %w : tensor<4xi32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @embedding_float_indices(%i: tensor<4xf32>, %w: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.embedding' op operand #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = step.embedding %i, %w : tensor<4xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @embedding_integer_weight(%i: tensor<4xi64>, %w: tensor<16x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{'step.embedding' op operand #1 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x8xi32>'}}
+  %0 = step.embedding %i, %w : tensor<4xi64>, tensor<16x8xi32> -> tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy
+//===----------------------------------------------------------------------===//
+
+func.func @cross_entropy_c1_logits(%l: tensor<2x4x10xf32>, %t: tensor<2xi64>) -> tensor<f32> {
+  // expected-error @+2 {{'step.cross_entropy' op expects logits [N, C] and targets [N], found 'tensor<2x4x10xf32>' and 'tensor<2xi64>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy %l, %t reduction = mean : tensor<2x4x10xf32>, tensor<2xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_c1_targets(%l: tensor<4x10xf32>, %t: tensor<4x1xi64>) -> tensor<f32> {
+  // expected-error @+2 {{'step.cross_entropy' op expects logits [N, C] and targets [N], found 'tensor<4x10xf32>' and 'tensor<4x1xi64>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy %l, %t reduction = sum : tensor<4x10xf32>, tensor<4x1xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_c2(%l: tensor<4x10xf32>, %t: tensor<5xi64>) -> tensor<f32> {
+  // expected-error @+2 {{'step.cross_entropy' op logits 'tensor<4x10xf32>' and targets 'tensor<5xi64>' disagree on N (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy %l, %t reduction = mean : tensor<4x10xf32>, tensor<5xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_result_type_none(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  // reduction = none keeps one loss per row.
+  // expected-error @+2 {{'step.cross_entropy' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy %l, %t reduction = none : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_result_type_mean(%l: tensor<4x10xbf16>, %t: tensor<4xi64>) -> tensor<f32> {
+  // The loss has the logits' element type.
+  // expected-error @+2 {{'step.cross_entropy' op inferred type(s) 'tensor<bf16>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy %l, %t reduction = mean : tensor<4x10xbf16>, tensor<4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_float_targets(%l: tensor<4x10xf32>, %t: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'step.cross_entropy' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = step.cross_entropy %l, %t reduction = mean : tensor<4x10xf32>, tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_unknown_reduction(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'reduction' [none, mean, sum]}}
+  %0 = step.cross_entropy %l, %t reduction = avg : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.dropout
+//===----------------------------------------------------------------------===//
+
+func.func @dropout_c1_one(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.dropout' op p = 1.000000e+00 must be in [0, 1) (C1)}}
+  %0 = step.dropout %x p = 1.0 seed = 0 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @dropout_c1_negative(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.dropout' op p = -1.000000e-01 must be in [0, 1) (C1)}}
+  %0 = step.dropout %x p = -0.1 seed = 0 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @dropout_c1_nan(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.dropout' op p = nan must be in [0, 1) (C1)}}
+  %0 = step.dropout %x p = 0x7FF8000000000000 seed = 0 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @dropout_result_type(%x: tensor<4x8xf32>) -> tensor<4x8xf16> {
+  // expected-error @+2 {{'step.dropout' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.dropout"(%x) <{p = 1.0e-01 : f64, seed = 0 : i64}> : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @dropout_i32(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{'step.dropout' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4x8xi32>'}}
+  %0 = step.dropout %x p = 0.5 seed = 0 : tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.attention
+//===----------------------------------------------------------------------===//
+
+func.func @attention_c1_rank1(%q: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+2 {{'step.attention' op query 'tensor<8xf32>', key 'tensor<8xf32>' and value 'tensor<8xf32>' need one rank >= 2 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %q, %q : tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @attention_c1_ranks_differ(%q: tensor<2x16x8xf32>, %k: tensor<16x8xf32>) -> tensor<2x16x8xf32> {
+  // expected-error @+2 {{'step.attention' op query 'tensor<2x16x8xf32>', key 'tensor<16x8xf32>' and value 'tensor<2x16x8xf32>' need one rank >= 2 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %k, %q : tensor<2x16x8xf32>, tensor<16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  return %0 : tensor<2x16x8xf32>
+}
+
+// -----
+
+func.func @attention_c2(%q: tensor<16x8xf32>, %v: tensor<16x8xf16>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention' op query 'tensor<16x8xf32>', key 'tensor<16x8xf32>' and value 'tensor<16x8xf16>' need one element type (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %q, %v : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf16> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_c3_leading(%q: tensor<2x4x16x8xf32>, %k: tensor<2x3x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+2 {{'step.attention' op leading dim 1 differs among query 'tensor<2x4x16x8xf32>', key 'tensor<2x3x16x8xf32>', value 'tensor<2x3x16x8xf32>' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %k, %k : tensor<2x4x16x8xf32>, tensor<2x3x16x8xf32>, tensor<2x3x16x8xf32> -> tensor<2x4x16x8xf32>
+  return %0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @attention_c3_head_dim(%q: tensor<16x8xf32>, %k: tensor<16x4xf32>, %v: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention' op query 'tensor<16x8xf32>' and key 'tensor<16x4xf32>' disagree on the head dim D (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %k, %v : tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_c3_key_length(%q: tensor<16x8xf32>, %k: tensor<12x8xf32>, %v: tensor<10x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention' op key 'tensor<12x8xf32>' and value 'tensor<10x8xf32>' disagree on the key length Tk (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %k, %v : tensor<16x8xf32>, tensor<12x8xf32>, tensor<10x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_c4_zero(%q: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention' op scale 0.000000e+00 must be > 0 (C4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %q, %q scale = 0.0 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_c4_negative(%q: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention' op scale -5.000000e-01 must be > 0 (C4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %q, %q causal scale = -0.5 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_result_type(%q: tensor<16x8xf32>, %k: tensor<12x8xf32>, %v: tensor<12x4xf32>) -> tensor<16x8xf32> {
+  // The output takes the value's last dim (4), not the query's (8).
+  // expected-error @+2 {{'step.attention' op inferred type(s) 'tensor<16x4xf32>' are incompatible with return type(s) of operation 'tensor<16x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.attention %q, %k, %v : tensor<16x8xf32>, tensor<12x8xf32>, tensor<12x4xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_i32(%q: tensor<16x8xi32>) -> tensor<16x8xi32> {
+  // expected-error @+1 {{'step.attention' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x8xi32>'}}
+  %0 = step.attention %q, %q, %q : tensor<16x8xi32>, tensor<16x8xi32>, tensor<16x8xi32> -> tensor<16x8xi32>
+  return %0 : tensor<16x8xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Parser-level errors
+//===----------------------------------------------------------------------===//
+
+func.func @parse_missing_dims_keyword(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{expected 'dims'}}
+  %0 = step.broadcast_in_dim %x, [1] : tensor<3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @parse_binary_three_types(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // custom<SameTypes> takes one type, or one per operand.
+  // expected-error @+1 {{expected operation name in quotes}}
+  %0 = step.add %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @parse_unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{custom op 'step.neg' invalid kind of type specified}}
+  %0 = step.neg %x : tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
