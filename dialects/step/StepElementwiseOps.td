@@ -117,7 +117,8 @@ def Step_CompareOp : Step_Op<"compare", [Pure, InferTypeOpInterface]> {
   let summary = "elementwise comparison";
   let description = [{
     `torch.eq/ne/lt/le/gt/ge(lhs, rhs)`; the result is `i1` of the operands'
-    shape. Comparisons with NaN are false except `ne`.
+    shape. Comparisons with NaN are false except `ne`. Integers compare as
+    signed values; for `i1`, false < true (as PyTorch's bool).
 
     C1: `lhs` and `rhs` have the same element type and rank.
     C2: each dimension is equal, or dynamic in one of them.

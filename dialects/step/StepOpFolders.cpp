@@ -2,9 +2,9 @@
 //
 // Local simplifications that are always exact except where noted: identity
 // ops fold to their operand, chains of casts/reshapes/transposes collapse in
-// place, and additive/multiplicative identities disappear. `x + 0.0` folds to
-// `x` although IEEE gives +0.0 for x = -0.0, as XLA and torch.compile do: no
-// training step depends on the sign of a zero sum.
+// place, and additive/multiplicative identities disappear. `x + 0.0` and
+// `x - (-0.0)` fold to `x` although IEEE gives +0.0 for x = -0.0, as XLA and
+// torch.compile do: no training step depends on the sign of a zero sum.
 //
 //===----------------------------------------------------------------------===//
 

@@ -62,9 +62,12 @@ def Step_ReshapeOp : Step_Op<"reshape", [Pure]> {
     `torch.reshape` of a contiguous tensor (row-major order is kept).
 
     C1: the element types are equal.
-    C2: static shapes have equal element counts.
+    C2: static shapes have equal element counts (and counts fit in int64);
+        with a dynamic operand and a static result, the result count is a
+        multiple of the operand's static part.
     C3: the result has at most one dynamic dimension, and one only if the
-        operand has one (its size is derived from the element count).
+        operand has one; its size is derived from the element count, so the
+        result's static dims must hold at least one element.
 
     ```mlir
     %r = step.reshape %x : tensor<4x8xf32> -> tensor<32xf32>
@@ -144,6 +147,7 @@ def Step_ConcatOp : Step_Op<"concat",
     C2: every input has the same element type and rank.
     C3: `0 <= dim < rank`.
     C4: the inputs agree on every dimension other than `dim`.
+    C5: the concatenated size fits in int64.
 
     ```mlir
     %c = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<6x3xf32>
@@ -168,7 +172,9 @@ def Step_PadOp : Step_Op<"pad",
     `low[i]` elements before and `high[i]` after dimension `i`.
 
     C1: `low` and `high` each have `rank(operand)` entries.
-    C2: `low[i] >= 0` and `high[i] >= 0`.
+    C2: `low[i] >= 0` and `high[i] >= 0`, and padded sizes fit in int64.
+    C3: for an integer element type, `value` is an integer it can hold (0 or
+        1 for `i1`); for floats it is rounded to nearest (overflowing to inf).
 
     ```mlir
     %p = step.pad %x low = [0, 1] high = [2, 0] value = 0.0
@@ -210,13 +216,17 @@ def Step_IotaOp : Step_Op<"iota", [Pure]> {
 // Reductions: step.reduce_sum, step.reduce_max, step.reduce_mean
 //===----------------------------------------------------------------------===//
 
-class Step_ReduceOp<string mnemonic, Type T, string torchName>
+class Step_ReduceOp<string mnemonic, Type T, string torchName,
+                    bit needsElements = 0>
     : Step_Op<mnemonic, [Pure, InferTypeOpInterface]> {
   let summary = torchName # " over a list of dims";
   let description = "`" # torchName # "(x, dims, keepdim)`. Floats accumulate "
-    # "in f32 or wider and round once.\n\n"
+    # "in f32 or wider and round once. Empty `dims` is the identity.\n\n"
     # "C1: each entry of `dims` is in `[0, rank(operand))`.\n"
-    # "C2: `dims` has no duplicates.\n\n"
+    # "C2: `dims` has no duplicates.\n"
+    # !if(needsElements, "C3: no reduced dim has static size 0 (a maximum of "
+    #                    "nothing is undefined, as in PyTorch).\n", "")
+    # "\n"
     # "```mlir\n%s = step." # mnemonic # " %x dims = [1] keepdim "
     # ": tensor<4x8xf32> -> tensor<4x1xf32>\n```";
   let arguments = (ins T:$operand, DenseI64ArrayAttr:$dims, UnitAttr:$keepdim);
@@ -232,7 +242,8 @@ class Step_ReduceOp<string mnemonic, Type T, string torchName>
       Adaptor adaptor(operands, attrs, props, regions);
       return ::mlir::step::inferReduceType(loc, getOperationName(),
           adaptor.getOperand().getType(), adaptor.getDims(),
-          adaptor.getKeepdim(), inferred);
+          adaptor.getKeepdim(), inferred, }] # !if(needsElements, "true",
+          "false") # [{);
     }
   }];
 }
@@ -240,7 +251,8 @@ class Step_ReduceOp<string mnemonic, Type T, string torchName>
 def Step_ReduceSumOp : Step_ReduceOp<"reduce_sum", Step_NumTensor, "torch.sum"> {
   let hasFolder = 1;
 }
-def Step_ReduceMaxOp : Step_ReduceOp<"reduce_max", Step_NumTensor, "torch.amax">;
+def Step_ReduceMaxOp
+    : Step_ReduceOp<"reduce_max", Step_NumTensor, "torch.amax", 1>;
 def Step_ReduceMeanOp
     : Step_ReduceOp<"reduce_mean", Step_FloatTensor, "torch.mean">;
 

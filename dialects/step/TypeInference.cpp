@@ -11,8 +11,11 @@
 #include "dialects/step/StepOps.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::step;
@@ -65,26 +68,28 @@ LogicalResult fail(std::optional<Location> loc, StringRef opName,
 
 LogicalResult mlir::step::inferElementwiseType(
     std::optional<Location> loc, StringRef opName, Type lhsType, Type rhsType,
-    Type resultElement, SmallVectorImpl<Type> &inferred) {
+    Type resultElement, SmallVectorImpl<Type> &inferred, StringRef lhsName,
+    StringRef rhsName) {
   auto lhs = dyn_cast<RankedTensorType>(lhsType);
   auto rhs = dyn_cast<RankedTensorType>(rhsType);
   if (!lhs || !rhs)
     return fail(loc, opName, "expects ranked tensors, found ", quoted(lhsType),
                 " and ", quoted(rhsType));
   if (lhs.getElementType() != rhs.getElementType())
-    return fail(loc, opName, "operands have different element types (C1): lhs ",
-                quoted(lhs), ", rhs ", quoted(rhs),
+    return fail(loc, opName, "operands have different element types (C1): ",
+                lhsName, " ", quoted(lhs), ", ", rhsName, " ", quoted(rhs),
                 "; insert step.cast to convert one");
   if (lhs.getRank() != rhs.getRank())
-    return fail(loc, opName, "operands have different ranks (C1): lhs ",
-                quoted(lhs), ", rhs ", quoted(rhs),
+    return fail(loc, opName, "operands have different ranks (C1): ", lhsName,
+                " ", quoted(lhs), ", ", rhsName, " ", quoted(rhs),
                 "; broadcast explicitly with step.broadcast_in_dim");
   SmallVector<int64_t> shape(lhs.getRank());
   for (int64_t i = 0; i < lhs.getRank(); ++i)
     if (!joinDim(lhs.getDimSize(i), rhs.getDimSize(i), shape[i]))
-      return fail(loc, opName, "dimension ", i, " differs (C2): lhs ",
-                  quoted(lhs), " has ", dimStr(lhs.getDimSize(i)), ", rhs ",
-                  quoted(rhs), " has ", dimStr(rhs.getDimSize(i)),
+      return fail(loc, opName, "dimension ", i, " differs (C2): ", lhsName,
+                  " ", quoted(lhs), " has ", dimStr(lhs.getDimSize(i)), ", ",
+                  rhsName, " ", quoted(rhs), " has ",
+                  dimStr(rhs.getDimSize(i)),
                   "; broadcast explicitly with step.broadcast_in_dim");
   inferred.push_back(RankedTensorType::get(
       shape, resultElement ? resultElement : lhs.getElementType()));
@@ -98,7 +103,7 @@ LogicalResult mlir::step::inferSelectType(std::optional<Location> loc,
   StringRef name = SelectOp::getOperationName();
   SmallVector<Type, 1> branches;
   if (failed(inferElementwiseType(loc, name, onTrue, onFalse, nullptr,
-                                  branches)))
+                                  branches, "on_true", "on_false")))
     return failure();
   auto pred = dyn_cast<RankedTensorType>(predType);
   auto value = cast<RankedTensorType>(branches.front());
@@ -118,7 +123,8 @@ LogicalResult mlir::step::inferSelectType(std::optional<Location> loc,
 LogicalResult mlir::step::inferReduceType(std::optional<Location> loc,
                                           StringRef opName, Type operandType,
                                           ArrayRef<int64_t> dims, bool keepdim,
-                                          SmallVectorImpl<Type> &inferred) {
+                                          SmallVectorImpl<Type> &inferred,
+                                          bool needsElements) {
   auto operand = dyn_cast<RankedTensorType>(operandType);
   if (!operand)
     return fail(loc, opName, "expects a ranked tensor, found ",
@@ -131,6 +137,9 @@ LogicalResult mlir::step::inferReduceType(std::optional<Location> loc,
                   quoted(operand), " (C1)");
     if (!seen.insert(d).second)
       return fail(loc, opName, "dims ", listStr(dims), " repeats ", d, " (C2)");
+    if (needsElements && operand.getDimSize(d) == 0)
+      return fail(loc, opName, "reduces over dim ", d, " of size 0 in ",
+                  quoted(operand), ", which has no maximum (C3)");
   }
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < operand.getRank(); ++i) {
@@ -228,18 +237,36 @@ LogicalResult BroadcastInDimOp::verify() {
 // step.reshape
 //===----------------------------------------------------------------------===//
 
+/// Product of the static dims of `type`, or nullopt on int64 overflow.
+static std::optional<int64_t> staticProduct(ShapedType type) {
+  int64_t product = 1;
+  for (int64_t d : type.getShape()) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    auto next = llvm::checkedMul(product, d);
+    if (!next)
+      return std::nullopt;
+    product = *next;
+  }
+  return product;
+}
+
 LogicalResult ReshapeOp::verify() {
   auto in = getOperand().getType(), out = getResult().getType();
   if (in.getElementType() != out.getElementType())
     return emitOpError("operand ") << quoted(in) << " and result "
                                    << quoted(out)
                                    << " have different element types (C1)";
+  std::optional<int64_t> inCount = staticProduct(in);
+  std::optional<int64_t> outCount = staticProduct(out);
+  if (!inCount || !outCount)
+    return emitOpError("element count of ")
+           << quoted(!inCount ? in : out) << " overflows int64 (C2)";
   if (in.hasStaticShape() && out.hasStaticShape()) {
-    if (in.getNumElements() != out.getNumElements())
+    if (*inCount != *outCount)
       return emitOpError("operand ")
-             << quoted(in) << " has " << in.getNumElements()
-             << " elements but result " << quoted(out) << " has "
-             << out.getNumElements() << " (C2)";
+             << quoted(in) << " has " << *inCount << " elements but result "
+             << quoted(out) << " has " << *outCount << " (C2)";
     return success();
   }
   int64_t dynamicOut = out.getNumDynamicDims();
@@ -247,6 +274,23 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError("result ")
            << quoted(out) << " may have one dynamic dim, and only when the "
            << "operand " << quoted(in) << " has one (C3)";
+  if (dynamicOut == 1 && *outCount == 0)
+    return emitOpError("the dynamic dim of result ")
+           << quoted(out) << " cannot be derived: its static dims hold no "
+           << "elements (C3)";
+  // Operand dynamic, result static: the result count must be a multiple of
+  // the operand's static part (the dynamic dims multiply it).
+  if (dynamicOut == 0 && *outCount % std::max<int64_t>(*inCount, 1) != 0 &&
+      !(*inCount == 0 && *outCount == 0))
+    return emitOpError("result ")
+           << quoted(out) << " has " << *outCount
+           << " elements, not a multiple of the " << *inCount
+           << " elements of the static dims of operand " << quoted(in)
+           << " (C2)";
+  if (dynamicOut == 0 && *inCount == 0 && *outCount != 0)
+    return emitOpError("operand ") << quoted(in) << " has 0 elements but result "
+                                   << quoted(out) << " has " << *outCount
+                                   << " (C2)";
   return success();
 }
 
@@ -311,7 +355,10 @@ LogicalResult SliceOp::inferReturnTypes(
     if (strides[i] < 1)
       return fail(loc, name, "dim ", i, ": stride ", strides[i],
                   " must be >= 1 (C3)");
-    shape.push_back((limit[i] - start[i] + strides[i] - 1) / strides[i]);
+    // limit - start >= 0 cannot overflow; rounding up without adding avoids
+    // overflow near INT64_MAX.
+    int64_t span = limit[i] - start[i];
+    shape.push_back(span / strides[i] + (span % strides[i] != 0 ? 1 : 0));
   }
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
@@ -344,13 +391,18 @@ LogicalResult ConcatOp::inferReturnTypes(
                   quoted(first), " (C2)");
     for (int64_t d = 0; d < t.getRank(); ++d) {
       if (d == dim) {
-        shape[d] = ShapedType::isDynamic(shape[d]) || t.isDynamicDim(d)
-                       ? ShapedType::kDynamic
-                       : shape[d] + t.getDimSize(d);
+        if (ShapedType::isDynamic(shape[d]) || t.isDynamicDim(d)) {
+          shape[d] = ShapedType::kDynamic;
+        } else if (auto sum = llvm::checkedAdd(shape[d], t.getDimSize(d))) {
+          shape[d] = *sum;
+        } else {
+          return fail(loc, name, "the size of dim ", d,
+                      " overflows int64 (C5)");
+        }
       } else if (!joinDim(shape[d], t.getDimSize(d), shape[d])) {
         return fail(loc, name, "input ", i + 1, " ", quoted(t),
-                    " differs from input 0 ", quoted(first), " in dim ", d,
-                    " (C4)");
+                    " has size ", t.getDimSize(d), " in dim ", d,
+                    " but the inputs before it have ", shape[d], " (C4)");
       }
     }
   }
@@ -382,8 +434,28 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
     if (low[i] < 0 || high[i] < 0)
       return fail(loc, name, "dim ", i, ": padding low ", low[i], ", high ",
                   high[i], " must be >= 0 (C2)");
-    shape.push_back(in.isDynamicDim(i) ? ShapedType::kDynamic
-                                       : in.getDimSize(i) + low[i] + high[i]);
+    if (in.isDynamicDim(i)) {
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    auto withLow = llvm::checkedAdd(in.getDimSize(i), low[i]);
+    auto size = withLow ? llvm::checkedAdd(*withLow, high[i]) : std::nullopt;
+    if (!size)
+      return fail(loc, name, "dim ", i, ": padded size overflows int64 (C2)");
+    shape.push_back(*size);
+  }
+  // The f64 value must be representable in an integer element type; floats
+  // round to nearest (overflowing to inf, as torch.nn.functional.pad does).
+  double value = adaptor.getValue().convertToDouble();
+  Type element = in.getElementType();
+  if (auto intType = dyn_cast<IntegerType>(element)) {
+    unsigned bits = intType.getWidth();
+    double lo = bits == 1 ? 0.0 : -std::ldexp(1.0, bits - 1);
+    double hi = bits == 1 ? 1.0 : std::ldexp(1.0, bits - 1);
+    if (value != std::trunc(value) || value < lo ||
+        (bits == 1 ? value > hi : value >= hi))
+      return fail(loc, name, "value ", value, " is not representable in ",
+                  element, " (C3)");
   }
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();

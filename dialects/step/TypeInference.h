@@ -24,7 +24,9 @@ namespace mlir::step {
 LogicalResult inferElementwiseType(std::optional<Location> loc,
                                    StringRef opName, Type lhs, Type rhs,
                                    Type resultElement,
-                                   SmallVectorImpl<Type> &inferred);
+                                   SmallVectorImpl<Type> &inferred,
+                                   StringRef lhsName = "lhs",
+                                   StringRef rhsName = "rhs");
 
 /// step.select: `pred` (i1) and both branches agree on every dim.
 LogicalResult inferSelectType(std::optional<Location> loc, Type pred,
@@ -32,10 +34,12 @@ LogicalResult inferSelectType(std::optional<Location> loc, Type pred,
                               SmallVectorImpl<Type> &inferred);
 
 /// Reductions over `dims` (in range, unique), keeping size-1 dims when
-/// `keepdim`.
+/// `keepdim`. `needsElements`: a reduced dim of static size 0 is an error
+/// (a maximum of nothing).
 LogicalResult inferReduceType(std::optional<Location> loc, StringRef opName,
                               Type operand, ArrayRef<int64_t> dims,
-                              bool keepdim, SmallVectorImpl<Type> &inferred);
+                              bool keepdim, SmallVectorImpl<Type> &inferred,
+                              bool needsElements = false);
 
 /// "'tensor<2x3xf32>'": a type as messages quote it.
 std::string quoted(Type type);

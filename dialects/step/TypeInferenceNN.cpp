@@ -22,6 +22,10 @@ LogicalResult fail(std::optional<Location> loc, StringRef opName,
 bool dimsAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
+
+/// Two agreeing dims as one: the static size when either is static (the
+/// same rule as elementwise ops).
+int64_t joined(int64_t a, int64_t b) { return ShapedType::isDynamic(a) ? b : a; }
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -40,18 +44,21 @@ LogicalResult MatmulOp::inferReturnTypes(
   if (rank < 2)
     return fail(loc, name, "lhs ", quoted(lhs), " must have rank >= 2 (C1)");
   if (rhs.getRank() != rank && rhs.getRank() != 2)
-    return fail(loc, name, "rhs ", quoted(rhs), " must have rank ", rank,
-                " (as lhs ", quoted(lhs), ") or 2 (C2)");
+    return fail(loc, name, "rhs ", quoted(rhs), " must have rank 2",
+                rank == 2 ? "" : (" or the rank of lhs " + quoted(lhs)),
+                " (C2)");
   if (lhs.getElementType() != rhs.getElementType())
     return fail(loc, name, "lhs ", quoted(lhs), " and rhs ", quoted(rhs),
                 " have different element types (C3)");
   int64_t batch = rank - 2, rb = rhs.getRank() - 2;
   SmallVector<int64_t> shape(lhs.getShape().take_front(batch));
   if (rhs.getRank() == rank)
-    for (int64_t i = 0; i < batch; ++i)
+    for (int64_t i = 0; i < batch; ++i) {
       if (!dimsAgree(lhs.getDimSize(i), rhs.getDimSize(i)))
         return fail(loc, name, "batch dim ", i, " differs: lhs ", quoted(lhs),
                     ", rhs ", quoted(rhs), " (C4)");
+      shape[i] = joined(lhs.getDimSize(i), rhs.getDimSize(i));
+    }
   bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
   int64_t m = lhs.getDimSize(batch + (ta ? 1 : 0));
   int64_t kl = lhs.getDimSize(batch + (ta ? 0 : 1));
@@ -111,6 +118,9 @@ LogicalResult LayerNormOp::inferReturnTypes(
       return fail(loc, name, "weight ", quoted(w),
                   " must equal the trailing dims of operand ", quoted(x),
                   " (C2)");
+  SmallVector<int64_t> shape(x.getShape());
+  for (int64_t i = 0; i < w.getRank(); ++i)
+    shape[offset + i] = joined(x.getDimSize(offset + i), w.getDimSize(i));
   if (b.getShape() != w.getShape())
     return fail(loc, name, "bias ", quoted(b), " must have the shape of weight ",
                 quoted(w), " (C3)");
@@ -121,7 +131,7 @@ LogicalResult LayerNormOp::inferReturnTypes(
   if (!(adaptor.getEpsilon().convertToDouble() > 0.0))
     return fail(loc, name, "eps ", adaptor.getEpsilon().convertToDouble(),
                 " must be > 0 (C5)");
-  inferred.push_back(x);
+  inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
 }
 
@@ -164,8 +174,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
     return fail(loc, name, "logits ", quoted(logits), " and targets ",
                 quoted(targets), " disagree on N (C2)");
   if (adaptor.getReduction() == LossReduction::None)
-    inferred.push_back(RankedTensorType::get({logits.getDimSize(0)},
-                                             logits.getElementType()));
+    inferred.push_back(RankedTensorType::get(
+        {joined(logits.getDimSize(0), targets.getDimSize(0))},
+        logits.getElementType()));
   else
     inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
   return success();
@@ -219,6 +230,9 @@ LogicalResult AttentionOp::inferReturnTypes(
     return fail(loc, name, "scale ", scale->convertToDouble(),
                 " must be > 0 (C4)");
   SmallVector<int64_t> shape(q.getShape());
+  for (int64_t i = 0; i < rank - 2; ++i)
+    shape[i] = joined(joined(q.getDimSize(i), k.getDimSize(i)),
+                      v.getDimSize(i));
   shape.back() = v.getDimSize(rank - 1);
   inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
   return success();

@@ -1042,7 +1042,7 @@ func.func @concat_c3_negative(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
 // -----
 
 func.func @concat_c4(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<4x3xf32> {
-  // expected-error @+2 {{'step.concat' op input 1 'tensor<2x4xf32>' differs from input 0 'tensor<2x3xf32>' in dim 1 (C4)}}
+  // expected-error @+2 {{'step.concat' op input 1 'tensor<2x4xf32>' has size 4 in dim 1 but the inputs before it have 3 (C4)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = step.concat %a, %b dim = 0 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
@@ -1384,7 +1384,7 @@ func.func @matmul_c1(%a: tensor<8xf32>, %b: tensor<8x4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @matmul_c2(%a: tensor<2x3x8xf32>, %b: tensor<8xf32>) -> tensor<2x3xf32> {
-  // expected-error @+2 {{'step.matmul' op rhs 'tensor<8xf32>' must have rank 3 (as lhs 'tensor<2x3x8xf32>') or 2 (C2)}}
+  // expected-error @+2 {{'step.matmul' op rhs 'tensor<8xf32>' must have rank 2 or the rank of lhs 'tensor<2x3x8xf32>' (C2)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = step.matmul %a, %b : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
@@ -1821,4 +1821,82 @@ func.func @parse_unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
   // expected-error @+1 {{custom op 'step.neg' invalid kind of type specified}}
   %0 = step.neg %x : tensor<*xf32>
   return %0 : tensor<*xf32>
+}
+
+// -----
+
+// Sizes that overflow int64 are rejected, never wrapped to a dynamic dim.
+func.func @pad_c2_overflow(%x: tensor<2xf32>) -> tensor<?xf32> {
+  // expected-error @+2 {{'step.pad' op dim 0: padded size overflows int64 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = step.pad %x low = [9223372036854775806] high = [0] value = 0.0 : tensor<2xf32> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @concat_c5_overflow(%x: tensor<4611686018427387904xf32>) -> tensor<?xf32> {
+  // expected-error @+2 {{'step.concat' op the size of dim 0 overflows int64 (C5)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = step.concat %x, %x dim = 0 : tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @reshape_c2_overflow(%x: tensor<4294967296x4294967296xf32>) -> tensor<0xf32> {
+  // expected-error @+1 {{'step.reshape' op element count of 'tensor<4294967296x4294967296xf32>' overflows int64 (C2)}}
+  %r = step.reshape %x : tensor<4294967296x4294967296xf32> -> tensor<0xf32>
+  return %r : tensor<0xf32>
+}
+
+// -----
+
+func.func @reshape_c2_dynamic_not_multiple(%x: tensor<?x4xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'step.reshape' op result 'tensor<5xf32>' has 5 elements, not a multiple of the 4 elements of the static dims of operand 'tensor<?x4xf32>' (C2)}}
+  %r = step.reshape %x : tensor<?x4xf32> -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+
+// -----
+
+func.func @reshape_c3_underivable(%x: tensor<?x0xf32>) -> tensor<0x?xf32> {
+  // expected-error @+1 {{'step.reshape' op the dynamic dim of result 'tensor<0x?xf32>' cannot be derived}}
+  %r = step.reshape %x : tensor<?x0xf32> -> tensor<0x?xf32>
+  return %r : tensor<0x?xf32>
+}
+
+// -----
+
+func.func @pad_c3_fractional_int(%x: tensor<2xi32>) -> tensor<3xi32> {
+  // expected-error @+2 {{'step.pad' op value 5.000000e-01 is not representable in 'i32' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = step.pad %x low = [1] high = [0] value = 0.5 : tensor<2xi32> -> tensor<3xi32>
+  return %r : tensor<3xi32>
+}
+
+// -----
+
+func.func @pad_c3_bool(%x: tensor<2xi1>) -> tensor<3xi1> {
+  // expected-error @+2 {{'step.pad' op value 2.000000e+00 is not representable in 'i1' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = step.pad %x low = [1] high = [0] value = 2.0 : tensor<2xi1> -> tensor<3xi1>
+  return %r : tensor<3xi1>
+}
+
+// -----
+
+func.func @reduce_max_c3_empty(%x: tensor<5x0xi32>) -> tensor<5xi32> {
+  // expected-error @+2 {{'step.reduce_max' op reduces over dim 1 of size 0 in 'tensor<5x0xi32>', which has no maximum (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = step.reduce_max %x dims = [1] : tensor<5x0xi32> -> tensor<5xi32>
+  return %r : tensor<5xi32>
+}
+
+// -----
+
+func.func @select_c1_names_branches(%p: tensor<2xi1>, %a: tensor<2xf32>, %b: tensor<2xf16>) -> tensor<2xf32> {
+  // expected-error @+1 {{'step.select' op operands have different element types (C1): on_true 'tensor<2xf32>', on_false 'tensor<2xf16>'}}
+  %r = step.select %p, %a, %b : tensor<2xi1>, tensor<2xf32>, tensor<2xf16>
+  return %r : tensor<2xf32>
 }

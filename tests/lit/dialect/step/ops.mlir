@@ -971,3 +971,17 @@ func.func @attention_shapes(%q: tensor<16x8xf16>, %k: tensor<12x8xf16>, %v: tens
   // CHECK-NEXT: return %[[R0]], %[[R1]]
   return %0, %1 : tensor<16x4xf16>, tensor<?x3x?xbf16>
 }
+
+// A dynamic dim joined with a static one takes the static size, for every op
+// (as elementwise ops do).
+// CHECK-LABEL: @dynamic_joins
+func.func @dynamic_joins(%a: tensor<?x3x8xf32>, %b: tensor<2x8x4xf32>, %l: tensor<?x10xf32>, %t: tensor<4xi64>, %x: tensor<4x?xf32>, %w: tensor<8xf32>) -> (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+  // CHECK: step.matmul {{.*}} -> tensor<2x3x4xf32>
+  %m = step.matmul %a, %b : tensor<?x3x8xf32>, tensor<2x8x4xf32> -> tensor<2x3x4xf32>
+  // CHECK: step.cross_entropy {{.*}} -> tensor<4xf32>
+  %c = step.cross_entropy %l, %t reduction = none : tensor<?x10xf32>, tensor<4xi64> -> tensor<4xf32>
+  // CHECK: step.layer_norm {{.*}} : tensor<4x?xf32>, tensor<8xf32>, tensor<8xf32>
+  %n = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x?xf32>, tensor<8xf32>, tensor<8xf32>
+  %s = step.reshape %n : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %m, %c, %s : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4x8xf32>
+}
