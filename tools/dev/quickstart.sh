@@ -36,7 +36,7 @@ cmake --build "$build" -j "$jobs"
 case "$mode" in
   mlp)
     out="$build/mlp-run"
-    "$build/examples/mlp/mlp-example" --out "$out"
+    "$build/examples/mlp-example" --out "$out"
     echo "quickstart: model and initial params written to $out"
     ;;
   test)
