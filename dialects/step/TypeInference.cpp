@@ -53,13 +53,6 @@ bool joinDim(int64_t a, int64_t b, int64_t &out) {
   return false;
 }
 
-/// Emits "'<op>' op <message>" at `loc` (if any) and returns failure.
-template <typename... Args>
-LogicalResult fail(std::optional<Location> loc, StringRef opName,
-                   Args &&...args) {
-  return emitOptionalError(loc, "'", opName, "' op ",
-                           std::forward<Args>(args)...);
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,7 @@
 #define STEP_DIALECTS_STEP_TYPEINFERENCE_H
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/SmallVector.h"
@@ -40,6 +41,15 @@ LogicalResult inferReduceType(std::optional<Location> loc, StringRef opName,
                               Type operand, ArrayRef<int64_t> dims,
                               bool keepdim, SmallVectorImpl<Type> &inferred,
                               bool needsElements = false);
+
+/// Emits "'<op>' op <message>" at `loc` (if any) and returns failure: how
+/// every inference helper reports a violated constraint.
+template <typename... Args>
+LogicalResult fail(std::optional<Location> loc, StringRef opName,
+                   Args &&...args) {
+  return emitOptionalError(loc, "'", opName, "' op ",
+                           std::forward<Args>(args)...);
+}
 
 /// "'tensor<2x3xf32>'": a type as messages quote it.
 std::string quoted(Type type);

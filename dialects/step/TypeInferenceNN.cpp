@@ -12,13 +12,6 @@ using namespace mlir;
 using namespace mlir::step;
 
 namespace {
-template <typename... Args>
-LogicalResult fail(std::optional<Location> loc, StringRef opName,
-                   Args &&...args) {
-  return emitOptionalError(loc, "'", opName, "' op ",
-                           std::forward<Args>(args)...);
-}
-
 bool dimsAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
