@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Tensor.h"
 
+#include "runtime/cpu/KernelUtil.h"
+
 #include "runtime/Half.h"
 
 #include <cmath>
@@ -166,19 +168,6 @@ double HostTensor::getAsDouble(int64_t i) const {
   return 0;
 }
 
-/// Truncation toward zero with saturation; NaN -> 0 (the cast kernel's rule).
-template <typename I> static I saturatingTrunc(double v) {
-  if (std::isnan(v))
-    return 0;
-  // 2^(bits-1) is exact in double; compare against it rather than max(),
-  // which rounds up for i64.
-  const double lim = std::ldexp(1.0, std::numeric_limits<I>::digits);
-  if (v >= lim)
-    return std::numeric_limits<I>::max();
-  if (v < -lim)
-    return std::numeric_limits<I>::min();
-  return static_cast<I>(v);
-}
 
 void HostTensor::setFromDouble(int64_t i, double v) {
   checkIndex(*this, i, "setFromDouble");
@@ -196,12 +185,12 @@ void HostTensor::setFromDouble(int64_t i, double v) {
     return;
   }
   case DType::I32: {
-    int32_t x = saturatingTrunc<int32_t>(v);
+    int32_t x = cpu::detail::saturatingTrunc<int32_t>(v);
     std::memcpy(p, &x, 4);
     return;
   }
   case DType::I64: {
-    int64_t x = saturatingTrunc<int64_t>(v);
+    int64_t x = cpu::detail::saturatingTrunc<int64_t>(v);
     std::memcpy(p, &x, 8);
     return;
   }

@@ -297,18 +297,6 @@ HostTensor select(const HostTensor &pred, const HostTensor &a,
 // step.cast
 //===----------------------------------------------------------------------===//
 
-/// Truncates toward zero; NaN -> 0; out-of-range saturates.
-template <typename I> static I floatToInt(float f) {
-  if (std::isnan(f))
-    return 0;
-  // 2^(bits-1) is exact as a float, unlike numeric_limits<I>::max().
-  const float lim = std::ldexp(1.0f, std::numeric_limits<I>::digits);
-  if (f >= lim)
-    return std::numeric_limits<I>::max();
-  if (f < -lim)
-    return std::numeric_limits<I>::min();
-  return static_cast<I>(f);
-}
 
 /// Loads element i of any dtype as an int64 (integers) for int->x casts.
 static int64_t loadInt(DType t, const void *base, int64_t i) {
@@ -337,10 +325,10 @@ HostTensor cast(const HostTensor &x, DType to) {
       float f = loadF(from, x.raw(), i);
       switch (to) {
       case DType::I32:
-        static_cast<int32_t *>(out)[i] = floatToInt<int32_t>(f);
+        static_cast<int32_t *>(out)[i] = saturatingTrunc<int32_t>(f);
         break;
       case DType::I64:
-        static_cast<int64_t *>(out)[i] = floatToInt<int64_t>(f);
+        static_cast<int64_t *>(out)[i] = saturatingTrunc<int64_t>(f);
         break;
       case DType::I1:
         static_cast<uint8_t *>(out)[i] = f != 0.0f; // NaN -> true, as torch

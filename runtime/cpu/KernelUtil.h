@@ -11,7 +11,9 @@
 #include "runtime/Half.h"
 #include "runtime/Tensor.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -160,6 +162,21 @@ template <typename F> auto visitInt(DType t, F &&f) {
   if (t == DType::I32)
     return f(int32_t{});
   return f(int64_t{});
+}
+
+/// Float -> integer as step.cast defines it: truncation toward zero,
+/// saturating out of range, NaN -> 0.
+template <typename I> inline I saturatingTrunc(double v) {
+  if (std::isnan(v))
+    return 0;
+  // 2^(bits-1) is exact in double; compare against it rather than max(),
+  // which rounds up for i64.
+  const double lim = std::ldexp(1.0, std::numeric_limits<I>::digits);
+  if (v >= lim)
+    return std::numeric_limits<I>::max();
+  if (v < -lim)
+    return std::numeric_limits<I>::min();
+  return static_cast<I>(v);
 }
 
 } // namespace step::rt::cpu::detail

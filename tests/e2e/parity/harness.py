@@ -10,8 +10,8 @@ How references are computed
   contract (half ops are computed in float and rounded on store), and it is
   the step dialect's documented semantics. It is not torch's native half
   kernel because the installed torch (1.13) lacks most f16 CPU kernels
-  (exp_vml_cpu, addmm, softmax, layer_norm ... raise "not implemented for
-  'Half'") and several of its bf16 kernels round intermediates to bf16
+  (exp_vml_cpu, addmm, softmax, layer_norm ... raise an error for
+  'Half') and several of its bf16 kernels round intermediates to bf16
   (measured: gelu(tanh), log_softmax, layer_norm, cross_entropy's
   log_softmax differ from the f32 result by thousands of ulps), which is a
   1.13 quirk, not the semantics StepJIT targets.
