@@ -21,7 +21,6 @@ namespace cpu = rt::cpu;
 namespace ops = mlir::step;
 
 namespace {
-using Results = std::vector<rt::HostTensor>;
 using Operands = const std::vector<rt::HostTensor> &;
 
 std::vector<int64_t> toVector(ArrayRef<int64_t> values) {

@@ -297,7 +297,6 @@ HostTensor select(const HostTensor &pred, const HostTensor &a,
 // step.cast
 //===----------------------------------------------------------------------===//
 
-
 /// Loads element i of any dtype as an int64 (integers) for int->x casts.
 static int64_t loadInt(DType t, const void *base, int64_t i) {
   switch (t) {
