@@ -293,15 +293,19 @@ void writeNpy(const std::string &path, const HostTensor &t) {
   for (size_t i = 0; i < preamble - 8; ++i)
     pre += static_cast<char>((len >> (8 * i)) & 0xff);
 
+  std::string bytes = pre + header;
+  bytes.append(static_cast<const char *>(t.raw()), t.byteSize());
+  writeFileAtomic(path, bytes, "writeNpy");
+}
+
+void writeFileAtomic(const std::string &path, const std::string &bytes,
+                     const std::string &what) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
-    throw Error("writeNpy: " + path + ": cannot create temporary file " + tmp +
+    throw Error(what + ": " + path + ": cannot create temporary file " + tmp +
                 ": " + std::strerror(errno));
-  bool ok = std::fwrite(pre.data(), 1, pre.size(), f) == pre.size() &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  if (ok && t.byteSize())
-    ok = std::fwrite(t.raw(), 1, t.byteSize(), f) == t.byteSize();
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   int err = ok ? 0 : errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
@@ -309,13 +313,13 @@ void writeNpy(const std::string &path, const HostTensor &t) {
   }
   if (!ok) {
     std::remove(tmp.c_str());
-    throw Error("writeNpy: " + path + ": write failed: " +
+    throw Error(what + ": " + path + ": write failed: " +
                 std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     std::remove(tmp.c_str());
-    throw Error("writeNpy: " + path + ": cannot rename " + tmp +
+    throw Error(what + ": " + path + ": cannot rename " + tmp +
                 " into place: " + std::strerror(err));
   }
 }

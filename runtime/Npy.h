@@ -32,6 +32,12 @@ HostTensor readNpy(const std::string &path);
 /// never see a partial file and a failed write leaves no file behind.
 void writeNpy(const std::string &path, const HostTensor &t);
 
+/// Writes `bytes` to `path` through a temporary file in the same folder and
+/// a rename, so a reader never sees a half-written file and an existing file
+/// survives a failed write. Throws Error prefixed with `what`.
+void writeFileAtomic(const std::string &path, const std::string &bytes,
+                     const std::string &what = "write");
+
 } // namespace step::rt
 
 #endif // STEP_RUNTIME_NPY_H

@@ -20,8 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <unistd.h>
 
 namespace step::trace {
 
@@ -314,30 +312,6 @@ std::string Graph::mlir() const {
   return text;
 }
 
-namespace {
-/// Writes `text` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written model.
-void writeFileAtomic(const fs::path &path, const std::string &text) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw rt::Error("cannot write " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw rt::Error("cannot rename " + tmp.string() + " to " + path.string());
-  }
-}
-} // namespace
 
 void Graph::writeModel(const std::string &dir) const {
   std::string text = mlir();
@@ -347,7 +321,7 @@ void Graph::writeModel(const std::string &dir) const {
   if (ec)
     throw rt::Error("cannot create " + (root / "params").string() + ": " +
                     ec.message());
-  writeFileAtomic(root / "model.mlir", text);
+  rt::writeFileAtomic((root / "model.mlir").string(), text, "writeModel");
   for (const ParamSpec &p : state_->params)
     rt::writeNpy((root / "params" / (p.name + ".npy")).string(),
                  initialParam(p.name));

@@ -39,6 +39,7 @@ def Step_NumTensor : RankedTensorOf<[F32, F16, BF16, I32, I64]>;
 def Step_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I64, I1]>;
 def Step_BoolTensor : RankedTensorOf<[I1]>;
 def Step_F32Scalar : 0DTensorOf<[F32]>;
+def Step_I64Scalar : 0DTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
 // Enums (printed as bare words: `step.compare lt, ...`)

@@ -9,6 +9,7 @@
 #include "dialects/step/StepOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
 using namespace mlir::step;
@@ -16,11 +17,27 @@ using namespace mlir::step;
 #include "dialects/step/StepDialect.cpp.inc"
 #include "dialects/step/StepEnums.cpp.inc"
 
+namespace {
+/// Every step op is pure and region-free, so a call to a function of step
+/// ops can always be inlined (step-grad-accum and step-optimizer build calls
+/// that the training pipeline inlines into one @train_step).
+struct StepInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void StepDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/step/StepOps.cpp.inc"
       >();
+  addInterfaces<StepInlinerInterface>();
 }
 
 Operation *StepDialect::materializeConstant(OpBuilder &builder,

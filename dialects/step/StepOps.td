@@ -30,5 +30,6 @@ class Step_SameAsFirstOperandInference {
 include "dialects/step/StepElementwiseOps.td"
 include "dialects/step/StepShapeOps.td"
 include "dialects/step/StepNNOps.td"
+include "dialects/step/StepTrainOps.td"
 
 #endif // STEP_OPS_TD

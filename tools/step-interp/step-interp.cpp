@@ -1,9 +1,11 @@
 //===- step-interp.cpp - Run a function on the reference interpreter ------===//
 //
-//   step-interp FILE.mlir [--func=forward] --inputs DIR --out DIR
+//   step-interp FILE.mlir [--func=NAME] --inputs DIR --out DIR
 //
 // Reads each argument from DIR/<name>.npy (name = the argument's step.name, or
-// argN), runs the function on the CPU reference interpreter and writes each
+// argN); optimizer state arguments ({step.kind = "state"}) missing from DIR
+// start at zero, as PyTorch's optimizer state does before the first step.
+// The function defaults to @forward, or the module's only function. Runs the function on the CPU reference interpreter and writes each
 // result to OUT/<name>.npy (the result's step.name, or resultN). Scalar
 // results are also printed. Exit code 1 on any error, with a message naming
 // the file, op or argument at fault.
@@ -31,10 +33,10 @@
 int main(int argc, char **argv) {
   CLI::App app{"Runs a function of a step-dialect file on the CPU reference "
                "interpreter, with .npy tensors in and out."};
-  std::string file, funcName = "forward", inputs, out;
+  std::string file, funcName, inputs, out;
   app.add_option("file", file, "input .mlir file")->required();
-  app.add_option("--func", funcName, "function to run")
-      ->capture_default_str();
+  app.add_option("--func", funcName,
+                 "function to run (default: @forward or the only function)");
   app.add_option("--inputs", inputs,
                  "folder with one <name>.npy per argument")->required();
   app.add_option("--out", out, "folder for the <name>.npy results")
@@ -60,6 +62,11 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
   if (!module || mlir::failed(mlir::verify(*module)))
     return 1;
+  auto funcs = module->getOps<mlir::func::FuncOp>();
+  if (funcName.empty())
+    funcName = std::distance(funcs.begin(), funcs.end()) == 1
+                   ? (*funcs.begin()).getName().str()
+                   : "forward";
   auto func = module->lookupSymbol<mlir::func::FuncOp>(funcName);
   if (!func) {
     std::cerr << "step-interp: " << file << ": no function @" << funcName
@@ -72,6 +79,16 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       std::filesystem::path path = std::filesystem::path(inputs) /
                                    (::step::argumentName(func, i) + ".npy");
+      auto kind = func.getArgAttrOfType<mlir::StringAttr>(i, "step.kind");
+      auto type = llvm::cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
+      if (!std::filesystem::exists(path) && kind &&
+          kind.getValue() == "state" && type.hasStaticShape()) {
+        std::cerr << "step-interp: note: " << path.string()
+                  << " not found; state starts at zero\n";
+        args.emplace_back(*::step::toDType(type.getElementType()),
+                          ::step::rt::Shape(type.getShape()));
+        continue;
+      }
       if (!std::filesystem::exists(path))
         throw ::step::rt::Error("missing input for argument " +
                               std::to_string(i) + ": " + path.string());

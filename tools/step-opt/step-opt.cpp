@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,6 +16,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::step::registerStepPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::step::StepDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();

@@ -1,0 +1,355 @@
+//===- Train.cpp - The training pipeline and the interpreter trainer ------===//
+//
+// The pipeline of DESIGN.md section 4 up to the optimizer: canonicalize,
+// step-autodiff, step-grad-accum (k > 1), step-optimizer, then the calls
+// they build are inlined into one flat @train_step and everything else is
+// dropped, canonicalized and CSE'd.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/pipeline/Train.h"
+
+#include "compiler/interpreter/Interpreter.h"
+#include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace step {
+using namespace mlir;
+namespace ops = mlir::step;
+
+//===----------------------------------------------------------------------===//
+// Option parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Splits "kind,key=value,..." into the kind and the key/value pairs.
+std::pair<std::string, std::vector<std::pair<std::string, std::string>>>
+splitSpec(const std::string &spec, const std::string &what) {
+  std::vector<std::string> parts;
+  std::stringstream ss(spec);
+  for (std::string part; std::getline(ss, part, ',');)
+    parts.push_back(part);
+  if (parts.empty() || parts[0].empty() ||
+      parts[0].find('=') != std::string::npos)
+    throw std::invalid_argument(what + " '" + spec +
+                                "' must start with a kind, e.g. " +
+                                (what == "--optimizer" ? "adamw,lr=3e-4"
+                                                       : "cosine,warmup=100"));
+  std::vector<std::pair<std::string, std::string>> kv;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    size_t eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument(what + ": '" + parts[i] +
+                                  "' is not key=value");
+    kv.emplace_back(parts[i].substr(0, eq), parts[i].substr(eq + 1));
+  }
+  return {parts[0], kv};
+}
+
+double toDouble(const std::string &what, const std::string &key,
+                const std::string &value) {
+  try {
+    size_t used = 0;
+    double v = std::stod(value, &used);
+    if (used == value.size())
+      return v;
+  } catch (const std::exception &) {
+  }
+  throw std::invalid_argument(what + ": " + key + "=" + value +
+                              " is not a number");
+}
+
+int64_t toCount(const std::string &what, const std::string &key,
+                const std::string &value) {
+  double v = toDouble(what, key, value);
+  if (v < 0 || v != static_cast<double>(static_cast<int64_t>(v)))
+    throw std::invalid_argument(what + ": " + key + "=" + value +
+                                " must be a non-negative integer");
+  return static_cast<int64_t>(v);
+}
+} // namespace
+
+OptimizerOptions OptimizerOptions::parse(const std::string &spec) {
+  const std::string what = "--optimizer";
+  auto [kind, kv] = splitSpec(spec, what);
+  OptimizerOptions o;
+  if (kind == "sgd")
+    o.kind = Kind::Sgd;
+  else if (kind == "adamw")
+    o.kind = Kind::Adamw;
+  else if (kind == "lamb")
+    o.kind = Kind::Lamb;
+  else
+    throw std::invalid_argument(what + ": unknown optimizer '" + kind +
+                                "', expected sgd, adamw or lamb");
+  for (auto &[key, value] : kv) {
+    if (key == "nesterov") {
+      if (value != "true" && value != "false" && value != "1" && value != "0")
+        throw std::invalid_argument(what + ": nesterov=" + value +
+                                    " must be true or false");
+      o.nesterov = value == "true" || value == "1";
+      continue;
+    }
+    double v = toDouble(what, key, value);
+    if (key == "lr") o.lr = v;
+    else if (key == "beta1") o.beta1 = v;
+    else if (key == "beta2") o.beta2 = v;
+    else if (key == "eps") o.eps = v;
+    else if (key == "wd" || key == "weight_decay") o.weightDecay = v;
+    else if (key == "momentum") o.momentum = v;
+    else if (key == "dampening") o.dampening = v;
+    else
+      throw std::invalid_argument(
+          what + ": unknown key '" + key +
+          "', expected lr, beta1, beta2, eps, wd, momentum, dampening or "
+          "nesterov");
+  }
+  return o;
+}
+
+ScheduleOptions ScheduleOptions::parse(const std::string &spec) {
+  const std::string what = "--schedule";
+  auto [kind, kv] = splitSpec(spec, what);
+  ScheduleOptions s;
+  if (kind == "constant")
+    s.kind = Kind::Constant;
+  else if (kind == "cosine")
+    s.kind = Kind::Cosine;
+  else if (kind == "linear")
+    s.kind = Kind::Linear;
+  else
+    throw std::invalid_argument(what + ": unknown schedule '" + kind +
+                                "', expected constant, cosine or linear");
+  for (auto &[key, value] : kv) {
+    if (key == "warmup") s.warmup = toCount(what, key, value);
+    else if (key == "total") s.total = toCount(what, key, value);
+    else if (key == "min_ratio") s.minRatio = toDouble(what, key, value);
+    else
+      throw std::invalid_argument(what + ": unknown key '" + key +
+                                  "', expected warmup, total or min_ratio");
+  }
+  if (s.kind != Kind::Constant && s.total <= s.warmup)
+    throw std::invalid_argument(what + ": " + kind + " needs total (" +
+                                std::to_string(s.total) + ") > warmup (" +
+                                std::to_string(s.warmup) + ")");
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// The pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+int64_t countOps(Operation *root) {
+  int64_t n = 0;
+  root->walk([&](Operation *op) {
+    if (!isa<ModuleOp, func::FuncOp, func::ReturnOp>(op))
+      ++n;
+  });
+  return n;
+}
+
+/// Pass-specific counts read off the IR a pass produced.
+void countWhatChanged(PassRecord &r, ModuleOp module) {
+  if (r.pass == "step-autodiff") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("forward_backward"))
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        if (auto kind = f.getResultAttrOfType<StringAttr>(i, "step.kind");
+            kind && kind.getValue() == "grad")
+          ++r.counts["gradients"];
+  } else if (r.pass == "step-grad-accum") {
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee() == "forward_backward_micro")
+        ++r.counts["micro_batches"];
+    });
+  } else if (r.pass == "step-optimizer") {
+    module.walk([&](Operation *op) {
+      if (isa<ops::SgdUpdateOp, ops::AdamwUpdateOp, ops::LambUpdateOp>(op))
+        ++r.counts["param_updates"];
+    });
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (auto kind = f.getArgAttrOfType<StringAttr>(i, "step.kind");
+            kind && kind.getValue() == "state")
+          ++r.counts["state_tensors"];
+  }
+}
+
+/// Records ops before/after and what every pass it sees produced.
+struct ReportInstrumentation : PassInstrumentation {
+  explicit ReportInstrumentation(std::vector<PassRecord> &records)
+      : records(records) {}
+  // Only passes on the module are recorded: the inliner runs a nested
+  // canonicalizer on each function, which is part of "inline".
+  void runBeforePass(Pass *pass, Operation *op) override {
+    if (!isa<ModuleOp>(op))
+      return;
+    PassRecord r;
+    r.pass = pass->getArgument().str();
+    r.opsBefore = countOps(op);
+    records.push_back(r);
+  }
+  void runAfterPass(Pass *, Operation *op) override {
+    if (auto module = dyn_cast<ModuleOp>(op)) {
+      PassRecord &r = records.back();
+      r.opsAfter = countOps(op);
+      countWhatChanged(r, module);
+    }
+  }
+  std::vector<PassRecord> &records;
+};
+
+} // namespace
+
+LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
+                             std::vector<PassRecord> *report) {
+  MLIRContext *ctx = module.getContext();
+  DialectRegistry registry;
+  func::registerInlinerExtension(registry);
+  ctx->appendDialectRegistry(registry);
+  ctx->loadDialect<ops::StepDialect, func::FuncDialect>();
+
+  PassManager pm(ctx);
+  pm.enableVerifier(true);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(ops::createAutodiff());
+  if (options.gradAccum != 1) {
+    ops::GradAccumOptions accum;
+    accum.k = options.gradAccum;
+    pm.addPass(ops::createGradAccum(accum));
+  }
+  const OptimizerOptions &o = options.optimizer;
+  const ScheduleOptions &s = options.schedule;
+  mlir::step::OptimizerOptions opt;
+  opt.optimizer = o.kind == OptimizerOptions::Kind::Sgd     ? "sgd"
+                  : o.kind == OptimizerOptions::Kind::Adamw ? "adamw"
+                                                            : "lamb";
+  // Unset values stay negative: the pass picks the optimizer's default.
+  opt.lr = o.lr.value_or(1e-3);
+  opt.beta1 = o.beta1.value_or(-1);
+  opt.beta2 = o.beta2.value_or(-1);
+  opt.eps = o.eps.value_or(-1);
+  opt.weightDecay = o.weightDecay.value_or(-1);
+  opt.momentum = o.momentum.value_or(0);
+  opt.dampening = o.dampening.value_or(0);
+  opt.nesterov = o.nesterov;
+  opt.clip = options.clipNorm.value_or(0);
+  opt.schedule = s.kind == ScheduleOptions::Kind::Constant ? "constant"
+                 : s.kind == ScheduleOptions::Kind::Cosine ? "cosine"
+                                                           : "linear";
+  opt.warmup = s.warmup;
+  opt.total = s.total;
+  opt.minRatio = s.minRatio;
+  pm.addPass(ops::createOptimizer(opt));
+  pm.addPass(createInlinerPass());
+  if (report)
+    pm.addInstrumentation(std::make_unique<ReportInstrumentation>(*report));
+  if (failed(pm.run(module)))
+    return failure();
+
+  // Keep only @train_step, then clean up what inlining exposed.
+  for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (f.getName() != "train_step")
+      f.erase();
+  PassManager cleanup(ctx);
+  cleanup.addPass(createCanonicalizerPass());
+  cleanup.addPass(createCSEPass());
+  if (report)
+    cleanup.addInstrumentation(
+        std::make_unique<ReportInstrumentation>(*report));
+  return cleanup.run(module);
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Collects the diagnostics of a scope into a string (for exceptions).
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << d << "\n";
+          return success();
+        }) {}
+  std::string text;
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+
+rt::HostTensor zerosOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return rt::HostTensor(*toDType(tensor.getElementType()),
+                        rt::Shape(tensor.getShape()));
+}
+} // namespace
+
+Trainer::Trainer(const std::string &modelMlir, const TrainOptions &options,
+                 std::map<std::string, rt::HostTensor> params)
+    : context_(std::make_unique<MLIRContext>()), state_(std::move(params)) {
+  context_->loadDialect<ops::StepDialect, func::FuncDialect>();
+  DiagnosticCollector diags(context_.get());
+  module_ = parseSourceString<ModuleOp>(modelMlir, context_.get());
+  if (!module_)
+    throw rt::Error("the model does not parse:\n" + diags.text);
+  if (failed(buildTrainStep(*module_, options)))
+    throw rt::Error("building the train step failed:\n" + diags.text);
+  auto step = module_->lookupSymbol<func::FuncOp>("train_step");
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto kind = step.getArgAttrOfType<StringAttr>(i, "step.kind");
+    std::string name = argumentName(step, i);
+    if (kind && kind.getValue() == "state" && !state_.count(name))
+      state_[name] = zerosOf(step.getArgument(i).getType());
+    if (kind && kind.getValue() == "param" && !state_.count(name))
+      throw rt::Error("no initial value for param '" + name + "'");
+  }
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::step(const std::map<std::string, rt::HostTensor> &batch) {
+  auto step = module_->lookupSymbol<func::FuncOp>("train_step");
+  std::vector<rt::HostTensor> args;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    std::string name = argumentName(step, i);
+    auto kind = step.getArgAttrOfType<StringAttr>(i, "step.kind");
+    bool input = kind && kind.getValue() == "input";
+    const auto &from = input ? batch : state_;
+    auto it = from.find(name);
+    if (it == from.end())
+      throw rt::Error("train step: no value for " +
+                      std::string(input ? "input" : "argument") + " '" +
+                      name + "'");
+    args.push_back(it->second);
+  }
+  DiagnosticCollector diags(context_.get());
+  auto results = interpret(step, args);
+  if (failed(results))
+    throw rt::Error("train step failed:\n" + diags.text);
+  for (unsigned r = 1; r < results->size(); ++r)
+    state_[resultName(step, r)] = std::move((*results)[r]);
+  return (*results)[0].getAsDouble(0);
+}
+
+std::string Trainer::trainStepMlir() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  ModuleOp module = module_.get();
+  module.print(os);
+  return text;
+}
+
+} // namespace step

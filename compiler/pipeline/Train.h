@@ -1,0 +1,127 @@
+//===- Train.h - The training pipeline and an interpreter trainer -*- C++ -*-===//
+//
+// `buildTrainStep` turns a module holding `func.func @forward` (DESIGN.md
+// section 3) into one holding only `func.func @train_step`:
+//
+//   @train_step(params..., state..., inputs...)
+//       -> (loss, new params..., new state...)
+//
+// Params keep their {step.kind = "param", step.name} attributes; optimizer
+// state arguments are {step.kind = "state"} named "opt.step" (tensor<i64>,
+// updates done so far, 0 at the start) and "opt.<slot>.<param>" (slots
+// exp_avg, exp_avg_sq for AdamW/LAMB, momentum_buffer for SGD with
+// momentum), all zero at the start as in PyTorch; inputs keep theirs, with
+// the leading (batch) dim multiplied by `gradAccum`. Results carry the
+// step.name of the argument they replace (the loss is "loss"), so the
+// outputs of one step are the inputs of the next.
+//
+// `Trainer` runs that step on the reference interpreter, keeping params and
+// state between steps: what the examples use until the runtime arrives.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_PIPELINE_TRAIN_H
+#define STEP_COMPILER_PIPELINE_TRAIN_H
+
+#include "runtime/Tensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace step {
+
+/// An optimizer and its hyper-parameters. Unset values take PyTorch's
+/// defaults for the kind (AdamW: lr 1e-3, betas 0.9/0.999, eps 1e-8,
+/// weight decay 0.01; SGD: lr 1e-3, momentum 0, dampening 0, weight decay 0;
+/// LAMB: AdamW's with eps 1e-6).
+struct OptimizerOptions {
+  enum class Kind { Sgd, Adamw, Lamb };
+  Kind kind = Kind::Adamw;
+  std::optional<double> lr, beta1, beta2, eps, weightDecay, momentum,
+      dampening;
+  bool nesterov = false;
+
+  /// Parses "adamw,lr=3e-4,wd=0.1" (keys: lr, beta1, beta2, eps, wd |
+  /// weight_decay, momentum, dampening, nesterov). Throws
+  /// std::invalid_argument naming the bad part and what is expected.
+  static OptimizerOptions parse(const std::string &spec);
+};
+
+/// The learning rate as a function of the update number s = 0, 1, ...
+/// (the value the s-th update uses; PyTorch's LambdaLR order:
+/// optimizer.step() then scheduler.step()). With w = warmup, T = total:
+///   s < w:       lr * (s + 1) / w                          (any kind)
+///   constant:    lr
+///   cosine:      lr * (m + (1 - m) * (1 + cos(pi * p)) / 2)
+///   linear:      lr * (m + (1 - m) * (1 - p))
+/// where p = min(1, (s - w) / max(1, T - w)) and m = minRatio.
+struct ScheduleOptions {
+  enum class Kind { Constant, Cosine, Linear };
+  Kind kind = Kind::Constant;
+  int64_t warmup = 0;
+  int64_t total = 0;
+  double minRatio = 0.0;
+
+  /// Parses "cosine,warmup=100,total=1000[,min_ratio=0.1]" (kinds:
+  /// constant, cosine, linear). Cosine and linear need total > warmup.
+  static ScheduleOptions parse(const std::string &spec);
+};
+
+struct TrainOptions {
+  OptimizerOptions optimizer;
+  ScheduleOptions schedule;
+  /// Clip gradients to this global L2 norm (torch.nn.utils.clip_grad_norm_).
+  std::optional<double> clipNorm;
+  /// Micro-batches per update (step-grad-accum); 1 = off.
+  int64_t gradAccum = 1;
+};
+
+/// What one pass of the pipeline did, for `stepc --report`.
+struct PassRecord {
+  std::string pass;
+  int64_t opsBefore = 0, opsAfter = 0;
+  /// Pass-specific counts ("gradients", "params", "micro_batches", ...).
+  std::map<std::string, int64_t> counts;
+};
+
+/// Runs the training pipeline on `module` in place (errors are emitted as
+/// diagnostics on its context). On success the module holds only
+/// @train_step.
+mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
+                                   const TrainOptions &options,
+                                   std::vector<PassRecord> *report = nullptr);
+
+/// Trains on the reference interpreter: parses a model (the text of a
+/// module with @forward), builds its train step once, and keeps params and
+/// optimizer state between calls of step().
+class Trainer {
+public:
+  /// Throws rt::Error with the compiler's diagnostics if the model does not
+  /// parse or the pipeline fails, or if a param is missing from `params`.
+  Trainer(const std::string &modelMlir, const TrainOptions &options,
+          std::map<std::string, rt::HostTensor> params);
+  ~Trainer();
+
+  /// One update on `batch` (every input by name, leading dim times
+  /// gradAccum); returns the loss. Throws rt::Error on bad input.
+  double step(const std::map<std::string, rt::HostTensor> &batch);
+
+  /// Params and optimizer state ("opt.*") after the last step, by name.
+  const std::map<std::string, rt::HostTensor> &state() const { return state_; }
+  /// The @train_step module as text.
+  std::string trainStepMlir() const;
+
+private:
+  std::unique_ptr<mlir::MLIRContext> context_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::map<std::string, rt::HostTensor> state_;
+};
+
+} // namespace step
+
+#endif // STEP_COMPILER_PIPELINE_TRAIN_H

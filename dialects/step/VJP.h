@@ -1,0 +1,48 @@
+//===- VJP.h - Vector-Jacobian products of step ops -------------*- C++ -*-===//
+//
+// Reverse-mode rules, one per differentiable op, kept beside the dialect in
+// one table file per op family (VJPElementwise.cpp, VJPShape.cpp,
+// VJPNN.cpp). `step-autodiff` walks the forward graph backwards and calls the
+// rule of every op on the path from a param to the loss.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_DIALECTS_STEP_VJP_H
+#define STEP_DIALECTS_STEP_VJP_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::step {
+
+/// Builds the gradients of `op`'s operands at the builder's insertion point.
+/// `grad` is the cotangent of the op's (single) result, of the result's
+/// type. `needed[i]` says whether operand i's gradient is wanted; a rule
+/// should build nothing for the others. On success the result has one entry
+/// per operand: the gradient (of the operand's type) where needed, or null
+/// for "identically zero". On failure the rule has emitted an error at `op`.
+using Grads = SmallVector<Value, 4>;
+using VJPRule = FailureOr<Grads> (*)(OpBuilder &b, Operation *op, Value grad,
+                                     ArrayRef<bool> needed);
+
+/// Ops through which no gradient flows: comparisons, iota, constants,
+/// stop_gradient, and every op whose results are not floating point.
+bool isNonDifferentiable(Operation *op);
+
+/// The VJP rule of `op`, or null when its op has none.
+VJPRule lookupVJPRule(Operation *op);
+
+/// Whether `t` is a tensor of a floating-point element type (the only
+/// values that carry gradients).
+bool isDifferentiableType(Type t);
+
+namespace vjp {
+/// Each family file adds its rules, keyed by op name ("step.add").
+void registerElementwiseRules(llvm::StringMap<VJPRule> &rules);
+void registerShapeRules(llvm::StringMap<VJPRule> &rules);
+void registerNNRules(llvm::StringMap<VJPRule> &rules);
+} // namespace vjp
+
+} // namespace mlir::step
+
+#endif // STEP_DIALECTS_STEP_VJP_H

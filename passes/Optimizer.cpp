@@ -1,0 +1,322 @@
+//===- Optimizer.cpp - The update half of the training step --------------===//
+//
+// step-optimizer adds `@train_step`, the function a runtime calls once per
+// update:
+//
+//   @train_step(params..., state..., inputs...)
+//       -> (loss, new params..., new state...)
+//
+// It calls `@forward_backward` (step-autodiff, possibly wrapped by
+// step-grad-accum), then, in this order, as PyTorch's usual loop does
+// (loss.backward(); clip_grad_norm_; optimizer.step(); scheduler.step()):
+//  1. t = opt.step + 1, the 1-based number of this update;
+//  2. lr = schedule(t - 1), evaluated in f32 from the counter, so a
+//     schedule needs no recompilation and resumes correctly from a checkpoint;
+//  3. if clip > 0: total = sqrt(sum over params of sum(g^2)), every gradient
+//     is multiplied by min(1, clip / (total + 1e-6))
+//     (torch.nn.utils.clip_grad_norm_);
+//  4. one fused update op per param (step.sgd_update / adamw_update /
+//     lamb_update) with the optimizer's hyper-parameters as attributes.
+//
+// State: "opt.step" (tensor<i64>) and per param the slots the optimizer
+// needs ("opt.exp_avg.<p>", "opt.exp_avg_sq.<p>", "opt.momentum_buffer.<p>"),
+// all {step.kind = "state"}, zero before the first update. Results carry
+// the step.name of the argument they replace.
+//
+// Cost: O(P) ops for P params (a fixed number per param: the update, and two
+// for clipping), plus O(1) for the schedule. step-fuse later merges the
+// per-param updates into multi-tensor kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/step/VJPUtil.h"
+
+#include <cmath>
+
+namespace mlir::step {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct Hyper {
+  double beta1, beta2, eps, weightDecay;
+};
+
+StringRef attrString(DictionaryAttr dict, StringRef key) {
+  auto s = dict ? dict.getAs<StringAttr>(key) : StringAttr();
+  return s ? s.getValue() : StringRef();
+}
+
+struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto joint = module.lookupSymbol<func::FuncOp>("forward_backward");
+    if (!joint) {
+      module.emitError() << "step-optimizer: no @forward_backward; run "
+                            "step-autodiff first";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      joint.emitError() << "step-optimizer: @train_step already exists";
+      return signalPassFailure();
+    }
+    if (failed(checkOptions(joint)))
+      return signalPassFailure();
+    build(module, joint);
+  }
+
+  LogicalResult checkOptions(func::FuncOp joint) {
+    if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "lamb")
+      return joint.emitError() << "step-optimizer: unknown optimizer '"
+                               << optimizer << "', expected sgd, adamw or lamb";
+    if (schedule != "constant" && schedule != "cosine" && schedule != "linear")
+      return joint.emitError() << "step-optimizer: unknown schedule '"
+                               << schedule
+                               << "', expected constant, cosine or linear";
+    if (!(lr >= 0) || warmup < 0 || clip < 0 || momentum < 0 ||
+        !(minRatio >= 0 && minRatio <= 1))
+      return joint.emitError()
+             << "step-optimizer: lr, warmup, clip and momentum must be >= 0 "
+                "and min-ratio in [0, 1]";
+    if (schedule != "constant" && total <= warmup)
+      return joint.emitError() << "step-optimizer: schedule '" << schedule
+                               << "' needs total (" << total
+                               << ") > warmup (" << warmup << ")";
+    if (optimizer != "sgd" && (momentum != 0 || nesterov || dampening != 0))
+      return joint.emitError() << "step-optimizer: momentum, dampening and "
+                                  "nesterov are SGD options";
+    if (nesterov && (momentum <= 0 || dampening != 0))
+      return joint.emitError() << "step-optimizer: nesterov needs momentum > "
+                                  "0 and dampening = 0";
+    return success();
+  }
+
+  Hyper hyper() const {
+    auto pick = [](double v, double def) { return v < 0 ? def : v; };
+    bool sgd = optimizer == "sgd";
+    return {pick(beta1, 0.9), pick(beta2, 0.999),
+            pick(eps, optimizer == "lamb" ? 1e-6 : 1e-8),
+            pick(weightDecay, sgd ? 0.0 : 0.01)};
+  }
+
+  /// Optimizer state slots per param.
+  SmallVector<StringRef> slots() const {
+    if (optimizer == "sgd")
+      return momentum != 0 ? SmallVector<StringRef>{"momentum_buffer"}
+                           : SmallVector<StringRef>{};
+    return {"exp_avg", "exp_avg_sq"};
+  }
+
+  /// lr * factor(s) for the update index s (an f32 scalar, 0-based).
+  Value scheduledLr(OpBuilder &b, Location loc, Value s) {
+    Type f32 = b.getF32Type();
+    auto c = [&](double v) { return vjp::scalar(b, loc, f32, v); };
+    Value factor = c(1.0);
+    if (schedule != "constant") {
+      // p = clamp((s - w) / max(1, T - w), 0, 1)
+      Value p = b.create<DivOp>(
+          loc, b.create<SubOp>(loc, s, c(double(warmup))),
+          c(double(std::max<int64_t>(1, total - warmup))));
+      p = b.create<MinOp>(loc, b.create<MaxOp>(loc, p, c(0.0)), c(1.0));
+      Value shape; // in [0, 1], 1 at the start of the decay
+      if (schedule == "cosine")
+        shape = b.create<MulOp>(
+            loc, c(0.5),
+            b.create<AddOp>(loc, c(1.0),
+                            b.create<CosOp>(loc, b.create<MulOp>(
+                                                     loc, c(M_PI), p))));
+      else
+        shape = b.create<SubOp>(loc, c(1.0), p);
+      factor = b.create<AddOp>(loc, c(minRatio),
+                               b.create<MulOp>(loc, c(1.0 - minRatio), shape));
+    }
+    if (warmup > 0) {
+      Value ramp = b.create<DivOp>(loc, b.create<AddOp>(loc, s, c(1.0)),
+                                   c(double(warmup)));
+      Value warming =
+          b.create<CompareOp>(loc, ComparisonDirection::LT, s,
+                              c(double(warmup)));
+      factor = b.create<SelectOp>(loc, warming, ramp, factor);
+    }
+    return b.create<MulOp>(loc, c(lr), factor);
+  }
+
+  /// Multiplies every gradient by min(1, clip / (global L2 norm + 1e-6)).
+  void clipGradients(OpBuilder &b, Location loc, SmallVectorImpl<Value> &grads) {
+    Type f32 = b.getF32Type();
+    Value total = vjp::scalar(b, loc, f32, 0.0);
+    for (Value g : grads) {
+      auto type = cast<RankedTensorType>(g.getType());
+      Value g32 = g;
+      if (!type.getElementType().isF32())
+        g32 = b.create<CastOp>(loc, type.clone(f32), g);
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      Value sq = b.create<MulOp>(loc, g32, g32);
+      total = b.create<AddOp>(
+          loc, total,
+          b.create<ReduceSumOp>(loc, sq, b.getDenseI64ArrayAttr(all), false));
+    }
+    Value norm = b.create<SqrtOp>(loc, total);
+    Value coef = b.create<DivOp>(
+        loc, vjp::scalar(b, loc, f32, clip),
+        b.create<AddOp>(loc, norm, vjp::scalar(b, loc, f32, 1e-6)));
+    coef = b.create<MinOp>(loc, coef, vjp::scalar(b, loc, f32, 1.0));
+    for (Value &g : grads) {
+      auto type = cast<RankedTensorType>(g.getType());
+      Value c = coef;
+      if (!type.getElementType().isF32())
+        c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), c);
+      Value bc = b.create<BroadcastInDimOp>(loc, type, c,
+                                            b.getDenseI64ArrayAttr({}));
+      g = b.create<MulOp>(loc, g, bc);
+    }
+  }
+
+  void build(ModuleOp module, func::FuncOp joint) {
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b(ctx);
+    Location loc = joint.getLoc();
+    auto stateAttrs = [&](const std::string &name) {
+      return b.getDictionaryAttr(
+          {b.getNamedAttr("step.kind", b.getStringAttr("state")),
+           b.getNamedAttr("step.name", b.getStringAttr(name))});
+    };
+
+    // Signature: params, state, inputs.
+    SmallVector<unsigned> paramArgs, inputArgs;
+    for (unsigned i = 0; i < joint.getNumArguments(); ++i) {
+      auto dict = joint.getArgAttrDict(i);
+      (attrString(dict, "step.kind") == "param" ? paramArgs : inputArgs)
+          .push_back(i);
+    }
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    for (unsigned i : paramArgs) {
+      argTypes.push_back(joint.getArgument(i).getType());
+      argAttrs.push_back(joint.getArgAttrDict(i));
+    }
+    auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+    argTypes.push_back(i64Scalar);
+    argAttrs.push_back(stateAttrs("opt.step"));
+    SmallVector<StringRef> slotNames = slots();
+    for (StringRef slot : slotNames)
+      for (unsigned i : paramArgs) {
+        argTypes.push_back(joint.getArgument(i).getType());
+        argAttrs.push_back(stateAttrs(
+            ("opt." + slot + "." + attrString(joint.getArgAttrDict(i),
+                                                "step.name"))
+                .str()));
+      }
+    for (unsigned i : inputArgs) {
+      argTypes.push_back(joint.getArgument(i).getType());
+      argAttrs.push_back(joint.getArgAttrDict(i));
+    }
+
+    b.setInsertionPointAfter(joint);
+    auto step = b.create<func::FuncOp>(loc, "train_step",
+                                       b.getFunctionType(argTypes, {}));
+    Block *body = step.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    size_t numParams = paramArgs.size();
+    auto param = [&](size_t k) { return body->getArgument(k); };
+    Value counter = body->getArgument(numParams);
+    auto slotArg = [&](size_t s, size_t k) {
+      return body->getArgument(numParams + 1 + s * numParams + k);
+    };
+    size_t firstInput = numParams + 1 + slotNames.size() * numParams;
+
+    // The joint function's arguments in its own order.
+    SmallVector<Value> callArgs(joint.getNumArguments());
+    for (auto [k, i] : llvm::enumerate(paramArgs))
+      callArgs[i] = param(k);
+    for (auto [k, i] : llvm::enumerate(inputArgs))
+      callArgs[i] = body->getArgument(firstInput + k);
+    auto call = b.create<func::CallOp>(loc, joint, callArgs);
+    Value loss = call.getResult(0);
+    SmallVector<Value> grads;
+    for (unsigned r = 0; r < joint.getNumResults(); ++r)
+      if (attrString(joint.getResultAttrDict(r), "step.kind") == "grad")
+        grads.push_back(call.getResult(r));
+    // step-autodiff returns one gradient per param, in argument order.
+    assert(grads.size() == numParams && "one gradient per param");
+
+    Type f32 = b.getF32Type();
+    Value t = b.create<AddOp>(loc, counter,
+                              vjp::splat(b, loc, i64Scalar, 1.0));
+    Value s = b.create<SubOp>(
+        loc, b.create<CastOp>(loc, RankedTensorType::get({}, f32), t),
+        vjp::scalar(b, loc, f32, 1.0));
+    Value lrValue = scheduledLr(b, loc, s);
+    if (clip > 0)
+      clipGradients(b, loc, grads);
+
+    Hyper h = hyper();
+    SmallVector<Value> newParams, newSlots(slotNames.size() * numParams);
+    for (size_t k = 0; k < numParams; ++k) {
+      if (optimizer == "sgd") {
+        Value buffer = slotNames.empty() ? Value() : slotArg(0, k);
+        Type bufferType = buffer ? buffer.getType() : Type();
+        auto op = b.create<SgdUpdateOp>(
+            loc, param(k).getType(), bufferType, param(k), grads[k], t,
+            lrValue, buffer, b.getF64FloatAttr(momentum),
+            b.getF64FloatAttr(dampening), b.getF64FloatAttr(h.weightDecay),
+            nesterov ? b.getUnitAttr() : UnitAttr());
+        newParams.push_back(op.getNewParam());
+        if (buffer)
+          newSlots[k] = op.getNewMomentumBuffer();
+      } else {
+        auto attrs = std::make_tuple(
+            b.getF64FloatAttr(h.beta1), b.getF64FloatAttr(h.beta2),
+            b.getF64FloatAttr(h.eps), b.getF64FloatAttr(h.weightDecay));
+        Operation *op =
+            optimizer == "adamw"
+                ? b.create<AdamwUpdateOp>(loc, param(k), grads[k],
+                                          slotArg(0, k), slotArg(1, k), t,
+                                          lrValue, std::get<0>(attrs),
+                                          std::get<1>(attrs),
+                                          std::get<2>(attrs),
+                                          std::get<3>(attrs))
+                      .getOperation()
+                : b.create<LambUpdateOp>(loc, param(k), grads[k],
+                                         slotArg(0, k), slotArg(1, k), t,
+                                         lrValue, std::get<0>(attrs),
+                                         std::get<1>(attrs), std::get<2>(attrs),
+                                         std::get<3>(attrs))
+                      .getOperation();
+        newParams.push_back(op->getResult(0));
+        newSlots[k] = op->getResult(1);
+        newSlots[numParams + k] = op->getResult(2);
+      }
+    }
+
+    SmallVector<Value> results{loss};
+    SmallVector<Attribute> resultAttrs{b.getDictionaryAttr(
+        {b.getNamedAttr("step.name", b.getStringAttr("loss"))})};
+    for (size_t k = 0; k < numParams; ++k) {
+      results.push_back(newParams[k]);
+      resultAttrs.push_back(argAttrs[k]);
+    }
+    results.push_back(t);
+    resultAttrs.push_back(argAttrs[numParams]);
+    for (auto [k, v] : llvm::enumerate(newSlots)) {
+      results.push_back(v);
+      resultAttrs.push_back(argAttrs[numParams + 1 + k]);
+    }
+    b.create<func::ReturnOp>(loc, results);
+    step.setFunctionType(
+        b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    for (auto [i, attrs] : llvm::enumerate(argAttrs))
+      step.setArgAttrs(i, attrs);
+    step.setAllResultAttrs(resultAttrs);
+  }
+};
+
+} // namespace
+} // namespace mlir::step

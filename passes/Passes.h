@@ -1,0 +1,21 @@
+//===- Passes.h - StepJIT passes --------------------------------*- C++ -*-===//
+#ifndef STEP_PASSES_PASSES_H
+#define STEP_PASSES_PASSES_H
+
+#include "dialects/step/StepOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::step {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace mlir::step
+
+#endif // STEP_PASSES_PASSES_H

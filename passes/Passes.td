@@ -1,0 +1,103 @@
+//===- Passes.td - StepJIT passes --------------------------*- tablegen -*-===//
+//
+// Every pass of the pipeline (DESIGN.md section 4), one .cpp each, grouped by
+// stage and alphabetical within a group.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_PASSES_TD
+#define STEP_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Training step
+//===----------------------------------------------------------------------===//
+
+def Autodiff : Pass<"step-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds the joint forward+backward function of @forward";
+  let description = [{
+    Adds `func.func @forward_backward` next to `@forward`: the same
+    arguments, returning `@forward`'s results followed by the gradient of the
+    loss (result 0) with respect to every `{step.kind = "param"}` argument,
+    named `grad.<param>`. The backward pass is reverse mode: one VJP rule per
+    op (dialects/step/VJP*.cpp), cotangents of values used more than once are
+    summed, and only ops on a path from a param to the loss are
+    differentiated.
+
+    Before:
+    ```mlir
+    func.func @forward(%w: tensor<4xf32> {step.kind = "param", step.name = "w"}, ...)
+        -> tensor<f32>
+    ```
+    After (in addition):
+    ```mlir
+    func.func @forward_backward(%w: tensor<4xf32> {...}, ...)
+        -> (tensor<f32> {step.name = "loss"}, tensor<4xf32> {step.kind = "grad", step.name = "grad.w"})
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "the model function to differentiate">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def GradAccum : Pass<"step-grad-accum", "::mlir::ModuleOp"> {
+  let summary = "K micro-batches per update inside one step";
+  let description = [{
+    Replaces `@forward_backward` (from step-autodiff) by a function taking
+    inputs whose leading (batch) dim is `k` times larger. It slices the k
+    micro-batches along dim 0, calls the original function (kept as the
+    private `@forward_backward_micro`) once per micro-batch, and returns
+    the mean of the k losses and the mean of the k gradients, summed in f32
+    (the gradient of loss/k summed over micro-batches). For a loss that is a
+    mean over the batch, this equals one step on the k-times larger batch.
+  }];
+  let options = [
+    Option<"k", "k", "int64_t", "1", "micro-batches per update (>= 1)">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Builds @train_step: gradients, clipping, LR schedule, updates";
+  let description = [{
+    Adds `func.func @train_step(params..., state..., inputs...) -> (loss, new
+    params..., new state...)` calling `@forward_backward`, then: increments
+    the step counter `opt.step`, evaluates the LR schedule from it, clips the
+    gradients to a global L2 norm (when `clip > 0`), and updates every param
+    with one fused `step.sgd_update`/`step.adamw_update`/`step.lamb_update`.
+    Optimizer state is `{step.kind = "state"}` arguments and results (see
+    compiler/pipeline/Train.h for names). Hyper-parameter defaults are
+    PyTorch's; negative values mean "the optimizer's default".
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd | adamw | lamb">,
+    Option<"lr", "lr", "double", "1e-3", "base learning rate">,
+    Option<"beta1", "beta1", "double", "-1", "Adam beta1 (default 0.9)">,
+    Option<"beta2", "beta2", "double", "-1", "Adam beta2 (default 0.999)">,
+    Option<"eps", "eps", "double", "-1",
+           "Adam eps (default 1e-8; LAMB 1e-6)">,
+    Option<"weightDecay", "weight-decay", "double", "-1",
+           "weight decay (default AdamW/LAMB 0.01, SGD 0)">,
+    Option<"momentum", "momentum", "double", "0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"clip", "clip", "double", "0",
+           "max global gradient L2 norm (0 = no clipping)">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "constant | cosine | linear">,
+    Option<"warmup", "warmup", "int64_t", "0", "linear warmup updates">,
+    Option<"total", "total", "int64_t", "0",
+           "updates until the decay ends (cosine, linear)">,
+    Option<"minRatio", "min-ratio", "double", "0",
+           "final LR as a fraction of lr (cosine, linear)">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+#endif // STEP_PASSES_TD
