@@ -122,8 +122,8 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
   /// The model-file contract: a scalar f32 loss first, float params.
   LogicalResult checkSignature(func::FuncOp f) {
     auto results = f.getFunctionType().getResults();
-    auto lossType =
-        results.empty() ? RankedTensorType() : dyn_cast<RankedTensorType>(results[0]);
+    auto lossType = results.empty() ? RankedTensorType()
+                                    : dyn_cast<RankedTensorType>(results[0]);
     if (!lossType || lossType.getRank() != 0 ||
         !lossType.getElementType().isF32()) {
       auto diag = f.emitError()
@@ -139,13 +139,14 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       StringRef kind = argKind(f, i);
       if (kind != "param" && kind != "input")
-        return f.emitError() << "step-autodiff: argument " << i
-                             << " has step.kind = \"" << kind
-                             << "\", expected \"param\" or \"input\"";
+        return f.emitError()
+               << "step-autodiff: argument " << i << " has step.kind = \""
+               << kind << "\", expected \"param\" or \"input\"";
       if (kind == "param" && !isDifferentiableType(f.getArgument(i).getType()))
-        return f.emitError() << "step-autodiff: param '" << argName(f, i)
-                             << "' has type " << quoted(f.getArgument(i).getType())
-                             << ", expected a float tensor";
+        return f.emitError()
+               << "step-autodiff: param '" << argName(f, i) << "' has type "
+               << quoted(f.getArgument(i).getType())
+               << ", expected a float tensor";
     }
     return success();
   }
@@ -207,8 +208,8 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
   LogicalResult backprop(OpBuilder &b, Operation *op, const Activity &activity,
                          llvm::DenseMap<Value, Value> &cotangent) {
     if (op->getNumResults() != 1)
-      return op->emitError() << "step-autodiff: '" << op->getName()
-                             << "' has " << op->getNumResults()
+      return op->emitError() << "step-autodiff: '" << op->getName() << "' has "
+                             << op->getNumResults()
                              << " results and no VJP rule, but the loss "
                                 "depends on it";
     Value grad = cotangent.lookup(op->getResult(0));
@@ -231,11 +232,10 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
         continue;
       Value g = (*grads)[i];
       if (g.getType() != operand.getType())
-        return op->emitError()
-               << "step-autodiff: internal error: the VJP of '"
-               << op->getName() << "' gave operand #" << i << " a gradient of "
-               << quoted(g.getType()) << ", expected "
-               << quoted(operand.getType());
+        return op->emitError() << "step-autodiff: internal error: the VJP of '"
+                               << op->getName() << "' gave operand #" << i
+                               << " a gradient of " << quoted(g.getType())
+                               << ", expected " << quoted(operand.getType());
       Value &acc = cotangent[operand];
       acc = acc ? Value(b.create<AddOp>(op->getLoc(), acc, g)) : g;
     }

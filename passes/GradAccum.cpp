@@ -43,7 +43,8 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (k < 1) {
-      module.emitError() << "step-grad-accum: k = " << k << " must be >= 1";
+      module.emitError() << "step-grad-accum: k = " << static_cast<int64_t>(k)
+                         << " must be >= 1";
       return signalPassFailure();
     }
     if (k == 1)
@@ -74,7 +75,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
                << attrString(f.getArgAttrDict(i), "step.name") << "' of type "
                << quoted(type)
                << " needs a static leading (batch) dim to split into "
-               << k << " micro-batches";
+               << static_cast<int64_t>(k) << " micro-batches";
     }
     return success();
   }
@@ -86,8 +87,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
     SmallVector<bool> isInput;
     for (unsigned i = 0; i < micro.getNumArguments(); ++i) {
       auto type = cast<RankedTensorType>(micro.getArgument(i).getType());
-      bool input =
-          attrString(micro.getArgAttrDict(i), "step.kind") == "input";
+      bool input = attrString(micro.getArgAttrDict(i), "step.kind") == "input";
       isInput.push_back(input);
       if (input) {
         SmallVector<int64_t> shape(type.getShape());
@@ -144,8 +144,8 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
     }
     SmallVector<Value> results;
     for (auto [s, r] : llvm::enumerate(kept)) {
-      Value mean = b.create<DivOp>(
-          loc, sums[s], vjp::splatLike(b, loc, sums[s], double(k)));
+      Value mean = b.create<DivOp>(loc, sums[s],
+                                   vjp::splatLike(b, loc, sums[s], double(k)));
       Type want = micro.getResultTypes()[r];
       if (mean.getType() != want)
         mean = b.create<CastOp>(loc, want, mean);

@@ -75,18 +75,19 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       return joint.emitError() << "step-optimizer: unknown optimizer '"
                                << optimizer << "', expected sgd, adamw or lamb";
     if (schedule != "constant" && schedule != "cosine" && schedule != "linear")
-      return joint.emitError() << "step-optimizer: unknown schedule '"
-                               << schedule
-                               << "', expected constant, cosine or linear";
+      return joint.emitError()
+             << "step-optimizer: unknown schedule '" << schedule
+             << "', expected constant, cosine or linear";
     if (!(lr >= 0) || warmup < 0 || clip < 0 || momentum < 0 ||
         !(minRatio >= 0 && minRatio <= 1))
       return joint.emitError()
              << "step-optimizer: lr, warmup, clip and momentum must be >= 0 "
                 "and min-ratio in [0, 1]";
     if (schedule != "constant" && total <= warmup)
-      return joint.emitError() << "step-optimizer: schedule '" << schedule
-                               << "' needs total (" << total
-                               << ") > warmup (" << warmup << ")";
+      return joint.emitError()
+             << "step-optimizer: schedule '" << schedule << "' needs total ("
+             << static_cast<int64_t>(total) << ") > warmup ("
+             << static_cast<int64_t>(warmup) << ")";
     if (optimizer != "sgd" && (momentum != 0 || nesterov || dampening != 0))
       return joint.emitError() << "step-optimizer: momentum, dampening and "
                                   "nesterov are SGD options";
@@ -119,17 +120,17 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     Value factor = c(1.0);
     if (schedule != "constant") {
       // p = clamp((s - w) / max(1, T - w), 0, 1)
-      Value p = b.create<DivOp>(
-          loc, b.create<SubOp>(loc, s, c(double(warmup))),
-          c(double(std::max<int64_t>(1, total - warmup))));
+      Value p =
+          b.create<DivOp>(loc, b.create<SubOp>(loc, s, c(double(warmup))),
+                          c(double(std::max<int64_t>(1, total - warmup))));
       p = b.create<MinOp>(loc, b.create<MaxOp>(loc, p, c(0.0)), c(1.0));
       Value shape; // in [0, 1], 1 at the start of the decay
       if (schedule == "cosine")
         shape = b.create<MulOp>(
             loc, c(0.5),
-            b.create<AddOp>(loc, c(1.0),
-                            b.create<CosOp>(loc, b.create<MulOp>(
-                                                     loc, c(M_PI), p))));
+            b.create<AddOp>(
+                loc, c(1.0),
+                b.create<CosOp>(loc, b.create<MulOp>(loc, c(M_PI), p))));
       else
         shape = b.create<SubOp>(loc, c(1.0), p);
       factor = b.create<AddOp>(loc, c(minRatio),
@@ -138,16 +139,16 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     if (warmup > 0) {
       Value ramp = b.create<DivOp>(loc, b.create<AddOp>(loc, s, c(1.0)),
                                    c(double(warmup)));
-      Value warming =
-          b.create<CompareOp>(loc, ComparisonDirection::LT, s,
-                              c(double(warmup)));
+      Value warming = b.create<CompareOp>(loc, ComparisonDirection::LT, s,
+                                          c(double(warmup)));
       factor = b.create<SelectOp>(loc, warming, ramp, factor);
     }
     return b.create<MulOp>(loc, c(lr), factor);
   }
 
   /// Multiplies every gradient by min(1, clip / (global L2 norm + 1e-6)).
-  void clipGradients(OpBuilder &b, Location loc, SmallVectorImpl<Value> &grads) {
+  void clipGradients(OpBuilder &b, Location loc,
+                     SmallVectorImpl<Value> &grads) {
     Type f32 = b.getF32Type();
     Value total = vjp::scalar(b, loc, f32, 0.0);
     for (Value g : grads) {
@@ -172,9 +173,10 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       auto type = cast<RankedTensorType>(g.getType());
       Value c = coef;
       if (!type.getElementType().isF32())
-        c = b.create<CastOp>(loc, RankedTensorType::get({}, type.getElementType()), c);
-      Value bc = b.create<BroadcastInDimOp>(loc, type, c,
-                                            b.getDenseI64ArrayAttr({}));
+        c = b.create<CastOp>(
+            loc, RankedTensorType::get({}, type.getElementType()), c);
+      Value bc =
+          b.create<BroadcastInDimOp>(loc, type, c, b.getDenseI64ArrayAttr({}));
       g = b.create<MulOp>(loc, g, bc);
     }
   }
@@ -209,10 +211,10 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     for (StringRef slot : slotNames)
       for (unsigned i : paramArgs) {
         argTypes.push_back(joint.getArgument(i).getType());
-        argAttrs.push_back(stateAttrs(
-            ("opt." + slot + "." + attrString(joint.getArgAttrDict(i),
-                                                "step.name"))
-                .str()));
+        argAttrs.push_back(
+            stateAttrs(("opt." + slot + "." +
+                        attrString(joint.getArgAttrDict(i), "step.name"))
+                           .str()));
       }
     for (unsigned i : inputArgs) {
       argTypes.push_back(joint.getArgument(i).getType());
@@ -248,8 +250,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     assert(grads.size() == numParams && "one gradient per param");
 
     Type f32 = b.getF32Type();
-    Value t = b.create<AddOp>(loc, counter,
-                              vjp::splat(b, loc, i64Scalar, 1.0));
+    Value t = b.create<AddOp>(loc, counter, vjp::splat(b, loc, i64Scalar, 1.0));
     Value s = b.create<SubOp>(
         loc, b.create<CastOp>(loc, RankedTensorType::get({}, f32), t),
         vjp::scalar(b, loc, f32, 1.0));
@@ -264,9 +265,9 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         Value buffer = slotNames.empty() ? Value() : slotArg(0, k);
         Type bufferType = buffer ? buffer.getType() : Type();
         auto op = b.create<SgdUpdateOp>(
-            loc, param(k).getType(), bufferType, param(k), grads[k], t,
-            lrValue, buffer, b.getF64FloatAttr(momentum),
-            b.getF64FloatAttr(dampening), b.getF64FloatAttr(h.weightDecay),
+            loc, param(k).getType(), bufferType, param(k), grads[k], t, lrValue,
+            buffer, b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
+            b.getF64FloatAttr(h.weightDecay),
             nesterov ? b.getUnitAttr() : UnitAttr());
         newParams.push_back(op.getNewParam());
         if (buffer)
@@ -277,18 +278,15 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
             b.getF64FloatAttr(h.eps), b.getF64FloatAttr(h.weightDecay));
         Operation *op =
             optimizer == "adamw"
-                ? b.create<AdamwUpdateOp>(loc, param(k), grads[k],
-                                          slotArg(0, k), slotArg(1, k), t,
-                                          lrValue, std::get<0>(attrs),
-                                          std::get<1>(attrs),
-                                          std::get<2>(attrs),
-                                          std::get<3>(attrs))
+                ? b.create<AdamwUpdateOp>(
+                       loc, param(k), grads[k], slotArg(0, k), slotArg(1, k), t,
+                       lrValue, std::get<0>(attrs), std::get<1>(attrs),
+                       std::get<2>(attrs), std::get<3>(attrs))
                       .getOperation()
-                : b.create<LambUpdateOp>(loc, param(k), grads[k],
-                                         slotArg(0, k), slotArg(1, k), t,
-                                         lrValue, std::get<0>(attrs),
-                                         std::get<1>(attrs), std::get<2>(attrs),
-                                         std::get<3>(attrs))
+                : b.create<LambUpdateOp>(loc, param(k), grads[k], slotArg(0, k),
+                                         slotArg(1, k), t, lrValue,
+                                         std::get<0>(attrs), std::get<1>(attrs),
+                                         std::get<2>(attrs), std::get<3>(attrs))
                       .getOperation();
         newParams.push_back(op->getResult(0));
         newSlots[k] = op->getResult(1);

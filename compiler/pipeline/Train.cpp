@@ -41,10 +41,9 @@ splitSpec(const std::string &spec, const std::string &what) {
     parts.push_back(part);
   if (parts.empty() || parts[0].empty() ||
       parts[0].find('=') != std::string::npos)
-    throw std::invalid_argument(what + " '" + spec +
-                                "' must start with a kind, e.g. " +
-                                (what == "--optimizer" ? "adamw,lr=3e-4"
-                                                       : "cosine,warmup=100"));
+    throw std::invalid_argument(
+        what + " '" + spec + "' must start with a kind, e.g. " +
+        (what == "--optimizer" ? "adamw,lr=3e-4" : "cosine,warmup=100"));
   std::vector<std::pair<std::string, std::string>> kv;
   for (size_t i = 1; i < parts.size(); ++i) {
     size_t eq = parts[i].find('=');
@@ -101,13 +100,20 @@ OptimizerOptions OptimizerOptions::parse(const std::string &spec) {
       continue;
     }
     double v = toDouble(what, key, value);
-    if (key == "lr") o.lr = v;
-    else if (key == "beta1") o.beta1 = v;
-    else if (key == "beta2") o.beta2 = v;
-    else if (key == "eps") o.eps = v;
-    else if (key == "wd" || key == "weight_decay") o.weightDecay = v;
-    else if (key == "momentum") o.momentum = v;
-    else if (key == "dampening") o.dampening = v;
+    if (key == "lr")
+      o.lr = v;
+    else if (key == "beta1")
+      o.beta1 = v;
+    else if (key == "beta2")
+      o.beta2 = v;
+    else if (key == "eps")
+      o.eps = v;
+    else if (key == "wd" || key == "weight_decay")
+      o.weightDecay = v;
+    else if (key == "momentum")
+      o.momentum = v;
+    else if (key == "dampening")
+      o.dampening = v;
     else
       throw std::invalid_argument(
           what + ": unknown key '" + key +
@@ -131,9 +137,12 @@ ScheduleOptions ScheduleOptions::parse(const std::string &spec) {
     throw std::invalid_argument(what + ": unknown schedule '" + kind +
                                 "', expected constant, cosine or linear");
   for (auto &[key, value] : kv) {
-    if (key == "warmup") s.warmup = toCount(what, key, value);
-    else if (key == "total") s.total = toCount(what, key, value);
-    else if (key == "min_ratio") s.minRatio = toDouble(what, key, value);
+    if (key == "warmup")
+      s.warmup = toCount(what, key, value);
+    else if (key == "total")
+      s.total = toCount(what, key, value);
+    else if (key == "min_ratio")
+      s.minRatio = toDouble(what, key, value);
     else
       throw std::invalid_argument(what + ": unknown key '" + key +
                                   "', expected warmup, total or min_ratio");
@@ -331,8 +340,8 @@ double Trainer::step(const std::map<std::string, rt::HostTensor> &batch) {
     auto it = from.find(name);
     if (it == from.end())
       throw rt::Error("train step: no value for " +
-                      std::string(input ? "input" : "argument") + " '" +
-                      name + "'");
+                      std::string(input ? "input" : "argument") + " '" + name +
+                      "'");
     args.push_back(it->second);
   }
   DiagnosticCollector diags(context_.get());

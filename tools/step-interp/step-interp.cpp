@@ -5,10 +5,11 @@
 // Reads each argument from DIR/<name>.npy (name = the argument's step.name, or
 // argN); optimizer state arguments ({step.kind = "state"}) missing from DIR
 // start at zero, as PyTorch's optimizer state does before the first step.
-// The function defaults to @forward, or the module's only function. Runs the function on the CPU reference interpreter and writes each
-// result to OUT/<name>.npy (the result's step.name, or resultN). Scalar
-// results are also printed. Exit code 1 on any error, with a message naming
-// the file, op or argument at fault.
+// The function defaults to @forward, or the module's only function. Runs the
+// function on the CPU reference interpreter and writes each result to
+// OUT/<name>.npy (the result's step.name, or resultN). Scalar results are also
+// printed. Exit code 1 on any error, with a message naming the file, op or
+// argument at fault.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,10 +38,9 @@ int main(int argc, char **argv) {
   app.add_option("file", file, "input .mlir file")->required();
   app.add_option("--func", funcName,
                  "function to run (default: @forward or the only function)");
-  app.add_option("--inputs", inputs,
-                 "folder with one <name>.npy per argument")->required();
-  app.add_option("--out", out, "folder for the <name>.npy results")
+  app.add_option("--inputs", inputs, "folder with one <name>.npy per argument")
       ->required();
+  app.add_option("--out", out, "folder for the <name>.npy results")->required();
   CLI11_PARSE(app, argc, argv);
 
   mlir::DialectRegistry registry;
@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
       std::filesystem::path path = std::filesystem::path(inputs) /
                                    (::step::argumentName(func, i) + ".npy");
       auto kind = func.getArgAttrOfType<mlir::StringAttr>(i, "step.kind");
-      auto type = llvm::cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
+      auto type =
+          llvm::cast<mlir::RankedTensorType>(func.getArgumentTypes()[i]);
       if (!std::filesystem::exists(path) && kind &&
           kind.getValue() == "state" && type.hasStaticShape()) {
         std::cerr << "step-interp: note: " << path.string()
@@ -91,10 +92,10 @@ int main(int argc, char **argv) {
       }
       if (!std::filesystem::exists(path))
         throw ::step::rt::Error("missing input for argument " +
-                              std::to_string(i) + ": " + path.string());
+                                std::to_string(i) + ": " + path.string());
       args.push_back(::step::rt::readNpy(path.string()));
       ::step::checkArgument(args.back(), func.getArgumentTypes()[i],
-                          path.string());
+                            path.string());
     }
     auto results = ::step::interpret(func, args);
     if (mlir::failed(results))

@@ -60,14 +60,10 @@ nlohmann::json reportJson(const Options &o,
                       {"ops_after", r.opsAfter},
                       {"counts", counts}});
   }
-  return {{"input", o.input},
-          {"output", o.output},
-          {"train", o.train},
-          {"optimizer", o.optimizer},
-          {"schedule", o.schedule},
-          {"clip", o.clip},
-          {"grad_accum", o.gradAccum},
-          {"compile_seconds", seconds},
+  return {{"input", o.input},          {"output", o.output},
+          {"train", o.train},          {"optimizer", o.optimizer},
+          {"schedule", o.schedule},    {"clip", o.clip},
+          {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
           {"passes", passes}};
 }
 } // namespace
@@ -78,8 +74,7 @@ int main(int argc, char **argv) {
                "step."};
   app.add_option("model", o.input, "model .mlir file")->required();
   app.add_option("-o", o.output, "output file")->required();
-  app.add_option("--emit", o.emit, "output kind (mlir)")
-      ->capture_default_str();
+  app.add_option("--emit", o.emit, "output kind (mlir)")->capture_default_str();
   app.add_flag("--train", o.train, "build @train_step");
   app.add_option("--optimizer", o.optimizer,
                  "sgd|adamw|lamb[,lr=..,beta1=..,beta2=..,eps=..,wd=..,"
@@ -143,15 +138,14 @@ int main(int argc, char **argv) {
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   try {
     step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
-      step::rt::writeFileAtomic(o.report,
-                                reportJson(o, records, seconds).dump(2) + "\n",
-                                "stepc");
+      step::rt::writeFileAtomic(
+          o.report, reportJson(o, records, seconds).dump(2) + "\n", "stepc");
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";
     return 1;

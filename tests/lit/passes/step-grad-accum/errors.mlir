@@ -1,0 +1,10 @@
+// RUN: step-opt %s -split-input-file --step-autodiff --step-grad-accum=k=2 -verify-diagnostics
+
+// expected-error @+1 {{step-grad-accum: input 'n' of type 'tensor<f32>' needs a static leading (batch) dim to split into 2 micro-batches}}
+func.func @forward(%w: tensor<2xf32> {step.kind = "param", step.name = "w"},
+                   %n: tensor<f32> {step.kind = "input", step.name = "n"})
+    -> tensor<f32> {
+  %l = step.reduce_sum %w dims = [0] : tensor<2xf32> -> tensor<f32>
+  %m = step.mul %l, %n : tensor<f32>
+  return %m : tensor<f32>
+}
