@@ -194,6 +194,70 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
                         op.getName().getStringRef().str() + "'");
       });
 }
+
+template <typename AdamLikeOp> cpu::AdamHyper adamHyperOf(AdamLikeOp op) {
+  cpu::AdamHyper h;
+  h.beta1 = op.getBeta1().convertToDouble();
+  h.beta2 = op.getBeta2().convertToDouble();
+  h.eps = op.getEps().convertToDouble();
+  h.weightDecay = op.getWeightDecay().convertToDouble();
+  return h;
+}
+
+/// Result lists built by moving (a braced list would copy every tensor).
+std::vector<rt::HostTensor> results(rt::HostTensor a) {
+  std::vector<rt::HostTensor> out;
+  out.push_back(std::move(a));
+  return out;
+}
+std::vector<rt::HostTensor> results(cpu::AdamResult r) {
+  std::vector<rt::HostTensor> out;
+  out.push_back(std::move(r.param));
+  out.push_back(std::move(r.expAvg));
+  out.push_back(std::move(r.expAvgSq));
+  return out;
+}
+
+/// Gradient and optimizer ops (StepTrainOps.td); the optimizers have several
+/// results. std::nullopt for every other op.
+std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
+                                                     Operands in) {
+  using R = std::optional<std::vector<rt::HostTensor>>;
+  return llvm::TypeSwitch<Operation *, R>(&op)
+      .Case([&](ops::StopGradientOp) { return R({in[0]}); })
+      .Case([&](ops::EmbeddingGradOp e) {
+        return R(results(cpu::embeddingGrad(
+            in[0], in[1], static_cast<int64_t>(e.getNumEmbeddings()))));
+      })
+      .Case([&](ops::CrossEntropyGradOp c) {
+        return R(results(cpu::crossEntropyGrad(
+            in[0], in[1], in[2], lossReduction(c.getReduction()),
+            c.getIgnoreIndexOrDefault())));
+      })
+      .Case([&](ops::SgdUpdateOp s) {
+        cpu::SgdHyper h;
+        h.momentum = s.getMomentum().convertToDouble();
+        h.dampening = s.getDampening().convertToDouble();
+        h.weightDecay = s.getWeightDecay().convertToDouble();
+        h.nesterov = s.getNesterov();
+        // Operands: param, grad, step, lr[, momentum_buffer].
+        const rt::HostTensor *buf = in.size() > 4 ? &in[4] : nullptr;
+        cpu::SgdResult r = cpu::sgdUpdate(in[0], in[1], in[2], in[3], buf, h);
+        std::vector<rt::HostTensor> out = results(std::move(r.param));
+        if (r.momentumBuffer)
+          out.push_back(std::move(*r.momentumBuffer));
+        return R(std::move(out));
+      })
+      .Case([&](ops::AdamwUpdateOp a) {
+        return R(results(cpu::adamwUpdate(in[0], in[1], in[2], in[3], in[4],
+                                          in[5], adamHyperOf(a))));
+      })
+      .Case([&](ops::LambUpdateOp l) {
+        return R(results(cpu::lambUpdate(in[0], in[1], in[2], in[3], in[4],
+                                         in[5], adamHyperOf(l))));
+      })
+      .Default([](Operation *) { return R(); });
+}
 } // namespace
 
 std::vector<rt::HostTensor> evalStepOp(Operation &op, Operands in) {
@@ -207,6 +271,8 @@ std::vector<rt::HostTensor> evalStepOp(Operation &op, Operands in) {
     return {cpu::reduce(*kind, in[0], toVector(dims.asArrayRef()),
                         op.getAttr("keepdim") != nullptr)};
   }
+  if (auto results = evalTrain(op, in))
+    return std::move(*results);
   return {evalSingle(op, in)};
 }
 

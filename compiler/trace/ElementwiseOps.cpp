@@ -1,10 +1,11 @@
 //===- ElementwiseOps.cpp - Tracing elementwise ops -----------------------===//
 //
-// Unary and binary arithmetic, comparisons, where and cast. A binary op is
-// traced in three steps: the result dtype (torch.result_type, then the op's
-// own rule: true division and pow compute in floating point), step.cast of
-// the operands that differ, and step.broadcast_in_dim of the operands whose
-// shape is not the broadcast shape (scalars become splat constants).
+// Unary and binary arithmetic, comparisons, where, cast and stop_gradient.
+// A binary op is traced in three steps: the result dtype (torch.result_type,
+// then the op's own rule: true division and pow compute in floating point),
+// step.cast of the operands that differ, and step.broadcast_in_dim of the
+// operands whose shape is not the broadcast shape (scalars become splat
+// constants).
 //
 //===----------------------------------------------------------------------===//
 
@@ -221,6 +222,13 @@ Tensor gelu(const Tensor &x, GeluApprox approximate, SourceLoc loc) {
 Tensor cast(const Tensor &x, DType dtype, SourceLoc loc) {
   GraphState &g = graphOf("cast", {x}, loc);
   return Tensor(&g, castTo(g, x.value(), dtype, loc, "cast"));
+}
+
+Tensor stop_gradient(const Tensor &x, SourceLoc loc) {
+  GraphState &g = graphOf("stop_gradient", {x}, loc);
+  return Tensor(&g, g.create<ops::StopGradientOp>(loc, "stop_gradient",
+                                                  x.value().getType(),
+                                                  x.value()));
 }
 
 } // namespace step::trace

@@ -113,6 +113,9 @@ Tensor gelu(const Tensor &x, GeluApprox approximate = GeluApprox::None,
             SourceLoc loc = {});
 /// x.to(dtype): step.cast, or x itself when the dtype already matches.
 Tensor cast(const Tensor &x, DType dtype, SourceLoc loc = {});
+/// x.detach(): the same values (step.stop_gradient, any dtype); autodiff
+/// sends no gradient through the result.
+Tensor stop_gradient(const Tensor &x, SourceLoc loc = {});
 
 //===----------------------------------------------------------------------===//
 // Shape

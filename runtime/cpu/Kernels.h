@@ -154,6 +154,87 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
                      std::optional<double> scale);
 
+//===----------------------------------------------------------------------===//
+// Training: fused gradients and optimizer updates (runtime/cpu/Train.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Table gradient of embedding: a [numEmbeddings, D] tensor of zeros to which
+/// grad[i..., :] is added at row indices[i...] (repeated indices accumulate,
+/// in double, rounded once). indices i32/i64 of any shape; grad float with
+/// shape indices.shape + [D]; result has grad's dtype. numEmbeddings >= 1; an
+/// index outside [0, numEmbeddings) throws naming the index and V.
+HostTensor embeddingGrad(const HostTensor &indices, const HostTensor &grad,
+                         int64_t numEmbeddings);
+
+/// Gradient of crossEntropy w.r.t. logits [N, C]: row i is
+/// (softmax(logits[i]) - onehot(targets[i])) * s_i with s_i = grad (Sum),
+/// grad / count (Mean, count = rows whose target is not ignoreIndex) or
+/// grad[i] (None). grad has the logits' dtype and is rank 0 for Mean/Sum,
+/// [N] for None. Ignored rows are exactly 0, so Mean with every row ignored
+/// gives zeros, as PyTorch's autograd does (the forward loss is NaN). A
+/// target outside [0, C) that is not ignoreIndex throws. Computed in double,
+/// rounded once.
+HostTensor crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
+                            const HostTensor &grad, Reduction reduction,
+                            int64_t ignoreIndex);
+
+/// Optimizer updates share these rules: param, grad and every state tensor
+/// have one float dtype and shape (results too); `step` is a rank-0 i64
+/// tensor holding the 1-based update number (>= 1) and `lr` a rank-0 f32
+/// tensor. Each element is computed in f32 in PyTorch's operation order, with
+/// its scalar coefficients computed in double and rounded to f32 as PyTorch
+/// does for Python-float hyperparameters; f16/bf16 are widened on load and
+/// rounded once on store.
+
+/// torch.optim.SGD hyperparameters (lr is the run-time operand).
+struct SgdHyper {
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weightDecay = 0.0;
+  bool nesterov = false;
+};
+struct SgdResult {
+  HostTensor param;
+  /// Present iff momentum != 0.
+  std::optional<HostTensor> momentumBuffer;
+};
+/// One torch.optim.SGD step (step.sgd_update). momentumBuffer must be given
+/// iff momentum != 0; at step 1 its value is unused (the buffer starts as
+/// the gradient, as PyTorch's lazily created buffer). momentum and
+/// weightDecay >= 0; nesterov needs momentum > 0 and dampening == 0.
+SgdResult sgdUpdate(const HostTensor &param, const HostTensor &grad,
+                    const HostTensor &step, const HostTensor &lr,
+                    const HostTensor *momentumBuffer, const SgdHyper &hyper);
+
+/// AdamW/LAMB hyperparameters; the defaults are torch.optim.AdamW's
+/// (step.lamb_update's default eps is 1e-6). 0 <= beta1, beta2 < 1, eps > 0,
+/// weightDecay >= 0.
+struct AdamHyper {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.01;
+};
+struct AdamResult {
+  HostTensor param, expAvg, expAvgSq;
+};
+/// One torch.optim.AdamW step (amsgrad=False, single-tensor path):
+///   p *= 1 - lr*wd; m = m*beta1 + (1-beta1)*g; v = v*beta2 + (1-beta2)*g*g;
+///   denom = sqrt(v) / sqrt(1 - beta2^step) + eps;
+///   p += (-lr / (1 - beta1^step)) * m / denom.
+AdamResult adamwUpdate(const HostTensor &param, const HostTensor &grad,
+                       const HostTensor &expAvg, const HostTensor &expAvgSq,
+                       const HostTensor &step, const HostTensor &lr,
+                       const AdamHyper &hyper);
+/// One LAMB step (step.lamb_update): the moments as AdamW, then
+///   r = (m / bc1) / (sqrt(v / bc2) + eps) + wd * p,
+///   trust = |p| / |r| (2-norms accumulated in double) if both are > 0,
+///   else 1; p -= lr * trust * r.
+AdamResult lambUpdate(const HostTensor &param, const HostTensor &grad,
+                      const HostTensor &expAvg, const HostTensor &expAvgSq,
+                      const HostTensor &step, const HostTensor &lr,
+                      const AdamHyper &hyper);
+
 } // namespace step::rt::cpu
 
 #endif // STEP_RUNTIME_CPU_KERNELS_H

@@ -38,6 +38,7 @@ from parity.cases_shape import shape_cases, dynamic_cases  # noqa: E402
 from parity.cases_reduce_linalg import reduce_cases, matmul_cases  # noqa: E402
 from parity.cases_nn import nn_cases, dropout_cases  # noqa: E402
 from parity.cases_errors import error_cases  # noqa: E402
+from parity.cases_train import train_cases  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Driver
@@ -53,6 +54,7 @@ GROUPS = {
     "dropout": dropout_cases,
     "dynamic": dynamic_cases,
     "errors": error_cases,
+    "train": train_cases,
 }
 
 

@@ -13,5 +13,7 @@ here build:
   cases_nn.py            softmax, log_softmax, layer_norm, embedding,
                          cross_entropy, attention; dropout
   cases_errors.py        error cases (exit status 1 and the culprit named)
+  cases_train.py         stop_gradient, embedding_grad, cross_entropy_grad;
+                         sgd_update, adamw_update, lamb_update
   selftest.py            the harness's self-test of its comparator
 """

@@ -79,6 +79,20 @@ TEST(TraceInterpret, UnaryMath) {
   expectNear(r[5], {2}, {0, 1});
 }
 
+TEST(TraceInterpret, StopGradientIsIdentity) {
+  Graph g;
+  Tensor x = g.input("x", {3});
+  Tensor i = g.input("i", {2}, DType::I64);
+  std::vector<Tensor> outs = {stop_gradient(x) * 2, stop_gradient(i)};
+  EXPECT_EQ(countOps(g, "step.stop_gradient"), 2);
+  auto r = runExtras(g, outs,
+                     {{"x", tensor(DType::F32, {3}, {1, -2, 0.5})},
+                      {"i", tensor(DType::I64, {2}, {5, -6})}});
+  expectNear(r[0], {3}, {2, -4, 1});
+  EXPECT_EQ(r[1].dtype(), DType::I64);
+  expectNear(r[1], {2}, {5, -6});
+}
+
 TEST(TraceInterpret, Reductions) {
   Graph g;
   Tensor x = g.input("x", {2, 2});

@@ -1900,3 +1900,269 @@ func.func @select_c1_names_branches(%p: tensor<2xi1>, %a: tensor<2xf32>, %b: ten
   %r = step.select %p, %a, %b : tensor<2xi1>, tensor<2xf32>, tensor<2xf16>
   return %r : tensor<2xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.stop_gradient
+//===----------------------------------------------------------------------===//
+
+func.func @stop_gradient_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.stop_gradient' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.stop_gradient"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.embedding_grad
+//===----------------------------------------------------------------------===//
+
+func.func @embedding_grad_c1_leading(%i: tensor<4xi64>, %g: tensor<3x8xf32>) -> tensor<5x8xf32> {
+  // expected-error @+2 {{'step.embedding_grad' op grad 'tensor<3x8xf32>' must have the shape of indices 'tensor<4xi64>' plus a trailing D (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.embedding_grad %i, %g num_embeddings = 5 : tensor<4xi64>, tensor<3x8xf32> -> tensor<5x8xf32>
+  return %0 : tensor<5x8xf32>
+}
+
+// -----
+
+func.func @embedding_grad_c1_no_trailing_d(%i: tensor<4xi64>, %g: tensor<4xf32>) -> tensor<5xf32> {
+  // expected-error @+2 {{'step.embedding_grad' op grad 'tensor<4xf32>' must have the shape of indices 'tensor<4xi64>' plus a trailing D (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.embedding_grad"(%i, %g) <{num_embeddings = 5 : i64}> : (tensor<4xi64>, tensor<4xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @embedding_grad_c2(%i: tensor<4xi64>, %g: tensor<4x8xf32>) -> tensor<0x8xf32> {
+  // expected-error @+2 {{'step.embedding_grad' op num_embeddings = 0 must be >= 1 (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.embedding_grad %i, %g num_embeddings = 0 : tensor<4xi64>, tensor<4x8xf32> -> tensor<0x8xf32>
+  return %0 : tensor<0x8xf32>
+}
+
+// -----
+
+func.func @embedding_grad_result_type(%i: tensor<4xi64>, %g: tensor<4x8xf32>) -> tensor<5x8xf16> {
+  // expected-error @+2 {{'step.embedding_grad' op inferred type(s) 'tensor<5x8xf32>' are incompatible with return type(s) of operation 'tensor<5x8xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.embedding_grad %i, %g num_embeddings = 5 : tensor<4xi64>, tensor<4x8xf32> -> tensor<5x8xf16>
+  return %0 : tensor<5x8xf16>
+}
+
+// -----
+
+func.func @embedding_grad_float_indices(%i: tensor<4xf32>, %g: tensor<4x8xf32>) -> tensor<5x8xf32> {
+  // expected-error @+1 {{'step.embedding_grad' op operand #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = step.embedding_grad %i, %g num_embeddings = 5 : tensor<4xf32>, tensor<4x8xf32> -> tensor<5x8xf32>
+  return %0 : tensor<5x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy_grad
+//===----------------------------------------------------------------------===//
+
+func.func @cross_entropy_grad_c1_rank(%l: tensor<10xf32>, %y: tensor<1xi64>, %g: tensor<f32>) -> tensor<10xf32> {
+  // expected-error @+2 {{'step.cross_entropy_grad' op expects logits [N, C] and targets [N], found 'tensor<10xf32>' and 'tensor<1xi64>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy_grad %l, %y, %g reduction = mean : tensor<10xf32>, tensor<1xi64>, tensor<f32> -> tensor<10xf32>
+  return %0 : tensor<10xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_c1_n(%l: tensor<4x10xf32>, %y: tensor<3xi64>, %g: tensor<f32>) -> tensor<4x10xf32> {
+  // expected-error @+2 {{'step.cross_entropy_grad' op expects logits [N, C] and targets [N], found 'tensor<4x10xf32>' and 'tensor<3xi64>' (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy_grad %l, %y, %g reduction = sum : tensor<4x10xf32>, tensor<3xi64>, tensor<f32> -> tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_c2_mean_not_scalar(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<4xf32>) -> tensor<4x10xf32> {
+  // expected-error @+2 {{'step.cross_entropy_grad' op grad 'tensor<4xf32>' must be a scalar of the logits' element type for logits 'tensor<4x10xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy_grad %l, %y, %g reduction = mean : tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32> -> tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_c2_none_scalar(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>) -> tensor<4x10xf32> {
+  // expected-error @+2 {{'step.cross_entropy_grad' op grad 'tensor<f32>' must be [N] of the logits' element type for logits 'tensor<4x10xf32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy_grad %l, %y, %g reduction = none : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_c2_dtype(%l: tensor<4x10xbf16>, %y: tensor<4xi64>, %g: tensor<f32>) -> tensor<4x10xbf16> {
+  // expected-error @+2 {{'step.cross_entropy_grad' op grad 'tensor<f32>' must be a scalar of the logits' element type for logits 'tensor<4x10xbf16>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = step.cross_entropy_grad %l, %y, %g reduction = mean : tensor<4x10xbf16>, tensor<4xi64>, tensor<f32> -> tensor<4x10xbf16>
+  return %0 : tensor<4x10xbf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.sgd_update
+//===----------------------------------------------------------------------===//
+
+func.func @sgd_update_c1_grad(%p: tensor<8xf32>, %g: tensor<8xbf16>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op grad 'tensor<8xbf16>' must have the type 'tensor<8xf32>' of param (C1)}}
+  %0 = step.sgd_update %p, %g, %t, %lr : (tensor<8xf32>, tensor<8xbf16>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c1_buffer(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>, %b: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op momentum_buffer 'tensor<4xf32>' must have the type 'tensor<8xf32>' of param (C1)}}
+  %0:2 = step.sgd_update %p, %p, %t, %lr momentum_buffer %b {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<4xf32>) -> (tensor<8xf32>, tensor<4xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c2_step(%p: tensor<8xf32>, %t: tensor<i32>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op operand #2 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = step.sgd_update %p, %p, %t, %lr : (tensor<8xf32>, tensor<8xf32>, tensor<i32>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c2_lr(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<1xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op operand #3 must be 0D tensor of 32-bit float values, but got 'tensor<1xf32>'}}
+  %0 = step.sgd_update %p, %p, %t, %lr : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<1xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c3_no_buffer(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op has momentum = 9.000000e-01 but no momentum_buffer; the buffer is present iff momentum != 0 (C3)}}
+  %0 = step.sgd_update %p, %p, %t, %lr {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c3_unused_buffer(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op has momentum = 0.000000e+00 and momentum_buffer; the buffer is present iff momentum != 0 (C3)}}
+  %0:2 = step.sgd_update %p, %p, %t, %lr momentum_buffer %p : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c4_dampening(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op nesterov needs momentum > 0 and dampening = 0 (C4)}}
+  %0:2 = step.sgd_update %p, %p, %t, %lr momentum_buffer %p {momentum = 0.9 : f64, dampening = 0.1 : f64, nesterov} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_c4_no_momentum(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op nesterov needs momentum > 0 and dampening = 0 (C4)}}
+  %0 = step.sgd_update %p, %p, %t, %lr {nesterov} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @sgd_update_negative_weight_decay(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.sgd_update' op momentum and weight_decay must be >= 0}}
+  %0 = step.sgd_update %p, %p, %t, %lr {weight_decay = -1.0 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.adamw_update
+//===----------------------------------------------------------------------===//
+
+func.func @adamw_update_c1(%p: tensor<8xf32>, %m: tensor<8xf16>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.adamw_update' op failed to verify that all of {param, grad, exp_avg, exp_avg_sq} have same type}}
+  %0:3 = "step.adamw_update"(%p, %p, %m, %p, %t, %lr) : (tensor<8xf32>, tensor<8xf32>, tensor<8xf16>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @adamw_update_c2_step(%p: tensor<8xf32>, %t: tensor<1xi64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.adamw_update' op operand #4 must be 0D tensor of 64-bit signless integer values, but got 'tensor<1xi64>'}}
+  %0:3 = "step.adamw_update"(%p, %p, %p, %p, %t, %lr) : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<1xi64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @adamw_update_c2_lr(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<bf16>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.adamw_update' op operand #5 must be 0D tensor of 32-bit float values, but got 'tensor<bf16>'}}
+  %0:3 = "step.adamw_update"(%p, %p, %p, %p, %t, %lr) : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<bf16>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @adamw_update_c3_beta1(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.adamw_update' op betas (1.000000e+00, 9.990000e-01) must be in [0, 1) (C3)}}
+  %0:3 = step.adamw_update %p, %p, %p, %p, %t, %lr {beta1 = 1.0 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @adamw_update_c3_eps(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.adamw_update' op eps = 0.000000e+00 must be > 0 (C3)}}
+  %0:3 = step.adamw_update %p, %p, %p, %p, %t, %lr {eps = 0.0 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.lamb_update
+//===----------------------------------------------------------------------===//
+
+func.func @lamb_update_c1(%p: tensor<8xf32>, %v: tensor<4xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.lamb_update' op failed to verify that all of {param, grad, exp_avg, exp_avg_sq} have same type}}
+  %0:3 = "step.lamb_update"(%p, %p, %p, %v, %t, %lr) : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<i64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @lamb_update_c2_step(%p: tensor<8xf32>, %t: tensor<f32>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.lamb_update' op operand #4 must be 0D tensor of 64-bit signless integer values, but got 'tensor<f32>'}}
+  %0:3 = "step.lamb_update"(%p, %p, %p, %p, %t, %lr) : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @lamb_update_c3_beta2(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.lamb_update' op betas (9.000000e-01, -5.000000e-01) must be in [0, 1) (C3)}}
+  %0:3 = step.lamb_update %p, %p, %p, %p, %t, %lr {beta2 = -0.5 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
+  return %0#0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @lamb_update_c3_weight_decay(%p: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.lamb_update' op weight_decay = -1.000000e-02 must be >= 0 (C3)}}
+  %0:3 = step.lamb_update %p, %p, %p, %p, %t, %lr {weight_decay = -0.01 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
+  return %0#0 : tensor<8xf32>
+}

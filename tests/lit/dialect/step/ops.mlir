@@ -985,3 +985,123 @@ func.func @dynamic_joins(%a: tensor<?x3x8xf32>, %b: tensor<2x8x4xf32>, %l: tenso
   %s = step.reshape %n : tensor<4x8xf32> -> tensor<4x8xf32>
   return %m, %c, %s : tensor<2x3x4xf32>, tensor<4xf32>, tensor<4x8xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// step.stop_gradient (every element type)
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @stop_gradient
+// CHECK-SAME: (%[[F32:.+]]: tensor<4x?xf32>, %[[BF16:.+]]: tensor<bf16>, %[[I64:.+]]: tensor<0x3xi64>, %[[I1:.+]]: tensor<2xi1>)
+func.func @stop_gradient(%f32: tensor<4x?xf32>, %bf16: tensor<bf16>, %i64: tensor<0x3xi64>, %i1: tensor<2xi1>)
+    -> (tensor<4x?xf32>, tensor<bf16>, tensor<0x3xi64>, tensor<2xi1>, tensor<4x?xf32>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.stop_gradient %[[F32]] : tensor<4x?xf32>{{$}}
+  %0 = step.stop_gradient %f32 : tensor<4x?xf32>
+  // CHECK-NEXT: %[[R1:.+]] = step.stop_gradient %[[BF16]] : tensor<bf16>{{$}}
+  %1 = step.stop_gradient %bf16 : tensor<bf16>
+  // CHECK-NEXT: %[[R2:.+]] = step.stop_gradient %[[I64]] : tensor<0x3xi64>{{$}}
+  %2 = step.stop_gradient %i64 : tensor<0x3xi64>
+  // CHECK-NEXT: %[[R3:.+]] = step.stop_gradient %[[I1]] : tensor<2xi1>{{$}}
+  %3 = step.stop_gradient %i1 : tensor<2xi1>
+  // Generic form.
+  // CHECK-NEXT: %[[R4:.+]] = step.stop_gradient %[[R0]] : tensor<4x?xf32>{{$}}
+  %4 = "step.stop_gradient"(%0) : (tensor<4x?xf32>) -> tensor<4x?xf32>
+  // CHECK-NEXT: return %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[R4]]
+  return %0, %1, %2, %3, %4 : tensor<4x?xf32>, tensor<bf16>, tensor<0x3xi64>, tensor<2xi1>, tensor<4x?xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// step.embedding_grad
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK-SAME: (%[[TOK:.+]]: tensor<4x16xi32>, %[[G:.+]]: tensor<4x16x768xf32>, %[[I:.+]]: tensor<i64>, %[[GB:.+]]: tensor<8xbf16>, %[[ID:.+]]: tensor<?x3xi64>, %[[GD:.+]]: tensor<?x3x?xf16>)
+func.func @embedding_grad(%tok: tensor<4x16xi32>, %g: tensor<4x16x768xf32>, %i: tensor<i64>, %gb: tensor<8xbf16>,
+                          %id: tensor<?x3xi64>, %gd: tensor<?x3x?xf16>)
+    -> (tensor<50257x768xf32>, tensor<10x8xbf16>, tensor<7x?xf16>, tensor<5x768xf32>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.embedding_grad %[[TOK]], %[[G]] num_embeddings = 50257 : tensor<4x16xi32>, tensor<4x16x768xf32> -> tensor<50257x768xf32>{{$}}
+  %0 = step.embedding_grad %tok, %g num_embeddings = 50257 : tensor<4x16xi32>, tensor<4x16x768xf32> -> tensor<50257x768xf32>
+  // A rank-0 index and a [D] grad.
+  // CHECK-NEXT: %[[R1:.+]] = step.embedding_grad %[[I]], %[[GB]] num_embeddings = 10 : tensor<i64>, tensor<8xbf16> -> tensor<10x8xbf16>{{$}}
+  %1 = step.embedding_grad %i, %gb num_embeddings = 10 : tensor<i64>, tensor<8xbf16> -> tensor<10x8xbf16>
+  // Dynamic dims: D stays dynamic, V is static.
+  // CHECK-NEXT: %[[R2:.+]] = step.embedding_grad %[[ID]], %[[GD]] num_embeddings = 7 : tensor<?x3xi64>, tensor<?x3x?xf16> -> tensor<7x?xf16>{{$}}
+  %2 = step.embedding_grad %id, %gd num_embeddings = 7 : tensor<?x3xi64>, tensor<?x3x?xf16> -> tensor<7x?xf16>
+  // Generic form.
+  // CHECK-NEXT: %[[R3:.+]] = step.embedding_grad %[[TOK]], %[[G]] num_embeddings = 5 : tensor<4x16xi32>, tensor<4x16x768xf32> -> tensor<5x768xf32>{{$}}
+  %3 = "step.embedding_grad"(%tok, %g) <{num_embeddings = 5 : i64}> : (tensor<4x16xi32>, tensor<4x16x768xf32>) -> tensor<5x768xf32>
+  // CHECK-NEXT: return %[[R0]], %[[R1]], %[[R2]], %[[R3]]
+  return %0, %1, %2, %3 : tensor<50257x768xf32>, tensor<10x8xbf16>, tensor<7x?xf16>, tensor<5x768xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy_grad
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK-SAME: (%[[L:.+]]: tensor<32x10xf32>, %[[Y:.+]]: tensor<32xi64>, %[[S:.+]]: tensor<f32>, %[[GN:.+]]: tensor<32xf32>, %[[LB:.+]]: tensor<?x5xbf16>, %[[YB:.+]]: tensor<?xi32>, %[[SB:.+]]: tensor<bf16>)
+func.func @cross_entropy_grad(%l: tensor<32x10xf32>, %y: tensor<32xi64>, %s: tensor<f32>, %gn: tensor<32xf32>,
+                              %lb: tensor<?x5xbf16>, %yb: tensor<?xi32>, %sb: tensor<bf16>)
+    -> (tensor<32x10xf32>, tensor<32x10xf32>, tensor<32x10xf32>, tensor<?x5xbf16>, tensor<32x10xf32>, tensor<32x10xf32>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.cross_entropy_grad %[[L]], %[[Y]], %[[S]] reduction = mean : tensor<32x10xf32>, tensor<32xi64>, tensor<f32> -> tensor<32x10xf32>{{$}}
+  %0 = step.cross_entropy_grad %l, %y, %s reduction = mean : tensor<32x10xf32>, tensor<32xi64>, tensor<f32> -> tensor<32x10xf32>
+  // CHECK-NEXT: %[[R1:.+]] = step.cross_entropy_grad %[[L]], %[[Y]], %[[S]] reduction = sum ignore_index = 0 : tensor<32x10xf32>, tensor<32xi64>, tensor<f32> -> tensor<32x10xf32>{{$}}
+  %1 = step.cross_entropy_grad %l, %y, %s reduction = sum ignore_index = 0 : tensor<32x10xf32>, tensor<32xi64>, tensor<f32> -> tensor<32x10xf32>
+  // CHECK-NEXT: %[[R2:.+]] = step.cross_entropy_grad %[[L]], %[[Y]], %[[GN]] reduction = none ignore_index = -1 : tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32> -> tensor<32x10xf32>{{$}}
+  %2 = step.cross_entropy_grad %l, %y, %gn reduction = none ignore_index = -1 : tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32> -> tensor<32x10xf32>
+  // CHECK-NEXT: %[[R3:.+]] = step.cross_entropy_grad %[[LB]], %[[YB]], %[[SB]] reduction = mean : tensor<?x5xbf16>, tensor<?xi32>, tensor<bf16> -> tensor<?x5xbf16>{{$}}
+  %3 = step.cross_entropy_grad %lb, %yb, %sb reduction = mean : tensor<?x5xbf16>, tensor<?xi32>, tensor<bf16> -> tensor<?x5xbf16>
+  // Generic form: reduction as its i32 value.
+  // CHECK-NEXT: %[[R4:.+]] = step.cross_entropy_grad %[[L]], %[[Y]], %[[GN]] reduction = none : tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32> -> tensor<32x10xf32>{{$}}
+  %4 = "step.cross_entropy_grad"(%l, %y, %gn) <{reduction = 0 : i32}> : (tensor<32x10xf32>, tensor<32xi64>, tensor<32xf32>) -> tensor<32x10xf32>
+  // CHECK-NEXT: %[[R5:.+]] = step.cross_entropy_grad %[[L]], %[[Y]], %[[S]] reduction = sum ignore_index = 3 : tensor<32x10xf32>, tensor<32xi64>, tensor<f32> -> tensor<32x10xf32>{{$}}
+  %5 = "step.cross_entropy_grad"(%l, %y, %s) <{reduction = 2 : i32, ignore_index = 3 : i64}> : (tensor<32x10xf32>, tensor<32xi64>, tensor<f32>) -> tensor<32x10xf32>
+  // CHECK-NEXT: return %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[R4]], %[[R5]]
+  return %0, %1, %2, %3, %4, %5 : tensor<32x10xf32>, tensor<32x10xf32>, tensor<32x10xf32>, tensor<?x5xbf16>, tensor<32x10xf32>, tensor<32x10xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// step.sgd_update
+//===----------------------------------------------------------------------===//
+
+// Attributes equal to their default (0.0) are not printed.
+// CHECK-LABEL: func.func @sgd_update
+// CHECK-SAME: (%[[P:.+]]: tensor<8xf32>, %[[G:.+]]: tensor<8xf32>, %[[T:.+]]: tensor<i64>, %[[LR:.+]]: tensor<f32>, %[[B:.+]]: tensor<8xf32>, %[[PH:.+]]: tensor<2x3xbf16>)
+func.func @sgd_update(%p: tensor<8xf32>, %g: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>, %b: tensor<8xf32>, %ph: tensor<2x3xbf16>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x3xbf16>, tensor<8xf32>, tensor<8xf32>) {
+  // CHECK-NEXT: %[[P0:[a-z_0-9]+]] = step.sgd_update %[[P]], %[[G]], %[[T]], %[[LR]] : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>{{$}}
+  %0 = step.sgd_update %p, %g, %t, %lr : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+  // CHECK-NEXT: %[[P1:[a-z_0-9]+]], %[[B1:[a-z_0-9]+]] = step.sgd_update %[[P]], %[[G]], %[[T]], %[[LR]] momentum_buffer %[[B]] {dampening = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 5.000000e-04 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>){{$}}
+  %1:2 = step.sgd_update %p, %g, %t, %lr momentum_buffer %b {momentum = 0.9 : f64, dampening = 0.1 : f64, weight_decay = 5.0e-4 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  // CHECK-NEXT: %[[P2:[a-z_0-9]+]] = step.sgd_update %[[PH]], %[[PH]], %[[T]], %[[LR]] {weight_decay = 1.000000e-02 : f64} : (tensor<2x3xbf16>, tensor<2x3xbf16>, tensor<i64>, tensor<f32>) -> tensor<2x3xbf16>{{$}}
+  %2 = step.sgd_update %ph, %ph, %t, %lr {weight_decay = 0.01 : f64, momentum = 0.0 : f64} : (tensor<2x3xbf16>, tensor<2x3xbf16>, tensor<i64>, tensor<f32>) -> tensor<2x3xbf16>
+  // Generic form, nesterov as a unit attribute.
+  // CHECK-NEXT: %[[P3:[a-z_0-9]+]], %[[B3:[a-z_0-9]+]] = step.sgd_update %[[P]], %[[G]], %[[T]], %[[LR]] momentum_buffer %[[B]] {momentum = 5.000000e-01 : f64, nesterov} : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>){{$}}
+  %3:2 = "step.sgd_update"(%p, %g, %t, %lr, %b) <{momentum = 0.5 : f64, nesterov}> : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  // CHECK-NEXT: return %[[P0]], %[[P1]], %[[B1]], %[[P2]], %[[P3]], %[[B3]]
+  return %0, %1#0, %1#1, %2, %3#0, %3#1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x3xbf16>, tensor<8xf32>, tensor<8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// step.adamw_update, step.lamb_update
+//===----------------------------------------------------------------------===//
+
+// AdamW's defaults are PyTorch's (betas 0.9, 0.999, eps 1e-8, weight_decay
+// 0.01); LAMB's eps default is 1e-6. Defaults are not printed.
+// CHECK-LABEL: func.func @adam_like_update
+// CHECK-SAME: (%[[P:.+]]: tensor<8xf32>, %[[G:.+]]: tensor<8xf32>, %[[M:.+]]: tensor<8xf32>, %[[V:.+]]: tensor<8xf32>, %[[T:.+]]: tensor<i64>, %[[LR:.+]]: tensor<f32>, %[[H:.+]]: tensor<?x4xf16>)
+func.func @adam_like_update(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>, %h: tensor<?x4xf16>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x4xf16>, tensor<8xf32>, tensor<8xf32>) {
+  // CHECK-NEXT: %[[A0:[a-z_0-9]+]], %[[A1:[a-z_0-9]+]], %[[A2:[a-z_0-9]+]] = step.adamw_update %[[P]], %[[G]], %[[M]], %[[V]], %[[T]], %[[LR]] : tensor<8xf32>, tensor<i64>, tensor<f32>{{$}}
+  %a:3 = step.adamw_update %p, %g, %m, %v, %t, %lr : tensor<8xf32>, tensor<i64>, tensor<f32>
+  // CHECK-NEXT: step.adamw_update %[[H]], %[[H]], %[[H]], %[[H]], %[[T]], %[[LR]] {beta1 = 8.000000e-01 : f64, beta2 = 7.500000e-01 : f64, eps = 9.9999999999999995E-7 : f64, weight_decay = 0.000000e+00 : f64} : tensor<?x4xf16>, tensor<i64>, tensor<f32>{{$}}
+  %b:3 = step.adamw_update %h, %h, %h, %h, %t, %lr {beta1 = 0.8 : f64, beta2 = 0.75 : f64, eps = 1.0e-6 : f64, weight_decay = 0.0 : f64} : tensor<?x4xf16>, tensor<i64>, tensor<f32>
+  // CHECK-NEXT: %[[L0:[a-z_0-9]+]], %{{.+}} = step.lamb_update %[[P]], %[[G]], %[[M]], %[[V]], %[[T]], %[[LR]] : tensor<8xf32>, tensor<i64>, tensor<f32>{{$}}
+  %c:3 = step.lamb_update %p, %g, %m, %v, %t, %lr {eps = 1.0e-6 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
+  // Generic form.
+  // CHECK-NEXT: %[[L1:[a-z_0-9]+]], %{{.+}} = step.lamb_update %[[P]], %[[G]], %[[M]], %[[V]], %[[T]], %[[LR]] {weight_decay = 0.000000e+00 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>{{$}}
+  %d:3 = "step.lamb_update"(%p, %g, %m, %v, %t, %lr) <{weight_decay = 0.0 : f64}> : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK-NEXT: step.adamw_update %[[P]], %[[G]], %[[M]], %[[V]], %[[T]], %[[LR]] {beta2 = 5.000000e-01 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>{{$}}
+  %e:3 = "step.adamw_update"(%p, %g, %m, %v, %t, %lr) <{beta2 = 0.5 : f64}> : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK-NEXT: return %[[A0]], %[[A1]], %[[A2]], %{{.+}}, %[[L0]], %[[L1]]
+  return %a#0, %a#1, %a#2, %b#0, %c#0, %d#0 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x4xf16>, tensor<8xf32>, tensor<8xf32>
+}
