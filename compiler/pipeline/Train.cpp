@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -152,6 +153,22 @@ ScheduleOptions ScheduleOptions::parse(const std::string &spec) {
                                 std::to_string(s.total) + ") > warmup (" +
                                 std::to_string(s.warmup) + ")");
   return s;
+}
+
+double learningRate(const TrainOptions &options, int64_t s) {
+  const ScheduleOptions &sc = options.schedule;
+  double lr = options.optimizer.lr.value_or(1e-3);
+  auto sd = static_cast<double>(s);
+  if (s < sc.warmup)
+    return lr * (sd + 1) / static_cast<double>(sc.warmup);
+  if (sc.kind == ScheduleOptions::Kind::Constant)
+    return lr;
+  double span = static_cast<double>(std::max<int64_t>(1, sc.total - sc.warmup));
+  double p = std::min(1.0, (sd - static_cast<double>(sc.warmup)) / span);
+  double shape = sc.kind == ScheduleOptions::Kind::Cosine
+                     ? 0.5 * (1 + std::cos(M_PI * p))
+                     : 1 - p;
+  return lr * (sc.minRatio + (1 - sc.minRatio) * shape);
 }
 
 //===----------------------------------------------------------------------===//

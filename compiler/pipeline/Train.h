@@ -81,6 +81,10 @@ struct TrainOptions {
   int64_t gradAccum = 1;
 };
 
+/// The learning rate that update s (0-based) uses, in double: the formula
+/// of ScheduleOptions, which @train_step evaluates in f32.
+double learningRate(const TrainOptions &options, int64_t s);
+
 /// What one pass of the pipeline did, for `stepc --report`.
 struct PassRecord {
   std::string pass;

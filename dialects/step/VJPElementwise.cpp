@@ -2,70 +2,358 @@
 //
 // Rules for the unary and binary elementwise ops, select and cast. Each rule
 // is the derivative PyTorch's autograd uses (tools/autograd/derivatives.yaml
-// semantics), built from step ops on the forward values it needs.
+// and the *_backward kernels it names), built from step ops on the forward
+// values it needs, in the kernels' order of operations. Rules save the
+// forward *result* where PyTorch does (exp, tanh, sigmoid, sqrt, rsqrt,
+// relu, div), so the operand need not stay live.
+//
+// Conventions at kinks, as PyTorch: abs' = sign(x) (0 at 0 and NaN); relu'
+// = 0 where the result is <= 0; maximum/minimum split the gradient half and
+// half on ties; pow's base gradient is 0 where the exponent is 0, and its
+// exponent gradient is 0 where the base is 0 and the exponent >= 0.
+//
+// Rules that build constants need static shapes (a splat of a dynamic shape
+// cannot be built); the others accept dynamic dims.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/step/VJP.h"
 #include "dialects/step/VJPUtil.h"
 
+#include <cmath>
+
 namespace mlir::step::vjp {
 namespace {
+
+using CD = ComparisonDirection;
+
+Value result(Operation *op) { return op->getResult(0); }
 
 //===----------------------------------------------------------------------===//
 // step.add, step.sub, step.neg
 //===----------------------------------------------------------------------===//
 
 FailureOr<Grads> addVJP(OpBuilder &, Operation *, Value grad,
-                   ArrayRef<bool>) {
-  return Grads{grad, grad};
+                        ArrayRef<bool> needed) {
+  return Grads{needed[0] ? grad : Value(), needed[1] ? grad : Value()};
 }
 
 FailureOr<Grads> subVJP(OpBuilder &b, Operation *op, Value grad,
-                   ArrayRef<bool> needed) {
-  return Grads{grad, needed[1] ? Value(b.create<NegOp>(op->getLoc(), grad))
+                        ArrayRef<bool> needed) {
+  return Grads{needed[0] ? grad : Value(),
+               needed[1] ? Value(b.create<NegOp>(op->getLoc(), grad))
                          : Value()};
 }
 
 FailureOr<Grads> negVJP(OpBuilder &b, Operation *op, Value grad,
-                   ArrayRef<bool>) {
+                        ArrayRef<bool>) {
   return Grads{b.create<NegOp>(op->getLoc(), grad)};
 }
 
 //===----------------------------------------------------------------------===//
-// step.mul
+// step.mul, step.div
 //===----------------------------------------------------------------------===//
 
 FailureOr<Grads> mulVJP(OpBuilder &b, Operation *op, Value grad,
-                   ArrayRef<bool> needed) {
+                        ArrayRef<bool> needed) {
   Location loc = op->getLoc();
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   return Grads{needed[0] ? Value(b.create<MulOp>(loc, grad, rhs)) : Value(),
-         needed[1] ? Value(b.create<MulOp>(loc, grad, lhs)) : Value()};
+               needed[1] ? Value(b.create<MulOp>(loc, grad, lhs)) : Value()};
+}
+
+/// d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b, with a/b the saved result (the
+/// same bits PyTorch's div_tensor_other_backward recomputes).
+FailureOr<Grads> divVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool> needed) {
+  Location loc = op->getLoc();
+  Value rhs = op->getOperand(1);
+  Grads grads(2);
+  if (needed[0])
+    grads[0] = b.create<DivOp>(loc, grad, rhs);
+  if (needed[1]) {
+    Value negGrad = b.create<NegOp>(loc, grad);
+    grads[1] = b.create<MulOp>(loc, negGrad,
+                               b.create<DivOp>(loc, result(op), rhs));
+  }
+  return grads;
 }
 
 //===----------------------------------------------------------------------===//
-// step.relu: the gradient passes where x > 0 (zero at 0, as PyTorch)
+// step.abs, step.relu
 //===----------------------------------------------------------------------===//
 
-FailureOr<Grads> reluVJP(OpBuilder &b, Operation *op, Value grad,
-                   ArrayRef<bool>) {
-  Location loc = op->getLoc();
+FailureOr<Grads> absVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
   Value x = op->getOperand(0);
-  Value zero = splatLike(b, loc, x, 0.0);
-  Value positive =
-      b.create<CompareOp>(loc, ComparisonDirection::GT, x, zero);
-  return Grads{b.create<SelectOp>(loc, positive, grad, splatLike(b, loc, grad, 0.0))};
+  Arith a(b, op->getLoc(), x.getType());
+  // One op per statement where a call has two op-building arguments (see
+  // vjp::Arith).
+  Value zero = a.c(0.0), one = a.c(1.0), minusOne = a.c(-1.0);
+  // sign(x) = (x > 0) - (x < 0): 0 at +-0 and NaN, as torch.sgn.
+  Value positive = a.compare(CD::GT, x, zero);
+  Value negative = a.compare(CD::LT, x, zero);
+  Value sign = a.select(positive, one, a.select(negative, minusOne, zero));
+  return Grads{a.mul(grad, sign)};
+}
+
+/// threshold_backward(grad, result, 0): NaN passes its gradient through.
+FailureOr<Grads> reluVJP(OpBuilder &b, Operation *op, Value grad,
+                         ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value zero = a.c(0.0);
+  return Grads{a.select(a.compare(CD::LE, result(op), zero), zero, grad)};
+}
+
+//===----------------------------------------------------------------------===//
+// step.exp, step.log, step.tanh, step.sigmoid, step.sqrt, step.rsqrt
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> expVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  return Grads{b.create<MulOp>(op->getLoc(), grad, result(op))};
+}
+
+FailureOr<Grads> logVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  return Grads{b.create<DivOp>(op->getLoc(), grad, op->getOperand(0))};
+}
+
+/// tanh_backward: grad * (1 - y^2).
+FailureOr<Grads> tanhVJP(OpBuilder &b, Operation *op, Value grad,
+                         ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value y = result(op);
+  Value one = a.c(1.0);
+  return Grads{a.mul(grad, a.sub(one, a.mul(y, y)))};
+}
+
+/// sigmoid_backward: grad * (1 - y) * y.
+FailureOr<Grads> sigmoidVJP(OpBuilder &b, Operation *op, Value grad,
+                            ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value y = result(op);
+  return Grads{a.mul(a.mul(grad, a.sub(a.c(1.0), y)), y)};
+}
+
+/// grad / (2 * y).
+FailureOr<Grads> sqrtVJP(OpBuilder &b, Operation *op, Value grad,
+                         ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  return Grads{a.div(grad, a.mul(a.c(2.0), result(op)))};
+}
+
+/// -0.5 * grad * y^3.
+FailureOr<Grads> rsqrtVJP(OpBuilder &b, Operation *op, Value grad,
+                          ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value y = result(op);
+  Value scaled = a.mul(a.c(-0.5), grad);
+  return Grads{a.mul(scaled, a.mul(a.mul(y, y), y))};
+}
+
+//===----------------------------------------------------------------------===//
+// step.erf, step.sin, step.cos
+//===----------------------------------------------------------------------===//
+
+/// 2 / sqrt(pi) * exp(-x^2) * grad.
+FailureOr<Grads> erfVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value x = op->getOperand(0);
+  Value e = a.op<ExpOp>(a.neg(a.mul(x, x)));
+  return Grads{a.mul(a.mul(a.c(2.0 / std::sqrt(M_PI)), e), grad)};
+}
+
+FailureOr<Grads> sinVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  Location loc = op->getLoc();
+  return Grads{
+      b.create<MulOp>(loc, grad, b.create<CosOp>(loc, op->getOperand(0)))};
+}
+
+FailureOr<Grads> cosVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool>) {
+  Location loc = op->getLoc();
+  Value sin = b.create<SinOp>(loc, op->getOperand(0));
+  return Grads{b.create<MulOp>(loc, grad, b.create<NegOp>(loc, sin))};
+}
+
+//===----------------------------------------------------------------------===//
+// step.gelu: PyTorch's GeluBackward kernel for both approximations
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> geluVJP(OpBuilder &b, Operation *op, Value grad,
+                         ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto gelu = cast<GeluOp>(op);
+  Arith a(b, op->getLoc(), grad.getType());
+  Value x = gelu.getOperand();
+  // One op per statement (see vjp::Arith).
+  Value half = a.c(0.5), one = a.c(1.0);
+  if (gelu.getApproximate() == GeluApproximation::None) {
+    // cdf = 0.5 (1 + erf(x / sqrt 2)); pdf = exp(-x^2 / 2) / sqrt(2 pi).
+    Value alpha = a.c(M_2_SQRTPI * M_SQRT1_2 * 0.5), minusHalf = a.c(-0.5);
+    Value erf = a.op<ErfOp>(a.mul(x, a.c(M_SQRT1_2)));
+    Value cdf = a.mul(half, a.add(one, erf));
+    Value gauss = a.op<ExpOp>(a.mul(a.mul(x, x), minusHalf));
+    Value pdf = a.mul(alpha, gauss);
+    Value dydx = a.add(cdf, a.mul(x, pdf));
+    return Grads{a.mul(grad, dydx)};
+  }
+  // inner = beta (x + kappa x^3); d/dx [0.5 x (1 + tanh(inner))].
+  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+  Value cBeta = a.c(beta), cKappa = a.c(kappa), cKappa3 = a.c(3.0 * kappa);
+  Value xSq = a.mul(x, x);
+  Value xCube = a.mul(xSq, x);
+  Value inner = a.mul(cBeta, a.add(x, a.mul(cKappa, xCube)));
+  Value t = a.op<TanhOp>(inner);
+  Value left = a.mul(half, x);
+  Value right = a.add(one, t);
+  Value leftDerivative = a.mul(half, right);
+  Value tanhDerivative = a.sub(one, a.mul(t, t));
+  Value innerDerivative = a.mul(cBeta, a.add(one, a.mul(cKappa3, xSq)));
+  Value rightDerivative = a.mul(a.mul(left, tanhDerivative), innerDerivative);
+  return Grads{a.mul(grad, a.add(leftDerivative, rightDerivative))};
+}
+
+//===----------------------------------------------------------------------===//
+// step.max, step.min: torch.maximum / torch.minimum
+//===----------------------------------------------------------------------===//
+
+/// where(lhs == rhs, grad / 2, grad), masked to 0 on the side that lost
+/// (`loses` compares lhs to rhs: LT for max, GT for min).
+FailureOr<Grads> extremumVJP(OpBuilder &b, Operation *op, Value grad,
+                             ArrayRef<bool> needed, CD loses) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  Value zero = a.c(0.0);
+  Value tie = a.compare(CD::EQ, lhs, rhs);
+  Value split = a.select(tie, a.mul(grad, a.c(0.5)), grad);
+  CD wins = loses == CD::LT ? CD::GT : CD::LT;
+  Grads grads(2);
+  if (needed[0])
+    grads[0] = a.select(a.compare(loses, lhs, rhs), zero, split);
+  if (needed[1])
+    grads[1] = a.select(a.compare(wins, lhs, rhs), zero, split);
+  return grads;
+}
+
+FailureOr<Grads> maxVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool> needed) {
+  return extremumVJP(b, op, grad, needed, CD::LT);
+}
+
+FailureOr<Grads> minVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool> needed) {
+  return extremumVJP(b, op, grad, needed, CD::GT);
+}
+
+//===----------------------------------------------------------------------===//
+// step.pow: pow_backward_self / pow_backward_exponent
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> powVJP(OpBuilder &b, Operation *op, Value grad,
+                        ArrayRef<bool> needed) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value base = op->getOperand(0), exponent = op->getOperand(1);
+  Value zero = a.c(0.0);
+  Grads grads(2);
+  if (needed[0]) {
+    // where(e == 0, 0, grad * (e * x^(e - 1))).
+    Value d = a.mul(exponent, b.create<PowOp>(op->getLoc(), base,
+                                              a.sub(exponent, a.c(1.0))));
+    Value scaled = a.mul(grad, d);
+    grads[0] = a.select(a.compare(CD::EQ, exponent, zero), zero, scaled);
+  }
+  if (needed[1]) {
+    // grad * where(e >= 0, where(x == 0, 0, y log x), y log x).
+    Value d = a.mul(result(op), a.op<LogOp>(base));
+    Value atZero = a.select(a.compare(CD::EQ, base, zero), zero, d);
+    Value masked = a.select(a.compare(CD::GE, exponent, zero), atZero, d);
+    grads[1] = a.mul(grad, masked);
+  }
+  return grads;
+}
+
+//===----------------------------------------------------------------------===//
+// step.select: torch.where; the predicate gets none
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> selectVJP(OpBuilder &b, Operation *op, Value grad,
+                           ArrayRef<bool> needed) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  Arith a(b, op->getLoc(), grad.getType());
+  Value pred = op->getOperand(0);
+  Value zero = a.c(0.0);
+  Grads grads(3);
+  if (needed[1])
+    grads[1] = a.select(pred, grad, zero);
+  if (needed[2])
+    grads[2] = a.select(pred, zero, grad);
+  return grads;
+}
+
+//===----------------------------------------------------------------------===//
+// step.cast: float -> float casts the gradient back; integers have none
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> castVJP(OpBuilder &b, Operation *op, Value grad,
+                         ArrayRef<bool>) {
+  Value x = op->getOperand(0);
+  if (!isDifferentiableType(x.getType()))
+    return Grads{Value()};
+  auto type = cast<RankedTensorType>(x.getType());
+  return Grads{castTo(b, op->getLoc(), grad, type.getElementType())};
 }
 
 } // namespace
 
 void registerElementwiseRules(llvm::StringMap<VJPRule> &rules) {
-  rules[AddOp::getOperationName()] = addVJP;
-  rules[SubOp::getOperationName()] = subVJP;
+  // Binary ops join dynamic dims, so a gradient's type can differ from
+  // its operand's; the check turns that into a clear error.
+  rules[AddOp::getOperationName()] = withDynamicDimCheck<addVJP>;
+  rules[SubOp::getOperationName()] = withDynamicDimCheck<subVJP>;
+  rules[MulOp::getOperationName()] = withDynamicDimCheck<mulVJP>;
+  rules[DivOp::getOperationName()] = withDynamicDimCheck<divVJP>;
+  rules[MaxOp::getOperationName()] = maxVJP;
+  rules[MinOp::getOperationName()] = minVJP;
+  rules[PowOp::getOperationName()] = powVJP;
   rules[NegOp::getOperationName()] = negVJP;
-  rules[MulOp::getOperationName()] = mulVJP;
+  rules[AbsOp::getOperationName()] = absVJP;
   rules[ReluOp::getOperationName()] = reluVJP;
+  rules[ExpOp::getOperationName()] = expVJP;
+  rules[LogOp::getOperationName()] = logVJP;
+  rules[TanhOp::getOperationName()] = tanhVJP;
+  rules[SigmoidOp::getOperationName()] = sigmoidVJP;
+  rules[SqrtOp::getOperationName()] = sqrtVJP;
+  rules[RsqrtOp::getOperationName()] = rsqrtVJP;
+  rules[ErfOp::getOperationName()] = erfVJP;
+  rules[SinOp::getOperationName()] = sinVJP;
+  rules[CosOp::getOperationName()] = cosVJP;
+  rules[GeluOp::getOperationName()] = geluVJP;
+  rules[SelectOp::getOperationName()] = selectVJP;
+  rules[CastOp::getOperationName()] = castVJP;
 }
 
 } // namespace mlir::step::vjp

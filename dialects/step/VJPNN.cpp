@@ -1,36 +1,307 @@
 //===- VJPNN.cpp - VJP rules of the neural-network step ops ---------------===//
 //
 // Rules for softmax, log_softmax, layer_norm, embedding, cross_entropy,
-// dropout and attention. Embedding and cross-entropy use their fused
-// backward ops (step.embedding_grad, step.cross_entropy_grad); the others
-// are built from primitive ops.
+// dropout and attention, each the derivative PyTorch's autograd computes.
+// Embedding and cross-entropy use their fused backward ops
+// (step.embedding_grad, step.cross_entropy_grad); dropout reapplies its own
+// mask; the others are built from primitive ops.
+//
+// Like the forward kernels (StepNNOps.td: "f16/bf16 inputs are computed in
+// f32"), the primitive-op rules compute in f32 and round each gradient once
+// to its operand's type. Softmax-like rules reuse the forward result; the
+// fused forward ops layer_norm and attention save nothing, so their rules
+// recompute the statistics (mean, rstd) and the probabilities from the
+// operands (O(1) extra ops each; step-remat and step-fuse decide later how
+// the recomputation runs).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/step/VJP.h"
 #include "dialects/step/VJPUtil.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 namespace mlir::step::vjp {
 namespace {
+
+//===----------------------------------------------------------------------===//
+// Builders local to the NN rules
+//===----------------------------------------------------------------------===//
+
+/// `v` as f32: every rule built from primitive ops computes in f32.
+Value asF32(OpBuilder &b, Location loc, Value v) {
+  return castTo(b, loc, v, b.getF32Type());
+}
+
+/// `v` rounded once to the element type of `type` (an operand's type).
+Value roundToType(OpBuilder &b, Location loc, Value v, Type type) {
+  return castTo(b, loc, v, getElementTypeOrSelf(type));
+}
+
+/// `op(v, reduced over dims)` broadcast back to the shape of `v`: the
+/// keepdim-and-expand pattern of every normalization backward.
+template <typename ReduceOpT>
+Value reduceBroadcast(OpBuilder &b, Location loc, Value v,
+                      ArrayRef<int64_t> dims) {
+  Value r = b.create<ReduceOpT>(loc, v, b.getDenseI64ArrayAttr(dims),
+                                /*keepdim=*/false);
+  return broadcastBack(b, loc, r, cast<RankedTensorType>(v.getType()), dims,
+                       /*keepdim=*/false);
+}
+
+/// Dims [from, to) as a list.
+SmallVector<int64_t> dimRange(int64_t from, int64_t to) {
+  SmallVector<int64_t> dims(std::max<int64_t>(to - from, 0));
+  std::iota(dims.begin(), dims.end(), from);
+  return dims;
+}
+
+//===----------------------------------------------------------------------===//
+// step.softmax: dx = y * (g - sum(g * y, dim))
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> softmaxVJP(OpBuilder &b, Operation *op, Value grad,
+                            ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto softmax = cast<SoftmaxOp>(op);
+  Location loc = op->getLoc();
+  Type xType = softmax.getOperand().getType();
+  auto dim = static_cast<int64_t>(softmax.getDimension());
+  // The forward result is saved for the backward (PyTorch saves it too).
+  Value y = asF32(b, loc, softmax.getResult());
+  Value g = asF32(b, loc, grad);
+  Value dot =
+      reduceBroadcast<ReduceSumOp>(b, loc, b.create<MulOp>(loc, g, y), {dim});
+  Value dx = b.create<MulOp>(loc, y, b.create<SubOp>(loc, g, dot));
+  return Grads{roundToType(b, loc, dx, xType)};
+}
+
+//===----------------------------------------------------------------------===//
+// step.log_softmax: dx = g - exp(y) * sum(g, dim)
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> logSoftmaxVJP(OpBuilder &b, Operation *op, Value grad,
+                               ArrayRef<bool>) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto logSoftmax = cast<LogSoftmaxOp>(op);
+  Location loc = op->getLoc();
+  Type xType = logSoftmax.getOperand().getType();
+  auto dim = static_cast<int64_t>(logSoftmax.getDimension());
+  Value y = asF32(b, loc, logSoftmax.getResult());
+  Value g = asF32(b, loc, grad);
+  Value total = reduceBroadcast<ReduceSumOp>(b, loc, g, {dim});
+  Value dx = b.create<SubOp>(
+      loc, g, b.create<MulOp>(loc, b.create<ExpOp>(loc, y), total));
+  return Grads{roundToType(b, loc, dx, xType)};
+}
+
+//===----------------------------------------------------------------------===//
+// step.layer_norm
+//===----------------------------------------------------------------------===//
+
+/// With xhat = (x - mean) * rstd over the trailing rank(weight) dims and
+/// gx = g * weight (PyTorch's native_layer_norm_backward):
+///   dx      = rstd * (gx - mean(gx) - xhat * mean(gx * xhat))
+///   dweight = sum(g * xhat) over the leading dims
+///   dbias   = sum(g) over the leading dims
+/// mean and rstd are recomputed from x with the op's eps and the biased
+/// variance, two-pass like the forward kernel.
+FailureOr<Grads> layerNormVJP(OpBuilder &b, Operation *op, Value grad,
+                              ArrayRef<bool> needed) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto ln = cast<LayerNormOp>(op);
+  Location loc = op->getLoc();
+  auto xType = ln.getOperand().getType();
+  auto wType = ln.getWeight().getType();
+  int64_t rank = xType.getRank(), lead = rank - wType.getRank();
+  SmallVector<int64_t> normDims = dimRange(lead, rank);
+  SmallVector<int64_t> leadDims = dimRange(0, lead);
+  Value g = asF32(b, loc, grad);
+  // Sums over the leading dims give a tensor of the weight's shape.
+  auto sumLead = [&](Value v) -> Value {
+    if (leadDims.empty())
+      return v;
+    return b.create<ReduceSumOp>(loc, v, b.getDenseI64ArrayAttr(leadDims),
+                                 /*keepdim=*/false);
+  };
+
+  Grads grads(3);
+  if (needed[2])
+    grads[2] = roundToType(b, loc, sumLead(g), wType);
+  if (!needed[0] && !needed[1])
+    return grads;
+
+  Value x = asF32(b, loc, ln.getOperand());
+  Value centered = b.create<SubOp>(
+      loc, x, reduceBroadcast<ReduceMeanOp>(b, loc, x, normDims));
+  Value var = b.create<ReduceMeanOp>(
+      loc, b.create<MulOp>(loc, centered, centered),
+      b.getDenseI64ArrayAttr(normDims), /*keepdim=*/false);
+  Value eps = splatLike(b, loc, var, ln.getEpsilon().convertToDouble());
+  Value rstd = broadcastBack(
+      b, loc, b.create<RsqrtOp>(loc, b.create<AddOp>(loc, var, eps)),
+      cast<RankedTensorType>(x.getType()), normDims, /*keepdim=*/false);
+  Value xhat = b.create<MulOp>(loc, centered, rstd);
+
+  if (needed[1])
+    grads[1] =
+        roundToType(b, loc, sumLead(b.create<MulOp>(loc, g, xhat)), wType);
+  if (needed[0]) {
+    auto xF32 = cast<RankedTensorType>(x.getType());
+    Value w =
+        b.create<BroadcastInDimOp>(loc, xF32, asF32(b, loc, ln.getWeight()),
+                                   b.getDenseI64ArrayAttr(normDims));
+    Value gx = b.create<MulOp>(loc, g, w);
+    Value meanGx = reduceBroadcast<ReduceMeanOp>(b, loc, gx, normDims);
+    Value meanGxXhat = reduceBroadcast<ReduceMeanOp>(
+        b, loc, b.create<MulOp>(loc, gx, xhat), normDims);
+    Value inner = b.create<SubOp>(loc, b.create<SubOp>(loc, gx, meanGx),
+                                  b.create<MulOp>(loc, xhat, meanGxXhat));
+    grads[0] = roundToType(b, loc, b.create<MulOp>(loc, rstd, inner), xType);
+  }
+  return grads;
+}
+
+//===----------------------------------------------------------------------===//
+// step.embedding: scatter-add into the table; indices get no gradient
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> embeddingVJP(OpBuilder &b, Operation *op, Value grad,
+                              ArrayRef<bool> needed) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto emb = cast<EmbeddingOp>(op);
+  Grads grads(2);
+  if (needed[1])
+    grads[1] = b.create<EmbeddingGradOp>(
+        op->getLoc(), emb.getIndices(), grad,
+        b.getI64IntegerAttr(emb.getWeight().getType().getDimSize(0)));
+  return grads;
+}
 
 //===----------------------------------------------------------------------===//
 // step.cross_entropy: the fused softmax-gradient op
 //===----------------------------------------------------------------------===//
 
 FailureOr<Grads> crossEntropyVJP(OpBuilder &b, Operation *op, Value grad,
-                                 ArrayRef<bool>) {
+                                 ArrayRef<bool> needed) {
   auto ce = cast<CrossEntropyOp>(op);
-  return Grads{b.create<CrossEntropyGradOp>(op->getLoc(), ce.getLogits(),
-                                            ce.getTargets(), grad,
-                                            ce.getReduction(),
-                                            ce.getIgnoreIndexAttr()),
-               Value()};
+  Grads grads(2);
+  // Integer targets carry no gradient.
+  if (needed[0])
+    grads[0] = b.create<CrossEntropyGradOp>(
+        op->getLoc(), ce.getLogits(), ce.getTargets(), grad, ce.getReduction(),
+        ce.getIgnoreIndexAttr());
+  return grads;
+}
+
+//===----------------------------------------------------------------------===//
+// step.dropout: the same mask and scale, applied to the cotangent
+//===----------------------------------------------------------------------===//
+
+FailureOr<Grads> dropoutVJP(OpBuilder &b, Operation *op, Value grad,
+                            ArrayRef<bool>) {
+  // The mask depends only on (seed, element index) and the scale only on p,
+  // so dropout(g) with equal attributes is exactly mask / (1 - p) * g, and
+  // nothing of the forward is saved.
+  auto dropout = cast<DropoutOp>(op);
+  return Grads{b.create<DropoutOp>(op->getLoc(), grad, dropout.getPAttr(),
+                                   dropout.getSeedAttr())};
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention
+//===----------------------------------------------------------------------===//
+
+/// Recomputes S = q k^T * scale (+ causal mask), P = softmax(S), then
+///   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - sum(dP * P, -1)),
+///   dQ = dS K * scale,  dK = dS^T Q * scale,
+/// all batched over the leading dims.
+FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
+                              ArrayRef<bool> needed) {
+  if (failed(requireStaticShapes(op)))
+    return failure();
+  auto attn = cast<AttentionOp>(op);
+  Location loc = op->getLoc();
+  auto qType = attn.getQuery().getType();
+  int64_t rank = qType.getRank();
+  int64_t tq = qType.getDimSize(rank - 2), depth = qType.getDimSize(rank - 1);
+  int64_t tk = attn.getKey().getType().getDimSize(rank - 2);
+  double sc = attn.getScale() ? attn.getScale()->convertToDouble()
+                              : 1.0 / std::sqrt(static_cast<double>(depth));
+
+  Value q = asF32(b, loc, attn.getQuery());
+  Value k = asF32(b, loc, attn.getKey());
+  Value v = asF32(b, loc, attn.getValue());
+  Value dO = asF32(b, loc, grad);
+
+  Value s = scale(b, loc,
+                  b.create<MatmulOp>(loc, q, k, /*transpose_a=*/false,
+                                     /*transpose_b=*/true),
+                  sc);
+  if (attn.getCausal()) {
+    // Key j is hidden from query i iff j > i (top-left aligned, as the
+    // forward kernel). -inf, as PyTorch's masked_fill, makes exp() exactly
+    // 0 there; key 0 is always visible, so no row is all -inf.
+    auto index = RankedTensorType::get({tq, tk}, b.getI64Type());
+    Value row = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(0));
+    Value col = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(1));
+    Value hidden = b.create<CompareOp>(loc, ComparisonDirection::GT, col, row);
+    auto sType = cast<RankedTensorType>(s.getType());
+    if (rank > 2)
+      hidden = b.create<BroadcastInDimOp>(
+          loc, sType.clone(b.getI1Type()), hidden,
+          b.getDenseI64ArrayAttr({rank - 2, rank - 1}));
+    Value negInf =
+        splatLike(b, loc, s, -std::numeric_limits<double>::infinity());
+    s = b.create<SelectOp>(loc, hidden, negInf, s);
+  }
+  Value p = b.create<SoftmaxOp>(loc, s, b.getI64IntegerAttr(rank - 1));
+
+  Grads grads(3);
+  if (needed[2])
+    grads[2] = roundToType(b, loc,
+                           b.create<MatmulOp>(loc, p, dO, /*transpose_a=*/true,
+                                              /*transpose_b=*/false),
+                           attn.getValue().getType());
+  if (!needed[0] && !needed[1])
+    return grads;
+  Value dP = b.create<MatmulOp>(loc, dO, v, /*transpose_a=*/false,
+                                /*transpose_b=*/true);
+  Value dot = reduceBroadcast<ReduceSumOp>(b, loc, b.create<MulOp>(loc, dP, p),
+                                           {rank - 1});
+  // The scale is folded into dS once instead of into dQ and dK separately.
+  Value dS =
+      scale(b, loc, b.create<MulOp>(loc, p, b.create<SubOp>(loc, dP, dot)), sc);
+  if (needed[0])
+    grads[0] = roundToType(b, loc,
+                           b.create<MatmulOp>(loc, dS, k, /*transpose_a=*/false,
+                                              /*transpose_b=*/false),
+                           qType);
+  if (needed[1])
+    grads[1] = roundToType(b, loc,
+                           b.create<MatmulOp>(loc, dS, q, /*transpose_a=*/true,
+                                              /*transpose_b=*/false),
+                           attn.getKey().getType());
+  return grads;
 }
 
 } // namespace
 
 void registerNNRules(llvm::StringMap<VJPRule> &rules) {
+  rules[SoftmaxOp::getOperationName()] = softmaxVJP;
+  rules[LogSoftmaxOp::getOperationName()] = logSoftmaxVJP;
+  rules[LayerNormOp::getOperationName()] = layerNormVJP;
+  rules[EmbeddingOp::getOperationName()] = embeddingVJP;
   rules[CrossEntropyOp::getOperationName()] = crossEntropyVJP;
+  rules[DropoutOp::getOperationName()] = dropoutVJP;
+  rules[AttentionOp::getOperationName()] = attentionVJP;
 }
 
 } // namespace mlir::step::vjp

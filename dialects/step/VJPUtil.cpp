@@ -106,4 +106,42 @@ LogicalResult requireStaticShapes(Operation *op) {
   return success();
 }
 
+Value castTo(OpBuilder &b, Location loc, Value value, Type element) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == element)
+    return value;
+  return b.create<CastOp>(loc, type.clone(element), value);
+}
+
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    perm.push_back(d);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return b.create<TransposeOp>(loc, value, b.getDenseI64ArrayAttr(perm));
+}
+
+Value divideByCount(OpBuilder &b, Location loc, Value value, int64_t count) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  APFloat n(static_cast<double>(count));
+  bool losesInfo = false;
+  (void)n.convert(cast<FloatType>(element).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &losesInfo);
+  Value x = losesInfo ? castTo(b, loc, value, b.getF32Type()) : value;
+  Value q = b.create<DivOp>(loc, x, splatLike(b, loc, x, count));
+  return castTo(b, loc, q, element);
+}
+
+FailureOr<Grads> checkDynamicDims(Operation *op, FailureOr<Grads> grads) {
+  if (failed(grads))
+    return failure();
+  for (auto [i, g] : llvm::enumerate(*grads))
+    if (g && i < op->getNumOperands() &&
+        g.getType() != op->getOperand(i).getType() &&
+        failed(requireStaticShapes(op)))
+      return failure();
+  return grads;
+}
+
 } // namespace mlir::step::vjp

@@ -10,6 +10,7 @@
 #define STEP_DIALECTS_STEP_VJPUTIL_H
 
 #include "dialects/step/StepOps.h"
+#include "dialects/step/VJP.h"
 
 namespace mlir::step::vjp {
 
@@ -40,6 +41,62 @@ Value broadcastBack(OpBuilder &b, Location loc, Value value,
 /// Fails with "step-autodiff: the VJP of '<op>' needs static shapes, found
 /// <type>" unless every operand and result type of `op` is static.
 LogicalResult requireStaticShapes(Operation *op);
+
+/// `value` converted to element type `element` (itself when it has it).
+Value castTo(OpBuilder &b, Location loc, Value value, Type element);
+
+/// `value` with its last two dims swapped (rank >= 2).
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value);
+
+/// `value / count` for a float `value`, rounded once as PyTorch divides by
+/// an integer count: directly when `count` is exact in the element type,
+/// else in f32 and cast back (f16/bf16 cannot hold every count).
+Value divideByCount(OpBuilder &b, Location loc, Value value, int64_t count);
+
+/// Terse elementwise arithmetic for rules that are formulas: every operand
+/// and constant has the type `type` (the result type of the op whose rule
+/// is being built). Needs a static shape for constants. C++ leaves the order
+/// in which a call's arguments are evaluated open: when two arguments of one
+/// call both build ops, build them in separate statements, or the printed IR
+/// would depend on the compiler.
+class Arith {
+public:
+  Arith(OpBuilder &b, Location loc, Type type) : b(b), loc(loc), type(type) {}
+
+  /// A splat constant of the type.
+  Value c(double value) { return splat(b, loc, type, value); }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
+  Value neg(Value x) { return b.create<NegOp>(loc, x); }
+  /// A unary elementwise op (`op<ExpOp>(x)`).
+  template <typename OpT> Value op(Value x) { return b.create<OpT>(loc, x); }
+  Value compare(ComparisonDirection dir, Value x, Value y) {
+    return b.create<CompareOp>(loc, dir, x, y);
+  }
+  Value select(Value pred, Value onTrue, Value onFalse) {
+    return b.create<SelectOp>(loc, pred, onTrue, onFalse);
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Type type;
+};
+
+/// Fails with requireStaticShapes's error when a gradient's type is not its
+/// operand's because a dim is dynamic in one and static in the other (a
+/// binary op's result joins the dims of its operands). Other mismatches are
+/// left to step-autodiff, which reports them as internal errors.
+FailureOr<Grads> checkDynamicDims(Operation *op, FailureOr<Grads> grads);
+
+/// `Rule` followed by checkDynamicDims: for rules that support dynamic dims.
+template <VJPRule Rule>
+FailureOr<Grads> withDynamicDimCheck(OpBuilder &b, Operation *op, Value grad,
+                                     ArrayRef<bool> needed) {
+  return checkDynamicDims(op, Rule(b, op, grad, needed));
+}
 
 } // namespace mlir::step::vjp
 
