@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/trace/Trace.h"
+#include "examples/mlp/MLP.h"
 #include "runtime/Npy.h"
 
 #include <CLI/CLI.hpp>
@@ -29,24 +29,10 @@ using namespace step::trace;
 namespace rt = step::rt;
 
 namespace {
-struct Options {
-  int64_t in = 784, hidden1 = 256, hidden2 = 128, classes = 10, batch = 32;
+struct Options : mlp::Sizes {
   uint64_t seed = 0;
   std::string out;
 };
-
-/// An nn.Linear(in, out) layer, weight stored as [in, out] (y = x @ w), with
-/// PyTorch's default init: kaiming_uniform(a = sqrt(5)) for the weight, i.e.
-/// U(-1/sqrt(in), 1/sqrt(in)), and the same bound for the bias.
-Tensor linearLayer(Graph &g, const std::string &name, const Tensor &x,
-                   int64_t in, int64_t out) {
-  Tensor w = g.param(name + ".weight", {in, out},
-                     init::kaimingUniform(init::Nonlinearity::LeakyRelu,
-                                          std::sqrt(5.0)));
-  double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  Tensor b = g.param(name + ".bias", {out}, init::uniform(-bound, bound));
-  return linear(x, w, b);
-}
 
 /// The synthetic batch. Its stream is seeded apart from the params' (which
 /// use paramSeed(seed, name)), so changing the model never changes the data.
@@ -86,13 +72,7 @@ int main(int argc, char **argv) {
 
   try {
     Graph g(o.seed);
-    Tensor x = g.input("x", {o.batch, o.in});
-    Tensor y = g.input("y", {o.batch}, DType::I64);
-    Tensor h = relu(linearLayer(g, "fc1", x, o.in, o.hidden1));
-    h = relu(linearLayer(g, "fc2", h, o.hidden1, o.hidden2));
-    Tensor logits = linearLayer(g, "fc3", h, o.hidden2, o.classes);
-    Tensor loss = cross_entropy(logits, y);
-    g.output(loss);
+    mlp::traceMLP(g, o);
 
     g.writeModel(o.out);
     auto batch = makeBatch(o);

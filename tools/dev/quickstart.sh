@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # StepJIT quick start on Debian 12: install what is missing, build, then
-#   quickstart.sh mlp   - run the MLP example (trace, write model, forward loss)
+#   quickstart.sh mlp   - run the MLP examples (trace and write a model; train
+#                         one on 2-D spirals, writing loss.csv and loss.svg)
 #   quickstart.sh test  - run the whole test suite (ctest: lit, unit, PyTorch parity)
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
@@ -38,6 +39,8 @@ case "$mode" in
     out="$build/mlp-run"
     "$build/examples/mlp-example" --out "$out"
     echo "quickstart: model and initial params written to $out"
+    "$build/examples/mlp-train" --out "$out/train"
+    echo "quickstart: loss curve written to $out/train/loss.svg"
     ;;
   test)
     ctest --test-dir "$build" --output-on-failure -j "$jobs"

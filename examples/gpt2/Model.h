@@ -1,0 +1,68 @@
+//===- Model.h - A GPT-2-style decoder traced with the C++ API --*- C++ -*-===//
+//
+// GPT-2 (Radford et al. 2019, as nanoGPT writes it) on the tracing API:
+//
+//   x = wte[tokens] + wpe[arange(T)]
+//   for each of L blocks:
+//     x = x + c_proj(attention(split_heads(c_attn(ln_1(x))), causal))
+//     x = x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x))))
+//   logits = ln_f(x) @ wte^T                  (LM head tied to wte)
+//   loss = cross_entropy(logits [B*T, V], targets [B*T])
+//
+// Params carry GPT-2's names (wte, wpe, h.<i>.ln_1.weight, h.<i>.attn.c_attn.
+// weight, ..., ln_f.bias); linear weights are stored [in, out] (y = x @ w),
+// the layout of GPT-2's Conv1D, so the files load into a PyTorch GPT-2 with
+// the same transposes its checkpoints need.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_EXAMPLES_GPT2_MODEL_H
+#define STEP_EXAMPLES_GPT2_MODEL_H
+
+#include "compiler/trace/Trace.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gpt2 {
+
+/// The model's sizes; the defaults are the tiny configuration the example
+/// trains on the reference interpreter.
+struct GPT2Config {
+  int64_t vocab = 256;  // V: byte-level tokens
+  int64_t context = 32; // T: tokens per sequence (also the rows of wpe)
+  int64_t layers = 2;   // L
+  int64_t heads = 2;    // H; width must be a multiple of it
+  int64_t width = 32;   // C
+  int64_t batch = 8;    // B
+
+  /// Empty when the sizes make a model, else what is wrong.
+  std::string check() const;
+};
+
+/// Traces the logits [B, T, V] of `tokens` ([B, T] i64) into `g`, creating
+/// every param with its GPT-2/nanoGPT initializer: N(0, 0.02) for weights
+/// and both embeddings, N(0, 0.02 / sqrt(2 L)) for the two c_proj weights of
+/// each block (residual projections), zeros for biases, ones/zeros for layer
+/// norms. Throws std::invalid_argument if `cfg.check()` fails.
+step::trace::Tensor gpt2Logits(step::trace::Graph &g, const GPT2Config &cfg,
+                               const step::trace::Tensor &tokens);
+
+/// The mean next-token cross-entropy of gpt2Logits(g, cfg, tokens) against
+/// `targets` ([B, T] i64), over the B*T positions flattened.
+step::trace::Tensor buildGPT2(step::trace::Graph &g, const GPT2Config &cfg,
+                              step::trace::Tensor tokens,
+                              step::trace::Tensor targets);
+
+/// `x @ w^T` for x [..., K] and a rank-2 w [N, K] of `g`, as one
+/// step.matmul with transpose_b: the tracing API's matmul has no transpose
+/// flags, and matmul(x, t(w)) would add a transposed copy of the tied
+/// [V, C] table. Checked with the op's verifier; throws ShapeError,
+/// DTypeError or std::logic_error (finished graph) like the API's ops.
+step::trace::Tensor matmulTransposeB(
+    step::trace::Graph &g, const step::trace::Tensor &x,
+    const step::trace::Tensor &w,
+    step::trace::SourceLoc loc = step::trace::SourceLoc());
+
+} // namespace gpt2
+
+#endif // STEP_EXAMPLES_GPT2_MODEL_H

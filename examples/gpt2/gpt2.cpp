@@ -1,0 +1,300 @@
+//===- gpt2.cpp - Train a tiny GPT-2 on bytes of text (reference interp) --===//
+//
+//   gpt2-example [--vocab 256] [--context 32] [--layers 2] [--heads 2]
+//                [--width 32] [--batch 8] [--text FILE] [--seed 0]
+//                [--steps 200] [--lr 3e-3] [--warmup 20] [--min-lr-ratio 0.1]
+//                [--wd 0] [--clip 1] [--print-every 10] [--sample 0]
+//                [--out DIR] [--emit-model DIR]
+//
+// Traces GPT-2 (Model.h) for batches of B windows of T bytes of --text: the
+// tokens are the bytes, the targets the same windows shifted by one.
+//
+// --emit-model DIR writes DIR/model.mlir, DIR/params/<name>.npy (initial
+// params), one batch DIR/inputs/{tokens,targets}.npy ([B, T] i64), prints
+// `loss = <value>` of the forward pass on the reference interpreter, and
+// exits (gpt2_parity.py checks it against PyTorch).
+//
+// Otherwise trains with step::Trainer (compiler/pipeline/Train.h) on the
+// reference interpreter: AdamW, linear warmup then cosine decay to
+// lr * min-lr-ratio, gradients clipped to --clip (0: off), a random window
+// per batch row. Prints a line every --print-every steps and writes
+// OUT/loss.csv and OUT/loss.svg; with --sample N it then generates N bytes
+// from the trained model. Everything is a function of --seed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/pipeline/Train.h"
+#include "examples/common/LossPlot.h"
+#include "examples/gpt2/Model.h"
+#include "runtime/Npy.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#ifndef GPT2_DEFAULT_TEXT
+#define GPT2_DEFAULT_TEXT "examples/gpt2/data/tiny.txt"
+#endif
+
+using namespace step::trace;
+namespace rt = step::rt;
+namespace fs = std::filesystem;
+using gpt2::GPT2Config;
+
+namespace {
+
+struct Options {
+  GPT2Config cfg;
+  std::string text = GPT2_DEFAULT_TEXT;
+  uint64_t seed = 0;
+  int64_t steps = 200, warmup = 20, printEvery = 10, sample = 0;
+  double lr = 3e-3, minLrRatio = 0.1, wd = 0.0, clip = 1.0;
+  std::string out = "gpt2-out", emitModel;
+};
+
+/// The bytes of `path`, as token ids; each must be < vocab.
+std::vector<int64_t> readTokens(const std::string &path, int64_t vocab,
+                                int64_t context) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw std::runtime_error("cannot read --text " + path);
+  std::string bytes((std::istreambuf_iterator<char>(f)),
+                    std::istreambuf_iterator<char>());
+  if (static_cast<int64_t>(bytes.size()) < context + 2)
+    throw std::runtime_error(path + ": needs more than context + 1 = " +
+                             std::to_string(context + 1) + " bytes");
+  std::vector<int64_t> ids(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    ids[i] = static_cast<unsigned char>(bytes[i]);
+    if (ids[i] >= vocab)
+      throw std::runtime_error(path + ": byte " + std::to_string(ids[i]) +
+                               " at offset " + std::to_string(i) +
+                               " is not < --vocab " + std::to_string(vocab));
+  }
+  return ids;
+}
+
+/// B random windows: tokens = text[s, s + T), targets = text[s + 1, s + T].
+std::map<std::string, rt::HostTensor>
+sampleBatch(const std::vector<int64_t> &text, const GPT2Config &cfg,
+            Rng &rng) {
+  rt::HostTensor tokens(rt::DType::I64, {cfg.batch, cfg.context});
+  rt::HostTensor targets(rt::DType::I64, {cfg.batch, cfg.context});
+  int64_t starts = static_cast<int64_t>(text.size()) - cfg.context;
+  for (int64_t b = 0; b < cfg.batch; ++b) {
+    int64_t s = rng.below(starts);
+    for (int64_t t = 0; t < cfg.context; ++t) {
+      tokens.data<int64_t>()[b * cfg.context + t] = text[s + t];
+      targets.data<int64_t>()[b * cfg.context + t] = text[s + t + 1];
+    }
+  }
+  return {{"tokens", tokens}, {"targets", targets}};
+}
+
+/// The traced training graph: inputs tokens, targets [B, T] i64; the loss.
+Graph traceModel(const GPT2Config &cfg, uint64_t seed) {
+  Graph g(seed);
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  return g;
+}
+
+/// Train.h's schedule, for the lr column of loss.csv.
+double lrAt(const step::TrainOptions &t, int64_t s) {
+  double lr = *t.optimizer.lr;
+  const step::ScheduleOptions &sc = t.schedule;
+  if (s < sc.warmup)
+    return lr * static_cast<double>(s + 1) / static_cast<double>(sc.warmup);
+  double p = std::min(1.0, static_cast<double>(s - sc.warmup) /
+                               static_cast<double>(
+                                   std::max<int64_t>(1, sc.total - sc.warmup)));
+  return lr * (sc.minRatio +
+               (1 - sc.minRatio) * (1 + std::cos(std::acos(-1.0) * p)) / 2);
+}
+
+int emitModel(const Options &o, const std::vector<int64_t> &text) {
+  Graph g = traceModel(o.cfg, o.seed);
+  g.writeModel(o.emitModel);
+  // The batch stream is seeded apart from the params' (paramSeed(seed,
+  // name)), so changing the model never changes the data.
+  Rng rng(paramSeed(o.seed, "batch:windows"));
+  auto batch = sampleBatch(text, o.cfg, rng);
+  fs::path inputs = fs::path(o.emitModel) / "inputs";
+  fs::create_directories(inputs);
+  for (const auto &[name, t] : batch)
+    rt::writeNpy((inputs / (name + ".npy")).string(), t);
+  // %.9g prints a float so that it reads back to the same bits.
+  std::printf("loss = %.9g\n", g.run(batch)[0].getAsDouble(0));
+  return 0;
+}
+
+/// Generates --sample bytes after the first T bytes of the text, sampling
+/// each from softmax(logits) of the last position of a one-row model.
+std::string generate(const Options &o, const std::vector<int64_t> &text,
+                     const std::map<std::string, rt::HostTensor> &params) {
+  GPT2Config one = o.cfg;
+  one.batch = 1;
+  Graph g(o.seed);
+  Tensor tokens = g.input("tokens", {1, one.context}, DType::I64);
+  Tensor targets = g.input("targets", {1, one.context}, DType::I64);
+  Tensor logits = gpt2::gpt2Logits(g, one, tokens);
+  g.output(cross_entropy(logits, targets), logits);
+
+  std::vector<int64_t> window(text.begin(), text.begin() + one.context);
+  std::string outText;
+  Rng rng(paramSeed(o.seed, "sample"));
+  rt::HostTensor tok(rt::DType::I64, {1, one.context});
+  for (int64_t i = 0; i < o.sample; ++i) {
+    std::copy(window.begin(), window.end(), tok.data<int64_t>());
+    rt::HostTensor l = g.run({{"tokens", tok}, {"targets", tok}}, &params)[1];
+    const float *last = l.data<float>() + (one.context - 1) * one.vocab;
+    float mx = *std::max_element(last, last + one.vocab);
+    std::vector<double> cdf(one.vocab);
+    double total = 0;
+    for (int64_t v = 0; v < one.vocab; ++v)
+      cdf[v] = total += std::exp(static_cast<double>(last[v] - mx));
+    double u = rng.uniform() * total;
+    int64_t next = std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin();
+    next = std::min(next, one.vocab - 1);
+    // Bytes outside printable ASCII (a small model samples some) would
+    // garble the terminal: show them as \xNN.
+    if (next == '\n' || (next >= 32 && next < 127)) {
+      outText += static_cast<char>(next);
+    } else {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02llx", (long long)next);
+      outText += esc;
+    }
+    window.erase(window.begin());
+    window.push_back(next);
+  }
+  return outText;
+}
+
+int train(const Options &o, const std::vector<int64_t> &text) {
+  Graph g = traceModel(o.cfg, o.seed);
+  step::TrainOptions t;
+  t.optimizer.kind = step::OptimizerOptions::Kind::Adamw;
+  t.optimizer.lr = o.lr;
+  t.optimizer.weightDecay = o.wd;
+  t.schedule.kind = step::ScheduleOptions::Kind::Cosine;
+  t.schedule.warmup = o.warmup;
+  t.schedule.total = o.steps;
+  t.schedule.minRatio = o.minLrRatio;
+  if (o.clip > 0)
+    t.clipNorm = o.clip;
+
+  auto t0 = std::chrono::steady_clock::now();
+  step::Trainer trainer(g.mlir(), t, g.initialParams());
+  auto t1 = std::chrono::steady_clock::now();
+  std::printf("gpt2: V=%lld T=%lld L=%lld H=%lld C=%lld B=%lld, %zu bytes "
+              "of text; train step built in %.2f s\n",
+              (long long)o.cfg.vocab, (long long)o.cfg.context,
+              (long long)o.cfg.layers, (long long)o.cfg.heads,
+              (long long)o.cfg.width, (long long)o.cfg.batch, text.size(),
+              std::chrono::duration<double>(t1 - t0).count());
+
+  Rng rng(paramSeed(o.seed, "batch:windows"));
+  std::vector<examples::LossPoint> curve;
+  for (int64_t s = 0; s < o.steps; ++s) {
+    double loss = trainer.step(sampleBatch(text, o.cfg, rng));
+    curve.push_back({s + 1, lrAt(t, s), loss});
+    if (!std::isfinite(loss))
+      throw std::runtime_error("loss is " + std::to_string(loss) +
+                               " at step " + std::to_string(s + 1));
+    if ((s + 1) % o.printEvery == 0 || s == 0 || s + 1 == o.steps) {
+      double secs = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t1).count();
+      std::printf("step %5lld/%lld  loss %.4f  lr %.2e  %.1f ms/step\n",
+                  (long long)(s + 1), (long long)o.steps, loss, curve.back().lr,
+                  1e3 * secs / static_cast<double>(s + 1));
+      std::fflush(stdout);
+    }
+  }
+
+  fs::create_directories(o.out);
+  examples::writeLossCsv((fs::path(o.out) / "loss.csv").string(), curve);
+  char title[160];
+  std::snprintf(title, sizeof title,
+                "GPT-2 L=%lld H=%lld C=%lld T=%lld B=%lld, AdamW lr %g",
+                (long long)o.cfg.layers, (long long)o.cfg.heads,
+                (long long)o.cfg.width, (long long)o.cfg.context,
+                (long long)o.cfg.batch, o.lr);
+  examples::writeLossSvg((fs::path(o.out) / "loss.svg").string(), curve, title);
+  std::printf("wrote %s/loss.csv and %s/loss.svg\n", o.out.c_str(),
+              o.out.c_str());
+  if (o.sample > 0)
+    std::printf("sample:\n%s\n", generate(o, text, trainer.state()).c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{"Traces a GPT-2-style decoder and trains it on the bytes of a "
+               "text with the reference interpreter, or emits the model."};
+  app.add_option("--vocab", o.cfg.vocab, "vocabulary (byte-level: >= the "
+                 "largest byte of the text + 1)")->capture_default_str();
+  app.add_option("--context", o.cfg.context, "tokens per sequence (T)")
+      ->capture_default_str();
+  app.add_option("--layers", o.cfg.layers, "transformer blocks (L)")
+      ->capture_default_str();
+  app.add_option("--heads", o.cfg.heads, "attention heads (H)")
+      ->capture_default_str();
+  app.add_option("--width", o.cfg.width, "model width (C), a multiple of H")
+      ->capture_default_str();
+  app.add_option("--batch", o.cfg.batch, "sequences per batch (B)")
+      ->capture_default_str();
+  app.add_option("--text", o.text, "training text (bytes are the tokens)")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of params, batches and sampling")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "training updates")->capture_default_str();
+  app.add_option("--lr", o.lr, "peak learning rate")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "linear warmup steps")
+      ->capture_default_str();
+  app.add_option("--min-lr-ratio", o.minLrRatio,
+                 "final lr of the cosine decay, relative to --lr")
+      ->capture_default_str();
+  app.add_option("--wd", o.wd, "AdamW weight decay (applied to every param)")
+      ->capture_default_str();
+  app.add_option("--clip", o.clip, "gradient norm clip (0: off)")
+      ->capture_default_str();
+  app.add_option("--print-every", o.printEvery, "steps between progress lines")
+      ->capture_default_str();
+  app.add_option("--sample", o.sample, "bytes to generate after training")
+      ->capture_default_str();
+  app.add_option("--out", o.out, "folder for loss.csv and loss.svg")
+      ->capture_default_str();
+  app.add_option("--emit-model", o.emitModel,
+                 "write model.mlir, params/ and inputs/ here and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (std::string err = o.cfg.check(); !err.empty()) {
+    std::cerr << "gpt2-example: " << err << "\n";
+    return 1;
+  }
+  if (o.steps <= 0 || o.printEvery <= 0 || o.warmup < 0 ||
+      o.warmup >= o.steps || o.sample < 0 || !(o.lr > 0)) {
+    std::cerr << "gpt2-example: need steps > warmup >= 0, print-every > 0, "
+                 "sample >= 0 and lr > 0\n";
+    return 1;
+  }
+  try {
+    std::vector<int64_t> text =
+        readTokens(o.text, o.cfg.vocab, o.cfg.context);
+    return o.emitModel.empty() ? train(o, text) : emitModel(o, text);
+  } catch (const std::exception &e) {
+    std::cerr << "gpt2-example: error: " << e.what() << "\n";
+    return 1;
+  }
+}
