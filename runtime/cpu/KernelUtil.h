@@ -157,6 +157,34 @@ inline int64_t loadIndex(const HostTensor &t, int64_t i) {
                                  : t.data<int64_t>()[i];
 }
 
+/// Checks the operands of cross_entropy and its gradient (float logits
+/// [N, C], integer targets [N], each target in [0, C) or ignoreIndex) and
+/// returns the number of rows that are not ignored.
+inline int64_t checkCrossEntropyTargets(const char *op,
+                                        const HostTensor &logits,
+                                        const HostTensor &targets,
+                                        int64_t ignoreIndex) {
+  requireFloat(op, logits, "logits");
+  requireIndex(op, targets, "targets");
+  if (logits.rank() != 2 || targets.rank() != 1 ||
+      targets.shape()[0] != logits.shape()[0])
+    fail(op, "expected logits [N, C] and targets [N], found logits " +
+                 typeStr(logits) + " and targets " + typeStr(targets));
+  int64_t n = logits.shape()[0], c = logits.shape()[1], counted = 0;
+  for (int64_t row = 0; row < n; ++row) {
+    int64_t t = loadIndex(targets, row);
+    if (t == ignoreIndex)
+      continue;
+    if (t < 0 || t >= c)
+      fail(op, "target " + std::to_string(t) + " at position " +
+                   std::to_string(row) + " is out of range [0, " +
+                   std::to_string(c) + ") and is not ignore_index (" +
+                   std::to_string(ignoreIndex) + ")");
+    ++counted;
+  }
+  return counted;
+}
+
 /// Calls f(int32_t{}) or f(int64_t{}) for an integer dtype.
 template <typename F> auto visitInt(DType t, F &&f) {
   if (t == DType::I32)

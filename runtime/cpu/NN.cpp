@@ -147,26 +147,15 @@ HostTensor embedding(const HostTensor &indices, const HostTensor &weight) {
 
 HostTensor crossEntropy(const HostTensor &logits, const HostTensor &targets,
                         Reduction reduction, int64_t ignoreIndex) {
-  const char *op = "cross_entropy";
-  requireFloat(op, logits, "logits");
-  requireIndex(op, targets, "targets");
-  if (logits.rank() != 2 || targets.rank() != 1 ||
-      targets.shape()[0] != logits.shape()[0])
-    fail(op, "expected logits [N, C] and targets [N], found logits " +
-                 typeStr(logits) + " and targets " + typeStr(targets));
+  int64_t counted = detail::checkCrossEntropyTargets(
+      "cross_entropy", logits, targets, ignoreIndex);
   int64_t n = logits.shape()[0], c = logits.shape()[1];
   FloatIn in(logits);
   std::vector<double> loss(n, 0.0);
-  int64_t counted = 0;
   for (int64_t row = 0; row < n; ++row) {
     int64_t t = loadIndex(targets, row);
     if (t == ignoreIndex)
       continue;
-    if (t < 0 || t >= c)
-      fail(op, "target " + std::to_string(t) + " at position " +
-                   std::to_string(row) + " is out of range [0, " +
-                   std::to_string(c) + ") and is not ignore_index (" +
-                   std::to_string(ignoreIndex) + ")");
     const float *x = in.data() + row * c;
     double mx = -INFINITY;
     for (int64_t j = 0; j < c; ++j)
@@ -179,7 +168,6 @@ HostTensor crossEntropy(const HostTensor &logits, const HostTensor &targets,
     for (int64_t j = 0; j < c; ++j)
       sum += std::exp(x[j] - mx);
     loss[row] = mx + std::log(sum) - x[t];
-    ++counted;
   }
   if (reduction == Reduction::None) {
     HostTensor y(logits.dtype(), {n});

@@ -79,12 +79,8 @@ HostTensor crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
                             const HostTensor &grad, Reduction reduction,
                             int64_t ignoreIndex) {
   const char *op = "cross_entropy_grad";
-  requireFloat(op, logits, "logits");
-  requireIndex(op, targets, "targets");
-  if (logits.rank() != 2 || targets.rank() != 1 ||
-      targets.shape()[0] != logits.shape()[0])
-    fail(op, "expected logits [N, C] and targets [N], found logits " +
-                 typeStr(logits) + " and targets " + typeStr(targets));
+  int64_t counted =
+      detail::checkCrossEntropyTargets(op, logits, targets, ignoreIndex);
   int64_t n = logits.shape()[0], c = logits.shape()[1];
   bool none = reduction == Reduction::None;
   Shape gradShape = none ? Shape{n} : Shape{};
@@ -92,19 +88,6 @@ HostTensor crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
     fail(op, std::string("grad must be ") + (none ? "[N]" : "a scalar") +
                  " of the logits' dtype, found grad " + typeStr(grad) +
                  " for logits " + typeStr(logits));
-  // Validate every target first: the scale of `mean` needs the count.
-  int64_t counted = 0;
-  for (int64_t row = 0; row < n; ++row) {
-    int64_t t = loadIndex(targets, row);
-    if (t == ignoreIndex)
-      continue;
-    if (t < 0 || t >= c)
-      fail(op, "target " + std::to_string(t) + " at position " +
-                   std::to_string(row) + " is out of range [0, " +
-                   std::to_string(c) + ") and is not ignore_index (" +
-                   std::to_string(ignoreIndex) + ")");
-    ++counted;
-  }
   HostTensor y(logits.dtype(), logits.shape());
   FloatIn in(logits), gin(grad);
   std::vector<double> e(static_cast<size_t>(c));
@@ -193,6 +176,29 @@ struct Moments {
   float avg(float m, float g) const { return m * b1 + omb1 * g; }
   float avgSq(float v, float g) const { return v * b2 + omb2 * g * g; }
 };
+
+/// What adamw_update and lamb_update share: operand checks, the step and
+/// lr scalars, zeroed results and the moment rule.
+struct AdamStep {
+  double t, lr;
+  AdamResult r;
+  Moments mo;
+  AdamStep(const char *op, const HostTensor &param, const HostTensor &grad,
+           const HostTensor &expAvg, const HostTensor &expAvgSq,
+           const HostTensor &step, const HostTensor &lrTensor,
+           const AdamHyper &hyper)
+      : t(0), lr(0), mo(hyper) {
+    checkParamLike(
+        op, param,
+        {{"grad", &grad}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
+    t = static_cast<double>(stepValue(op, step));
+    lr = lrValue(op, lrTensor);
+    checkAdamHyper(op, hyper);
+    DType dt = param.dtype();
+    r = AdamResult{HostTensor(dt, param.shape()), HostTensor(dt, param.shape()),
+                   HostTensor(dt, param.shape())};
+  }
+};
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -255,18 +261,11 @@ AdamResult adamwUpdate(const HostTensor &param, const HostTensor &grad,
                        const HostTensor &expAvg, const HostTensor &expAvgSq,
                        const HostTensor &step, const HostTensor &lr,
                        const AdamHyper &hyper) {
-  const char *op = "adamw_update";
-  checkParamLike(
-      op, param,
-      {{"grad", &grad}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
-  double t = static_cast<double>(stepValue(op, step));
-  double lrD = lrValue(op, lr);
-  checkAdamHyper(op, hyper);
-
+  AdamStep a("adamw_update", param, grad, expAvg, expAvgSq, step, lr, hyper);
   DType dt = param.dtype();
-  AdamResult r{HostTensor(dt, param.shape()), HostTensor(dt, param.shape()),
-               HostTensor(dt, param.shape())};
-  Moments mo(hyper);
+  AdamResult &r = a.r;
+  const Moments &mo = a.mo;
+  const double t = a.t, lrD = a.lr;
   const float decay = static_cast<float>(1.0 - lrD * hyper.weightDecay);
   const double bc1 = 1.0 - std::pow(hyper.beta1, t);
   const double bc2 = 1.0 - std::pow(hyper.beta2, t);
@@ -285,7 +284,7 @@ AdamResult adamwUpdate(const HostTensor &param, const HostTensor &grad,
     storeF(dt, r.expAvg.raw(), i, mi);
     storeF(dt, r.expAvgSq.raw(), i, vi);
   }
-  return r;
+  return std::move(a.r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -296,18 +295,11 @@ AdamResult lambUpdate(const HostTensor &param, const HostTensor &grad,
                       const HostTensor &expAvg, const HostTensor &expAvgSq,
                       const HostTensor &step, const HostTensor &lr,
                       const AdamHyper &hyper) {
-  const char *op = "lamb_update";
-  checkParamLike(
-      op, param,
-      {{"grad", &grad}, {"exp_avg", &expAvg}, {"exp_avg_sq", &expAvgSq}});
-  double t = static_cast<double>(stepValue(op, step));
-  double lrD = lrValue(op, lr);
-  checkAdamHyper(op, hyper);
-
+  AdamStep a("lamb_update", param, grad, expAvg, expAvgSq, step, lr, hyper);
   DType dt = param.dtype();
-  AdamResult r{HostTensor(dt, param.shape()), HostTensor(dt, param.shape()),
-               HostTensor(dt, param.shape())};
-  Moments mo(hyper);
+  AdamResult &r = a.r;
+  const Moments &mo = a.mo;
+  const double t = a.t, lrD = a.lr;
   const float bc1 = static_cast<float>(1.0 - std::pow(hyper.beta1, t));
   const float bc2 = static_cast<float>(1.0 - std::pow(hyper.beta2, t));
   const float eps = static_cast<float>(hyper.eps);
@@ -334,7 +326,7 @@ AdamResult lambUpdate(const HostTensor &param, const HostTensor &grad,
   const float scale = static_cast<float>(lrD * trust);
   for (int64_t i = 0; i < n; ++i)
     storeF(dt, r.param.raw(), i, p[i] - scale * upd[i]);
-  return r;
+  return std::move(a.r);
 }
 
 } // namespace step::rt::cpu
