@@ -100,4 +100,35 @@ def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+def MemoryPlan : Pass<"step-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Places every transient value of a function in one arena";
+  let description = [{
+    Computes the live range of every op result of the function (from its
+    definition to its last use; function results live to the end) and
+    assigns each one a byte offset in a single arena so that values whose
+    live ranges overlap never share bytes. Constants (the artifact's
+    constant section) and arguments (params, state, inputs: persistent or
+    caller-owned) are not in the arena.
+
+    Annotates each op with `step.offsets = array<i64: ...>` (one offset per
+    result) and the function with `step.arena_bytes` (the planned peak) and
+    `step.arena_bytes_no_reuse` (the sum of all transient sizes, for the
+    report).
+
+    ```mlir
+    %1 = step.exp %0 {step.offsets = array<i64: 256>} : tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the function to plan">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "byte alignment of every offset (a power of two)">,
+  ];
+}
+
 #endif // STEP_PASSES_TD

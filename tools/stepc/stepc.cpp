@@ -2,18 +2,22 @@
 //
 //   stepc MODEL.mlir --train [--optimizer=adamw,lr=3e-4,wd=0.1] [--clip=1.0]
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
-//         --emit=mlir -o STEP.mlir [--report=FILE.json]
+//         [--emit=artifact|mlir] -o OUT [--report=FILE.json]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
-// pipeline (compiler/pipeline/Train.h) and writes @train_step. Without
-// --train the model is verified, canonicalized and written back. Output and
-// report are written atomically; on any error nothing is written and the
-// exit code is 1.
+// pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
+// as a .step artifact (docs/artifact.md) after step-memory-plan. The default
+// --emit follows the output's extension (.mlir: mlir, else artifact).
+// Without --train, @forward is compiled as it is. Output and report are
+// written atomically; on any error nothing is written and the exit code
+// is 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/pipeline/PlanBuilder.h"
 #include "compiler/pipeline/Train.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
 #include "runtime/Npy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,11 +33,12 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 
 namespace {
 struct Options {
-  std::string input, output, emit = "mlir", report;
+  std::string input, output, emit, report;
   bool train = false;
   std::string optimizer = "adamw", schedule = "constant";
   double clip = 0;
@@ -74,7 +79,9 @@ int main(int argc, char **argv) {
                "step."};
   app.add_option("model", o.input, "model .mlir file")->required();
   app.add_option("-o", o.output, "output file")->required();
-  app.add_option("--emit", o.emit, "output kind (mlir)")->capture_default_str();
+  app.add_option("--emit", o.emit,
+                 "artifact | mlir (default: mlir for a .mlir output, else "
+                 "artifact)");
   app.add_flag("--train", o.train, "build @train_step");
   app.add_option("--optimizer", o.optimizer,
                  "sgd|adamw|lamb[,lr=..,beta1=..,beta2=..,eps=..,wd=..,"
@@ -91,10 +98,11 @@ int main(int argc, char **argv) {
   app.add_option("--report", o.report, "write what each pass did as JSON");
   CLI11_PARSE(app, argc, argv);
 
-  if (o.emit != "mlir") {
+  if (o.emit.empty())
+    o.emit = llvm::StringRef(o.output).ends_with(".mlir") ? "mlir" : "artifact";
+  if (o.emit != "mlir" && o.emit != "artifact") {
     std::cerr << "stepc: --emit=" << o.emit
-              << " is not available in this version; only --emit=mlir "
-                 "(the .step artifact comes with the runtime)\n";
+              << " is not a kind of output; expected artifact or mlir\n";
     return 1;
   }
   step::TrainOptions train;
@@ -121,6 +129,11 @@ int main(int argc, char **argv) {
     std::cerr << "stepc: " << error << "\n";
     return 1;
   }
+  // The artifact records which source it came from (FNV-1a 64, hex).
+  char sourceHash[17];
+  std::snprintf(sourceHash, sizeof sourceHash, "%016llx",
+                static_cast<unsigned long long>(step::rt::fnv1a64(
+                    buffer->getBufferStart(), buffer->getBufferSize())));
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   auto start = std::chrono::steady_clock::now();
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -138,11 +151,43 @@ int main(int argc, char **argv) {
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
+  std::string func = o.train ? "train_step" : "forward";
+  step::rt::Artifact artifact;
+  if (o.emit == "artifact") {
+    mlir::PassManager pm(&ctx);
+    mlir::step::MemoryPlanOptions plan;
+    plan.funcName = func;
+    pm.addPass(mlir::step::createMemoryPlan(plan));
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+    auto f = module->lookupSymbol<mlir::func::FuncOp>(func);
+    step::PassRecord r;
+    r.pass = "step-memory-plan";
+    r.opsBefore = r.opsAfter =
+        static_cast<int64_t>(f.getBody().front().getOperations().size());
+    for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})
+      r.counts[key] =
+          f->getAttrOfType<mlir::IntegerAttr>(std::string("step.") + key)
+              .getInt();
+    records.push_back(r);
+    try {
+      artifact = step::buildArtifact(f);
+    } catch (const std::exception &e) {
+      std::cerr << "stepc: error: " << e.what() << "\n";
+      return 1;
+    }
+    artifact.meta = {{"stepc_options", reportJson(o, {}, 0)},
+                     {"source_hash", sourceHash},
+                     {"arena_bytes", r.counts["arena_bytes"]}};
+  }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   try {
-    step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
+    if (o.emit == "artifact")
+      step::rt::writeArtifact(o.output, artifact);
+    else
+      step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
       step::rt::writeFileAtomic(
           o.report, reportJson(o, records, seconds).dump(2) + "\n", "stepc");

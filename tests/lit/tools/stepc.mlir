@@ -11,7 +11,10 @@
 // RUN: FileCheck %s --check-prefix=MODEL < %t/model.mlir
 // RUN: not stepc %s --train --optimizer=adam -o %t/bad1.mlir 2>&1 | FileCheck %s --check-prefix=OPT
 // RUN: not stepc %s --train --schedule=cosine,warmup=5 -o %t/bad2.mlir 2>&1 | FileCheck %s --check-prefix=SCHED
-// RUN: not stepc %s --train --emit=artifact -o %t/bad3.step 2>&1 | FileCheck %s --check-prefix=EMIT
+// RUN: not stepc %s --train --emit=cubin -o %t/bad3.step 2>&1 | FileCheck %s --check-prefix=EMIT
+// RUN: stepc %s --train -o %t/m.step --report=%t/plan.json
+// RUN: FileCheck %s --check-prefix=PLAN < %t/plan.json
+// RUN: head -c 7 %t/m.step | FileCheck %s --check-prefix=MAGIC
 // RUN: printf 'func.func @forward(%%%%w: tensor<2xf32> {step.kind = "param", step.name = "w"}) -> tensor<2xf32> {\n  return %%%%w : tensor<2xf32>\n}\n' > %t/noloss.mlir
 // RUN: not stepc %t/noloss.mlir --train -o %t/bad4.mlir 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not ls %t/bad1.mlir %t/bad2.mlir %t/bad3.step %t/bad4.mlir
@@ -42,7 +45,11 @@
 
 // OPT: stepc: --optimizer: unknown optimizer 'adam', expected sgd, adamw or lamb
 // SCHED: stepc: --schedule: cosine needs total (0) > warmup (5)
-// EMIT: stepc: --emit=artifact is not available in this version
+// EMIT: stepc: --emit=cubin is not a kind of output; expected artifact or mlir
+// PLAN: "arena_bytes":
+// PLAN-NEXT: "arena_bytes_no_reuse":
+// PLAN: "pass": "step-memory-plan"
+// MAGIC: STEPJIT
 // LOSS: noloss.mlir:1:1: error: step-autodiff: @forward must return a scalar f32 loss (tensor<f32>) as its first result, found 'tensor<2xf32>'
 func.func @forward(%w: tensor<3xf32> {step.kind = "param", step.name = "w"},
                    %x: tensor<4x3xf32> {step.kind = "input", step.name = "x"})

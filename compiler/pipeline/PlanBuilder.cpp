@@ -1,0 +1,145 @@
+//===- PlanBuilder.cpp - Lower a planned function to an artifact ----------===//
+
+#include "compiler/pipeline/PlanBuilder.h"
+
+#include "compiler/interpreter/Interpreter.h"
+#include "dialects/step/StepOps.h"
+
+namespace step {
+using namespace mlir;
+namespace ops = mlir::step;
+
+namespace {
+std::string opString(Operation *op) {
+  return "'" + op->getName().getStringRef().str() + "'";
+}
+
+nlohmann::json attributeToJson(StringRef name, Attribute attr,
+                               Operation *op) {
+  // The dialect's enums are i32 attributes: write their words.
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    int64_t v = i.getValue().getSExtValue();
+    if (isa<ops::CompareOp>(op) && name == "direction")
+      return ops::stringifyComparisonDirection(
+                 static_cast<ops::ComparisonDirection>(v))
+          .str();
+    if (isa<ops::GeluOp>(op) && name == "approximate")
+      return ops::stringifyGeluApproximation(
+                 static_cast<ops::GeluApproximation>(v))
+          .str();
+    if (name == "reduction")
+      return ops::stringifyLossReduction(static_cast<ops::LossReduction>(v))
+          .str();
+    if (i.getType().isInteger(1))
+      return v != 0;
+    return v;
+  }
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (isa<UnitAttr>(attr))
+    return true;
+  if (auto b = dyn_cast<BoolAttr>(attr))
+    return b.getValue();
+  if (auto a = dyn_cast<DenseI64ArrayAttr>(attr))
+    return std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end());
+  if (auto s = dyn_cast<StringAttr>(attr))
+    return s.str();
+  // Enum attribute classes (if an op uses EnumAttr instead of I32EnumAttr).
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  throw rt::Error(opString(op) + ": attribute '" + name.str() + "' (" + text +
+                  ") has no plan encoding");
+}
+} // namespace
+
+nlohmann::json attributesToJson(Operation *op) {
+  nlohmann::json j = nlohmann::json::object();
+  for (NamedAttribute a : op->getAttrDictionary()) {
+    StringRef name = a.getName().strref();
+    if (name.starts_with("step."))
+      continue;
+    j[name.str()] = attributeToJson(name, a.getValue(), op);
+  }
+  return j;
+}
+
+rt::Artifact buildArtifact(func::FuncOp f) {
+  rt::Artifact a;
+  rt::Plan &plan = a.plan;
+  plan.function = f.getName().str();
+  auto arena = f->getAttrOfType<IntegerAttr>("step.arena_bytes");
+  if (!arena)
+    throw rt::Error("@" + plan.function +
+                    " has no step.arena_bytes: run step-memory-plan first");
+  plan.arenaBytes = arena.getInt();
+
+  llvm::DenseMap<Value, int64_t> bufferOf;
+  auto addBuffer = [&](Value v, rt::BufferDesc d) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    auto dtype = type ? toDType(type.getElementType()) : std::nullopt;
+    if (!type || !dtype || !type.hasStaticShape())
+      throw rt::Error("@" + plan.function +
+                      ": a value of a type the runtime cannot hold");
+    d.dtype = *dtype;
+    d.shape = rt::Shape(type.getShape());
+    if (d.name.empty())
+      d.name = "%" + std::to_string(plan.buffers.size());
+    bufferOf[v] = static_cast<int64_t>(plan.buffers.size());
+    plan.buffers.push_back(std::move(d));
+    return bufferOf[v];
+  };
+
+  for (BlockArgument arg : f.getArguments()) {
+    rt::BufferDesc d;
+    d.name = argumentName(f, arg.getArgNumber());
+    auto kind = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "step.kind");
+    d.kind = rt::bufferKindFromName(kind ? kind.str() : "input");
+    plan.arguments.push_back(addBuffer(arg, d));
+  }
+
+  std::string &constants = a.sections["constants"];
+  for (Operation &op : f.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        plan.results.push_back(bufferOf.lookup(v));
+        plan.resultNames.push_back(resultName(f, i));
+      }
+      continue;
+    }
+    if (auto c = dyn_cast<ops::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense)
+        throw rt::Error("step.constant: only dense elements are supported");
+      rt::HostTensor t = fromElementsAttr(dense);
+      constants.resize((constants.size() + 63) / 64 * 64, '\0');
+      rt::BufferDesc d;
+      d.kind = rt::BufferKind::Constant;
+      d.offset = static_cast<int64_t>(constants.size());
+      constants.append(static_cast<const char *>(t.raw()), t.byteSize());
+      addBuffer(c.getResult(), d);
+      continue;
+    }
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("step.offsets");
+    if (!offsets ||
+        offsets.size() != static_cast<int64_t>(op.getNumResults()))
+      throw rt::Error(opString(&op) +
+                      " has no step.offsets: run step-memory-plan first");
+    rt::PlanStep step;
+    step.op = op.getName().getStringRef().str();
+    step.attrs = attributesToJson(&op);
+    for (Value v : op.getOperands())
+      step.operands.push_back(bufferOf.lookup(v));
+    for (auto [i, r] : llvm::enumerate(op.getResults())) {
+      rt::BufferDesc d;
+      d.kind = rt::BufferKind::Transient;
+      d.offset = offsets[i];
+      step.results.push_back(addBuffer(r, d));
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  plan.validate();
+  return a;
+}
+
+} // namespace step

@@ -1,0 +1,31 @@
+//===- PlanBuilder.h - Lower a planned function to an artifact -*- C++ -*-===//
+//
+// The last compiler step before codegen: a function of step ops whose
+// transient values carry `step.offsets` (step-memory-plan) becomes an
+// rt::Artifact — one buffer per argument, constant and op result, one plan
+// step per non-constant op with its attributes as JSON, constants' bytes in
+// the "constants" section. The runtime (runtime/Plan.h) reads it without
+// MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_PIPELINE_PLANBUILDER_H
+#define STEP_COMPILER_PIPELINE_PLANBUILDER_H
+
+#include "runtime/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace step {
+
+/// Lowers `f`. Throws rt::Error naming the op when an op lacks its offsets
+/// or has a type the runtime cannot hold.
+rt::Artifact buildArtifact(mlir::func::FuncOp f);
+
+/// An op's attributes as the plan's JSON (enum attributes as their words,
+/// unit attributes as true, arrays as arrays); `step.*` annotations are left
+/// out.
+nlohmann::json attributesToJson(mlir::Operation *op);
+
+} // namespace step
+
+#endif // STEP_COMPILER_PIPELINE_PLANBUILDER_H

@@ -1,0 +1,134 @@
+//===- Plan.cpp - Plan JSON form and consistency checks -------------------===//
+
+#include "runtime/Plan.h"
+
+namespace step::rt {
+
+namespace {
+constexpr const char *kKindNames[] = {"param", "state", "input", "constant",
+                                      "transient"};
+
+DType dtypeFromName(const std::string &name) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64,
+                  DType::I1})
+    if (name == dtypeName(t))
+      return t;
+  throw Error("plan: unknown dtype '" + name + "'");
+}
+} // namespace
+
+const char *bufferKindName(BufferKind k) {
+  return kKindNames[static_cast<int>(k)];
+}
+
+BufferKind bufferKindFromName(const std::string &name) {
+  for (int k = 0; k < 5; ++k)
+    if (name == kKindNames[k])
+      return static_cast<BufferKind>(k);
+  throw Error("plan: unknown buffer kind '" + name + "'");
+}
+
+nlohmann::json toJson(const Plan &plan) {
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const BufferDesc &b : plan.buffers)
+    buffers.push_back({{"name", b.name},
+                       {"kind", bufferKindName(b.kind)},
+                       {"dtype", dtypeName(b.dtype)},
+                       {"shape", b.shape},
+                       {"offset", b.offset}});
+  nlohmann::json steps = nlohmann::json::array();
+  for (const PlanStep &s : plan.steps) {
+    nlohmann::json j = {{"op", s.op},
+                        {"attrs", s.attrs.is_null() ? nlohmann::json::object()
+                                                    : s.attrs},
+                        {"operands", s.operands},
+                        {"results", s.results}};
+    if (!s.kernel.empty())
+      j["kernel"] = s.kernel;
+    steps.push_back(j);
+  }
+  return {{"function", plan.function},  {"buffers", buffers},
+          {"steps", steps},             {"arguments", plan.arguments},
+          {"results", plan.results},    {"result_names", plan.resultNames},
+          {"arena_bytes", plan.arenaBytes}};
+}
+
+Plan planFromJson(const nlohmann::json &j) {
+  try {
+    Plan plan;
+    plan.function = j.at("function").get<std::string>();
+    for (const auto &b : j.at("buffers")) {
+      BufferDesc d;
+      d.name = b.at("name").get<std::string>();
+      d.kind = bufferKindFromName(b.at("kind").get<std::string>());
+      d.dtype = dtypeFromName(b.at("dtype").get<std::string>());
+      d.shape = b.at("shape").get<Shape>();
+      d.offset = b.at("offset").get<int64_t>();
+      plan.buffers.push_back(std::move(d));
+    }
+    for (const auto &s : j.at("steps")) {
+      PlanStep step;
+      step.op = s.at("op").get<std::string>();
+      step.attrs = s.at("attrs");
+      step.operands = s.at("operands").get<std::vector<int64_t>>();
+      step.results = s.at("results").get<std::vector<int64_t>>();
+      step.kernel = s.value("kernel", std::string());
+      plan.steps.push_back(std::move(step));
+    }
+    plan.arguments = j.at("arguments").get<std::vector<int64_t>>();
+    plan.results = j.at("results").get<std::vector<int64_t>>();
+    plan.resultNames = j.at("result_names").get<std::vector<std::string>>();
+    plan.arenaBytes = j.at("arena_bytes").get<int64_t>();
+    return plan;
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(std::string("plan: malformed manifest: ") + e.what());
+  }
+}
+
+void Plan::validate() const {
+  auto n = static_cast<int64_t>(buffers.size());
+  auto check = [&](int64_t id, const std::string &where) {
+    if (id < 0 || id >= n)
+      throw Error("plan: " + where + " names buffer " + std::to_string(id) +
+                  ", but the plan has " + std::to_string(n));
+  };
+  std::vector<bool> defined(buffers.size(), false);
+  for (const BufferDesc &b : buffers) {
+    if (b.kind == BufferKind::Transient &&
+        (b.offset < 0 || b.offset + b.bytes() > arenaBytes))
+      throw Error("plan: transient buffer '" + b.name + "' at offset " +
+                  std::to_string(b.offset) + " (" + std::to_string(b.bytes()) +
+                  " bytes) is outside the arena of " +
+                  std::to_string(arenaBytes) + " bytes");
+  }
+  for (size_t i = 0; i < buffers.size(); ++i)
+    defined[i] = buffers[i].kind == BufferKind::Constant;
+  for (int64_t id : arguments) {
+    check(id, "an argument");
+    defined[id] = true;
+  }
+  for (size_t k = 0; k < steps.size(); ++k) {
+    std::string where = "step " + std::to_string(k) + " (" + steps[k].op + ")";
+    for (int64_t id : steps[k].operands) {
+      check(id, where);
+      if (!defined[id])
+        throw Error("plan: " + where + " reads buffer '" + buffers[id].name +
+                    "' before it is written");
+    }
+    for (int64_t id : steps[k].results) {
+      check(id, where);
+      defined[id] = true;
+    }
+  }
+  if (results.size() != resultNames.size())
+    throw Error("plan: " + std::to_string(results.size()) + " results but " +
+                std::to_string(resultNames.size()) + " result names");
+  for (int64_t id : results) {
+    check(id, "a result");
+    if (!defined[id])
+      throw Error("plan: result buffer '" + buffers[id].name +
+                  "' is never written");
+  }
+}
+
+} // namespace step::rt

@@ -1,0 +1,76 @@
+//===- Plan.h - The execution plan of a compiled step -----------*- C++ -*-===//
+//
+// What the compiler hands the runtime: buffers (params, optimizer state,
+// inputs, constants, and transient values placed in one arena by
+// step-memory-plan) and a list of steps, one per op, in program order. A step
+// names its op ("step.add"), its attributes as JSON (the op's attributes,
+// MLIR-free: numbers, arrays, enum words) and its operand and result buffers.
+// Backends interpret steps: the CPU backend with the reference kernels of
+// runtime/cpu, the CUDA backend with the kernel each step names. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_PLAN_H
+#define STEP_RUNTIME_PLAN_H
+
+#include "runtime/Tensor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace step::rt {
+
+enum class BufferKind : uint8_t {
+  Param,     ///< trainable, persistent, named (step.kind = "param")
+  State,     ///< optimizer state, persistent, named (step.kind = "state")
+  Input,     ///< batch data, supplied per step (step.kind = "input")
+  Constant,  ///< bytes in the artifact's "constants" section
+  Transient, ///< produced and consumed inside one step, in the arena
+};
+const char *bufferKindName(BufferKind k);
+BufferKind bufferKindFromName(const std::string &name);
+
+struct BufferDesc {
+  std::string name; ///< step.name for params/state/inputs; "%N" otherwise
+  BufferKind kind = BufferKind::Transient;
+  DType dtype = DType::F32;
+  Shape shape;
+  /// Transient: byte offset in the arena. Constant: byte offset in the
+  /// constants section. -1 otherwise.
+  int64_t offset = -1;
+
+  int64_t bytes() const {
+    return numElements(shape) * static_cast<int64_t>(dtypeSize(dtype));
+  }
+};
+
+struct PlanStep {
+  std::string op;          ///< "step.add", ...
+  nlohmann::json attrs;    ///< the op's attributes (object)
+  std::vector<int64_t> operands, results; ///< buffer ids
+  std::string kernel;      ///< generated CUDA kernel, "" when none
+};
+
+/// One compiled function (the artifact holds @train_step).
+struct Plan {
+  std::string function;
+  std::vector<BufferDesc> buffers;
+  std::vector<PlanStep> steps;
+  std::vector<int64_t> arguments; ///< buffer ids, in function order
+  std::vector<int64_t> results;   ///< buffer ids, in function order
+  std::vector<std::string> resultNames;
+  int64_t arenaBytes = 0;
+
+  /// Checks internal consistency (ids in range, every operand defined before
+  /// use, transient buffers inside the arena); throws Error naming the first
+  /// violation. Called by the artifact reader.
+  void validate() const;
+};
+
+nlohmann::json toJson(const Plan &plan);
+Plan planFromJson(const nlohmann::json &j);
+
+} // namespace step::rt
+
+#endif // STEP_RUNTIME_PLAN_H

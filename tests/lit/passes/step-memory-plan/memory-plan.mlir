@@ -1,0 +1,39 @@
+// RUN: step-opt %s -split-input-file --step-memory-plan="func=f alignment=64" | FileCheck %s
+// RUN: not step-opt %s -split-input-file --step-memory-plan="func=nope" 2>&1 | FileCheck %s --check-prefix=NOFUNC
+// RUN: not step-opt %s -split-input-file --step-memory-plan="func=f alignment=48" 2>&1 | FileCheck %s --check-prefix=ALIGN
+
+// A chain of three 256-byte values: %a dies when %b is made, so %c reuses
+// %a's bytes; %b overlaps both and gets the other slot. Constants and
+// arguments take no arena space.
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME: attributes {step.arena_bytes = 512 : i64, step.arena_bytes_no_reuse = 768 : i64}
+// CHECK: %[[C:.+]] = step.constant
+// CHECK-NOT: step.offsets
+// CHECK: %[[A:.+]] = step.add %arg0, %[[C]] {step.offsets = array<i64: 0>}
+// CHECK: %[[B:.+]] = step.exp %[[A]] {step.offsets = array<i64: 256>}
+// CHECK: %[[D:.+]] = step.exp %[[B]] {step.offsets = array<i64: 0>}
+// CHECK: return %[[D]]
+
+// NOFUNC: step-memory-plan: no function @nope with a body
+// ALIGN: step-memory-plan: alignment 48 must be a power of two
+func.func @f(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %c = step.constant dense<1.0> : tensor<64xf32>
+  %a = step.add %x, %c : tensor<64xf32>
+  %b = step.exp %a : tensor<64xf32>
+  %d = step.exp %b : tensor<64xf32>
+  return %d : tensor<64xf32>
+}
+
+// -----
+
+// Sizes are aligned: a 4-byte scalar and a 12-byte vector both live at
+// once take two 64-byte slots; the bigger value is placed first.
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME: step.arena_bytes = 68 : i64
+// CHECK: step.exp %arg0 {step.offsets = array<i64: 0>} : tensor<3xf32>
+// CHECK: step.reduce_sum %{{.+}} {step.offsets = array<i64: 64>}
+func.func @f(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+  %e = step.exp %x : tensor<3xf32>
+  %s = step.reduce_sum %e dims = [0] : tensor<3xf32> -> tensor<f32>
+  return %e, %s : tensor<3xf32>, tensor<f32>
+}
