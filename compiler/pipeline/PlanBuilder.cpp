@@ -4,6 +4,9 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
 
 namespace step {
 using namespace mlir;
@@ -140,6 +143,28 @@ rt::Artifact buildArtifact(func::FuncOp f) {
   }
   plan.validate();
   return a;
+}
+
+rt::Artifact planArtifact(ModuleOp module, const std::string &func,
+                          std::vector<PassRecord> *report) {
+  PassManager pm(module.getContext());
+  ops::MemoryPlanOptions options;
+  options.funcName = func;
+  pm.addPass(ops::createMemoryPlan(options));
+  if (failed(pm.run(module)))
+    throw rt::Error("step-memory-plan failed on @" + func);
+  auto f = module.lookupSymbol<func::FuncOp>(func);
+  if (report) {
+    PassRecord r;
+    r.pass = "step-memory-plan";
+    r.opsBefore = r.opsAfter =
+        static_cast<int64_t>(f.getBody().front().getOperations().size());
+    for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})
+      r.counts[key] =
+          f->getAttrOfType<IntegerAttr>(std::string("step.") + key).getInt();
+    report->push_back(r);
+  }
+  return buildArtifact(f);
 }
 
 } // namespace step

@@ -11,15 +11,24 @@
 #ifndef STEP_COMPILER_PIPELINE_PLANBUILDER_H
 #define STEP_COMPILER_PIPELINE_PLANBUILDER_H
 
+#include "compiler/pipeline/Train.h"
 #include "runtime/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace step {
 
 /// Lowers `f`. Throws rt::Error naming the op when an op lacks its offsets
 /// or has a type the runtime cannot hold.
 rt::Artifact buildArtifact(mlir::func::FuncOp f);
+
+/// Runs step-memory-plan on @`func` of `module` and lowers it with
+/// buildArtifact; appends a "step-memory-plan" record (arena bytes with and
+/// without reuse) to `report`. Diagnostics go to the module's context;
+/// throws rt::Error when planning or lowering fails.
+rt::Artifact planArtifact(mlir::ModuleOp module, const std::string &func,
+                          std::vector<PassRecord> *report = nullptr);
 
 /// An op's attributes as the plan's JSON (enum attributes as their words,
 /// unit attributes as true, arrays as arrays); `step.*` annotations are left

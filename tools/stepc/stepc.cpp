@@ -17,7 +17,6 @@
 #include "compiler/pipeline/PlanBuilder.h"
 #include "compiler/pipeline/Train.h"
 #include "dialects/step/StepOps.h"
-#include "passes/Passes.h"
 #include "runtime/Npy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -154,31 +153,15 @@ int main(int argc, char **argv) {
   std::string func = o.train ? "train_step" : "forward";
   step::rt::Artifact artifact;
   if (o.emit == "artifact") {
-    mlir::PassManager pm(&ctx);
-    mlir::step::MemoryPlanOptions plan;
-    plan.funcName = func;
-    pm.addPass(mlir::step::createMemoryPlan(plan));
-    if (mlir::failed(pm.run(*module)))
-      return 1;
-    auto f = module->lookupSymbol<mlir::func::FuncOp>(func);
-    step::PassRecord r;
-    r.pass = "step-memory-plan";
-    r.opsBefore = r.opsAfter =
-        static_cast<int64_t>(f.getBody().front().getOperations().size());
-    for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})
-      r.counts[key] =
-          f->getAttrOfType<mlir::IntegerAttr>(std::string("step.") + key)
-              .getInt();
-    records.push_back(r);
     try {
-      artifact = step::buildArtifact(f);
+      artifact = step::planArtifact(*module, func, &records);
     } catch (const std::exception &e) {
       std::cerr << "stepc: error: " << e.what() << "\n";
       return 1;
     }
     artifact.meta = {{"stepc_options", reportJson(o, {}, 0)},
                      {"source_hash", sourceHash},
-                     {"arena_bytes", r.counts["arena_bytes"]}};
+                     {"arena_bytes", artifact.plan.arenaBytes}};
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

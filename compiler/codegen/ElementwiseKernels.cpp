@@ -1,0 +1,250 @@
+//===- ElementwiseKernels.cpp - unary, binary, compare, select, cast ------===//
+//
+// Every op here is one grid-stride loop over the flat index (vectorized by
+// 4 when the size allows, EmitUtil.h). Float math is the CPU reference's
+// (runtime/cpu/Elementwise.cpp) written with CUDA's float functions: the
+// same branches (sigmoid, NaN-propagating max/min), the same GELU constants,
+// rsqrt as 1 / sqrtf (rsqrtf is approximate). Integer arithmetic wraps
+// through unsigned types as on the CPU. dropout reproduces the splitmix64
+// mask of runtime/cpu/Kernels.h bit for bit: the keep test `u >= p` with
+// u = bits24 * 2^-24 is done exactly as the integer test
+// `bits24 >= ceil(p * 2^24)`. reshape and stop_gradient are copies.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/Emitters.h"
+
+#include "dialects/step/StepOps.h"
+
+#include <cmath>
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+static const char *unsignedOf(Elem e) {
+  return e == Elem::I64 ? "unsigned long long" : "unsigned int";
+}
+
+//===----------------------------------------------------------------------===//
+// step.<unary>
+//===----------------------------------------------------------------------===//
+
+static std::optional<std::string> unaryFloatBody(mlir::Operation *op) {
+  auto f = [](const char *fn) {
+    return std::string("      r0 = ") + fn + "(a0);\n";
+  };
+  if (mlir::isa<ops::NegOp>(op)) return std::string("      r0 = -a0;\n");
+  if (mlir::isa<ops::ExpOp>(op)) return f("expf");
+  if (mlir::isa<ops::LogOp>(op)) return f("logf");
+  if (mlir::isa<ops::TanhOp>(op)) return f("tanhf");
+  if (mlir::isa<ops::SqrtOp>(op)) return f("sqrtf");
+  if (mlir::isa<ops::AbsOp>(op)) return f("fabsf");
+  if (mlir::isa<ops::ErfOp>(op)) return f("erff");
+  if (mlir::isa<ops::SinOp>(op)) return f("sinf");
+  if (mlir::isa<ops::CosOp>(op)) return f("cosf");
+  if (mlir::isa<ops::RsqrtOp>(op))
+    return std::string("      r0 = 1.0f / sqrtf(a0);\n");
+  if (mlir::isa<ops::ReluOp>(op))
+    return std::string("      r0 = a0 < 0.0f ? 0.0f : a0; // NaN passes\n");
+  if (mlir::isa<ops::SigmoidOp>(op))
+    // Only a non-positive number is exponentiated, as on the CPU.
+    return std::string("      if (a0 >= 0.0f) {\n"
+                       "        r0 = 1.0f / (1.0f + expf(-a0));\n"
+                       "      } else {\n"
+                       "        const float z = expf(a0);\n"
+                       "        r0 = z / (1.0f + z);\n"
+                       "      }\n");
+  if (auto g = mlir::dyn_cast<ops::GeluOp>(op)) {
+    if (g.getApproximate() == ops::GeluApproximation::Tanh)
+      return std::string(
+          "      const float u = 0.7978845608028654f * (a0 + 0.044715f * a0 * "
+          "a0 * a0); // sqrt(2/pi)\n"
+          "      r0 = 0.5f * a0 * (1.0f + tanhf(u));\n");
+    return std::string(
+        "      r0 = 0.5f * a0 * (1.0f + erff(a0 * 0.70710678118654752f));\n");
+  }
+  return std::nullopt;
+}
+
+static std::optional<KernelSource> emitUnary(mlir::Operation *op,
+                                             const std::string &name) {
+  auto body = unaryFloatBody(op);
+  if (!body)
+    return std::nullopt;
+  ElementwiseSpec spec;
+  Elem e = elemOf(op->getOperand(0).getType());
+  if (isFloat(e)) {
+    spec.body = *body;
+  } else {
+    // neg, abs and relu of i32/i64 (the verifier admits no other).
+    std::string T = cType(e), U = unsignedOf(e);
+    std::string negA = "(" + T + ")((" + U + ")0 - (" + U + ")a0)";
+    if (mlir::isa<ops::NegOp>(op))
+      spec.body = "      r0 = " + negA + "; // -MIN wraps to MIN\n";
+    else if (mlir::isa<ops::AbsOp>(op))
+      spec.body = "      r0 = a0 < 0 ? " + negA + " : a0;\n";
+    else
+      spec.body = "      r0 = a0 < 0 ? (" + T + ")0 : a0;\n";
+  }
+  return emitElementwise(op, name, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// step.<binary>
+//===----------------------------------------------------------------------===//
+
+static std::optional<KernelSource> emitBinary(mlir::Operation *op,
+                                              const std::string &name) {
+  bool isAdd = mlir::isa<ops::AddOp>(op), isSub = mlir::isa<ops::SubOp>(op),
+       isMul = mlir::isa<ops::MulOp>(op), isDiv = mlir::isa<ops::DivOp>(op),
+       isMax = mlir::isa<ops::MaxOp>(op), isMin = mlir::isa<ops::MinOp>(op),
+       isPow = mlir::isa<ops::PowOp>(op);
+  if (!(isAdd || isSub || isMul || isDiv || isMax || isMin || isPow))
+    return std::nullopt;
+  Elem e = elemOf(op->getOperand(0).getType());
+  ElementwiseSpec spec;
+  const char *sym = isAdd ? "+" : isSub ? "-" : isMul ? "*" : "/";
+  if (isFloat(e)) {
+    if (isMax || isMin)
+      // torch.maximum/minimum propagate NaN.
+      spec.body = std::string("      r0 = (a0 != a0 || a1 != a1) ? (a0 != a0 "
+                              "? a0 : a1) : (a0 ") +
+                  (isMax ? ">" : "<") + " a1 ? a0 : a1);\n";
+    else if (isPow)
+      spec.body = "      r0 = powf(a0, a1);\n";
+    else
+      spec.body = std::string("      r0 = a0 ") + sym + " a1;\n";
+    return emitElementwise(op, name, spec);
+  }
+  std::string T = cType(e), U = unsignedOf(e);
+  if (isMax || isMin)
+    spec.body = std::string("      r0 = a0 ") + (isMax ? ">" : "<") +
+                " a1 ? a0 : a1;\n";
+  else if (isDiv)
+    // Division by zero cannot be reported from a kernel: it gives 0 (the
+    // CPU backend throws). MIN / -1 wraps to MIN.
+    spec.body = "      r0 = a1 == 0 ? (" + T + ")0 : (a1 == -1 ? (" + T +
+                ")((" + U + ")0 - (" + U + ")a0) : a0 / a1);\n";
+  else
+    spec.body = "      r0 = (" + T + ")((" + U + ")a0 " + sym + " (" + U +
+                ")a1);\n";
+  return emitElementwise(op, name, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// step.compare, step.select
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitCompare(ops::CompareOp op, const std::string &name) {
+  const char *sym = "==";
+  switch (op.getDirection()) {
+  case ops::ComparisonDirection::EQ: sym = "=="; break;
+  case ops::ComparisonDirection::NE: sym = "!="; break;
+  case ops::ComparisonDirection::LT: sym = "<"; break;
+  case ops::ComparisonDirection::LE: sym = "<="; break;
+  case ops::ComparisonDirection::GT: sym = ">"; break;
+  case ops::ComparisonDirection::GE: sym = ">="; break;
+  }
+  ElementwiseSpec spec;
+  // Written with the operator itself so NaN gives false (true for !=).
+  spec.body = std::string("      r0 = (a0 ") + sym + " a1) ? 1 : 0;\n";
+  return emitElementwise(op, name, spec);
+}
+
+static KernelSource emitSelect(ops::SelectOp op, const std::string &name) {
+  ElementwiseSpec spec;
+  spec.asFloat = false; // moves values, any dtype
+  spec.body = "      r0 = a0 ? a1 : a2;\n";
+  return emitElementwise(op, name, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// step.cast
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitCast(ops::CastOp op, const std::string &name) {
+  Elem from = elemOf(op.getOperand().getType());
+  Elem to = elemOf(op.getResult().getType());
+  ElementwiseSpec spec;
+  std::string b;
+  if (from == to) {
+    spec.asFloat = false;
+    b = "r0 = a0;";
+  } else if (isFloat(from)) {
+    if (to == Elem::I32)
+      b = "r0 = __float2int_rz(a0); // truncates, saturates, NaN -> 0";
+    else if (to == Elem::I64)
+      b = "r0 = __float2ll_rz(a0); // truncates, saturates, NaN -> 0";
+    else if (to == Elem::I1)
+      b = "r0 = a0 != 0.0f ? 1 : 0; // NaN -> true";
+    else
+      b = "r0 = a0; // rounded to nearest even on store";
+  } else {
+    if (to == Elem::I32)
+      b = "r0 = (int)(unsigned int)(unsigned long long)a0; // low 32 bits";
+    else if (to == Elem::I64)
+      b = "r0 = (long long)a0;";
+    else if (to == Elem::I1)
+      b = "r0 = a0 != 0 ? 1 : 0;";
+    else
+      b = "r0 = (float)a0; // through float, as torch's .to()";
+  }
+  spec.body = "      " + b + "\n";
+  return emitElementwise(op, name, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// step.dropout
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitDropout(ops::DropoutOp op, const std::string &name) {
+  double p = op.getP().convertToDouble();
+  // u >= p  <=>  bits24 >= p * 2^24 (exact: a power-of-two scaling)
+  //         <=>  bits24 >= ceil(p * 2^24).
+  auto threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 24)));
+  float scale = static_cast<float>(1.0 / (1.0 - p));
+  ElementwiseSpec spec;
+  spec.needsIndex = true;
+  spec.needs.splitmix = true;
+  spec.body = subst(
+      "      const unsigned long long bits = splitmix64($SEED ^ "
+      "splitmix64((unsigned long long)i)) >> 40;\n"
+      "      r0 = bits >= $THRESH ? a0 * $SCALE : 0.0f; // p = $P\n",
+      {{"SEED", litU(static_cast<uint64_t>(op.getSeed()))},
+       {"THRESH", litU(threshold)},
+       {"SCALE", litF(scale)},
+       {"P", litD(p)}});
+  return emitElementwise(op, name, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// Copies: step.reshape, step.stop_gradient
+//===----------------------------------------------------------------------===//
+
+KernelSource emitCopy(mlir::Operation *op, const std::string &name) {
+  ElementwiseSpec spec;
+  spec.asFloat = false;
+  spec.body = "      r0 = a0;\n";
+  return emitElementwise(op, name, spec);
+}
+
+std::optional<KernelSource> emitElementwiseFamily(mlir::Operation *op,
+                                                  const std::string &name) {
+  if (auto k = emitUnary(op, name))
+    return k;
+  if (auto k = emitBinary(op, name))
+    return k;
+  if (auto c = mlir::dyn_cast<ops::CompareOp>(op))
+    return emitCompare(c, name);
+  if (auto s = mlir::dyn_cast<ops::SelectOp>(op))
+    return emitSelect(s, name);
+  if (auto c = mlir::dyn_cast<ops::CastOp>(op))
+    return emitCast(c, name);
+  if (auto d = mlir::dyn_cast<ops::DropoutOp>(op))
+    return emitDropout(d, name);
+  if (mlir::isa<ops::ReshapeOp, ops::StopGradientOp>(op))
+    return emitCopy(op, name);
+  return std::nullopt;
+}
+
+} // namespace step::codegen::detail

@@ -1,0 +1,110 @@
+//===- EmitUtil.h - Helpers shared by the CUDA kernel emitters --*- C++ -*-===//
+//
+// Internal to compiler/codegen: element types and their CUDA spellings, exact
+// constant literals, the per-kernel prelude (only the headers and helpers a
+// kernel uses, so f32 kernels never pay for cuda_fp16.h), `$NAME` template
+// substitution, launch-size helpers, and the generic elementwise emitter
+// that unary/binary/compare/select/cast/dropout/copies and the per-element
+// optimizer updates share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_CODEGEN_EMITUTIL_H
+#define STEP_COMPILER_CODEGEN_EMITUTIL_H
+
+#include "compiler/codegen/CudaKernels.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace step::codegen::detail {
+
+enum class Elem { F32, F16, BF16, I32, I64, I1 };
+
+/// The element type of a ranked tensor type; throws rt::Error for anything
+/// else or for a dynamic shape (kernels bake shapes in).
+Elem elemOf(mlir::Type type);
+std::vector<int64_t> shapeOf(mlir::Value v);
+int64_t numelOf(mlir::Value v);
+
+const char *cType(Elem e);
+bool isFloat(Elem e);
+int elemBytes(Elem e);
+/// `expr` (of storage type e) widened to float; integers are converted.
+std::string toF(Elem e, const std::string &expr);
+/// A float `expr` rounded to nearest even into storage type e.
+std::string fromF(Elem e, const std::string &expr);
+/// A double `expr` rounded once into float storage type e.
+std::string fromD(Elem e, const std::string &expr);
+
+/// Exact literals: a float (round-trips, "f" suffix; inf/nan spelled with
+/// __int_as_float), a double, a signed and an unsigned 64-bit integer.
+std::string litF(double v);
+std::string litD(double v);
+std::string litI(int64_t v);
+std::string litU(uint64_t v);
+
+/// Replaces every `$NAME` ([A-Za-z_][A-Za-z0-9_]*) or `${NAME}` in `tmpl`
+/// by its value;
+/// an unknown name throws std::logic_error (an emitter bug).
+std::string subst(const std::string &tmpl,
+                  const std::vector<std::pair<std::string, std::string>> &vars);
+
+/// What a kernel's prelude declares.
+struct PreludeNeeds {
+  bool half = false, bf16 = false; ///< include cuda_fp16.h / cuda_bf16.h
+  bool vec = false;                ///< the aligned Vec<T, N> type
+  bool reduce = false;             ///< warp/block reductions, maxNaN
+  bool splitmix = false;           ///< splitmix64 (dropout)
+  void add(Elem e);
+};
+std::string prelude(const PreludeNeeds &needs);
+
+/// "int" when every index below `n` fits comfortably, else "long long".
+std::string idxType(int64_t n);
+/// Blocks for a grid-stride loop over `work` items with `block` threads:
+/// ceil(work / block), at least 1, at most kMaxGrid.
+int64_t gridFor(int64_t work, int64_t block);
+constexpr int64_t kMaxGrid = 4096;
+/// A block size for reducing `k` items: a multiple of 32 in [32, maxBlock].
+int64_t blockForRow(int64_t k, int64_t maxBlock = 256);
+
+/// The kernel's parameter list (operands "in<i>" const, then results
+/// "out<j>") and fills `ks.params` with the names in that order.
+std::string paramList(mlir::Operation *op, KernelSource &ks,
+                      PreludeNeeds &needs, bool restrict);
+/// `extern "C" __global__ void __launch_bounds__(block) name(params)`.
+std::string signature(const KernelSource &ks, const std::string &params);
+
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+/// Code that decomposes index variable `var` (destroyed) over `dims` (the
+/// last is fastest) and adds `coord * strides[d]` to `acc`; dims of size 1
+/// or stride 0 emit nothing. Declares nothing: `var` and `acc` exist.
+std::string decompose(const std::string &var, const std::string &acc,
+                      const std::vector<int64_t> &dims,
+                      const std::vector<int64_t> &strides);
+
+/// One elementwise kernel: operand k is per element unless `uniform[k]`
+/// (a rank-0 scalar the `pre` code reads once, e.g. the optimizer's step
+/// and lr). With `asFloat`, float values are loaded as `float a<k>` and
+/// float results `r<k>` are float, rounded on store; integers and i1 are
+/// always raw. `body` assigns every r<k> and may read `i` (the flat index,
+/// when `needsIndex`). Vectorized by 4 when n % 4 == 0 and every
+/// per-element type has at most 4 bytes.
+struct ElementwiseSpec {
+  std::vector<bool> uniform; ///< per operand; empty = none uniform
+  bool asFloat = true;
+  bool needsIndex = false;
+  std::string pre, body;
+  PreludeNeeds needs;
+};
+KernelSource emitElementwise(mlir::Operation *op, const std::string &name,
+                             const ElementwiseSpec &spec);
+
+} // namespace step::codegen::detail
+
+#endif // STEP_COMPILER_CODEGEN_EMITUTIL_H

@@ -1,0 +1,352 @@
+//===- NNKernels.cpp - cross_entropy(_grad), embedding_grad, attention ----===//
+//
+//  - cross_entropy: one block per row (max, sum of exp, loss), f32. For
+//    mean/sum, blocks keep per-block partials (rows in a fixed order) in a
+//    __device__ array and the last block to finish (atomic ticket) adds
+//    them in a fixed order: deterministic, no atomics on values.
+//  - cross_entropy_grad: one block per row, (softmax - onehot) * scale; for
+//    mean every block counts the non-ignored targets itself.
+//  - embedding_grad: deterministic gather-sum. One block per table row v
+//    scans the indices in chunks of 256, finds the positions equal to v with
+//    a warp ballot, and adds their gradient rows in increasing position
+//    order into f32 registers (each thread owns columns), rounding once.
+//    Cost: every block reads all indices (V * N index loads, from L2);
+//    no atomics, so the bits do not depend on scheduling.
+//  - attention: one block per query row; q in shared memory, one warp per
+//    key for the scores (lanes split D), a block softmax over the visible
+//    keys, then each thread owns output columns. Scores live in dynamic
+//    shared memory: sharedBytes = (Tk + D) * 4.
+// A target or index a kernel cannot use (outside its range) gives NaN
+// (cross_entropy, its gradient) or is skipped (embedding_grad): kernels
+// cannot report errors; the CPU backend does.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/Emitters.h"
+
+#include "dialects/step/StepOps.h"
+
+#include <cmath>
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+/// The part of a cross-entropy row kernel that computes max and sum of
+/// exp over row `row` of in0 ([N, C] logits) into `mx`, `sum`.
+static const char *kRowSoftmaxStats = R"(    const $T *x = in0 + row * $C;
+    float mx = $NEGINF;
+    for (int j = threadIdx.x; j < $C; j += blockDim.x)
+      mx = maxNaN(mx, $X);
+    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < $C; j += blockDim.x)
+      sum += expf($X - mx);
+    sum = blockReduce(sum, SumOp(), 0.0f, sh);
+)";
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
+                                     const std::string &name) {
+  std::vector<int64_t> s = shapeOf(op.getLogits());
+  int64_t n = s[0], c = s[1];
+  Elem e = elemOf(op.getLogits().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = blockForRow(c, 512);
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  bool none = op.getReduction() == ops::LossReduction::None;
+  bool mean = op.getReduction() == ops::LossReduction::Mean;
+  int64_t g = none ? std::min<int64_t>(std::max<int64_t>(n, 1), 65535)
+                   : std::min<int64_t>(std::max<int64_t>(n, 1), 1024);
+  ks.gridX = g;
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"T", cType(e)}, {"C", std::to_string(c)}, {"N", std::to_string(n)},
+      {"G", std::to_string(g)}, {"NAME", name},
+      {"IGN", litI(op.getIgnoreIndexOrDefault())},
+      {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
+      {"X", toF(e, "x[j]")},
+      {"RESULT", mean ? "total / (float)count" : "total"},
+      {"STORE", fromF(e, "loss")},
+      {"STORE_TOTAL", fromF(e, mean ? "total / (float)count" : "total")}};
+  std::string head = R"(  __shared__ float sh[32];
+  __shared__ int shi[32];
+  float part = 0.0f; // thread 0: this block's rows, in order
+  int counted = 0;
+  for (long long row = blockIdx.x; row < $N; row += gridDim.x) {
+    const long long t = (long long)in1[row];
+    if (t == $IGN) {
+)";
+  head += none ? "      if (threadIdx.x == 0) out0[row] = " +
+                     fromF(e, "0.0f") + ";\n      continue;\n    }\n"
+               : "      continue;\n    }\n";
+  head += kRowSoftmaxStats;
+  head += R"(    const float loss = (t < 0 || t >= $C) ? $NAN : mx + logf(sum) - $XT;
+)";
+  vars.push_back({"XT", toF(e, "x[t < 0 || t >= " + std::to_string(c) +
+                                   " ? 0 : t]")});
+  if (none) {
+    head += "    if (threadIdx.x == 0) out0[row] = $STORE;\n  }\n"
+            "  (void)part; (void)counted; (void)shi;\n";
+    ks.source = prelude(needs) + signature(ks, params) + " {\n" +
+                subst(head, vars) + "}\n";
+    return ks;
+  }
+  head += R"(    part += loss;
+    ++counted;
+  }
+  __shared__ bool amLast;
+  if (threadIdx.x == 0) {
+    ${NAME}_partial[blockIdx.x] = part;
+    ${NAME}_count[blockIdx.x] = counted;
+    __threadfence(); // the partials are visible before the ticket
+    amLast = atomicAdd(&${NAME}_ticket, 1u) == $G - 1;
+  }
+  __syncthreads();
+  if (!amLast)
+    return;
+  __threadfence();
+  // Each thread adds a fixed set of partials, then a fixed tree: the same
+  // bits every launch.
+  float total = 0.0f;
+  int count = 0;
+  for (int b = threadIdx.x; b < $G; b += blockDim.x) {
+    total += ((volatile float *)${NAME}_partial)[b];
+    count += ((volatile int *)${NAME}_count)[b];
+  }
+  total = blockReduce(total, SumOp(), 0.0f, sh);
+  count = blockReduce(count, SumOp(), 0, shi);
+  if (threadIdx.x == 0) {
+    out0[0] = $STORE_TOTAL; // mean over no rows: 0/0 = NaN, as PyTorch
+    ${NAME}_ticket = 0; // ready for the next launch
+  }
+)";
+  ks.source = prelude(needs) +
+              subst("__device__ float ${NAME}_partial[$G];\n"
+                    "__device__ int ${NAME}_count[$G];\n"
+                    "__device__ unsigned int ${NAME}_ticket;\n",
+                    vars) +
+              signature(ks, params) + " {\n" + subst(head, vars) + "}\n";
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.cross_entropy_grad
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
+                                         const std::string &name) {
+  std::vector<int64_t> s = shapeOf(op.getLogits());
+  int64_t n = s[0], c = s[1];
+  Elem e = elemOf(op.getLogits().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = blockForRow(c, 512);
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(n, 1), 65535);
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  auto red = op.getReduction();
+  std::string scale =
+      red == ops::LossReduction::None ? toF(e, "in2[row]") : toF(e, "in2[0]");
+  if (red == ops::LossReduction::Mean)
+    scale += " / (float)count";
+  std::string body = R"(  __shared__ float sh[32];
+  __shared__ int shi[32];
+  int count = 0;
+)";
+  if (red == ops::LossReduction::Mean)
+    body += R"(  for (long long r = threadIdx.x; r < $N; r += blockDim.x)
+    count += (long long)in1[r] != $IGN;
+  count = blockReduce(count, SumOp(), 0, shi);
+)";
+  body += R"(  for (long long row = blockIdx.x; row < $N; row += gridDim.x) {
+    const long long t = (long long)in1[row];
+    if (t == $IGN) { // ignored rows are exactly zero
+      for (int j = threadIdx.x; j < $C; j += blockDim.x)
+        out0[row * $C + j] = $ZERO;
+      continue;
+    }
+)";
+  body += kRowSoftmaxStats;
+  body += R"(    const float s = $SCALE;
+    const bool bad = t < 0 || t >= $C;
+    for (int j = threadIdx.x; j < $C; j += blockDim.x) {
+      const float p = bad ? $NAN : expf($X - mx) / sum - (j == t ? 1.0f : 0.0f);
+      out0[row * $C + j] = $STORE;
+    }
+  }
+  (void)count;
+  (void)shi;
+}
+)";
+  ks.source =
+      prelude(needs) + signature(ks, params) + " {\n" +
+      subst(body, {{"T", cType(e)}, {"C", std::to_string(c)},
+                   {"N", std::to_string(n)},
+                   {"IGN", litI(op.getIgnoreIndexOrDefault())},
+                   {"NEGINF", litF(-INFINITY)},
+                   {"NAN", "__int_as_float(0x7fc00000)"},
+                   {"X", toF(e, "x[j]")}, {"SCALE", scale},
+                   {"ZERO", fromF(e, "0.0f")}, {"STORE", fromF(e, "p * s")}});
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.embedding_grad
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
+                                      const std::string &name) {
+  int64_t n = numelOf(op.getIndices());
+  int64_t v = op.getNumEmbeddings();
+  int64_t dimD = shapeOf(op.getGrad()).back();
+  Elem e = elemOf(op.getGrad().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  ks.gridX = std::min<int64_t>(v, 65535);
+  PreludeNeeds needs;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  int64_t cols = std::max<int64_t>(1, (dimD + 255) / 256);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ unsigned int hits[8]; // one ballot per warp
+  for (long long v = blockIdx.x; v < $V; v += gridDim.x) {
+    float acc[$COLS];
+#pragma unroll
+    for (int q = 0; q < $COLS; ++q)
+      acc[q] = 0.0f;
+    for (long long c = 0; c < $N; c += 256) {
+      const long long p = c + threadIdx.x;
+      const bool hit = p < $N && (long long)in0[p] == v;
+      const unsigned int m = __ballot_sync(0xffffffffu, hit);
+      if ((threadIdx.x & 31) == 0)
+        hits[threadIdx.x >> 5] = m;
+      __syncthreads();
+      for (int w = 0; w < 8; ++w) { // positions in increasing order
+        unsigned int bits = hits[w];
+        while (bits) {
+          const long long pos = c + w * 32 + (__ffs(bits) - 1);
+          bits &= bits - 1;
+#pragma unroll
+          for (int q = 0; q < $COLS; ++q) {
+            const int j = threadIdx.x + q * 256;
+            if (j < $D)
+              acc[q] += $G;
+          }
+        }
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int q = 0; q < $COLS; ++q) {
+      const int j = threadIdx.x + q * 256;
+      if (j < $D)
+        out0[v * $D + j] = $STORE;
+    }
+  }
+}
+)",
+      {{"V", std::to_string(v)}, {"N", std::to_string(n)},
+       {"D", std::to_string(dimD)}, {"COLS", std::to_string(cols)},
+       {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
+       {"STORE", fromF(e, "acc[q]")}});
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitAttention(ops::AttentionOp op,
+                                  const std::string &name) {
+  std::vector<int64_t> qs = shapeOf(op.getQuery());
+  std::vector<int64_t> vs = shapeOf(op.getValue());
+  size_t r = qs.size();
+  int64_t tq = qs[r - 2], d = qs[r - 1];
+  int64_t tk = shapeOf(op.getKey())[r - 2], dv = vs[r - 1];
+  int64_t rows = numelOf(op.getQuery()) / std::max<int64_t>(d, 1);
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt(static_cast<double>(d));
+  Elem e = elemOf(op.getQuery().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 128;
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  ks.sharedBytes = (tk + d) * 4;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *qrow = smem, *p = smem + $D; // q row, then one score per key
+  __shared__ float sh[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
+    const long long b = row / $TQ;
+    const int i = (int)(row - b * $TQ);
+    const $T *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV;
+    __syncthreads(); // the previous row is done with qrow and p
+    for (int c = threadIdx.x; c < $D; c += blockDim.x)
+      qrow[c] = $Q;
+    __syncthreads();
+    // Causal (top-left): key j is visible to query i iff j <= i.
+    const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+    for (int j = warp; j < visible; j += blockDim.x >> 5) {
+      float s = 0.0f;
+      for (int c = lane; c < $D; c += 32)
+        s += qrow[c] * $K;
+      s = warpReduce(s, SumOp());
+      if (lane == 0)
+        p[j] = s * $SCALE;
+    }
+    __syncthreads();
+    float mx = $NEGINF;
+    for (int j = threadIdx.x; j < visible; j += blockDim.x)
+      mx = maxNaN(mx, p[j]);
+    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < visible; j += blockDim.x) {
+      const float w = expf(p[j] - mx);
+      p[j] = w;
+      sum += w;
+    }
+    sum = blockReduce(sum, SumOp(), 0.0f, sh); // also publishes p
+    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
+      float acc = 0.0f;
+      for (int j = 0; j < visible; ++j)
+        acc += p[j] * $V;
+      out0[row * $DV + c] = $STORE;
+    }
+  }
+}
+)",
+      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
+       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
+       {"ROWS", std::to_string(rows)}, {"T", cType(e)},
+       {"CAUSAL", op.getCausal() ? "true" : "false"},
+       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
+       {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
+       {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
+       {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
+       {"STORE", fromF(e, "acc / sum")}});
+  return ks;
+}
+
+std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
+                                         const std::string &name) {
+  if (auto c = mlir::dyn_cast<ops::CrossEntropyOp>(op))
+    return emitCrossEntropy(c, name);
+  if (auto c = mlir::dyn_cast<ops::CrossEntropyGradOp>(op))
+    return emitCrossEntropyGrad(c, name);
+  if (auto g = mlir::dyn_cast<ops::EmbeddingGradOp>(op))
+    return emitEmbeddingGrad(g, name);
+  if (auto a = mlir::dyn_cast<ops::AttentionOp>(op))
+    return emitAttention(a, name);
+  return std::nullopt;
+}
+
+} // namespace step::codegen::detail

@@ -1,0 +1,76 @@
+//===- Nvrtc.h - NVRTC driver and on-disk kernel cache ----------*- C++ -*-===//
+//
+// Compiles a batch of KernelSources with NVRTC: a cubin per requested
+// architecture (default sm_80 and sm_90) and PTX for one virtual
+// architecture (default compute_80) that the driver can JIT on newer GPUs.
+// No GPU is needed. Jobs (kernel x target) run in parallel on
+// std::threads; identical sources in one batch are compiled once.
+//
+// Cache: one file per (source, target) in `cacheDir` (default
+// $XDG_CACHE_HOME/stepjit, else ~/.cache/stepjit), named by the SHA-256 of
+// a format tag, the NVRTC version (nvrtcVersion), the target, the options
+// that change code and the source; written to a temporary file and renamed,
+// so readers never see a partial file and concurrent writers are harmless.
+//
+// A compile error throws rt::Error whose message names a file (under
+// <cacheDir>/errors/) holding the source followed by the NVRTC log.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_CODEGEN_NVRTC_H
+#define STEP_COMPILER_CODEGEN_NVRTC_H
+
+#include "compiler/codegen/CudaKernels.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace step::codegen {
+
+struct NvrtcOptions {
+  /// Real architectures to build a cubin for.
+  std::vector<std::string> archs = {"sm_80", "sm_90"};
+  /// Virtual architecture of the PTX fallback; empty: no PTX.
+  std::string ptxArch = "compute_80";
+  /// Empty: defaultCacheDir().
+  std::string cacheDir;
+  /// Compile threads; 0: std::thread::hardware_concurrency().
+  unsigned threads = 0;
+  /// Where cuda_fp16.h and cuda_bf16.h are; empty: $STEPJIT_CUDA_INCLUDE,
+  /// else the toolkit's include dir found when StepJIT was built.
+  std::string includeDir;
+};
+
+struct CompiledKernel {
+  std::string name;
+  std::map<std::string, std::string> cubin; ///< arch ("sm_80") -> ELF bytes
+  std::string ptx;                          ///< empty when not requested
+};
+
+struct CompileStats {
+  int64_t compiled = 0;  ///< (kernel, target) pairs NVRTC compiled
+  int64_t cacheHits = 0; ///< pairs read from the cache
+  double seconds = 0;    ///< wall time of compileKernels
+};
+
+/// $XDG_CACHE_HOME/stepjit, else $HOME/.cache/stepjit.
+std::string defaultCacheDir();
+
+/// "major.minor" of the linked NVRTC.
+std::string nvrtcVersionString();
+
+/// The cache key (hex SHA-256) of `source` compiled for `target` ("sm_90",
+/// "compute_80").
+std::string cacheKey(const std::string &source, const std::string &target);
+
+/// Compiles every kernel for every target, in the order given. Throws
+/// rt::Error on the first failure (after all jobs stopped).
+std::vector<CompiledKernel>
+compileKernels(const std::vector<KernelSource> &kernels,
+               const NvrtcOptions &options = {},
+               CompileStats *stats = nullptr);
+
+} // namespace step::codegen
+
+#endif // STEP_COMPILER_CODEGEN_NVRTC_H

@@ -1,0 +1,341 @@
+//===- ReduceKernels.cpp - reduce_*, softmax, log_softmax, layer_norm -----===//
+//
+// Reductions accumulate in f32 (wrapping unsigned integers for integer sums)
+// and combine partial results with warp shuffles (`blockReduce`, a fixed
+// tree: the result does not depend on timing). Three shapes of work:
+//  - row:    the innermost input dim is reduced; one block per output
+//            element (grid-stride over outputs), threads stride over the
+//            reduced elements, so reads are coalesced;
+//  - split:  row case with few outputs (<= 64) and many inputs (>= 65536,
+//            e.g. the global gradient norm): S blocks per output each reduce
+//            a chunk, write a partial to a __device__ array, and the last
+//            block to finish (an atomic ticket per output) combines the S
+//            partials in a fixed order and resets its ticket: still
+//            deterministic, without scratch buffers from the runtime (so a
+//            kernel must not run concurrently with itself);
+//  - column: the innermost dim is kept (a bias gradient sums over rows);
+//            32 outputs x 8 reduction lanes per block, adjacent threads
+//            reading adjacent outputs, lanes combined in shared memory.
+// softmax, log_softmax and layer_norm are row kernels: one block per row,
+// passes over the row for the max / mean, the sum / variance and the output.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/Emitters.h"
+
+#include "dialects/step/StepOps.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+namespace {
+/// Index dims with their input strides; adjacent dims that are contiguous
+/// in memory are merged, so a trailing block of dims decomposes as one.
+struct DimList {
+  std::vector<int64_t> dims, strides;
+  void add(int64_t dim, int64_t stride) {
+    if (dim == 1)
+      return;
+    if (!dims.empty() && strides.back() == dim * stride) {
+      dims.back() *= dim;
+      strides.back() = stride;
+      return;
+    }
+    dims.push_back(dim);
+    strides.push_back(stride);
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+  std::string offset(const std::string &var, const std::string &acc) const {
+    return decompose(var, acc, dims, strides);
+  }
+};
+
+enum class Kind { Sum, Max, Mean };
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// step.reduce_sum, step.reduce_max, step.reduce_mean
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
+                               Kind kind, llvm::ArrayRef<int64_t> reducedDims) {
+  std::vector<int64_t> in = shapeOf(op->getOperand(0));
+  std::vector<int64_t> strides = stridesOf(in);
+  std::vector<bool> reduced(in.size(), false);
+  for (int64_t d : reducedDims)
+    reduced[d] = true;
+  DimList kept, red;
+  for (size_t d = 0; d < in.size(); ++d)
+    (reduced[d] ? red : kept).add(in[d], strides[d]);
+  int64_t m = kept.count(), k = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (reduced[d])
+      k *= in[d];
+  if (k == 1)
+    return emitCopy(op, name); // nothing to combine: same values
+
+  Elem e = elemOf(op->getOperand(0).getType());
+  std::string acc, ident, opName, load = "in0[off]";
+  if (isFloat(e)) {
+    acc = "float";
+    load = toF(e, load);
+    ident = kind == Kind::Max ? litF(-INFINITY) : "0.0f";
+    opName = kind == Kind::Max ? "MaxNaNOp()" : "SumOp()";
+  } else if (e == Elem::I1) { // max of i1 is any()
+    acc = "int", ident = "0", opName = "MaxOp()";
+    load = "(int)" + load;
+  } else {
+    bool wide = e == Elem::I64;
+    if (kind == Kind::Sum) { // wraps, as the elementwise add
+      acc = wide ? "unsigned long long" : "unsigned int";
+      ident = "0", opName = "SumOp()";
+      load = "(" + acc + ")" + load;
+    } else {
+      acc = cType(e), opName = "MaxOp()";
+      ident = wide ? litI(INT64_MIN) : "(-2147483647 - 1)";
+    }
+  }
+  std::string result = "acc";
+  if (kind == Kind::Mean)
+    result = "acc / " + litF(static_cast<double>(k)); // 0/0 = NaN when empty
+  Elem outE = elemOf(op->getResult(0).getType());
+  std::string store = isFloat(outE) ? fromF(outE, result)
+                                    : "(" + std::string(cType(outE)) + ")" +
+                                          result;
+
+  KernelSource ks;
+  ks.name = name;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  bool innermostReduced = !in.empty() && reduced.back() && in.back() != 1;
+  bool split = innermostReduced && m <= 64 && k >= 65536;
+  int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
+  ks.blockX = innermostReduced ? blockForRow(split ? k / splits : k) : 256;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string I = idxType(std::max(m, k) + 1);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"ACC", acc}, {"IDENT", ident}, {"OP", opName}, {"LOAD", load},
+      {"STORE", store}, {"I", I}, {"M", std::to_string(m)},
+      {"K", std::to_string(k)}, {"NAME", name},
+      {"S", std::to_string(splits)},
+      {"CHUNK", std::to_string((k + splits - 1) / splits)},
+      {"OFFO", kept.offset("r", "base")}, {"OFFK", red.offset("r", "off")}};
+  std::string body;
+  if (split) {
+    ks.gridX = m * splits;
+    body = R"(  __shared__ $ACC sh[32];
+  __shared__ bool amLast;
+  const $I o = blockIdx.x / $S, s = blockIdx.x % $S;
+  long long base = 0;
+  { $I r = o;
+$OFFO    (void)r;
+  }
+  $ACC acc = $IDENT;
+  const $I end = (s + 1) * $CHUNK < $K ? (s + 1) * $CHUNK : $K;
+  for ($I kk = s * $CHUNK + threadIdx.x; kk < end; kk += blockDim.x) {
+    long long off = base;
+    $I r = kk;
+$OFFK    (void)r;
+    acc = $OP(acc, $LOAD);
+  }
+  acc = blockReduce(acc, $OP, ($ACC)($IDENT), sh);
+  if (threadIdx.x == 0) {
+    ${NAME}_partial[o * $S + s] = acc;
+    __threadfence(); // the partial is visible before the ticket
+    amLast = atomicAdd(&${NAME}_ticket[o], 1u) == $S - 1;
+  }
+  __syncthreads();
+  if (amLast) { // combine the partials in a fixed order
+    __threadfence();
+    acc = threadIdx.x < $S ? ((volatile $ACC *)${NAME}_partial)[o * $S + threadIdx.x] : $IDENT;
+    acc = blockReduce(acc, $OP, ($ACC)($IDENT), sh);
+    if (threadIdx.x == 0) {
+      out0[o] = $STORE;
+      ${NAME}_ticket[o] = 0; // ready for the next launch
+    }
+  }
+)";
+    ks.source = prelude(needs) +
+                subst("__device__ $ACC ${NAME}_partial[$M * $S];\n"
+                      "__device__ unsigned int ${NAME}_ticket[$M];\n",
+                      vars);
+  } else if (innermostReduced) {
+    ks.gridX = std::min<int64_t>(std::max<int64_t>(m, 1), 65535);
+    body = R"(  __shared__ $ACC sh[32];
+  for ($I o = blockIdx.x; o < $M; o += gridDim.x) {
+    long long base = 0;
+    { $I r = o;
+$OFFO      (void)r;
+    }
+    $ACC acc = $IDENT;
+    for ($I kk = threadIdx.x; kk < $K; kk += blockDim.x) {
+      long long off = base;
+      $I r = kk;
+$OFFK      (void)r;
+      acc = $OP(acc, $LOAD);
+    }
+    acc = blockReduce(acc, $OP, ($ACC)($IDENT), sh);
+    if (threadIdx.x == 0)
+      out0[o] = $STORE;
+  }
+)";
+    ks.source = prelude(needs);
+  } else {
+    ks.gridX = gridFor(m, 32);
+    body = R"(  __shared__ $ACC sh[8][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for ($I t = blockIdx.x; t < ($M + 31) / 32; t += gridDim.x) {
+    const $I o = t * 32 + tx;
+    $ACC acc = $IDENT;
+    if (o < $M) {
+      long long base = 0;
+      { $I r = o;
+$OFFO        (void)r;
+      }
+      for ($I kk = ty; kk < $K; kk += 8) {
+        long long off = base;
+        $I r = kk;
+$OFFK        (void)r;
+        acc = $OP(acc, $LOAD);
+      }
+    }
+    sh[ty][tx] = acc;
+    __syncthreads();
+    if (ty == 0) {
+      for (int y = 1; y < 8; ++y)
+        acc = $OP(acc, sh[y][tx]);
+      if (o < $M)
+        out0[o] = $STORE;
+    }
+    __syncthreads();
+  }
+)";
+    ks.source = prelude(needs);
+  }
+  ks.source += signature(ks, params) + " {\n" + subst(body, vars) + "}\n";
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.softmax, step.log_softmax
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
+                                int64_t dim, bool log) {
+  std::vector<int64_t> s = shapeOf(op->getOperand(0));
+  int64_t outer = 1, inner = 1, size = s[dim];
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= s[d];
+  for (size_t d = dim + 1; d < s.size(); ++d)
+    inner *= s[d];
+  int64_t rows = outer * inner;
+  Elem e = elemOf(op->getOperand(0).getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = blockForRow(size, 512);
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string out = log ? "x - mx - lse" : "expf(x - mx) / sum";
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
+  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
+    const long long base = (row / $INNER) * $SIZE * $INNER + row % $INNER;
+    // The max first keeps expf from overflowing; a NaN in the row gives NaN.
+    float mx = $NEGINF;
+    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x)
+      mx = maxNaN(mx, $LOAD);
+    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x)
+      sum += expf($LOAD - mx);
+    sum = blockReduce(sum, SumOp(), 0.0f, sh);
+    const float lse = logf(sum);
+    (void)lse;
+    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x) {
+      const float x = $LOAD;
+      out0[base + (long long)j * $INNER] = $STORE;
+    }
+  }
+}
+)",
+      {{"ROWS", std::to_string(rows)}, {"INNER", std::to_string(inner)},
+       {"SIZE", std::to_string(size)}, {"NEGINF", litF(-INFINITY)},
+       {"LOAD", toF(e, "in0[base + (long long)j * " + std::to_string(inner) +
+                           "]")},
+       {"STORE", fromF(e, out)}});
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.layer_norm
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitLayerNorm(ops::LayerNormOp op,
+                                  const std::string &name) {
+  int64_t group = numelOf(op.getWeight());
+  int64_t rows = group ? numelOf(op.getOperand()) / group : 0;
+  Elem e = elemOf(op.getOperand().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = blockForRow(group, 512);
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
+  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
+    const $T *x = in0 + row * $G;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < $G; j += blockDim.x)
+      s += $X;
+    const float mean = blockReduce(s, SumOp(), 0.0f, sh) / $GF;
+    // Two passes (mean, then squared deviations), as the CPU reference:
+    // no cancellation from E[x^2] - E[x]^2. Biased variance.
+    float q = 0.0f;
+    for (int j = threadIdx.x; j < $G; j += blockDim.x) {
+      const float d = $X - mean;
+      q += d * d;
+    }
+    const float var = blockReduce(q, SumOp(), 0.0f, sh) / $GF;
+    const float rstd = 1.0f / sqrtf(var + $EPS);
+    for (int j = threadIdx.x; j < $G; j += blockDim.x)
+      out0[row * $G + j] = $STORE;
+  }
+}
+)",
+      {{"ROWS", std::to_string(rows)}, {"G", std::to_string(group)},
+       {"GF", litF(static_cast<double>(group))}, {"T", cType(e)},
+       {"X", toF(e, "x[j]")},
+       {"EPS", litF(op.getEpsilon().convertToDouble())},
+       {"STORE", fromF(e, "(" + toF(e, "x[j]") + " - mean) * rstd * " +
+                              toF(e, "in1[j]") + " + " + toF(e, "in2[j]"))}});
+  return ks;
+}
+
+std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
+                                             const std::string &name) {
+  if (auto r = mlir::dyn_cast<ops::ReduceSumOp>(op))
+    return emitReduce(op, name, Kind::Sum, r.getDims());
+  if (auto r = mlir::dyn_cast<ops::ReduceMaxOp>(op))
+    return emitReduce(op, name, Kind::Max, r.getDims());
+  if (auto r = mlir::dyn_cast<ops::ReduceMeanOp>(op))
+    return emitReduce(op, name, Kind::Mean, r.getDims());
+  if (auto s = mlir::dyn_cast<ops::SoftmaxOp>(op))
+    return emitSoftmax(op, name, s.getDimension(), /*log=*/false);
+  if (auto s = mlir::dyn_cast<ops::LogSoftmaxOp>(op))
+    return emitSoftmax(op, name, s.getDimension(), /*log=*/true);
+  if (auto l = mlir::dyn_cast<ops::LayerNormOp>(op))
+    return emitLayerNorm(l, name);
+  return std::nullopt;
+}
+
+} // namespace step::codegen::detail

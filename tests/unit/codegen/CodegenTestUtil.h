@@ -1,0 +1,57 @@
+//===- CodegenTestUtil.h - Parsing IR for the codegen tests -----*- C++ -*-===//
+#ifndef STEP_TESTS_UNIT_CODEGEN_CODEGENTESTUTIL_H
+#define STEP_TESTS_UNIT_CODEGEN_CODEGENTESTUTIL_H
+
+#include "compiler/codegen/CudaKernels.h"
+#include "dialects/step/StepOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace step::codegen::test {
+
+/// A parsed module that keeps its context alive.
+struct Parsed {
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+
+  mlir::func::FuncOp func(const std::string &name = "f") {
+    return module->lookupSymbol<mlir::func::FuncOp>(name);
+  }
+};
+
+inline Parsed parse(const std::string &text) {
+  Parsed p;
+  p.ctx = std::make_unique<mlir::MLIRContext>();
+  p.ctx->loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  p.module = mlir::parseSourceString<mlir::ModuleOp>(text, p.ctx.get());
+  EXPECT_TRUE(p.module) << "does not parse:\n" << text;
+  return p;
+}
+
+/// The kernel of the first op of @f in `text` (a module with one func @f).
+inline KernelSource firstKernel(const std::string &text,
+                                const std::string &name = "k") {
+  Parsed p = parse(text);
+  if (!p.module)
+    return {};
+  mlir::Operation &op = p.func().getBody().front().front();
+  auto ks = emitKernel(&op, name);
+  EXPECT_TRUE(ks.has_value()) << "no kernel for " << text;
+  return ks ? *ks : KernelSource{};
+}
+
+inline bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace step::codegen::test
+
+#endif // STEP_TESTS_UNIT_CODEGEN_CODEGENTESTUTIL_H
