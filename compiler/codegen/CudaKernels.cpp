@@ -51,6 +51,7 @@ std::vector<KernelSource> emitFunctionKernels(mlir::func::FuncOp func) {
     for (size_t at; (at = ks->source.find(placeholder)) != std::string::npos;)
       ks->source.replace(at, placeholder.size(), name);
     ks->name = name;
+    ks->op = &op;
     kernels.push_back(std::move(*ks));
   }
   return kernels;

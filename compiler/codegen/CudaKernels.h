@@ -41,6 +41,8 @@ struct KernelSource {
   int64_t sharedBytes = 0; ///< dynamic shared memory per block
   /// Pointer parameters in order: "in0", ..., "out0", ...
   std::vector<std::string> params;
+  /// The op it was emitted for (set by emitFunctionKernels).
+  mlir::Operation *op = nullptr;
 };
 
 /// The kernel of `op`, named `name` (a C identifier), or std::nullopt for

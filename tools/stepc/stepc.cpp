@@ -14,6 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#ifdef STEP_HAVE_CODEGEN
+#include "compiler/codegen/ArtifactKernels.h"
+#endif
 #include "compiler/pipeline/PlanBuilder.h"
 #include "compiler/pipeline/Train.h"
 #include "dialects/step/StepOps.h"
@@ -32,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 
@@ -42,6 +46,8 @@ struct Options {
   std::string optimizer = "adamw", schedule = "constant";
   double clip = 0;
   int64_t gradAccum = 1;
+  std::string arch = "sm_80,sm_90";
+  bool noKernels = false;
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -95,6 +101,11 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--report", o.report, "write what each pass did as JSON");
+  app.add_option("--arch", o.arch,
+                 "GPU architectures of the cubins (PTX for compute_80 too)")
+      ->capture_default_str();
+  app.add_flag("--no-kernels", o.noKernels,
+               "artifact without CUDA kernels (runs on the CPU backend only)");
   CLI11_PARSE(app, argc, argv);
 
   if (o.emit.empty())
@@ -162,6 +173,33 @@ int main(int argc, char **argv) {
     artifact.meta = {{"stepc_options", reportJson(o, {}, 0)},
                      {"source_hash", sourceHash},
                      {"arena_bytes", artifact.plan.arenaBytes}};
+#ifdef STEP_HAVE_CODEGEN
+    if (!o.noKernels) {
+      step::codegen::NvrtcOptions nvrtc;
+      nvrtc.archs.clear();
+      std::stringstream archs(o.arch);
+      for (std::string a; std::getline(archs, a, ',');)
+        nvrtc.archs.push_back(a);
+      step::codegen::CompileStats stats;
+      try {
+        stats = step::codegen::addKernels(
+            artifact, module->lookupSymbol<mlir::func::FuncOp>(func), nvrtc);
+      } catch (const std::exception &e) {
+        std::cerr << "stepc: error: " << e.what() << "\n";
+        return 1;
+      }
+      step::PassRecord r;
+      r.pass = "codegen";
+      r.counts["kernels"] =
+          static_cast<int64_t>(artifact.meta["kernels"].size());
+      r.counts["nvrtc_compiles"] = stats.compiled;
+      r.counts["cache_hits"] = stats.cacheHits;
+      records.push_back(r);
+    }
+#else
+    artifact.meta["kernels"] = nlohmann::json::object();
+    artifact.meta["note"] = "built without the CUDA toolkit: no kernels";
+#endif
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
