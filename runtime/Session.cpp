@@ -1,0 +1,251 @@
+//===- Session.cpp - The host API: load an artifact, run steps ------------===//
+//
+// Only the CPU reference backend exists in this build; Backend::Cuda is
+// refused with a message saying so rather than falling back silently, so a
+// user who asked for the GPU never mistakes CPU timings for GPU ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Session.h"
+
+#include "runtime/Npy.h"
+#include "runtime/cpu/Executor.h"
+
+#include <filesystem>
+
+namespace step {
+namespace fs = std::filesystem;
+using rt::BufferDesc;
+using rt::BufferKind;
+using rt::Error;
+using rt::HostTensor;
+
+const char *backendName(Backend b) {
+  switch (b) {
+  case Backend::Auto: return "auto";
+  case Backend::Cpu: return "cpu";
+  case Backend::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+Backend backendFromName(const std::string &name) {
+  for (Backend b : {Backend::Auto, Backend::Cpu, Backend::Cuda})
+    if (name == backendName(b))
+      return b;
+  throw Error("unknown backend '" + name + "' (expected auto, cpu or cuda)");
+}
+
+namespace {
+std::string typeStr(rt::DType t, const rt::Shape &s) {
+  return std::string(rt::dtypeName(t)) + " " + rt::shapeToString(s);
+}
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+Backend resolveBackend(Backend requested) {
+  if (requested == Backend::Cuda)
+    throw Error("the CUDA backend is not available in this build (no CUDA "
+                "device support compiled in); use --backend=cpu");
+  return Backend::Cpu;
+}
+} // namespace
+
+Session::Session(const std::string &artifactPath, SessionOptions options)
+    : backend_(resolveBackend(options.backend)) {
+  artifact_ = rt::readArtifact(artifactPath);
+  init();
+}
+
+Session::Session(rt::Artifact artifact, SessionOptions options)
+    : artifact_(std::move(artifact)),
+      backend_(resolveBackend(options.backend)) {
+  artifact_.plan.validate();
+  init();
+}
+
+void Session::init() {
+  const rt::Plan &plan = artifact_.plan;
+  for (size_t i = 0; i < plan.arguments.size(); ++i) {
+    const BufferDesc &b = plan.buffers.at(plan.arguments[i]);
+    std::vector<std::string> *names = nullptr;
+    switch (b.kind) {
+    case BufferKind::Param: names = &params_; break;
+    case BufferKind::State: names = &state_; break;
+    case BufferKind::Input: names = &inputs_; break;
+    default:
+      throw Error("plan '" + plan.function + "': argument " +
+                  std::to_string(i) + " ('" + b.name + "') is a " +
+                  rt::bufferKindName(b.kind) +
+                  " buffer; step arguments are params, state or inputs");
+    }
+    if (!argumentIds_.emplace(b.name, plan.arguments[i]).second)
+      throw Error("plan '" + plan.function + "': two arguments are named '" +
+                  b.name + "'");
+    names->push_back(b.name);
+    if (b.kind == BufferKind::State)
+      values_[b.name] = HostTensor(b.dtype, b.shape);
+  }
+  if (plan.results.empty())
+    throw Error("plan '" + plan.function +
+                "' has no results; a training step returns its loss first");
+  // A result named after a param or state replaces it, so it must fit it.
+  for (size_t i = 1; i < plan.results.size() && i < plan.resultNames.size();
+       ++i) {
+    auto it = argumentIds_.find(plan.resultNames[i]);
+    if (it == argumentIds_.end())
+      continue;
+    const BufferDesc &arg = plan.buffers.at(it->second);
+    const BufferDesc &res = plan.buffers.at(plan.results[i]);
+    if (arg.kind == BufferKind::Input)
+      throw Error("plan '" + plan.function + "': result " + std::to_string(i) +
+                  " is named after input '" + arg.name + "'");
+    if (arg.dtype != res.dtype || arg.shape != res.shape)
+      throw Error("plan '" + plan.function + "': result " + std::to_string(i) +
+                  " ('" + arg.name + "') is " + typeStr(res.dtype, res.shape) +
+                  " but the " + rt::bufferKindName(arg.kind) + " it replaces is " +
+                  typeStr(arg.dtype, arg.shape));
+  }
+}
+
+const BufferDesc &Session::argumentBuffer(const std::string &name) const {
+  auto it = argumentIds_.find(name);
+  if (it == argumentIds_.end())
+    throw Error("'" + name + "' is not an argument of the step (params: " +
+                joined(params_) + "; state: " + joined(state_) +
+                "; inputs: " + joined(inputs_) + ")");
+  return artifact_.plan.buffers[it->second];
+}
+
+void Session::checkMatches(const std::string &what, const std::string &name,
+                           const HostTensor &t) const {
+  const BufferDesc &b = argumentBuffer(name);
+  if (t.dtype() != b.dtype || t.shape() != b.shape)
+    throw Error(what + ": " + rt::bufferKindName(b.kind) + " '" + name +
+                "' expects " + typeStr(b.dtype, b.shape) + ", found " +
+                typeStr(t.dtype(), t.shape()));
+}
+
+void Session::load_params(const std::string &dir) {
+  if (!fs::is_directory(dir))
+    throw Error("load_params: '" + dir + "' is not a folder");
+  std::map<std::string, HostTensor> loaded;
+  auto load = [&](const std::string &name, bool required) {
+    std::string path = (fs::path(dir) / (name + ".npy")).string();
+    if (!fs::exists(path)) {
+      if (required)
+        throw Error("load_params: missing param '" + name + "': " + path +
+                    " does not exist");
+      const BufferDesc &b = argumentBuffer(name);
+      loaded[name] = HostTensor(b.dtype, b.shape);
+      return;
+    }
+    HostTensor t = rt::readNpy(path);
+    checkMatches("load_params: " + path, name, t);
+    loaded[name] = std::move(t);
+  };
+  for (const std::string &name : params_)
+    load(name, true);
+  for (const std::string &name : state_)
+    load(name, false);
+  for (auto &[name, t] : loaded)
+    values_[name] = std::move(t);
+}
+
+void Session::save_params(const std::string &dir) const {
+  for (const std::string &name : params_)
+    if (!values_.count(name))
+      throw Error("save_params: param '" + name +
+                  "' has no value (call load_params or set first)");
+  fs::create_directories(dir);
+  auto save = [&](const std::string &name) {
+    fs::path path = fs::path(dir) / (name + ".npy");
+    // Names like "layer0/w" become subfolders.
+    fs::create_directories(path.parent_path());
+    rt::writeNpy(path.string(), values_.at(name));
+  };
+  for (const std::string &name : params_)
+    save(name);
+  for (const std::string &name : state_)
+    save(name);
+}
+
+double Session::step(const std::map<std::string, HostTensor> &batch) {
+  const rt::Plan &plan = artifact_.plan;
+  for (const auto &[name, t] : batch) {
+    auto it = argumentIds_.find(name);
+    if (it == argumentIds_.end() ||
+        plan.buffers[it->second].kind != BufferKind::Input)
+      throw Error("step: the batch has '" + name +
+                  "', which is not an input of the step (inputs: " +
+                  joined(inputs_) + ")");
+  }
+  std::vector<const HostTensor *> args;
+  for (int64_t id : plan.arguments) {
+    const BufferDesc &b = plan.buffers[id];
+    if (b.kind == BufferKind::Input) {
+      auto it = batch.find(b.name);
+      if (it == batch.end())
+        throw Error("step: the batch has no input '" + b.name + "' (inputs: " +
+                    joined(inputs_) + ")");
+      checkMatches("step", b.name, it->second);
+      args.push_back(&it->second);
+      continue;
+    }
+    auto it = values_.find(b.name);
+    if (it == values_.end())
+      throw Error("step: param '" + b.name +
+                  "' has no value (call load_params or set first)");
+    args.push_back(&it->second);
+  }
+
+  std::vector<HostTensor> results = rt::cpu::execute(artifact_, args);
+
+  const HostTensor &loss = results[0];
+  if (loss.numel() != 1)
+    throw Error("step: result 0 (the loss) has shape " +
+                rt::shapeToString(loss.shape()) + "; expected one element");
+  double value = loss.getAsDouble(0);
+  // Nothing below throws: commit.
+  std::map<std::string, HostTensor> outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::string name = i < plan.resultNames.size() && !plan.resultNames[i].empty()
+                           ? plan.resultNames[i]
+                           : "result" + std::to_string(i);
+    auto it = values_.find(name);
+    if (i > 0 && it != values_.end())
+      it->second = std::move(results[i]);
+    else
+      outputs[name] = std::move(results[i]);
+  }
+  outputs_ = std::move(outputs);
+  return value;
+}
+
+const HostTensor &Session::get(const std::string &name) const {
+  if (auto it = values_.find(name); it != values_.end())
+    return it->second;
+  if (auto it = outputs_.find(name); it != outputs_.end())
+    return it->second;
+  if (argumentIds_.count(name))
+    throw Error("get: '" + name + "' has no value yet");
+  throw Error("get: no param, state or result named '" + name +
+              "' (params: " + joined(params_) + "; state: " + joined(state_) +
+              ")");
+}
+
+void Session::set(const std::string &name, HostTensor t) {
+  const BufferDesc &b = argumentBuffer(name);
+  if (b.kind == BufferKind::Input)
+    throw Error("set: '" + name +
+                "' is an input; pass it to step() in the batch");
+  checkMatches("set", name, t);
+  values_[name] = std::move(t);
+}
+
+} // namespace step

@@ -1,0 +1,96 @@
+//===- Session.h - The host API: load an artifact, run steps ----*- C++ -*-===//
+//
+// A Session owns one compiled training step (a .step artifact) and the
+// persistent tensors it updates: the params and the optimizer state, keyed by
+// their step.name. Each step() feeds one batch of inputs, runs the plan on the
+// chosen backend, replaces every param and state tensor by the plan result of
+// the same name, and returns the loss (result 0).
+//
+// Failure is all-or-nothing: a step, load_params or set that throws leaves
+// every param and state tensor as it was (results are computed into
+// temporaries and committed only on success). save_params writes each file
+// atomically (temporary file + rename).
+//
+//   step::Session s("mlp.step");
+//   s.load_params("ckpt/");              // w.npy, b.npy, ... (state optional)
+//   double loss = s.step({{"x", x}, {"y", y}});
+//   s.save_params("ckpt-1/");
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_SESSION_H
+#define STEP_RUNTIME_SESSION_H
+
+#include "runtime/Artifact.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace step {
+
+enum class Backend { Auto, Cpu, Cuda };
+/// "auto", "cpu", "cuda".
+const char *backendName(Backend b);
+/// The inverse of backendName; throws rt::Error naming the accepted words.
+Backend backendFromName(const std::string &name);
+
+struct SessionOptions {
+  /// Auto picks CUDA when the build and the machine have it, else the CPU
+  /// reference backend. Cuda throws when it is not available.
+  Backend backend = Backend::Auto;
+};
+
+class Session {
+public:
+  /// Reads and validates the artifact (rt::Error on any defect) and picks the
+  /// backend. Optimizer state starts at zero; params have no value until
+  /// load_params or set.
+  explicit Session(const std::string &artifactPath,
+                   SessionOptions options = {});
+  /// A session over an artifact already in memory (JIT compilation, tests).
+  explicit Session(rt::Artifact artifact, SessionOptions options = {});
+
+  /// Reads DIR/<name>.npy for every param (required) and every state tensor
+  /// (a missing one is zeros, as PyTorch's lazily created optimizer state).
+  /// Each file must match its buffer's dtype and shape exactly.
+  void load_params(const std::string &dir);
+  /// Writes DIR/<name>.npy for every param and state tensor (creating DIR),
+  /// each file atomically. Throws, writing nothing, if a param has no value.
+  void save_params(const std::string &dir) const;
+
+  /// Runs one step on `batch` (one tensor per input name, no others); keeps
+  /// the new params and state and returns the loss.
+  double step(const std::map<std::string, rt::HostTensor> &batch);
+
+  /// A param, a state tensor, or another named result of the last step.
+  const rt::HostTensor &get(const std::string &name) const;
+  /// Replaces a param or state tensor; dtype and shape must match its buffer.
+  void set(const std::string &name, rt::HostTensor t);
+
+  /// Names in the order of the step's arguments.
+  std::vector<std::string> paramNames() const { return params_; }
+  std::vector<std::string> stateNames() const { return state_; }
+  std::vector<std::string> inputNames() const { return inputs_; }
+  Backend backend() const { return backend_; }
+  const rt::Artifact &artifact() const { return artifact_; }
+
+private:
+  void init();
+  const rt::BufferDesc &argumentBuffer(const std::string &name) const;
+  void checkMatches(const std::string &what, const std::string &name,
+                    const rt::HostTensor &t) const;
+
+  rt::Artifact artifact_;
+  Backend backend_ = Backend::Cpu;
+  std::vector<std::string> params_, state_, inputs_;
+  /// step.name -> buffer id, for every argument.
+  std::map<std::string, int64_t> argumentIds_;
+  /// Current params and state.
+  std::map<std::string, rt::HostTensor> values_;
+  /// Results of the last step that replace no argument, by result name.
+  std::map<std::string, rt::HostTensor> outputs_;
+};
+
+} // namespace step
+
+#endif // STEP_RUNTIME_SESSION_H

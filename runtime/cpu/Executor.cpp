@@ -1,0 +1,215 @@
+//===- Executor.cpp - Runs an execution plan on the CPU kernels -----------===//
+//
+// Memory says where each buffer's bytes live during one run: the arena for
+// transients, the caller's tensors for arguments, owned copies for constants
+// (and for any non-transient buffer a step writes). Each step's kernel runs
+// through evalStep (EvalStep.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Executor.h"
+
+#include "runtime/cpu/EvalStep.h"
+
+#include <cstring>
+#include <optional>
+
+namespace step::rt::cpu {
+namespace {
+
+std::string typeStr(DType t, const Shape &s) {
+  return std::string(dtypeName(t)) + " " + shapeToString(s);
+}
+
+std::string bufferStr(const Plan &plan, int64_t id) {
+  const BufferDesc &b = plan.buffers[id];
+  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
+         bufferKindName(b.kind) + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Memory: the bytes of every buffer during one run
+//===----------------------------------------------------------------------===//
+
+class Memory {
+public:
+  explicit Memory(const Plan &plan)
+      : plan_(plan), arena_(static_cast<size_t>(plan.arenaBytes)),
+        external_(plan.buffers.size(), nullptr), owned_(plan.buffers.size()),
+        defined_(plan.buffers.size(), 0) {}
+
+  /// The caller's tensor stands for buffer `id` (not copied).
+  void bindExternal(int64_t id, const HostTensor *t) {
+    external_[id] = t;
+    defined_[id] = 1;
+  }
+
+  /// Stores `t` as buffer `id`: transients into their arena slot.
+  void write(int64_t id, HostTensor t) {
+    const BufferDesc &b = plan_.buffers[id];
+    if (b.kind == BufferKind::Transient) {
+      if (t.byteSize())
+        std::memcpy(arena_.data() + b.offset, t.raw(), t.byteSize());
+    } else {
+      owned_[id] = std::move(t);
+      external_[id] = nullptr;
+    }
+    defined_[id] = 1;
+  }
+
+  /// The current value of buffer `id` (a copy; transients are read from the
+  /// arena, so a slot overwritten since its write shows the damage).
+  HostTensor read(int64_t id) const {
+    if (!defined_[id])
+      throw Error(bufferStr(plan_, id) + " is read before anything defines it");
+    const BufferDesc &b = plan_.buffers[id];
+    if (b.kind == BufferKind::Transient) {
+      HostTensor t(b.dtype, b.shape);
+      if (t.byteSize())
+        std::memcpy(t.raw(), arena_.data() + b.offset, t.byteSize());
+      return t;
+    }
+    return external_[id] ? *external_[id] : *owned_[id];
+  }
+
+private:
+  const Plan &plan_;
+  std::vector<uint8_t> arena_;
+  std::vector<const HostTensor *> external_;
+  std::vector<std::optional<HostTensor>> owned_;
+  std::vector<char> defined_;
+};
+
+//===----------------------------------------------------------------------===//
+// Set-up checks
+//===----------------------------------------------------------------------===//
+
+void checkBufferId(const Plan &plan, int64_t id, const std::string &where) {
+  if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
+    throw Error(where + ": buffer id " + std::to_string(id) +
+                " is out of range (the plan has " +
+                std::to_string(plan.buffers.size()) + " buffers)");
+}
+
+/// Every byte range the run will touch lies inside its arena or section.
+void checkLayout(const Plan &plan, const Artifact &artifact) {
+  if (plan.arenaBytes < 0)
+    throw Error("plan: negative arena size " +
+                std::to_string(plan.arenaBytes));
+  auto section = artifact.sections.find("constants");
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const BufferDesc &b = plan.buffers[id];
+    int64_t limit;
+    if (b.kind == BufferKind::Transient)
+      limit = plan.arenaBytes;
+    else if (b.kind == BufferKind::Constant && section != artifact.sections.end())
+      limit = static_cast<int64_t>(section->second.size());
+    else if (b.kind == BufferKind::Constant)
+      throw Error("plan: constant " + bufferStr(plan, id) +
+                  " needs the artifact's \"constants\" section, which is "
+                  "missing");
+    else
+      continue;
+    if (b.offset < 0 || b.bytes() > limit || b.offset > limit - b.bytes())
+      throw Error("plan: " + bufferStr(plan, id) + " of " +
+                  std::to_string(b.bytes()) + " bytes at offset " +
+                  std::to_string(b.offset) + " does not fit in the " +
+                  (b.kind == BufferKind::Transient ? "arena" : "constants section") +
+                  " of " + std::to_string(limit) + " bytes");
+  }
+}
+
+} // namespace
+
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<HostTensor> &args) {
+  std::vector<const HostTensor *> ptrs;
+  for (const HostTensor &t : args)
+    ptrs.push_back(&t);
+  return execute(artifact, ptrs);
+}
+
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<const HostTensor *> &args) {
+  const Plan &plan = artifact.plan;
+  checkLayout(plan, artifact);
+  Memory memory(plan);
+
+  if (args.size() != plan.arguments.size())
+    throw Error("plan '" + plan.function + "' takes " +
+                std::to_string(plan.arguments.size()) + " arguments, got " +
+                std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    int64_t id = plan.arguments[i];
+    checkBufferId(plan, id, "argument " + std::to_string(i));
+    const BufferDesc &b = plan.buffers[id];
+    if (args[i]->dtype() != b.dtype || args[i]->shape() != b.shape)
+      throw Error("argument " + std::to_string(i) + " ('" + b.name + "', " +
+                  bufferKindName(b.kind) + "): expected " +
+                  typeStr(b.dtype, b.shape) + ", found " +
+                  typeStr(args[i]->dtype(), args[i]->shape()));
+    if (b.kind == BufferKind::Transient)
+      memory.write(id, *args[i]);
+    else
+      memory.bindExternal(id, args[i]);
+  }
+
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const BufferDesc &b = plan.buffers[id];
+    if (b.kind != BufferKind::Constant)
+      continue;
+    HostTensor t(b.dtype, b.shape);
+    if (t.byteSize())
+      std::memcpy(t.raw(), artifact.sections.at("constants").data() + b.offset,
+                  t.byteSize());
+    memory.write(id, std::move(t));
+  }
+
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep &s = plan.steps[k];
+    std::string where = "plan step " + std::to_string(k) + " (" + s.op + ")";
+    for (int64_t id : s.operands)
+      checkBufferId(plan, id, where);
+    for (int64_t id : s.results)
+      checkBufferId(plan, id, where);
+
+    std::vector<HostTensor> out;
+    try {
+      std::vector<HostTensor> in;
+      for (int64_t id : s.operands)
+        in.push_back(memory.read(id));
+      out = evalStep(plan, s, std::move(in));
+    } catch (const Error &e) {
+      throw Error(where + ": " + e.what());
+    } catch (const nlohmann::json::exception &e) {
+      throw Error(where + ": bad attributes: " + e.what());
+    }
+    if (out.size() != s.results.size())
+      throw Error(where + ": the kernel produced " +
+                  std::to_string(out.size()) + " results, the step names " +
+                  std::to_string(s.results.size()) + " result buffers");
+    for (size_t i = 0; i < out.size(); ++i) {
+      const BufferDesc &b = plan.buffers[s.results[i]];
+      if (out[i].dtype() != b.dtype || out[i].shape() != b.shape)
+        throw Error(where + ": result " + std::to_string(i) + " is " +
+                    typeStr(out[i].dtype(), out[i].shape()) + " but " +
+                    bufferStr(plan, s.results[i]) + " is declared " +
+                    typeStr(b.dtype, b.shape));
+      memory.write(s.results[i], std::move(out[i]));
+    }
+  }
+
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < plan.results.size(); ++i) {
+    std::string where = "plan result " + std::to_string(i);
+    checkBufferId(plan, plan.results[i], where);
+    try {
+      results.push_back(memory.read(plan.results[i]));
+    } catch (const Error &e) {
+      throw Error(where + ": " + e.what());
+    }
+  }
+  return results;
+}
+
+} // namespace step::rt::cpu

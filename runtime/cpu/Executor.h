@@ -1,0 +1,41 @@
+//===- Executor.h - Runs an execution plan on the CPU kernels ---*- C++ -*-===//
+//
+// The CPU reference backend: interprets the steps of a Plan with the kernels
+// of runtime/cpu, mapping each PlanStep's op name and JSON attributes to a
+// kernel as compiler/interpreter/EvalOp.cpp maps MLIR ops.
+//
+// It runs the same plan the GPU runs, memory plan included: every Transient
+// buffer lives at its offset in one arena of plan.arenaBytes bytes, so kernel
+// results are copied into their slots and operands read back from them. Two
+// transients whose lifetimes overlap but share bytes corrupt each other here
+// as they would on the device, and the CPU result exposes the bug.
+//
+// Nothing is trusted: argument dtypes and shapes, buffer ids, arena and
+// constant ranges, operand counts, attribute types and every kernel result
+// against its buffer are checked, and a violation throws rt::Error naming the
+// step index, the op and the buffer. Single-threaded apart from OpenBLAS, and
+// deterministic: the same inputs give the same bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_CPU_EXECUTOR_H
+#define STEP_RUNTIME_CPU_EXECUTOR_H
+
+#include "runtime/Artifact.h"
+
+#include <vector>
+
+namespace step::rt::cpu {
+
+/// Runs `artifact.plan`. `args` are the values of plan.arguments, in order;
+/// constants come from the artifact's "constants" section. Returns the values
+/// of plan.results, in order. `args` are never modified.
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<HostTensor> &args);
+
+/// As above, without copying the arguments (none may be null).
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<const HostTensor *> &args);
+
+} // namespace step::rt::cpu
+
+#endif // STEP_RUNTIME_CPU_EXECUTOR_H

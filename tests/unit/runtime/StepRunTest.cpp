@@ -1,0 +1,173 @@
+//===- StepRunTest.cpp - step-run end to end, good and bad input ----------===//
+//
+// Runs the step-run binary (STEP_RUN_PATH) on an artifact written with
+// writeArtifact (sgdStep() of PlanTestUtil.h) and checks its output, the
+// files it writes, and that every kind of bad input gives a clear message,
+// exit code 1, and leaves the params folder byte for byte as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanTestUtil.h"
+#include "TestUtil.h"
+#include "runtime/Npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace step::rt::test {
+namespace {
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int code = -1;
+  std::string output; // stdout and stderr
+};
+
+RunResult stepRun(const std::string &args) {
+  std::string cmd = std::string(STEP_RUN_PATH) + " " + args + " 2>&1";
+  RunResult r;
+  FILE *pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe)
+    return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0)
+    r.output.append(buf, n);
+  int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A model, a params folder (w only: state starts at zero) and one batch.
+struct Fixture {
+  TempDir dir;
+  std::string model = dir / "sgd.step", params = dir / "params",
+              inputs = dir / "inputs", out = dir / "out";
+  Fixture() {
+    writeArtifact(model, sgdStep());
+    fs::create_directories(params);
+    fs::create_directories(inputs);
+    writeNpy(params + "/w.npy", make(DType::F32, {3}, {1, 1, 1}));
+    writeNpy(inputs + "/x.npy", make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  }
+  std::string paramBytes() const { return slurp(params + "/w.npy"); }
+  /// Runs with `args` appended; expects failure naming every `parts`, the
+  /// params untouched and no --out written.
+  void expectFailure(const std::string &args,
+                     std::initializer_list<const char *> parts) {
+    std::string before = paramBytes();
+    RunResult r = stepRun(args + " --out " + out);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("step-run: error: "), std::string::npos)
+        << r.output;
+    for (const char *part : parts)
+      EXPECT_NE(r.output.find(part), std::string::npos)
+          << "output \"" << r.output << "\" lacks \"" << part << "\"";
+    EXPECT_EQ(paramBytes(), before);
+    EXPECT_FALSE(fs::exists(out));
+  }
+};
+
+TEST(StepRun, TrainsAndWritesParamsAndTrace) {
+  Fixture f;
+  std::string params = f.paramBytes();
+  RunResult r = stepRun(f.model + " --params " + f.params + " --inputs " + f.inputs +
+                  " --steps 2 --backend=cpu --out " + f.out + " --trace=" +
+                  f.dir / "trace.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  // Step 2's loss is 5.5 up to f32 rounding of w; printed with %.9g.
+  double loss2 = 0;
+  EXPECT_EQ(std::sscanf(r.output.c_str(), "step 1 loss = 21\nstep 2 loss = %lf",
+                        &loss2),
+            1)
+      << r.output;
+  EXPECT_NEAR(loss2, 5.5, 1e-5);
+  EXPECT_EQ(f.paramBytes(), params);
+  expectValues(readNpy(f.out + "/w.npy"), DType::F32, {3}, {-0.45, -1.03, -1.61});
+  expectValues(readNpy(f.out + "/w.momentum.npy"), DType::F32, {3},
+               {9.5, 13.3, 17.1});
+  expectExact(readNpy(f.out + "/step.npy"), DType::I64, {}, {2});
+  auto trace = nlohmann::json::parse(slurp(f.dir / "trace.json"));
+  EXPECT_EQ(trace["backend"], "cpu");
+  ASSERT_EQ(trace["steps"].size(), 2u);
+  EXPECT_EQ(trace["steps"][1]["step"], 2);
+  EXPECT_EQ(trace["steps"][0]["loss"], 21.0);
+  EXPECT_GE(trace["steps"][0]["wall_s"].get<double>(), 0.0);
+}
+
+TEST(StepRun, NumberedBatchFoldersCycle) {
+  Fixture f;
+  fs::remove(f.inputs + "/x.npy");
+  fs::create_directories(f.inputs + "/0000");
+  fs::create_directories(f.inputs + "/0001");
+  writeNpy(f.inputs + "/0000/x.npy", make(DType::F32, {2, 3}, {1, 1, 1, 1, 1, 1}));
+  writeNpy(f.inputs + "/0001/x.npy", make(DType::F32, {2, 3}, {0, 0, 0, 0, 0, 0}));
+  // With lr 0.1 and w = 1: step 1 sees ones (loss 6, g = 2, w = 0.8);
+  // step 2 zeros (loss 0, buf = 1.8, w = 0.62); step 3 ones again.
+  RunResult r = stepRun(f.model + " --params " + f.params + " --inputs " + f.inputs +
+                  " --steps 3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 1 loss = 6\nstep 2 loss = 0\nstep 3 loss = 3.7"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(StepRun, BadInputFailsCleanly) {
+  Fixture f;
+  std::string io = " --params " + f.params + " --inputs " + f.inputs;
+  f.expectFailure(f.dir / "missing.step" + io, {"missing.step", "cannot open"});
+
+  std::ofstream(f.dir / "junk.step") << "not an artifact at all, not at all";
+  f.expectFailure(f.dir / "junk.step" + io, {"junk.step", "wrong magic"});
+
+  std::string bytes = slurp(f.model);
+  bytes[bytes.size() / 2] ^= 0x20;
+  std::ofstream(f.dir / "corrupt.step", std::ios::binary) << bytes;
+  f.expectFailure(f.dir / "corrupt.step" + io, {"corrupt.step", "checksum"});
+
+  bytes = slurp(f.model);
+  std::ofstream(f.dir / "short.step", std::ios::binary)
+      << bytes.substr(0, bytes.size() - 9);
+  f.expectFailure(f.dir / "short.step" + io, {"short.step", "truncated"});
+
+  f.expectFailure(f.model + io + " --backend=cuda",
+                  {"the CUDA backend is not available in this build"});
+  f.expectFailure(f.model + " --params " + f.dir / "nope" + " --inputs " +
+                      f.inputs,
+                  {"nope", "is not a folder"});
+  f.expectFailure(f.model + " --params " + f.inputs + " --inputs " + f.inputs,
+                  {"missing param 'w'", "w.npy"});
+
+  writeNpy(f.params + "/w.momentum.npy", make(DType::F32, {2}, {0, 0}));
+  f.expectFailure(f.model + io,
+                  {"w.momentum.npy", "expects f32 [3], found f32 [2]"});
+  fs::remove(f.params + "/w.momentum.npy");
+
+  writeNpy(f.inputs + "/x.npy", make(DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6}));
+  f.expectFailure(f.model + io,
+                  {"step 1", "input 'x' expects f32 [2, 3], found f32 [3, 2]"});
+  fs::remove(f.inputs + "/x.npy");
+  f.expectFailure(f.model + io, {"holds neither .npy files nor numbered"});
+  fs::create_directories(f.inputs + "/0000");
+  writeNpy(f.inputs + "/0000/y.npy", make(DType::F32, {1}, {0}));
+  f.expectFailure(f.model + io, {"missing input 'x'", "0000"});
+
+  RunResult usage = stepRun(f.model);
+  EXPECT_NE(usage.code, 0);
+  EXPECT_NE(usage.output.find("--params is required"), std::string::npos)
+      << usage.output;
+}
+
+} // namespace
+} // namespace step::rt::test

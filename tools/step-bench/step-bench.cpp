@@ -1,0 +1,184 @@
+//===- step-bench.cpp - Compile-time and step-time benchmark --------------===//
+//
+//   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
+//              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
+//              [--warmup W] [--backend=cpu|cuda] [--out FILE.json]
+//
+// Compiles the model's training step twice in this process, with its CUDA
+// kernels when built with the CUDA toolkit (cold: the first compile, with a
+// new, empty kernel cache; warm: again, in a new MLIR context, the kernels
+// now in that cache — what a second process sees), then runs W untimed and N
+// timed steps through the runtime (runtime/Session.h) and prints one JSON
+// object: compile seconds cold and warm, step seconds (median, min, max over
+// N), plan steps, kernel launches, planned peak arena bytes (and without
+// reuse), the backend and the machine. A benchmark, not a test: medians of
+// repeated runs are the figures to quote.
+//
+//===----------------------------------------------------------------------===//
+
+#ifdef STEP_HAVE_CODEGEN
+#include "compiler/codegen/ArtifactKernels.h"
+#endif
+#include "compiler/pipeline/PlanBuilder.h"
+#include "compiler/pipeline/Train.h"
+#include "dialects/step/StepOps.h"
+#include "runtime/Npy.h"
+#include "runtime/Session.h"
+
+#include "mlir/Parser/Parser.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// One full compile: parse, train pipeline, memory plan, artifact, and the
+/// kernels (cached in `cacheDir`) when codegen is built.
+step::rt::Artifact compile(const std::string &text,
+                           const step::TrainOptions &options,
+                           const std::string &cacheDir) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  std::string diags;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    diags += d.str() + "\n";
+    return mlir::success();
+  });
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  if (!module)
+    throw step::rt::Error("the model does not parse:\n" + diags);
+  if (mlir::failed(step::buildTrainStep(*module, options)))
+    throw step::rt::Error("the training pipeline failed:\n" + diags);
+  step::rt::Artifact artifact = step::planArtifact(*module, "train_step");
+#ifdef STEP_HAVE_CODEGEN
+  step::codegen::NvrtcOptions nvrtc;
+  nvrtc.cacheDir = cacheDir;
+  step::codegen::addKernels(
+      artifact, module->lookupSymbol<mlir::func::FuncOp>("train_step"), nvrtc);
+#else
+  (void)cacheDir;
+#endif
+  return artifact;
+}
+
+std::map<std::string, step::rt::HostTensor> readDir(const std::string &dir) {
+  std::map<std::string, step::rt::HostTensor> m;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".npy")
+      m[e.path().stem().string()] = step::rt::readNpy(e.path().string());
+  return m;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string model, params, inputs, out,
+      optimizer = "adamw", schedule = "constant", backend = "auto";
+  double clip = 0;
+  int64_t gradAccum = 1, steps = 20, warmup = 3;
+  CLI::App app{"Benchmarks compiling and running a model's training step; "
+               "prints JSON."};
+  app.add_option("model", model, "model .mlir file")->required();
+  app.add_option("--params", params, "folder of <param>.npy")->required();
+  app.add_option("--inputs", inputs, "folder of <input>.npy (one batch)")
+      ->required();
+  app.add_option("--optimizer", optimizer, "as stepc")->capture_default_str();
+  app.add_option("--schedule", schedule, "as stepc")->capture_default_str();
+  app.add_option("--clip", clip, "as stepc");
+  app.add_option("--grad-accum", gradAccum, "as stepc")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "timed steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")
+      ->capture_default_str();
+  app.add_option("--backend", backend, "auto | cpu | cuda")
+      ->capture_default_str();
+  app.add_option("--out", out, "also write the JSON here");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::ifstream in(model);
+    if (!in)
+      throw step::rt::Error("cannot read " + model);
+    std::stringstream text;
+    text << in.rdbuf();
+    step::TrainOptions options;
+    options.optimizer = step::OptimizerOptions::parse(optimizer);
+    options.schedule = step::ScheduleOptions::parse(schedule);
+    if (clip > 0)
+      options.clipNorm = clip;
+    options.gradAccum = gradAccum;
+
+    std::string cache = (fs::temp_directory_path() /
+                         ("stepjit-bench-cache-" + std::to_string(::getpid())))
+                            .string();
+    auto t0 = Clock::now();
+    step::rt::Artifact artifact = compile(text.str(), options, cache);
+    double cold = since(t0);
+    t0 = Clock::now();
+    artifact = compile(text.str(), options, cache);
+    double warm = since(t0);
+    fs::remove_all(cache);
+
+    step::SessionOptions so;
+    so.backend = step::backendFromName(backend);
+    step::Session session(artifact, so);
+    session.load_params(params);
+    auto batch = readDir(inputs);
+    for (int64_t i = 0; i < warmup; ++i)
+      session.step(batch);
+    std::vector<double> times;
+    double loss = 0;
+    for (int64_t i = 0; i < steps; ++i) {
+      t0 = Clock::now();
+      loss = session.step(batch);
+      times.push_back(since(t0));
+    }
+    std::sort(times.begin(), times.end());
+    // Launches on a GPU: a generated kernel or a cuBLASLt matmul per step.
+    int64_t launches = 0;
+    for (const auto &s : artifact.plan.steps)
+      launches += !s.kernel.empty() || s.op == "step.matmul";
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    nlohmann::json j = {
+        {"model", model},
+        {"backend", step::backendName(session.backend())},
+        {"compile_seconds", {{"cold", cold}, {"warm", warm}}},
+        {"step_seconds",
+         {{"median", times[times.size() / 2]},
+          {"min", times.front()},
+          {"max", times.back()},
+          {"samples", times.size()}}},
+        {"last_loss", loss},
+        {"plan_steps", artifact.plan.steps.size()},
+        {"distinct_kernels",
+         artifact.meta.value("kernels", nlohmann::json::object()).size()},
+        {"kernel_launches", launches},
+        {"planned_peak_bytes", artifact.plan.arenaBytes},
+        {"machine",
+         {{"host", host}, {"cores", std::thread::hardware_concurrency()}}}};
+    std::string dump = j.dump(2) + "\n";
+    std::cout << dump;
+    if (!out.empty())
+      step::rt::writeFileAtomic(out, dump, "step-bench");
+  } catch (const std::exception &e) {
+    std::cerr << "step-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,182 @@
+//===- step-run.cpp - Run training steps of a compiled artifact -----------===//
+//
+//   step-run MODEL.step --params DIR --inputs DIR [--steps N]
+//            [--backend=auto|cpu|cuda] [--out DIR] [--trace=FILE.json]
+//
+// Loads the artifact and the params (DIR/<step.name>.npy; optimizer state
+// files are optional and start at zero), then runs N steps (default 1). The
+// batches come from --inputs: a folder holding .npy files is one batch used by
+// every step; a folder of numbered subfolders (0000/, 0001/, ...) feeds them
+// in numeric order, cycling. Each step prints "step K loss = <%.9g>", K from
+// 1. After the last step the params and state go to --out, each file
+// atomically; --trace writes per-step wall times as JSON.
+//
+// Any error (bad artifact, missing or mistyped .npy, a failing step) prints
+// "step-run: error: ..." and exits 1 before anything is written; the params
+// folder is only ever read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Npy.h"
+#include "runtime/Session.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace fs = std::filesystem;
+using step::rt::Error;
+using step::rt::HostTensor;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool allDigits(const std::string &s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// The batch folders under `dir`: `dir` itself when it holds .npy files,
+/// else its numbered subfolders in numeric order.
+std::vector<fs::path> batchFolders(const std::string &dir) {
+  if (!fs::is_directory(dir))
+    throw Error("--inputs: '" + dir + "' is not a folder");
+  std::vector<std::pair<unsigned long long, fs::path>> numbered;
+  bool hasNpy = false;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && e.path().extension() == ".npy")
+      hasNpy = true;
+    else if (e.is_directory() && allDigits(name) && name.size() < 19)
+      numbered.emplace_back(std::stoull(name), e.path());
+  }
+  if (hasNpy)
+    return {fs::path(dir)};
+  if (numbered.empty())
+    throw Error("--inputs: '" + dir +
+                "' holds neither .npy files nor numbered batch folders "
+                "(0000/, 0001/, ...)");
+  std::sort(numbered.begin(), numbered.end());
+  for (size_t i = 1; i < numbered.size(); ++i)
+    if (numbered[i].first == numbered[i - 1].first)
+      throw Error("--inputs: batch folders " + numbered[i - 1].second.string() +
+                  " and " + numbered[i].second.string() +
+                  " have the same number");
+  std::vector<fs::path> out;
+  for (auto &entry : numbered)
+    out.push_back(entry.second);
+  return out;
+}
+
+/// One <name>.npy per input of the step.
+std::map<std::string, HostTensor> readBatch(const step::Session &session,
+                                            const fs::path &dir) {
+  std::map<std::string, HostTensor> batch;
+  for (const std::string &name : session.inputNames()) {
+    fs::path path = dir / (name + ".npy");
+    if (!fs::exists(path))
+      throw Error("missing input '" + name + "': " + path.string() +
+                  " does not exist");
+    batch[name] = step::rt::readNpy(path.string());
+  }
+  return batch;
+}
+
+struct Options {
+  std::string artifact, params, inputs, out, trace, backend = "auto";
+  int64_t steps = 1;
+};
+
+int run(const Options &o) {
+  auto t0 = Clock::now();
+  step::SessionOptions sessionOptions;
+  sessionOptions.backend = step::backendFromName(o.backend);
+  step::Session session(o.artifact, sessionOptions);
+  session.load_params(o.params);
+  std::vector<fs::path> batches = batchFolders(o.inputs);
+  double setupSeconds = secondsSince(t0);
+
+  // With one batch folder, read it once; otherwise read each step's folder
+  // when its turn comes, so large datasets need not fit in memory.
+  std::map<std::string, HostTensor> fixed;
+  if (batches.size() == 1)
+    fixed = readBatch(session, batches[0]);
+
+  nlohmann::json steps = nlohmann::json::array();
+  for (int64_t k = 0; k < o.steps; ++k) {
+    const fs::path &folder = batches[k % batches.size()];
+    auto start = Clock::now();
+    double loss;
+    try {
+      loss = batches.size() == 1 ? session.step(fixed)
+                                 : session.step(readBatch(session, folder));
+    } catch (const Error &e) {
+      throw Error("step " + std::to_string(k + 1) + " (batch " +
+                  folder.string() + "): " + e.what());
+    }
+    double seconds = secondsSince(start);
+    std::printf("step %lld loss = %.9g\n", static_cast<long long>(k + 1), loss);
+    std::fflush(stdout);
+    steps.push_back({{"step", k + 1},
+                     {"batch", folder.string()},
+                     {"loss", std::isfinite(loss) ? nlohmann::json(loss)
+                                                  : nlohmann::json(nullptr)},
+                     {"wall_s", seconds}});
+  }
+
+  if (!o.out.empty())
+    session.save_params(o.out);
+  if (!o.trace.empty()) {
+    nlohmann::json trace = {{"artifact", o.artifact},
+                            {"backend", step::backendName(session.backend())},
+                            {"setup_s", setupSeconds},
+                            {"steps", steps},
+                            {"total_s", secondsSince(t0)}};
+    step::rt::writeFileAtomic(o.trace, trace.dump(2) + "\n", "--trace");
+  }
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{"Runs training steps of a compiled StepJIT artifact (.step), "
+               "with params, state and batches as .npy files."};
+  app.add_option("artifact", o.artifact, "compiled model (.step)")->required();
+  app.add_option("--params", o.params,
+                 "folder with <name>.npy per param (state files optional)")
+      ->required();
+  app.add_option("--inputs", o.inputs,
+                 "folder with <name>.npy per input, or numbered batch "
+                 "folders 0000/, 0001/, ... (used in order, cycling)")
+      ->required();
+  app.add_option("--steps", o.steps, "number of steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--backend", o.backend, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--out", o.out,
+                 "folder for the updated params and state (default: none)");
+  app.add_option("--trace", o.trace, "write per-step wall times as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    return run(o);
+  } catch (const Error &e) {
+    std::cerr << "step-run: error: " << e.what() << "\n";
+  } catch (const std::exception &e) {
+    std::cerr << "step-run: error: " << e.what() << "\n";
+  }
+  return 1;
+}
