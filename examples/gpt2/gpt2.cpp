@@ -14,7 +14,7 @@
 // `loss = <value>` of the forward pass on the reference interpreter, and
 // exits (gpt2_parity.py checks it against PyTorch).
 //
-// Otherwise trains with step::Trainer (compiler/pipeline/Train.h) on the
+// Otherwise trains with step::jit (compiler/jit/Jit.h) through the runtime on the
 // reference interpreter: AdamW, linear warmup then cosine decay to
 // lr * min-lr-ratio, gradients clipped to --clip (0: off), a random window
 // per batch row. Prints a line every --print-every steps and writes
@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/pipeline/Train.h"
+#include "compiler/jit/Jit.h"
 #include "examples/common/LossPlot.h"
 #include "examples/gpt2/Model.h"
 #include "runtime/Npy.h"
@@ -99,29 +99,15 @@ sampleBatch(const std::vector<int64_t> &text, const GPT2Config &cfg,
 }
 
 /// The traced training graph: inputs tokens, targets [B, T] i64; the loss.
-Graph traceModel(const GPT2Config &cfg, uint64_t seed) {
-  Graph g(seed);
+void traceModel(Graph &g, const GPT2Config &cfg) {
   Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
   Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
   g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
-  return g;
-}
-
-/// Train.h's schedule, for the lr column of loss.csv.
-double lrAt(const step::TrainOptions &t, int64_t s) {
-  double lr = *t.optimizer.lr;
-  const step::ScheduleOptions &sc = t.schedule;
-  if (s < sc.warmup)
-    return lr * static_cast<double>(s + 1) / static_cast<double>(sc.warmup);
-  double p = std::min(1.0, static_cast<double>(s - sc.warmup) /
-                               static_cast<double>(
-                                   std::max<int64_t>(1, sc.total - sc.warmup)));
-  return lr * (sc.minRatio +
-               (1 - sc.minRatio) * (1 + std::cos(std::acos(-1.0) * p)) / 2);
 }
 
 int emitModel(const Options &o, const std::vector<int64_t> &text) {
-  Graph g = traceModel(o.cfg, o.seed);
+  Graph g(o.seed);
+  traceModel(g, o.cfg);
   g.writeModel(o.emitModel);
   // The batch stream is seeded apart from the params' (paramSeed(seed,
   // name)), so changing the model never changes the data.
@@ -180,7 +166,6 @@ std::string generate(const Options &o, const std::vector<int64_t> &text,
 }
 
 int train(const Options &o, const std::vector<int64_t> &text) {
-  Graph g = traceModel(o.cfg, o.seed);
   step::TrainOptions t;
   t.optimizer.kind = step::OptimizerOptions::Kind::Adamw;
   t.optimizer.lr = o.lr;
@@ -193,7 +178,12 @@ int train(const Options &o, const std::vector<int64_t> &text) {
     t.clipNorm = o.clip;
 
   auto t0 = std::chrono::steady_clock::now();
-  step::Trainer trainer(g.mlir(), t, g.initialParams());
+  step::JitOptions jo;
+  jo.train = t;
+  jo.seed = o.seed;
+  step::Jit net = step::jit(
+      [&](Graph &traced) { traceModel(traced, o.cfg); }, jo);
+  step::Session &session = net.session();
   auto t1 = std::chrono::steady_clock::now();
   std::printf("gpt2: V=%lld T=%lld L=%lld H=%lld C=%lld B=%lld, %zu bytes "
               "of text; train step built in %.2f s\n",
@@ -205,8 +195,8 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   Rng rng(paramSeed(o.seed, "batch:windows"));
   std::vector<examples::LossPoint> curve;
   for (int64_t s = 0; s < o.steps; ++s) {
-    double loss = trainer.step(sampleBatch(text, o.cfg, rng));
-    curve.push_back({s + 1, lrAt(t, s), loss});
+    double loss = net.step(sampleBatch(text, o.cfg, rng));
+    curve.push_back({s + 1, step::learningRate(t, s), loss});
     if (!std::isfinite(loss))
       throw std::runtime_error("loss is " + std::to_string(loss) +
                                " at step " + std::to_string(s + 1));
@@ -231,8 +221,12 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   examples::writeLossSvg((fs::path(o.out) / "loss.svg").string(), curve, title);
   std::printf("wrote %s/loss.csv and %s/loss.svg\n", o.out.c_str(),
               o.out.c_str());
-  if (o.sample > 0)
-    std::printf("sample:\n%s\n", generate(o, text, trainer.state()).c_str());
+  if (o.sample > 0) {
+    std::map<std::string, rt::HostTensor> trained;
+    for (const std::string &name : session.paramNames())
+      trained[name] = session.get(name);
+    std::printf("sample:\n%s\n", generate(o, text, trained).c_str());
+  }
   return 0;
 }
 

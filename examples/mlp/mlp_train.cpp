@@ -5,14 +5,15 @@
 //
 // The classic "spirals" problem: `arms` interleaved 2-D spirals with noise,
 // one class per arm, which no linear model separates. The MLP of MLP.h is
-// compiled into a training step (AdamW, linear warmup then cosine decay,
-// gradient clipping at 1.0) and trained on shuffled mini-batches on the
-// reference interpreter. Prints a progress bar, the accuracy on the whole
+// compiled just in time into a training step (AdamW, linear warmup then
+// cosine decay, gradient clipping at 1.0; step::jit caches the artifact on
+// disk) and trained on shuffled mini-batches through the runtime (the GPU
+// when there is one, else the CPU backend). Prints a progress bar, the accuracy on the whole
 // set before and after, and writes DIR/loss.csv and DIR/loss.svg.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/pipeline/Train.h"
+#include "compiler/jit/Jit.h"
 #include "examples/common/LossPlot.h"
 #include "examples/mlp/MLP.h"
 
@@ -151,14 +152,21 @@ int main(int argc, char **argv) {
     Graph g(o.seed);
     mlp::traceMLP(g, sizes);
 
-    step::TrainOptions t;
+    step::JitOptions jo;
+    jo.seed = o.seed;
+    step::TrainOptions &t = jo.train;
     t.optimizer.lr = o.lr;
     t.schedule.kind = step::ScheduleOptions::Kind::Cosine;
     t.schedule.warmup = std::max<int64_t>(1, o.steps / 20);
     t.schedule.total = o.steps;
     t.schedule.minRatio = 0.1;
     t.clipNorm = 1.0;
-    step::Trainer trainer(g.mlir(), t, g.initialParams());
+    step::Jit net =
+        step::jit([&](Graph &traced) { mlp::traceMLP(traced, sizes); }, jo);
+    step::Session &session = net.session();
+    std::printf("mlp-train: train step %s (%s backend)\n",
+                net.fromCache() ? "loaded from the cache" : "compiled",
+                step::backendName(session.backend()));
 
     Dataset d = makeSpirals(o);
     auto params = g.initialParams();
@@ -180,7 +188,7 @@ int main(int argc, char **argv) {
       std::vector<int64_t> rows(order.begin() + cursor,
                                 order.begin() + cursor + o.batch);
       cursor += o.batch;
-      double loss = trainer.step(batchOf(d, rows));
+      double loss = net.step(batchOf(d, rows));
       curve.push_back({s + 1, step::learningRate(t, s), loss});
       progress(s + 1, o.steps, loss);
     }
@@ -188,7 +196,7 @@ int main(int argc, char **argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     for (auto &[name, value] : params)
-      value = trainer.state().at(name);
+      value = session.get(name);
     std::printf("mlp-train: %lld steps in %.1f s; loss %.4f -> %.4f; "
                 "accuracy after: %.3f\n",
                 (long long)o.steps, seconds, curve.front().loss,

@@ -1,0 +1,182 @@
+//===- Jit.cpp - Just-in-time training steps in the host program ----------===//
+
+#include "compiler/jit/Jit.h"
+
+#ifdef STEP_HAVE_CODEGEN
+#include "compiler/codegen/ArtifactKernels.h"
+#endif
+#include "compiler/pipeline/PlanBuilder.h"
+#include "dialects/step/StepOps.h"
+#include "runtime/Npy.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+
+namespace step {
+namespace fs = std::filesystem;
+
+namespace {
+/// Bumped whenever the compiler's output for the same input changes.
+constexpr const char *kFormatTag = "stepjit-jit-1";
+
+std::string defaultRoot() {
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "stepjit").string();
+  const char *home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "stepjit")
+      .string();
+}
+
+/// Every option that changes the compiled step, as text.
+std::string optionsText(const TrainOptions &t, bool kernels) {
+  const OptimizerOptions &o = t.optimizer;
+  auto opt = [](const std::optional<double> &v) {
+    return v ? std::to_string(*v) : std::string("-");
+  };
+  std::string s = "opt=" + std::to_string(static_cast<int>(o.kind)) +
+                  ",lr=" + opt(o.lr) + ",b1=" + opt(o.beta1) +
+                  ",b2=" + opt(o.beta2) + ",eps=" + opt(o.eps) +
+                  ",wd=" + opt(o.weightDecay) + ",m=" + opt(o.momentum) +
+                  ",d=" + opt(o.dampening) + ",n=" + std::to_string(o.nesterov);
+  s += ";sched=" + std::to_string(static_cast<int>(t.schedule.kind)) + "," +
+       std::to_string(t.schedule.warmup) + "," +
+       std::to_string(t.schedule.total) + "," +
+       std::to_string(t.schedule.minRatio);
+  s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
+       ";kernels=" + std::to_string(kernels);
+  return s;
+}
+
+/// Artifacts compiled in this process, by key.
+std::map<std::string, rt::Artifact> &memoryCache() {
+  static std::map<std::string, rt::Artifact> cache;
+  return cache;
+}
+std::mutex &memoryCacheMutex() {
+  static std::mutex m;
+  return m;
+}
+} // namespace
+
+rt::Artifact compileModel(const std::string &modelMlir,
+                          const TrainOptions &options, bool kernels,
+                          const std::string &kernelCacheDir) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  std::string diags;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    diags += d.str() + "\n";
+    return mlir::success();
+  });
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(modelMlir, &ctx);
+  if (!module)
+    throw rt::Error("the model does not parse:\n" + diags);
+  if (mlir::failed(buildTrainStep(*module, options)))
+    throw rt::Error("the training pipeline failed:\n" + diags);
+  rt::Artifact artifact = planArtifact(*module, "train_step");
+#ifdef STEP_HAVE_CODEGEN
+  if (kernels) {
+    codegen::NvrtcOptions nvrtc;
+    nvrtc.cacheDir = kernelCacheDir;
+    codegen::addKernels(
+        artifact, module->lookupSymbol<mlir::func::FuncOp>("train_step"),
+        nvrtc);
+  }
+#else
+  (void)kernels;
+  (void)kernelCacheDir;
+#endif
+  return artifact;
+}
+
+Jit::Jit(ModelFn model, JitOptions options)
+    : model_(std::move(model)), options_(std::move(options)) {
+  if (options_.cacheDir.empty())
+    options_.cacheDir = defaultRoot();
+}
+
+Jit::~Jit() = default;
+Jit::Jit(Jit &&) noexcept = default;
+
+std::string Jit::artifactPath() const {
+  return (fs::path(options_.cacheDir) / "artifacts" / (key_ + ".step"))
+      .string();
+}
+
+void Jit::ensureCompiled() {
+  if (session_)
+    return;
+  trace::Graph g(options_.seed);
+  model_(g);
+  std::string text = g.mlir();
+  std::string keyed = std::string(kFormatTag) + "\n" +
+                      optionsText(options_.train, options_.kernels) + "\n" +
+                      text;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(
+                    rt::fnv1a64(keyed.data(), keyed.size())));
+  key_ = hex;
+
+  rt::Artifact artifact;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(memoryCacheMutex());
+    auto it = memoryCache().find(key_);
+    if (it != memoryCache().end()) {
+      artifact = it->second;
+      found = true;
+    }
+  }
+  std::string path = artifactPath();
+  if (!found && fs::exists(path)) {
+    try {
+      artifact = rt::readArtifact(path);
+      found = true;
+    } catch (const rt::Error &e) {
+      // A damaged cache entry is recompiled and replaced, not fatal.
+      std::cerr << "stepjit: warning: ignoring the cached artifact: "
+                << e.what() << "\n";
+    }
+  }
+  fromCache_ = found;
+  if (!found) {
+    artifact = compileModel(text, options_.train, options_.kernels,
+                            (fs::path(options_.cacheDir) / "kernels").string());
+    fs::create_directories(fs::path(path).parent_path());
+    rt::writeArtifact(path, artifact);
+  }
+  {
+    std::lock_guard<std::mutex> lock(memoryCacheMutex());
+    memoryCache()[key_] = artifact;
+  }
+  auto session = std::make_unique<Session>(std::move(artifact),
+                                           options_.session);
+  for (const auto &[name, value] : g.initialParams())
+    session->set(name, value);
+  session_ = std::move(session);
+}
+
+void Jit::clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(memoryCacheMutex());
+  memoryCache().clear();
+}
+
+Session &Jit::session() {
+  ensureCompiled();
+  return *session_;
+}
+
+double Jit::step(const std::map<std::string, rt::HostTensor> &batch) {
+  ensureCompiled();
+  return session_->step(batch);
+}
+
+} // namespace step
