@@ -1,8 +1,10 @@
 //===- Session.cpp - The host API: load an artifact, run steps ------------===//
 //
-// Only the CPU reference backend exists in this build; Backend::Cuda is
-// refused with a message saying so rather than falling back silently, so a
-// user who asked for the GPU never mistakes CPU timings for GPU ones.
+// Backend::Cuda runs the plan with runtime/cuda when the build has the CUDA
+// toolkit's headers and the machine a driver and a device; otherwise it is
+// refused with the reason rather than falling back silently, so a user who
+// asked for the GPU never mistakes CPU timings for GPU ones. Backend::Auto
+// takes the GPU when there is one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,10 @@
 
 #include "runtime/Npy.h"
 #include "runtime/cpu/Executor.h"
+#ifdef STEP_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/DynamicSymbols.h"
+#endif
 
 #include <filesystem>
 
@@ -49,9 +55,20 @@ std::string joined(const std::vector<std::string> &names) {
 }
 
 Backend resolveBackend(Backend requested) {
+  if (requested == Backend::Cpu)
+    return Backend::Cpu;
+#ifdef STEP_HAVE_CUDA
+  rt::cuda::Availability cuda = rt::cuda::available();
+  if (cuda.ok)
+    return Backend::Cuda;
+  if (requested == Backend::Cuda)
+    throw Error("the CUDA backend is not available on this machine (" +
+                cuda.reason + "); use --backend=cpu");
+#else
   if (requested == Backend::Cuda)
     throw Error("the CUDA backend is not available in this build (no CUDA "
                 "device support compiled in); use --backend=cpu");
+#endif
   return Backend::Cpu;
 }
 } // namespace
@@ -60,6 +77,7 @@ Session::Session(const std::string &artifactPath, SessionOptions options)
     : backend_(resolveBackend(options.backend)) {
   artifact_ = rt::readArtifact(artifactPath);
   init();
+  startBackend(options.backend);
 }
 
 Session::Session(rt::Artifact artifact, SessionOptions options)
@@ -67,6 +85,21 @@ Session::Session(rt::Artifact artifact, SessionOptions options)
       backend_(resolveBackend(options.backend)) {
   artifact_.plan.validate();
   init();
+  startBackend(options.backend);
+}
+
+void Session::startBackend(Backend requested) {
+#ifdef STEP_HAVE_CUDA
+  // Auto keeps the CPU for an artifact built without kernels (stepc
+  // --no-kernels); an explicit Cuda request reports what is missing.
+  if (backend_ == Backend::Cuda && requested == Backend::Auto &&
+      !rt::cuda::hasDeviceCode(artifact_.plan))
+    backend_ = Backend::Cpu;
+  if (backend_ == Backend::Cuda)
+    cuda_ = std::make_shared<rt::cuda::CudaExecutor>(artifact_);
+#else
+  (void)requested;
+#endif
 }
 
 void Session::init() {
@@ -204,7 +237,13 @@ double Session::step(const std::map<std::string, HostTensor> &batch) {
     args.push_back(&it->second);
   }
 
-  std::vector<HostTensor> results = rt::cpu::execute(artifact_, args);
+  std::vector<HostTensor> results;
+#ifdef STEP_HAVE_CUDA
+  if (cuda_)
+    results = cuda_->run(args);
+  else
+#endif
+    results = rt::cpu::execute(artifact_, args);
 
   const HostTensor &loss = results[0];
   if (loss.numel() != 1)

@@ -23,10 +23,14 @@
 #include "runtime/Artifact.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace step {
+namespace rt::cuda {
+class CudaExecutor;
+} // namespace rt::cuda
 
 enum class Backend { Auto, Cpu, Cuda };
 /// "auto", "cpu", "cuda".
@@ -35,8 +39,9 @@ const char *backendName(Backend b);
 Backend backendFromName(const std::string &name);
 
 struct SessionOptions {
-  /// Auto picks CUDA when the build and the machine have it, else the CPU
-  /// reference backend. Cuda throws when it is not available.
+  /// Auto picks CUDA when the build and the machine have it (a driver and a
+  /// device), else the CPU reference backend. Cuda throws, with the reason,
+  /// when it is not available.
   Backend backend = Backend::Auto;
 };
 
@@ -76,12 +81,18 @@ public:
 
 private:
   void init();
+  /// Creates the device state of a GPU backend (loads kernels, uploads
+  /// constants); nothing for the CPU.
+  void startBackend(Backend requested);
   const rt::BufferDesc &argumentBuffer(const std::string &name) const;
   void checkMatches(const std::string &what, const std::string &name,
                     const rt::HostTensor &t) const;
 
   rt::Artifact artifact_;
   Backend backend_ = Backend::Cpu;
+  /// The CUDA backend's device state (Backend::Cuda only). Shared by copies
+  /// of the session, which must then not step concurrently.
+  std::shared_ptr<rt::cuda::CudaExecutor> cuda_;
   std::vector<std::string> params_, state_, inputs_;
   /// step.name -> buffer id, for every argument.
   std::map<std::string, int64_t> argumentIds_;

@@ -142,7 +142,7 @@ TEST(StepRun, BadInputFailsCleanly) {
   f.expectFailure(f.dir / "short.step" + io, {"short.step", "truncated"});
 
   f.expectFailure(f.model + io + " --backend=cuda",
-                  {"the CUDA backend is not available in this build"});
+                  {"the CUDA backend is not available", "use --backend=cpu"});
   f.expectFailure(f.model + " --params " + f.dir / "nope" + " --inputs " +
                       f.inputs,
                   {"nope", "is not a folder"});

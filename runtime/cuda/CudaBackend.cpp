@@ -1,0 +1,539 @@
+//===- CudaBackend.cpp - Runs an execution plan on a CUDA GPU -------------===//
+//
+// Construction does every fallible preparation (module loads, allocations,
+// cuBLASLt descriptors and heuristics), so a run only records launches: the
+// first run captures them into a graph, later runs replay it. Every launch
+// is prepared as an Op holding the exact device pointers it uses; arguments
+// live in fixed buffers, so the captured graph stays valid across runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaBackend.h"
+
+#include "runtime/cuda/DynamicSymbols.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace step::rt::cuda {
+namespace {
+
+std::string bufferStr(const Plan &plan, int64_t id) {
+  const BufferDesc &b = plan.buffers.at(id);
+  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
+         bufferKindName(b.kind) + ")";
+}
+
+std::string typeStr(DType t, const Shape &s) {
+  return std::string(dtypeName(t)) + " " + shapeToString(s);
+}
+
+cudaDataType_t cudaType(DType t, const std::string &where) {
+  switch (t) {
+  case DType::F32: return CUDA_R_32F;
+  case DType::F16: return CUDA_R_16F;
+  case DType::BF16: return CUDA_R_16BF;
+  default:
+    throw Error(where + ": cuBLASLt matmul supports f32, f16 and bf16, not " +
+                dtypeName(t));
+  }
+}
+
+/// One prepared launch.
+struct Op {
+  enum Kind { Kernel, Matmul, Copy, Zero } kind = Kernel;
+  std::string where; ///< "plan step 3 (step.add)"
+  // Kernel.
+  CUfunction fn = nullptr;
+  unsigned grid = 0, block = 0, shared = 0;
+  std::vector<CUdeviceptr> ptrs; ///< argument values; params point here
+  std::vector<void *> params;
+  // Matmul: index into Impl::matmuls.
+  size_t matmul = 0;
+  // Copy / Zero.
+  CUdeviceptr dst = 0, src = 0;
+  size_t bytes = 0;
+};
+
+struct MatmulOp {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  CUdeviceptr pa = 0, pb = 0, pc = 0;
+};
+
+} // namespace
+
+struct CudaExecutor::Impl {
+  /// Valid during construction only: the executor keeps no reference to it.
+  const Artifact *artifact;
+  const Plan plan;
+  CudaExecutorOptions options;
+  const DriverSymbols *d = nullptr;
+  const CublasLtSymbols *lt = nullptr;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  std::string arch;
+  int ccMajor = 0, ccMinor = 0; ///< compute capability
+  std::vector<CUdeviceptr> allocations;
+  std::vector<CUdeviceptr> ptrOf; ///< device address of every buffer
+  CUdeviceptr workspace = 0;
+  std::map<std::string, CUmodule> modules;
+  std::map<std::string, CUfunction> functions;
+  cublasLtHandle_t ltHandle = nullptr;
+  std::map<std::string, cublasLtMatmulAlgo_t> algoCache; ///< by shape key
+  std::vector<MatmulOp> matmuls;
+  std::vector<Op> ops;
+  CUgraph graph = nullptr;
+  CUgraphExec graphExec = nullptr;
+
+  Impl(const Artifact &a, CudaExecutorOptions o)
+      : artifact(&a), plan(a.plan), options(o) {}
+  ~Impl();
+
+  void ck(CUresult r, const std::string &what) const { check(*d, r, what); }
+  CUdeviceptr alloc(int64_t bytes);
+  void init();
+  void allocate();
+  CUfunction function(const std::string &kernel);
+  void prepareKernel(const PlanStep &s, Op &op);
+  void prepareMatmul(const PlanStep &s, Op &op);
+  void record();
+  void capture();
+};
+
+CudaExecutor::Impl::~Impl() {
+  if (!d)
+    return;
+  // Errors are ignored: a destructor cannot report them, and the context
+  // may already be unusable after a failed run.
+  d->cuCtxSetCurrent(ctx);
+  if (stream)
+    d->cuStreamSynchronize(stream);
+  if (graphExec)
+    d->cuGraphExecDestroy(graphExec);
+  if (graph)
+    d->cuGraphDestroy(graph);
+  for (MatmulOp &m : matmuls) {
+    if (m.a) lt->cublasLtMatrixLayoutDestroy(m.a);
+    if (m.b) lt->cublasLtMatrixLayoutDestroy(m.b);
+    if (m.c) lt->cublasLtMatrixLayoutDestroy(m.c);
+    if (m.desc) lt->cublasLtMatmulDescDestroy(m.desc);
+  }
+  if (ltHandle)
+    lt->cublasLtDestroy(ltHandle);
+  for (auto &[name, module] : modules)
+    d->cuModuleUnload(module);
+  for (CUdeviceptr p : allocations)
+    d->cuMemFree(p);
+  if (stream)
+    d->cuStreamDestroy(stream);
+  if (ctx)
+    d->cuDevicePrimaryCtxRelease(device);
+}
+
+CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes) {
+  CUdeviceptr p = 0;
+  // cuMemAlloc refuses 0 bytes; a 256-byte allocation is aligned for any
+  // vector access.
+  ck(d->cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 256))),
+     "cuMemAlloc(" + std::to_string(bytes) + " bytes)");
+  allocations.push_back(p);
+  return p;
+}
+
+void CudaExecutor::Impl::init() {
+  Availability av = available();
+  if (!av.ok)
+    throw Error("the CUDA backend is not available: " + av.reason);
+  d = driver();
+  ck(d->cuDeviceGet(&device, options.device),
+     "cuDeviceGet(" + std::to_string(options.device) + ")");
+  ck(d->cuDeviceGetAttribute(&ccMajor,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                             device), "cuDeviceGetAttribute");
+  ck(d->cuDeviceGetAttribute(&ccMinor,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                             device), "cuDeviceGetAttribute");
+  arch = archName(ccMajor, ccMinor);
+  ck(d->cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain");
+  ck(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  ck(d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+}
+
+void CudaExecutor::Impl::allocate() {
+  if (plan.arenaBytes < 0)
+    throw Error("plan: negative arena size " + std::to_string(plan.arenaBytes));
+  CUdeviceptr arena = alloc(plan.arenaBytes);
+  auto constants = artifact->sections.find("constants");
+  ptrOf.assign(plan.buffers.size(), 0);
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const BufferDesc &b = plan.buffers[id];
+    if (b.kind != BufferKind::Transient && b.kind != BufferKind::Constant) {
+      ptrOf[id] = alloc(b.bytes());
+      continue;
+    }
+    bool transient = b.kind == BufferKind::Transient;
+    int64_t limit = transient ? plan.arenaBytes
+                    : constants != artifact->sections.end()
+                        ? static_cast<int64_t>(constants->second.size())
+                        : -1;
+    if (limit < 0)
+      throw Error("plan: constant " + bufferStr(plan, id) +
+                  " needs the artifact's \"constants\" section, which is "
+                  "missing");
+    if (b.offset < 0 || b.bytes() > limit || b.offset > limit - b.bytes())
+      throw Error("plan: " + bufferStr(plan, id) + " of " +
+                  std::to_string(b.bytes()) + " bytes at offset " +
+                  std::to_string(b.offset) + " does not fit in the " +
+                  (transient ? "arena" : "constants section") + " of " +
+                  std::to_string(limit) + " bytes");
+    if (!transient) {
+      ptrOf[id] = alloc(b.bytes());
+      if (b.bytes())
+        ck(d->cuMemcpyHtoDAsync(ptrOf[id], constants->second.data() + b.offset,
+                                static_cast<size_t>(b.bytes()), stream),
+           "uploading constant " + bufferStr(plan, id));
+      continue;
+    }
+    if (b.offset % 16 != 0)
+      throw Error("plan: " + bufferStr(plan, id) + " is at arena offset " +
+                  std::to_string(b.offset) +
+                  ", which is not 16-byte aligned as CUDA kernels need "
+                  "(docs/codegen.md); compile with step-memory-plan's "
+                  "default alignment");
+    ptrOf[id] = arena + static_cast<CUdeviceptr>(b.offset);
+  }
+  ck(d->cuStreamSynchronize(stream), "uploading constants");
+}
+
+CUfunction CudaExecutor::Impl::function(const std::string &kernel) {
+  if (auto it = functions.find(kernel); it != functions.end())
+    return it->second;
+  KernelImage image =
+      selectKernelImage(artifact->sections, kernel, ccMajor, ccMinor);
+  const std::string &bytes = artifact->sections.at(image.section);
+  // PTX must be NUL-terminated for the JIT; a cubin is passed as is.
+  std::string ptx = image.isPtx ? bytes + std::string(1, '\0') : std::string();
+  CUmodule module = nullptr;
+  ck(d->cuModuleLoadData(&module, image.isPtx ? ptx.data() : bytes.data()),
+     "cuModuleLoadData(" + image.section + ")" +
+         (image.isPtx ? " (JIT of PTX for " + arch + ")" : ""));
+  modules[kernel] = module;
+  CUfunction fn = nullptr;
+  ck(d->cuModuleGetFunction(&fn, module, kernel.c_str()),
+     "cuModuleGetFunction('" + kernel + "') in " + image.section);
+  functions[kernel] = fn;
+  return fn;
+}
+
+void CudaExecutor::Impl::prepareKernel(const PlanStep &s, Op &op) {
+  auto table = artifact->meta.find("kernels");
+  if (table == artifact->meta.end() || !table->is_object() ||
+      !table->contains(s.kernel))
+    throw Error(op.where + ": kernel '" + s.kernel +
+                "' has no launch configuration in the manifest's "
+                "meta.kernels");
+  const nlohmann::json &k = (*table)[s.kernel];
+  int64_t grid = k.at("grid").get<int64_t>(), block = k.at("block").get<int64_t>();
+  int64_t shared = k.at("shared_bytes").get<int64_t>();
+  if (grid < 1 || grid > INT32_MAX || block < 1 || block > 1024 || shared < 0 ||
+      shared > INT32_MAX)
+    throw Error(op.where + ": kernel '" + s.kernel + "' has a bad launch "
+                "configuration (grid " + std::to_string(grid) + ", block " +
+                std::to_string(block) + ", shared " + std::to_string(shared) +
+                " bytes)");
+  op.kind = Op::Kernel;
+  op.fn = function(s.kernel);
+  op.grid = static_cast<unsigned>(grid);
+  op.block = static_cast<unsigned>(block);
+  op.shared = static_cast<unsigned>(shared);
+  if (shared > 48 * 1024)
+    ck(d->cuFuncSetAttribute(op.fn,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(shared)),
+       op.where + ": raising the dynamic shared memory of '" + s.kernel + "'");
+  for (const std::string &p : k.at("params").get<std::vector<std::string>>()) {
+    bool in = p.rfind("in", 0) == 0, out = p.rfind("out", 0) == 0;
+    std::string digits = p.substr(in ? 2 : 3);
+    const std::vector<int64_t> &ids = in ? s.operands : s.results;
+    size_t i = (in || out) && !digits.empty() &&
+                       digits.find_first_not_of("0123456789") == std::string::npos
+                   ? std::stoul(digits)
+                   : SIZE_MAX;
+    if (i >= ids.size())
+      throw Error(op.where + ": kernel '" + s.kernel + "' parameter '" + p +
+                  "' names no " + (out ? "result" : "operand") + " of the step");
+    op.ptrs.push_back(ptrOf[ids[i]]);
+  }
+  for (CUdeviceptr &p : op.ptrs)
+    op.params.push_back(&p);
+}
+
+void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
+  if (s.operands.size() != 2 || s.results.size() != 1)
+    throw Error(op.where + ": expected 2 operands and 1 result");
+  const BufferDesc &a = plan.buffers[s.operands[0]];
+  const BufferDesc &b = plan.buffers[s.operands[1]];
+  const BufferDesc &c = plan.buffers[s.results[0]];
+  auto unit = [&](const char *n) {
+    return s.attrs.is_object() && s.attrs.contains(n) && s.attrs[n].is_boolean() &&
+           s.attrs[n].get<bool>();
+  };
+  MatmulLayout l = matmulLayout(a.shape, b.shape, unit("transpose_a"),
+                                unit("transpose_b"));
+  if (a.dtype != b.dtype || c.dtype != a.dtype || c.shape != l.result)
+    throw Error(op.where + ": operands " + typeStr(a.dtype, a.shape) + " and " +
+                typeStr(b.dtype, b.shape) + " do not give the result " +
+                typeStr(c.dtype, c.shape));
+  cudaDataType_t type = cudaType(a.dtype, op.where);
+  if (l.m == 0 || l.n == 0 || l.k == 0) { // an empty sum is zero
+    op.kind = Op::Zero;
+    op.dst = ptrOf[s.results[0]];
+    op.bytes = static_cast<size_t>(c.bytes());
+    return;
+  }
+  if (!lt) {
+    lt = cublasLt();
+    if (!lt)
+      throw Error(op.where + ": cuBLASLt is not available: " + cublasLtReason());
+    check(*lt, lt->cublasLtCreate(&ltHandle), "cublasLtCreate");
+  }
+  op.kind = Op::Matmul;
+  op.matmul = matmuls.size();
+  matmuls.emplace_back();
+  MatmulOp &m = matmuls.back();
+  m.pa = ptrOf[s.operands[1]]; // cuBLASLt's a is our rhs (CudaBackend.h)
+  m.pb = ptrOf[s.operands[0]];
+  m.pc = ptrOf[s.results[0]];
+  auto ltck = [&](cublasStatus_t st, const char *what) {
+    check(*lt, st, op.where + ": " + what);
+  };
+  ltck(lt->cublasLtMatmulDescCreate(&m.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+       "cublasLtMatmulDescCreate");
+  cublasOperation_t ta = l.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = l.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ltck(lt->cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                          &ta, sizeof(ta)), "TRANSA");
+  ltck(lt->cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &tb, sizeof(tb)), "TRANSB");
+  auto layout = [&](cublasLtMatrixLayout_t *out, const MatrixLayout &ml) {
+    ltck(lt->cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(ml.rows),
+                                        static_cast<uint64_t>(ml.cols), ml.ld),
+         "cublasLtMatrixLayoutCreate");
+    if (ml.batch == 1)
+      return;
+    int32_t count = static_cast<int32_t>(ml.batch);
+    int64_t stride = ml.stride;
+    ltck(lt->cublasLtMatrixLayoutSetAttribute(
+             *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+         "BATCH_COUNT");
+    ltck(lt->cublasLtMatrixLayoutSetAttribute(
+             *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+             sizeof(stride)),
+         "STRIDED_BATCH_OFFSET");
+  };
+  layout(&m.a, l.a);
+  layout(&m.b, l.b);
+  layout(&m.c, l.c);
+  std::string key = std::string(dtypeName(a.dtype));
+  for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, int64_t(l.transA),
+                    int64_t(l.transB)})
+    key += "," + std::to_string(v);
+  if (auto it = algoCache.find(key); it != algoCache.end()) {
+    m.algo = it->second;
+    return;
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  ltck(lt->cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
+  uint64_t ws = static_cast<uint64_t>(options.matmulWorkspaceBytes);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = lt->cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt->cublasLtMatmulAlgoGetHeuristic(ltHandle, m.desc, m.a, m.b, m.c,
+                                            m.c, pref, 1, &result, &found);
+  lt->cublasLtMatmulPreferenceDestroy(pref);
+  ltck(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1)
+    throw Error(op.where + ": cuBLASLt has no algorithm for " +
+                typeStr(a.dtype, a.shape) + " x " + typeStr(b.dtype, b.shape));
+  m.algo = algoCache[key] = result.algo;
+}
+
+/// Enqueues every prepared op on the stream (captured or not).
+void CudaExecutor::Impl::record() {
+  float one = 1.0f, zero = 0.0f;
+  for (Op &op : ops) {
+    switch (op.kind) {
+    case Op::Kernel:
+      ck(d->cuLaunchKernel(op.fn, op.grid, 1, 1, op.block, 1, 1, op.shared,
+                           stream, op.params.data(), nullptr),
+         op.where + ": cuLaunchKernel");
+      break;
+    case Op::Matmul: {
+      MatmulOp &m = matmuls[op.matmul];
+      check(*lt,
+            lt->cublasLtMatmul(ltHandle, m.desc, &one,
+                               reinterpret_cast<const void *>(m.pa), m.a,
+                               reinterpret_cast<const void *>(m.pb), m.b, &zero,
+                               reinterpret_cast<const void *>(m.pc), m.c,
+                               reinterpret_cast<void *>(m.pc), m.c, &m.algo,
+                               reinterpret_cast<void *>(workspace),
+                               static_cast<size_t>(options.matmulWorkspaceBytes),
+                               reinterpret_cast<cudaStream_t>(stream)),
+            op.where + ": cublasLtMatmul");
+      break;
+    }
+    case Op::Copy:
+      ck(d->cuMemcpyDtoDAsync(op.dst, op.src, op.bytes, stream),
+         op.where + ": cuMemcpyDtoDAsync");
+      break;
+    case Op::Zero:
+      ck(d->cuMemsetD8Async(op.dst, 0, op.bytes, stream),
+         op.where + ": cuMemsetD8Async");
+      break;
+    }
+  }
+}
+
+void CudaExecutor::Impl::capture() {
+  ck(d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+     "cuStreamBeginCapture");
+  try {
+    record();
+  } catch (...) {
+    // End the capture so the stream is usable again; the partial graph is
+    // discarded.
+    CUgraph partial = nullptr;
+    if (d->cuStreamEndCapture(stream, &partial) == CUDA_SUCCESS && partial)
+      d->cuGraphDestroy(partial);
+    throw;
+  }
+  ck(d->cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  ck(d->cuGraphInstantiate(&graphExec, graph, 0), "cuGraphInstantiate");
+}
+
+//===----------------------------------------------------------------------===//
+// CudaExecutor
+//===----------------------------------------------------------------------===//
+
+CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options)
+    : impl_(std::make_unique<Impl>(artifact, options)) {
+  Impl &x = *impl_;
+  const Plan &plan = artifact.plan;
+  x.init();
+  x.allocate();
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep &s = plan.steps[k];
+    Op op;
+    op.where = "plan step " + std::to_string(k) + " (" + s.op + ")";
+    for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
+      for (int64_t id : *ids)
+        if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
+          throw Error(op.where + ": buffer id " + std::to_string(id) +
+                      " is out of range");
+    for (int64_t id : s.results)
+      if (plan.buffers[id].kind == BufferKind::Constant)
+        throw Error(op.where + ": writes constant " + bufferStr(plan, id) +
+                    ", which is uploaded once; the CUDA backend cannot run "
+                    "this plan");
+    try {
+      if (!s.kernel.empty()) {
+        x.prepareKernel(s, op);
+      } else if (s.op == "step.matmul") {
+        x.prepareMatmul(s, op);
+      } else if ((s.op == "step.reshape" || s.op == "step.stop_gradient") &&
+                 s.operands.size() == 1 && s.results.size() == 1) {
+        const BufferDesc &in = plan.buffers[s.operands[0]];
+        const BufferDesc &out = plan.buffers[s.results[0]];
+        if (in.bytes() != out.bytes() || in.dtype != out.dtype)
+          throw Error(op.where + ": copies " + typeStr(in.dtype, in.shape) +
+                      " into " + typeStr(out.dtype, out.shape));
+        op.kind = Op::Copy;
+        op.src = x.ptrOf[s.operands[0]];
+        op.dst = x.ptrOf[s.results[0]];
+        op.bytes = static_cast<size_t>(in.bytes());
+        if (op.src == op.dst || op.bytes == 0)
+          continue; // an alias: nothing to move
+      } else {
+        throw Error(op.where + ": the artifact has no CUDA kernel for this "
+                    "step and the CUDA backend has no library call for it; "
+                    "recompile with a stepc built with the CUDA toolkit (not "
+                    "--no-kernels) or use --backend=cpu");
+      }
+    } catch (const nlohmann::json::exception &e) {
+      throw Error(op.where + ": bad launch configuration in meta.kernels: " +
+                  e.what());
+    }
+    x.ops.push_back(std::move(op));
+  }
+  // Kernel params point into op.ptrs; re-point them now that ops stopped
+  // moving.
+  for (Op &op : x.ops) {
+    op.params.clear();
+    for (CUdeviceptr &p : op.ptrs)
+      op.params.push_back(&p);
+  }
+  if (x.lt)
+    x.workspace = x.alloc(options.matmulWorkspaceBytes);
+  x.artifact = nullptr;
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+const std::string &CudaExecutor::arch() const { return impl_->arch; }
+
+std::vector<HostTensor> CudaExecutor::run(const std::vector<HostTensor> &args) {
+  std::vector<const HostTensor *> ptrs;
+  for (const HostTensor &t : args)
+    ptrs.push_back(&t);
+  return run(ptrs);
+}
+
+std::vector<HostTensor>
+CudaExecutor::run(const std::vector<const HostTensor *> &args) {
+  Impl &x = *impl_;
+  const Plan &plan = x.plan;
+  if (args.size() != plan.arguments.size())
+    throw Error("plan '" + plan.function + "' takes " +
+                std::to_string(plan.arguments.size()) + " arguments, got " +
+                std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const BufferDesc &b = plan.buffers.at(plan.arguments[i]);
+    if (args[i]->dtype() != b.dtype || args[i]->shape() != b.shape)
+      throw Error("argument " + std::to_string(i) + " ('" + b.name + "', " +
+                  bufferKindName(b.kind) + "): expected " +
+                  typeStr(b.dtype, b.shape) + ", found " +
+                  typeStr(args[i]->dtype(), args[i]->shape()));
+  }
+  x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i]->byteSize())
+      x.ck(x.d->cuMemcpyHtoDAsync(x.ptrOf[plan.arguments[i]], args[i]->raw(),
+                                  args[i]->byteSize(), x.stream),
+           "uploading argument " + std::to_string(i));
+  if (x.options.useGraph) {
+    if (!x.graphExec)
+      x.capture();
+    x.ck(x.d->cuGraphLaunch(x.graphExec, x.stream), "cuGraphLaunch");
+  } else {
+    x.record();
+  }
+  std::vector<HostTensor> results;
+  for (int64_t id : plan.results) {
+    const BufferDesc &b = plan.buffers.at(id);
+    results.emplace_back(b.dtype, b.shape);
+    if (b.bytes())
+      x.ck(x.d->cuMemcpyDtoHAsync(results.back().raw(), x.ptrOf[id],
+                                  static_cast<size_t>(b.bytes()), x.stream),
+           "downloading " + bufferStr(plan, id));
+  }
+  x.ck(x.d->cuStreamSynchronize(x.stream), "running plan '" + plan.function +
+                                               "' (a kernel failed)");
+  return results;
+}
+
+} // namespace step::rt::cuda
