@@ -16,7 +16,8 @@
 //     is multiplied by min(1, clip / (total + 1e-6))
 //     (torch.nn.utils.clip_grad_norm_);
 //  4. one fused update op per param (step.sgd_update / adamw_update /
-//     lamb_update) with the optimizer's hyper-parameters as attributes.
+//     lamb_update) with the optimizer's hyper-parameters as attributes
+//     (with decay-vectors=false, weight decay 0 for params of rank < 2).
 //
 // State: "opt.step" (tensor<i64>) and per param the slots the optimizer
 // needs ("opt.exp_avg.<p>", "opt.exp_avg_sq.<p>", "opt.momentum_buffer.<p>"),
@@ -261,13 +262,17 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     Hyper h = hyper();
     SmallVector<Value> newParams, newSlots(slotNames.size() * numParams);
     for (size_t k = 0; k < numParams; ++k) {
+      // nanoGPT-style param groups: no decay on biases and norm weights.
+      auto paramType = cast<RankedTensorType>(param(k).getType());
+      double wd =
+          !decayVectors && paramType.getRank() < 2 ? 0.0 : h.weightDecay;
       if (optimizer == "sgd") {
         Value buffer = slotNames.empty() ? Value() : slotArg(0, k);
         Type bufferType = buffer ? buffer.getType() : Type();
         auto op = b.create<SgdUpdateOp>(
             loc, param(k).getType(), bufferType, param(k), grads[k], t, lrValue,
             buffer, b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
-            b.getF64FloatAttr(h.weightDecay),
+            b.getF64FloatAttr(wd),
             nesterov ? b.getUnitAttr() : UnitAttr());
         newParams.push_back(op.getNewParam());
         if (buffer)
@@ -275,7 +280,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       } else {
         auto attrs = std::make_tuple(
             b.getF64FloatAttr(h.beta1), b.getF64FloatAttr(h.beta2),
-            b.getF64FloatAttr(h.eps), b.getF64FloatAttr(h.weightDecay));
+            b.getF64FloatAttr(h.eps), b.getF64FloatAttr(wd));
         Operation *op =
             optimizer == "adamw"
                 ? b.create<AdamwUpdateOp>(

@@ -86,6 +86,9 @@ def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
     Option<"momentum", "momentum", "double", "0", "SGD momentum">,
     Option<"dampening", "dampening", "double", "0", "SGD dampening">,
     Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"decayVectors", "decay-vectors", "bool", "true",
+           "apply weight decay to params of rank < 2 too (biases, norms); "
+           "false: only to matrices and embeddings, as nanoGPT's param groups">,
     Option<"clip", "clip", "double", "0",
            "max global gradient L2 norm (0 = no clipping)">,
     Option<"schedule", "schedule", "std::string", "\"constant\"",

@@ -44,7 +44,8 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
                   ",lr=" + opt(o.lr) + ",b1=" + opt(o.beta1) +
                   ",b2=" + opt(o.beta2) + ",eps=" + opt(o.eps) +
                   ",wd=" + opt(o.weightDecay) + ",m=" + opt(o.momentum) +
-                  ",d=" + opt(o.dampening) + ",n=" + std::to_string(o.nesterov);
+                  ",d=" + opt(o.dampening) + ",n=" + std::to_string(o.nesterov) +
+                  ",wdv=" + std::to_string(o.decayVectors);
   s += ";sched=" + std::to_string(static_cast<int>(t.schedule.kind)) + "," +
        std::to_string(t.schedule.warmup) + "," +
        std::to_string(t.schedule.total) + "," +

@@ -93,11 +93,12 @@ OptimizerOptions OptimizerOptions::parse(const std::string &spec) {
     throw std::invalid_argument(what + ": unknown optimizer '" + kind +
                                 "', expected sgd, adamw or lamb");
   for (auto &[key, value] : kv) {
-    if (key == "nesterov") {
+    if (key == "nesterov" || key == "wd_vectors") {
       if (value != "true" && value != "false" && value != "1" && value != "0")
-        throw std::invalid_argument(what + ": nesterov=" + value +
+        throw std::invalid_argument(what + ": " + key + "=" + value +
                                     " must be true or false");
-      o.nesterov = value == "true" || value == "1";
+      (key == "nesterov" ? o.nesterov : o.decayVectors) =
+          value == "true" || value == "1";
       continue;
     }
     double v = toDouble(what, key, value);
@@ -118,8 +119,8 @@ OptimizerOptions OptimizerOptions::parse(const std::string &spec) {
     else
       throw std::invalid_argument(
           what + ": unknown key '" + key +
-          "', expected lr, beta1, beta2, eps, wd, momentum, dampening or "
-          "nesterov");
+          "', expected lr, beta1, beta2, eps, wd, momentum, dampening, "
+          "nesterov or wd_vectors");
   }
   return o;
 }
@@ -269,6 +270,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   opt.momentum = o.momentum.value_or(0);
   opt.dampening = o.dampening.value_or(0);
   opt.nesterov = o.nesterov;
+  opt.decayVectors = o.decayVectors;
   opt.clip = options.clipNorm.value_or(0);
   opt.schedule = s.kind == ScheduleOptions::Kind::Constant ? "constant"
                  : s.kind == ScheduleOptions::Kind::Cosine ? "cosine"

@@ -45,9 +45,13 @@ struct OptimizerOptions {
   std::optional<double> lr, beta1, beta2, eps, weightDecay, momentum,
       dampening;
   bool nesterov = false;
+  /// Weight decay on params of rank < 2 (biases, norm weights) as well, as
+  /// PyTorch with one param group; false: matrices and embeddings only, as
+  /// nanoGPT's two param groups.
+  bool decayVectors = true;
 
   /// Parses "adamw,lr=3e-4,wd=0.1" (keys: lr, beta1, beta2, eps, wd |
-  /// weight_decay, momentum, dampening, nesterov). Throws
+  /// weight_decay, momentum, dampening, nesterov, wd_vectors). Throws
   /// std::invalid_argument naming the bad part and what is expected.
   static OptimizerOptions parse(const std::string &spec);
 };

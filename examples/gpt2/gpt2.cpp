@@ -170,6 +170,7 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   t.optimizer.kind = step::OptimizerOptions::Kind::Adamw;
   t.optimizer.lr = o.lr;
   t.optimizer.weightDecay = o.wd;
+  t.optimizer.decayVectors = false; // as nanoGPT: matrices and embeddings only
   t.schedule.kind = step::ScheduleOptions::Kind::Cosine;
   t.schedule.warmup = o.warmup;
   t.schedule.total = o.steps;

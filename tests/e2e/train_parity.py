@@ -95,6 +95,11 @@ CASES = [
     # PyTorch's defaults (eps 1e-8, weight decay 0.01): the MLP has no
     # gradient that cancels to rounding noise, so the default eps is fine.
     ("mlp.adamw_defaults", MLP, "adamw,lr=1e-2", WARM_COS, 0.1, 1),
+    # nanoGPT-style param groups: weight decay on matrices only.
+    ("gpt.adamw_no_decay_vectors", GPT, ADAMW + ",wd_vectors=false", WARM_COS,
+     0.3, 1),
+    ("mlp.sgd_no_decay_vectors", MLP,
+     "sgd,lr=0.1,momentum=0.9,wd=0.05,wd_vectors=false", "constant", 0, 1),
     ("gpt.adamw_clip_cosine", GPT, ADAMW, WARM_COS, 0.3, 1),
     ("mlp.sgd_momentum", MLP, "sgd,lr=0.1,momentum=0.9,dampening=0.1,wd=0.01",
      "linear,warmup=1,total=4,min_ratio=0.2", 0, 1),

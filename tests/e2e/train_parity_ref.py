@@ -80,8 +80,14 @@ def make_optimizer(spec, params):
     defaults (PyTorch's; LAMB: AdamW's with eps 1e-6). foreach=False: the
     single-tensor code path, one param at a time as step's fused ops."""
     kind, kv = parse_spec(spec)
-    f = {k: float(v) for k, v in kv.items() if k != "nesterov"}
+    f = {k: float(v) for k, v in kv.items()
+         if k not in ("nesterov", "wd_vectors")}
     wd = f.get("wd", f.get("weight_decay", 0.0 if kind == "sgd" else 0.01))
+    if kv.get("wd_vectors", "true") in ("false", "0"):
+        # nanoGPT's two param groups: decay matrices and embeddings only.
+        params = [{"params": [p for p in params if p.dim() >= 2]},
+                  {"params": [p for p in params if p.dim() < 2],
+                   "weight_decay": 0.0}]
     if kind == "sgd":
         return torch.optim.SGD(
             params, lr=f.get("lr", 1e-3), momentum=f.get("momentum", 0.0),

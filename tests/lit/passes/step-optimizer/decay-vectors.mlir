@@ -1,0 +1,21 @@
+// RUN: step-opt %s --step-autodiff --step-optimizer="weight-decay=0.1 decay-vectors=false" | FileCheck %s
+// RUN: step-opt %s --step-autodiff --step-optimizer="weight-decay=0.1" | FileCheck %s --check-prefix=ALL
+
+// nanoGPT's param groups: the matrix decays, the bias (rank 1) does not.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: step.adamw_update %{{.+}} {weight_decay = 1.000000e-01 : f64} : tensor<3x2xf32>
+// CHECK: step.adamw_update %{{.+}} {weight_decay = 0.000000e+00 : f64} : tensor<2xf32>
+
+// ALL-LABEL: func.func @train_step(
+// ALL: step.adamw_update %{{.+}} {weight_decay = 1.000000e-01 : f64} : tensor<3x2xf32>
+// ALL: step.adamw_update %{{.+}} {weight_decay = 1.000000e-01 : f64} : tensor<2xf32>
+func.func @forward(%w: tensor<3x2xf32> {step.kind = "param", step.name = "w"},
+                   %b: tensor<2xf32> {step.kind = "param", step.name = "b"},
+                   %x: tensor<4x3xf32> {step.kind = "input", step.name = "x"})
+    -> tensor<f32> {
+  %y = step.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %bb = step.broadcast_in_dim %b, dims = [1] : tensor<2xf32> -> tensor<4x2xf32>
+  %z = step.add %y, %bb : tensor<4x2xf32>
+  %l = step.reduce_sum %z dims = [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
