@@ -15,6 +15,41 @@ from .harness import (Case, EXACT, FLOATS, INF, INTS, TORCH, T_MOVE, _fmt,
 # Neural-network ops
 # ---------------------------------------------------------------------------
 
+# (N, C, reduction, ignore_index or None, targets override); the rows with
+# every target ignored check mean's 0/0 (NaN loss, zero gradient in torch).
+CE_PLANS = [
+    (8, 10, "mean", None, None), (8, 10, "sum", None, None),
+    (8, 10, "none", None, None), (1, 1, "mean", None, None),
+    (6, 5, "mean", None, [0, -100, 4, -100, 2, 1]),
+    (6, 5, "sum", None, [0, -100, 4, -100, 2, 1]),
+    (6, 5, "none", None, [0, -100, 4, -100, 2, 1]),
+    (6, 5, "mean", 3, [3, 0, 3, 4, 1, 3]), (6, 5, "none", 3, [3, 0, 3, 4, 1, 3]),
+    (6, 5, "mean", -1, [-1, 0, 1, 2, -1, 4]),
+    (4, 5, "mean", None, [-100] * 4), (4, 5, "sum", None, [-100] * 4),
+    (0, 5, "sum", None, None), (0, 5, "none", None, None),
+    (64, 1000, "mean", None, None)]
+
+
+def cross_entropy_inputs(op):
+    """Logits and targets of every CE_PLANS row for each float and index
+    dtype (i32 on two shapes only), with case names "<op>.<dt>.<it>...";
+    yields (name, rng, dt, it, N, C, reduction, ignore_index, logits,
+    targets), rng being the case's generator (rng_for) after those draws."""
+    for dt in FLOATS:
+        for it in INTS:
+            for n, c, red, ign, tgt in CE_PLANS:
+                if it == "i32" and (n, c) not in ((8, 10), (6, 5)):
+                    continue
+                nm = "%s.%s.%s.%dx%d_%s%s%s" % (
+                    op, dt, it, n, c, red, "_ign%d" % ign if ign is not None else "",
+                    "_targets" if tgt is not None else "")
+                r = rng_for(nm)
+                logits = gen(r, (n, c), dt, scale=3)
+                t = gen(r, (n,), it, kind="int", lo=0, hi=c) if tgt is None \
+                    else store(tgt, it)
+                yield nm, r, dt, it, n, c, red, ign, logits, t
+
+
 def nn_cases():
     cases = []
     for op, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
@@ -88,40 +123,20 @@ def nn_cases():
                                   [(out, dt)], [want], [T_MOVE]))
 
     # cross_entropy
-    ce_plans = [  # (N, C, reduction, ignore_index or None, targets override)
-        (8, 10, "mean", None, None), (8, 10, "sum", None, None),
-        (8, 10, "none", None, None), (1, 1, "mean", None, None),
-        (6, 5, "mean", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "sum", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "none", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "mean", 3, [3, 0, 3, 4, 1, 3]), (6, 5, "none", 3, [3, 0, 3, 4, 1, 3]),
-        (6, 5, "mean", -1, [-1, 0, 1, 2, -1, 4]),
-        (4, 5, "mean", None, [-100] * 4),  # all ignored: 0/0 = NaN
-        (4, 5, "sum", None, [-100] * 4), (0, 5, "sum", None, None),
-        (0, 5, "none", None, None), (64, 1000, "mean", None, None)]
+    for nm, _, dt, it, n, c, red, ign, logits, t in cross_entropy_inputs(
+            "cross_entropy"):
+        ii = -100 if ign is None else ign
+        (want,) = opmath(lambda x, y, red=red, ii=ii:
+                         F.cross_entropy(x, y.long(), reduction=red,
+                                         ignore_index=ii),
+                         [(logits, dt), (t, it)], [dt])
+        out = (n,) if red == "none" else ()
+        cases.append(Case(nm, [(logits, dt), (t, it)],
+                          "%%r0 = step.cross_entropy %%a0, %%a1 reduction = %s%s : %s, %s -> %s"
+                          % (red, " ignore_index = %d" % ign if ign is not None else "",
+                             ttype((n, c), dt), ttype((n,), it), ttype(out, dt)),
+                          [(out, dt)], [want], [acc_tol(dt)]))
     for dt in FLOATS:
-        for it in INTS:
-            for n, c, red, ign, tgt in ce_plans:
-                if it == "i32" and (n, c) not in ((8, 10), (6, 5)):
-                    continue
-                nm = "cross_entropy.%s.%s.%dx%d_%s%s%s" % (
-                    dt, it, n, c, red, "_ign%d" % ign if ign is not None else "",
-                    "_targets" if tgt is not None else "")
-                r = rng_for(nm)
-                logits = gen(r, (n, c), dt, scale=3)
-                t = gen(r, (n,), it, kind="int", lo=0, hi=c) if tgt is None \
-                    else store(tgt, it)
-                ii = -100 if ign is None else ign
-                (want,) = opmath(lambda x, y, red=red, ii=ii:
-                                 F.cross_entropy(x, y.long(), reduction=red,
-                                                 ignore_index=ii),
-                                 [(logits, dt), (t, it)], [dt])
-                out = (n,) if red == "none" else ()
-                cases.append(Case(nm, [(logits, dt), (t, it)],
-                                  "%%r0 = step.cross_entropy %%a0, %%a1 reduction = %s%s : %s, %s -> %s"
-                                  % (red, " ignore_index = %d" % ign if ign is not None else "",
-                                     ttype((n, c), dt), ttype((n,), it), ttype(out, dt)),
-                                  [(out, dt)], [want], [acc_tol(dt)]))
         nm = "cross_entropy.%s.large_logits" % dt
         logits = store([[1e4, 0.0, -1e4], [-60000.0, 60000.0, 0.0], [5.0, 5.0, 5.0]], dt)
         t = store([1, 0, 2], "i64")

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .harness import (Case, EXACT, FLOATS, HALVES, INTS, REL, T_MOVE, ULP,
+from .cases_nn import cross_entropy_inputs
+from .harness import (Case, FLOATS, HALVES, INTS, REL, T_MOVE, ULP,
                       acc_tol, as_f64, compare, flt, from_torch, gen, opmath,
                       rng_for, shape_str, store, to_torch, ttype)
 
@@ -100,46 +101,25 @@ def _grad_cases():
                                   % (v, ttype(ishape, it), ttype(gshape, dt), ttype((v, d), dt)),
                                   [((v, d), dt)], [want], [acc_tol(dt)]))
 
-    # (N, C, reduction, ignore_index or None, targets override)
-    ce_plans = [
-        (8, 10, "mean", None, None), (8, 10, "sum", None, None),
-        (8, 10, "none", None, None), (1, 1, "mean", None, None),
-        (6, 5, "mean", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "sum", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "none", None, [0, -100, 4, -100, 2, 1]),
-        (6, 5, "mean", 3, [3, 0, 3, 4, 1, 3]), (6, 5, "none", 3, [3, 0, 3, 4, 1, 3]),
-        (6, 5, "mean", -1, [-1, 0, 1, 2, -1, 4]),
-        (4, 5, "mean", None, [-100] * 4),  # all ignored: zeros, as autograd
-        (4, 5, "sum", None, [-100] * 4), (0, 5, "sum", None, None),
-        (0, 5, "none", None, None), (64, 1000, "mean", None, None)]
-    for dt in FLOATS:
-        for it in INTS:
-            for n, c, red, ign, tgt in ce_plans:
-                if it == "i32" and (n, c) not in ((8, 10), (6, 5)):
-                    continue
-                nm = "cross_entropy_grad.%s.%s.%dx%d_%s%s%s" % (
-                    dt, it, n, c, red, "_ign%d" % ign if ign is not None else "",
-                    "_targets" if tgt is not None else "")
-                r = rng_for(nm)
-                logits = gen(r, (n, c), dt, scale=3)
-                t = gen(r, (n,), it, kind="int", lo=0, hi=c) if tgt is None \
-                    else store(tgt, it)
-                gshape = (n,) if red == "none" else ()
-                g = gen(r, gshape, dt, kind="uniform", lo=-2, hi=2)
-                ii = -100 if ign is None else ign
+    for nm, r, dt, it, n, c, red, ign, logits, t in cross_entropy_inputs(
+            "cross_entropy_grad"):
+        gshape = (n,) if red == "none" else ()
+        g = gen(r, gshape, dt, kind="uniform", lo=-2, hi=2)
+        ii = -100 if ign is None else ign
 
-                def fn(x, y, g, red=red, ii=ii):
-                    x = x.detach().requires_grad_(True)
-                    F.cross_entropy(x, y.long(), reduction=red,
-                                    ignore_index=ii).backward(g)
-                    return x.grad
-                (want,) = opmath(fn, [(logits, dt), (t, it), (g, dt)], [dt])
-                cases.append(Case(nm, [(logits, dt), (t, it), (g, dt)],
-                                  "%%r0 = step.cross_entropy_grad %%a0, %%a1, %%a2 reduction = %s%s : %s, %s, %s -> %s"
-                                  % (red, " ignore_index = %d" % ign if ign is not None else "",
-                                     ttype((n, c), dt), ttype((n,), it), ttype(gshape, dt),
-                                     ttype((n, c), dt)),
-                                  [((n, c), dt)], [want], [acc_tol(dt)]))
+        def fn(x, y, g, red=red, ii=ii):
+            x = x.detach().requires_grad_(True)
+            F.cross_entropy(x, y.long(), reduction=red,
+                            ignore_index=ii).backward(g)
+            return x.grad
+        (want,) = opmath(fn, [(logits, dt), (t, it), (g, dt)], [dt])
+        cases.append(Case(nm, [(logits, dt), (t, it), (g, dt)],
+                          "%%r0 = step.cross_entropy_grad %%a0, %%a1, %%a2 reduction = %s%s : %s, %s, %s -> %s"
+                          % (red, " ignore_index = %d" % ign if ign is not None else "",
+                             ttype((n, c), dt), ttype((n,), it), ttype(gshape, dt),
+                             ttype((n, c), dt)),
+                          [((n, c), dt)], [want], [acc_tol(dt)]))
+    for dt in FLOATS:
         nm = "cross_entropy_grad.%s.large_logits" % dt
         logits = store([[1e4, 0.0, -1e4], [-60000.0, 60000.0, 0.0], [5.0, 5.0, 5.0]], dt)
         t, g = store([1, 0, 2], "i64"), store(1.5, dt)

@@ -10,6 +10,7 @@
 #define STEP_TESTS_UNIT_COMPILER_GRADCHECK_H
 
 #include "runtime/Tensor.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <cstdint>
 #include <map>
@@ -70,6 +71,23 @@ rt::HostTensor awayFromZero(const rt::Shape &shape, uint64_t seed,
 /// A tensor of `dtype` holding `values` (row-major).
 rt::HostTensor literal(const rt::Shape &shape, const std::vector<double> &values,
                        rt::DType dtype = rt::DType::F32);
+
+/// Seeded integers for test attributes and indices: SplitMix64 outputs of a
+/// state started from (seed, salt); the salt keeps test files' streams apart.
+class Dice {
+public:
+  Dice(uint64_t seed, uint64_t salt)
+      : state_(seed * 0x2545F4914F6CDD1Dull + salt) {}
+  /// Uniform in [lo, hi].
+  int64_t roll(int64_t lo, int64_t hi) {
+    uint64_t z = rt::cpu::splitmix64(state_);
+    state_ += 0x9E3779B97F4A7C15ull;
+    return lo + static_cast<int64_t>(z % static_cast<uint64_t>(hi - lo + 1));
+  }
+
+private:
+  uint64_t state_;
+};
 
 namespace detail {
 

@@ -28,22 +28,6 @@ using rt::Shape;
 
 const uint64_t kSeeds[] = {1, 2, 3};
 
-/// Seeded integers for attributes (splitmix64).
-class Dice {
-public:
-  explicit Dice(uint64_t seed) : state_(seed * 0x2545F4914F6CDD1Dull + 11) {}
-  /// Uniform in [lo, hi].
-  int64_t roll(int64_t lo, int64_t hi) {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + static_cast<int64_t>(z % static_cast<uint64_t>(hi - lo + 1));
-  }
-
-private:
-  uint64_t state_;
-};
 
 std::string list(const std::vector<int64_t> &v) {
   std::string s = "[";
@@ -80,7 +64,7 @@ void check(const std::string &text, uint64_t seed, int64_t expected,
 
 TEST(GradCheckShape, BroadcastInDim) {
   for (uint64_t seed : kSeeds) {
-    Dice dice(seed);
+    Dice dice(seed, 11);
     Shape out = randomShape(seed, 1, 4, 4);
     // Keep each result dim with probability 1/2; a kept dim is 1 (repeated)
     // with probability 1/3.
@@ -110,7 +94,7 @@ TEST(GradCheckShape, Reshape) {
 
 TEST(GradCheckShape, Transpose) {
   for (uint64_t seed : kSeeds) {
-    Dice dice(seed);
+    Dice dice(seed, 11);
     Shape in = randomShape(seed, 2, 4, 4);
     std::vector<int64_t> perm(in.size());
     std::iota(perm.begin(), perm.end(), 0);
@@ -142,7 +126,7 @@ std::string sliceModule(const Shape &in, const std::vector<int64_t> &start,
 
 TEST(GradCheckShape, SliceRandom) {
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
-    Dice dice(seed);
+    Dice dice(seed, 11);
     Shape in = randomShape(seed, 1, 3, 7);
     std::vector<int64_t> start, limit, strides;
     for (int64_t n : in) {
@@ -167,7 +151,7 @@ TEST(GradCheckShape, SliceStrideCases) {
 
 TEST(GradCheckShape, Concat) {
   for (uint64_t seed : kSeeds) {
-    Dice dice(seed);
+    Dice dice(seed, 11);
     Shape base = randomShape(seed, 1, 3, 3);
     int64_t dim = dice.roll(0, base.size() - 1);
     std::vector<Shape> ins(3, base);
@@ -201,7 +185,7 @@ TEST(GradCheckShape, Concat) {
 
 TEST(GradCheckShape, Pad) {
   for (uint64_t seed : kSeeds) {
-    Dice dice(seed);
+    Dice dice(seed, 11);
     Shape in = randomShape(seed, 1, 3, 4), out;
     std::vector<int64_t> low, high;
     for (int64_t n : in) {
@@ -224,7 +208,7 @@ TEST(GradCheckShape, Pad) {
 /// A random reduction of a random shape: dims a random non-empty subset.
 std::string reduceModule(const std::string &op, uint64_t seed, bool keepdim,
                          Shape &in) {
-  Dice dice(seed);
+  Dice dice(seed, 11);
   in = randomShape(seed, 1, 3, 4);
   std::vector<int64_t> dims;
   Shape out;
@@ -244,7 +228,7 @@ std::string reduceModule(const std::string &op, uint64_t seed, bool keepdim,
 /// Distinct values 0.05 apart in a random order, so no two are within h of
 /// each other and reduce_max's argmax is stable under the perturbation.
 HostTensor distinct(const Shape &shape, uint64_t seed) {
-  Dice dice(seed);
+  Dice dice(seed, 11);
   std::vector<double> v(rt::numElements(shape));
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = 0.05 * (static_cast<double>(i) - static_cast<double>(v.size()) / 2);
@@ -337,7 +321,7 @@ TEST(GradCheckShape, MatmulAllTransposes) {
   for (const Batch &batch : batches)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        Dice dice(++seed);
+        Dice dice(++seed, 11);
         int64_t m = dice.roll(1, 4), k = dice.roll(1, 5), n = dice.roll(1, 4);
         int64_t lhs = rt::numElements(batch.dims) * m * k;
         int64_t rhs = (batch.shared ? 1 : rt::numElements(batch.dims)) * k * n;
