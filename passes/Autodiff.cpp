@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StepAttrs.h"
 
 #include "dialects/step/VJP.h"
 #include "dialects/step/VJPUtil.h"
@@ -41,17 +42,6 @@ namespace mlir::step {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-StringRef argKind(func::FuncOp func, unsigned i) {
-  auto kind = func.getArgAttrOfType<StringAttr>(i, "step.kind");
-  return kind ? kind.getValue() : StringRef();
-}
-
-std::string argName(func::FuncOp func, unsigned i) {
-  if (auto name = func.getArgAttrOfType<StringAttr>(i, "step.name"))
-    return name.str();
-  return "arg" + std::to_string(i);
-}
 
 /// Values on a param-to-loss path.
 struct Activity {

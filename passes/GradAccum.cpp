@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StepAttrs.h"
 
 #include "dialects/step/VJPUtil.h"
 
@@ -31,11 +32,6 @@ namespace mlir::step {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-StringRef attrString(DictionaryAttr dict, StringRef key) {
-  auto s = dict ? dict.getAs<StringAttr>(key) : StringAttr();
-  return s ? s.getValue() : StringRef();
-}
 
 struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
   using GradAccumBase::GradAccumBase;
@@ -66,13 +62,12 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
 
   LogicalResult checkInputs(func::FuncOp f) {
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-      if (attrString(f.getArgAttrDict(i), "step.kind") != "input")
+      if (argKind(f, i) != "input")
         continue;
       auto type = cast<RankedTensorType>(f.getArgument(i).getType());
       if (type.getRank() == 0 || type.isDynamicDim(0))
         return f.emitError()
-               << "step-grad-accum: input '"
-               << attrString(f.getArgAttrDict(i), "step.name") << "' of type "
+               << "step-grad-accum: input '" << argName(f, i) << "' of type "
                << quoted(type)
                << " needs a static leading (batch) dim to split into "
                << static_cast<int64_t>(k) << " micro-batches";
@@ -87,7 +82,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
     SmallVector<bool> isInput;
     for (unsigned i = 0; i < micro.getNumArguments(); ++i) {
       auto type = cast<RankedTensorType>(micro.getArgument(i).getType());
-      bool input = attrString(micro.getArgAttrDict(i), "step.kind") == "input";
+      bool input = argKind(micro, i) == "input";
       isInput.push_back(input);
       if (input) {
         SmallVector<int64_t> shape(type.getShape());
@@ -99,7 +94,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
     // Kept results: the loss and the gradients.
     SmallVector<unsigned> kept{0};
     for (unsigned r = 1; r < micro.getNumResults(); ++r)
-      if (attrString(micro.getResultAttrDict(r), "step.kind") == "grad")
+      if (resultKind(micro, r) == "grad")
         kept.push_back(r);
     SmallVector<Type> resultTypes;
     for (unsigned r : kept)

@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StepAttrs.h"
 
 #include "dialects/step/VJPUtil.h"
 
@@ -45,11 +46,6 @@ namespace {
 struct Hyper {
   double beta1, beta2, eps, weightDecay;
 };
-
-StringRef attrString(DictionaryAttr dict, StringRef key) {
-  auto s = dict ? dict.getAs<StringAttr>(key) : StringAttr();
-  return s ? s.getValue() : StringRef();
-}
 
 struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
@@ -194,11 +190,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
 
     // Signature: params, state, inputs.
     SmallVector<unsigned> paramArgs, inputArgs;
-    for (unsigned i = 0; i < joint.getNumArguments(); ++i) {
-      auto dict = joint.getArgAttrDict(i);
-      (attrString(dict, "step.kind") == "param" ? paramArgs : inputArgs)
-          .push_back(i);
-    }
+    for (unsigned i = 0; i < joint.getNumArguments(); ++i)
+      (argKind(joint, i) == "param" ? paramArgs : inputArgs).push_back(i);
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
     for (unsigned i : paramArgs) {
@@ -213,9 +206,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       for (unsigned i : paramArgs) {
         argTypes.push_back(joint.getArgument(i).getType());
         argAttrs.push_back(
-            stateAttrs(("opt." + slot + "." +
-                        attrString(joint.getArgAttrDict(i), "step.name"))
-                           .str()));
+            stateAttrs("opt." + slot.str() + "." + argName(joint, i)));
       }
     for (unsigned i : inputArgs) {
       argTypes.push_back(joint.getArgument(i).getType());
@@ -245,7 +236,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     Value loss = call.getResult(0);
     SmallVector<Value> grads;
     for (unsigned r = 0; r < joint.getNumResults(); ++r)
-      if (attrString(joint.getResultAttrDict(r), "step.kind") == "grad")
+      if (resultKind(joint, r) == "grad")
         grads.push_back(call.getResult(r));
     // step-autodiff returns one gradient per param, in argument order.
     assert(grads.size() == numParams && "one gradient per param");
@@ -272,8 +263,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         auto op = b.create<SgdUpdateOp>(
             loc, param(k).getType(), bufferType, param(k), grads[k], t, lrValue,
             buffer, b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
-            b.getF64FloatAttr(wd),
-            nesterov ? b.getUnitAttr() : UnitAttr());
+            b.getF64FloatAttr(wd), nesterov ? b.getUnitAttr() : UnitAttr());
         newParams.push_back(op.getNewParam());
         if (buffer)
           newSlots[k] = op.getNewMomentumBuffer();

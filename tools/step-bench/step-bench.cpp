@@ -16,16 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifdef STEP_HAVE_CODEGEN
-#include "compiler/codegen/ArtifactKernels.h"
-#endif
-#include "compiler/pipeline/PlanBuilder.h"
-#include "compiler/pipeline/Train.h"
-#include "dialects/step/StepOps.h"
+#include "compiler/jit/Jit.h"
 #include "runtime/Npy.h"
 #include "runtime/Session.h"
-
-#include "mlir/Parser/Parser.h"
 
 #include <CLI/CLI.hpp>
 
@@ -44,35 +37,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-/// One full compile: parse, train pipeline, memory plan, artifact, and the
-/// kernels (cached in `cacheDir`) when codegen is built.
-step::rt::Artifact compile(const std::string &text,
-                           const step::TrainOptions &options,
-                           const std::string &cacheDir) {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
-  std::string diags;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    diags += d.str() + "\n";
-    return mlir::success();
-  });
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-  if (!module)
-    throw step::rt::Error("the model does not parse:\n" + diags);
-  if (mlir::failed(step::buildTrainStep(*module, options)))
-    throw step::rt::Error("the training pipeline failed:\n" + diags);
-  step::rt::Artifact artifact = step::planArtifact(*module, "train_step");
-#ifdef STEP_HAVE_CODEGEN
-  step::codegen::NvrtcOptions nvrtc;
-  nvrtc.cacheDir = cacheDir;
-  step::codegen::addKernels(
-      artifact, module->lookupSymbol<mlir::func::FuncOp>("train_step"), nvrtc);
-#else
-  (void)cacheDir;
-#endif
-  return artifact;
 }
 
 std::map<std::string, step::rt::HostTensor> readDir(const std::string &dir) {
@@ -127,10 +91,11 @@ int main(int argc, char **argv) {
                          ("stepjit-bench-cache-" + std::to_string(::getpid())))
                             .string();
     auto t0 = Clock::now();
-    step::rt::Artifact artifact = compile(text.str(), options, cache);
+    step::rt::Artifact artifact =
+        step::compileModel(text.str(), options, /*kernels=*/true, cache);
     double cold = since(t0);
     t0 = Clock::now();
-    artifact = compile(text.str(), options, cache);
+    artifact = step::compileModel(text.str(), options, /*kernels=*/true, cache);
     double warm = since(t0);
     fs::remove_all(cache);
 
