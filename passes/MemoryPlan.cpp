@@ -4,7 +4,11 @@
 // constant) of one function a byte offset in a single arena.
 //
 // Guarantee: two values whose live ranges intersect occupy disjoint byte
-// ranges; every offset is a multiple of `alignment`; `step.arena_bytes` is
+// ranges, except that a `reshape` or `stop_gradient` of a transient value
+// is a view: it gets its operand's offset (the same bytes in the same
+// order), the pair is planned as one value live over both ranges, and its
+// plan step moves nothing (codegen emits no kernel for it); every offset
+// is a multiple of `alignment`; `step.arena_bytes` is
 // the end of the highest placed value (the planned peak of transient memory).
 // The plan is deterministic.
 //
@@ -68,10 +72,23 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
     Block &body = f.getBody().front();
     llvm::DenseMap<Operation *, int64_t> index;
     std::vector<Interval> intervals;
+    // A view's storage is its operand's (transitively).
+    llvm::DenseMap<Value, Value> storageOf;
+    auto storage = [&](Value v) {
+      auto it = storageOf.find(v);
+      return it == storageOf.end() ? v : it->second;
+    };
     for (Operation &op : body) {
       index[&op] = static_cast<int64_t>(index.size());
       if (isa<ConstantOp>(op))
         continue;
+      if (isa<ReshapeOp, StopGradientOp>(op)) {
+        Operation *d = op.getOperand(0).getDefiningOp();
+        if (d && !isa<ConstantOp>(d)) {
+          storageOf[op.getResult(0)] = storage(op.getOperand(0));
+          continue;
+        }
+      }
       for (Value r : op.getResults()) {
         auto type = dyn_cast<RankedTensorType>(r.getType());
         if (!type || !type.hasStaticShape()) {
@@ -82,9 +99,16 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
         intervals.push_back({r, byteSize(type), index[&op], index[&op]});
       }
     }
-    for (Interval &iv : intervals)
-      for (Operation *user : iv.value.getUsers())
-        iv.last = std::max(iv.last, index.lookup(user));
+    llvm::DenseMap<Value, size_t> intervalOf;
+    for (auto [i, iv] : llvm::enumerate(intervals))
+      intervalOf[iv.value] = i;
+    for (Operation &op : body)
+      for (Value r : op.getResults())
+        if (intervalOf.count(storage(r))) {
+          Interval &iv = intervals[intervalOf[storage(r)]];
+          for (Operation *user : r.getUsers())
+            iv.last = std::max(iv.last, index.lookup(user));
+        }
 
     place(intervals);
     int64_t peak = 0, total = 0;
@@ -100,7 +124,7 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
         continue;
       SmallVector<int64_t> offsets;
       for (Value r : op.getResults())
-        offsets.push_back(offsetOf.lookup(r));
+        offsets.push_back(offsetOf.lookup(storage(r)));
       op.setAttr("step.offsets", b.getDenseI64ArrayAttr(offsets));
     }
     f->setAttr("step.arena_bytes", b.getI64IntegerAttr(peak));

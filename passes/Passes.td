@@ -134,4 +134,43 @@ def MemoryPlan : Pass<"step-memory-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// step-fuse
+//===----------------------------------------------------------------------===//
+
+def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
+  let summary = "Groups ops into step.fusion regions, one kernel each";
+  let description = [{
+    In every function, outlines groups of ops into `step.fusion` ops
+    (docs/fusion.md): `reduction` fusions around reduction and row-op roots
+    with their elementwise prologues and epilogues (sibling reductions of
+    the same input shape share one), `loop` fusions of the remaining
+    elementwise/broadcast/reshape ops, `matmul` fusions of a matmul with its
+    bias add and activation, and `multi_tensor` fusions of the optimizer
+    updates and of the full reductions of the gradient-norm clip. Results
+    are unchanged: the body runs the same ops.
+
+    ```mlir
+    %r = step.fusion "loop" (%a, %b) : (...) -> tensor<4xf32> { ... }
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", "64",
+           "most ops in one fusion (the register budget)">,
+    Option<"maxInputs", "max-inputs", "int64_t", "24",
+           "most distinct inputs of a loop or reduction fusion">,
+    Option<"multiTensor", "multi-tensor", "bool", "true",
+           "fuse optimizer updates and gradient-norm reductions across "
+           "tensors">,
+    Option<"maxTensors", "max-tensors", "int64_t", "48",
+           "most tensors in one multi_tensor fusion (kernel parameter "
+           "space)">,
+    Option<"epilogues", "epilogues", "bool", "true",
+           "fold bias add and ReLU/GELU into matmuls">,
+    Option<"rowOps", "row-ops", "bool", "true",
+           "fuse prologues and epilogues into softmax, log_softmax, "
+           "layer_norm and cross_entropy(_grad)">,
+  ];
+}
+
 #endif // STEP_PASSES_TD

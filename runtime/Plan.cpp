@@ -45,6 +45,8 @@ nlohmann::json toJson(const Plan &plan) {
                         {"results", s.results}};
     if (!s.kernel.empty())
       j["kernel"] = s.kernel;
+    if (s.body)
+      j["body"] = toJson(*s.body);
     steps.push_back(j);
   }
   return {{"function", plan.function},  {"buffers", buffers},
@@ -73,6 +75,8 @@ Plan planFromJson(const nlohmann::json &j) {
       step.operands = s.at("operands").get<std::vector<int64_t>>();
       step.results = s.at("results").get<std::vector<int64_t>>();
       step.kernel = s.value("kernel", std::string());
+      if (s.contains("body"))
+        step.body = std::make_shared<Plan>(planFromJson(s.at("body")));
       plan.steps.push_back(std::move(step));
     }
     plan.arguments = j.at("arguments").get<std::vector<int64_t>>();
@@ -85,7 +89,31 @@ Plan planFromJson(const nlohmann::json &j) {
   }
 }
 
-void Plan::validate() const {
+namespace {
+/// A fusion body takes and gives exactly its step's buffers' types.
+void checkBodySignature(const Plan &plan, const PlanStep &step,
+                        const std::string &where) {
+  const Plan &body = *step.body;
+  auto same = [&](const std::vector<int64_t> &outer,
+                  const std::vector<int64_t> &inner, const char *what) {
+    if (outer.size() != inner.size())
+      throw Error("plan: " + where + " has " + std::to_string(outer.size()) +
+                  " " + what + "s, its body " + std::to_string(inner.size()));
+    for (size_t i = 0; i < outer.size(); ++i) {
+      const BufferDesc &a = plan.buffers[outer[i]], &b = body.buffers[inner[i]];
+      if (a.dtype != b.dtype || a.shape != b.shape)
+        throw Error("plan: " + where + ": " + what + " " + std::to_string(i) +
+                    " is " + dtypeName(a.dtype) + " " + shapeToString(a.shape) +
+                    ", in the body " + dtypeName(b.dtype) + " " +
+                    shapeToString(b.shape));
+    }
+  };
+  same(step.operands, body.arguments, "operand");
+  same(step.results, body.results, "result");
+}
+} // namespace
+
+void Plan::validate(bool isBody) const {
   auto n = static_cast<int64_t>(buffers.size());
   auto check = [&](int64_t id, const std::string &where) {
     if (id < 0 || id >= n)
@@ -94,6 +122,12 @@ void Plan::validate() const {
   };
   std::vector<bool> defined(buffers.size(), false);
   for (const BufferDesc &b : buffers) {
+    if (isBody) {
+      if (b.kind != BufferKind::Transient || b.offset != -1)
+        throw Error("plan: buffer '" + b.name + "' of a fusion body must be "
+                    "transient with offset -1");
+      continue;
+    }
     if (b.kind == BufferKind::Transient &&
         (b.offset < 0 || b.offset + b.bytes() > arenaBytes))
       throw Error("plan: transient buffer '" + b.name + "' at offset " +
@@ -118,6 +152,14 @@ void Plan::validate() const {
     for (int64_t id : steps[k].results) {
       check(id, where);
       defined[id] = true;
+    }
+    if ((steps[k].op == "step.fusion") != (steps[k].body != nullptr))
+      throw Error("plan: " + where +
+                  (steps[k].body ? " has a body but is not a fusion"
+                                 : " is a fusion without a body"));
+    if (steps[k].body) {
+      steps[k].body->validate(/*isBody=*/true);
+      checkBodySignature(*this, steps[k], where);
     }
   }
   if (results.size() != resultNames.size())

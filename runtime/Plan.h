@@ -16,10 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace step::rt {
+
+struct Plan;
 
 enum class BufferKind : uint8_t {
   Param,     ///< trainable, persistent, named (step.kind = "param")
@@ -50,6 +53,12 @@ struct PlanStep {
   nlohmann::json attrs;    ///< the op's attributes (object)
   std::vector<int64_t> operands, results; ///< buffer ids
   std::string kernel;      ///< generated CUDA kernel, "" when none
+  /// step.fusion only: the fused ops as a plan of their own whose arguments
+  /// are the step's operands and whose results are the step's results. Its
+  /// buffers are all Transient with offset -1: values inside a fusion live
+  /// in registers on the GPU and in temporaries on the CPU, never in the
+  /// arena.
+  std::shared_ptr<const Plan> body;
 };
 
 /// One compiled function (the artifact holds @train_step).
@@ -63,9 +72,10 @@ struct Plan {
   int64_t arenaBytes = 0;
 
   /// Checks internal consistency (ids in range, every operand defined before
-  /// use, transient buffers inside the arena); throws Error naming the first
-  /// violation. Called by the artifact reader.
-  void validate() const;
+  /// use, transient buffers inside the arena, fusion bodies whose signature
+  /// is their step's); throws Error naming the first violation. Called by
+  /// the artifact reader. `isBody`: this is a fusion body (no arena).
+  void validate(bool isBody = false) const;
 };
 
 nlohmann::json toJson(const Plan &plan);

@@ -8,6 +8,19 @@
 
 namespace step::codegen {
 
+/// A reshape or stop_gradient that step-memory-plan placed on its operand's
+/// bytes: a view, which moves nothing and needs no kernel.
+static bool isAliasedView(mlir::Operation *op) {
+  if (!mlir::isa<mlir::step::ReshapeOp, mlir::step::StopGradientOp>(op))
+    return false;
+  auto in = mlir::dyn_cast<mlir::OpResult>(op->getOperand(0));
+  auto mine = op->getAttrOfType<mlir::DenseI64ArrayAttr>("step.offsets");
+  auto theirs =
+      in ? in.getOwner()->getAttrOfType<mlir::DenseI64ArrayAttr>("step.offsets")
+         : nullptr;
+  return mine && theirs && mine[0] == theirs[in.getResultNumber()];
+}
+
 CompileStats addKernels(rt::Artifact &artifact, mlir::func::FuncOp f,
                         const NvrtcOptions &options) {
   std::vector<KernelSource> kernels = emitFunctionKernels(f);
@@ -16,6 +29,8 @@ CompileStats addKernels(rt::Artifact &artifact, mlir::func::FuncOp f,
   std::map<std::string, bool> seen;
   nlohmann::json launch = nlohmann::json::object();
   for (KernelSource &k : kernels) {
+    if (isAliasedView(k.op))
+      continue;
     kernelOf[k.op] = k.name;
     if (seen[k.name])
       continue;

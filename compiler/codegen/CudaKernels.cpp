@@ -2,12 +2,15 @@
 //
 // Each op family has its own file (ElementwiseKernels.cpp, ShapeKernels.cpp,
 // ReduceKernels.cpp, NNKernels.cpp, TrainKernels.cpp); this one tries them
-// in turn and says which ops need no kernel.
+// in turn and says which ops need no kernel. A step.fusion is one kernel:
+// loop and reduction fusions (FusionKernels.cpp), multi_tensor fusions
+// (MultiTensorKernels.cpp); a matmul fusion is one cuBLASLt call.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/CudaKernels.h"
 
 #include "compiler/codegen/Emitters.h"
+#include "dialects/step/Fusion.h"
 #include "dialects/step/StepOps.h"
 #include "runtime/Tensor.h"
 
@@ -25,6 +28,16 @@ std::optional<KernelSource> emitKernel(mlir::Operation *op,
     return std::nullopt; // func.return and other structure
   if (mlir::isa<ops::MatmulOp, ops::ConstantOp>(op))
     return std::nullopt; // cuBLASLt; bytes in the artifact
+  if (auto f = mlir::dyn_cast<ops::FusionOp>(op)) {
+    llvm::StringRef kind = f.getKind();
+    if (kind == ops::kMatmulFusion)
+      return std::nullopt; // one cuBLASLt call with an epilogue
+    if (kind != ops::kMultiTensorFusion)
+      return detail::emitFusionKernel(f, name); // loop, reduction
+    if (auto ks = detail::emitMultiTensorFamily(op, name))
+      return ks;
+    throw rt::Error("codegen: no CUDA lowering for this multi_tensor fusion");
+  }
   for (auto family : {detail::emitElementwiseFamily, detail::emitShapeFamily,
                       detail::emitReduceFamily, detail::emitNNFamily,
                       detail::emitTrainFamily})

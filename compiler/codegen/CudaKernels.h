@@ -46,8 +46,10 @@ struct KernelSource {
 };
 
 /// The kernel of `op`, named `name` (a C identifier), or std::nullopt for
-/// ops that need none: step.matmul (cuBLASLt), step.constant (bytes in the
-/// artifact) and ops outside the step dialect (func.return). Throws
+/// ops that need none: step.matmul and "matmul" step.fusions (cuBLASLt),
+/// step.constant (bytes in the artifact) and ops outside the step dialect
+/// (func.return). A "loop", "reduction" or "multi_tensor" step.fusion is
+/// one kernel (docs/codegen.md, "Fused kernels"). Throws
 /// rt::Error for a dynamic shape or a step op without a CUDA lowering.
 std::optional<KernelSource> emitKernel(mlir::Operation *op,
                                        const std::string &name);

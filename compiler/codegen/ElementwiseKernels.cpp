@@ -66,8 +66,7 @@ static std::optional<std::string> unaryFloatBody(mlir::Operation *op) {
   return std::nullopt;
 }
 
-static std::optional<KernelSource> emitUnary(mlir::Operation *op,
-                                             const std::string &name) {
+static std::optional<ElementwiseSpec> unarySpec(mlir::Operation *op) {
   auto body = unaryFloatBody(op);
   if (!body)
     return std::nullopt;
@@ -86,15 +85,14 @@ static std::optional<KernelSource> emitUnary(mlir::Operation *op,
     else
       spec.body = "      r0 = a0 < 0 ? (" + T + ")0 : a0;\n";
   }
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
 // step.<binary>
 //===----------------------------------------------------------------------===//
 
-static std::optional<KernelSource> emitBinary(mlir::Operation *op,
-                                              const std::string &name) {
+static std::optional<ElementwiseSpec> binarySpec(mlir::Operation *op) {
   bool isAdd = mlir::isa<ops::AddOp>(op), isSub = mlir::isa<ops::SubOp>(op),
        isMul = mlir::isa<ops::MulOp>(op), isDiv = mlir::isa<ops::DivOp>(op),
        isMax = mlir::isa<ops::MaxOp>(op), isMin = mlir::isa<ops::MinOp>(op),
@@ -114,7 +112,7 @@ static std::optional<KernelSource> emitBinary(mlir::Operation *op,
       spec.body = "      r0 = powf(a0, a1);\n";
     else
       spec.body = std::string("      r0 = a0 ") + sym + " a1;\n";
-    return emitElementwise(op, name, spec);
+    return spec;
   }
   std::string T = cType(e), U = unsignedOf(e);
   if (isMax || isMin)
@@ -128,14 +126,14 @@ static std::optional<KernelSource> emitBinary(mlir::Operation *op,
   else
     spec.body = "      r0 = (" + T + ")((" + U + ")a0 " + sym + " (" + U +
                 ")a1);\n";
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
 // step.compare, step.select
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitCompare(ops::CompareOp op, const std::string &name) {
+static ElementwiseSpec compareSpec(ops::CompareOp op) {
   const char *sym = "==";
   switch (op.getDirection()) {
   case ops::ComparisonDirection::EQ: sym = "=="; break;
@@ -148,21 +146,21 @@ static KernelSource emitCompare(ops::CompareOp op, const std::string &name) {
   ElementwiseSpec spec;
   // Written with the operator itself so NaN gives false (true for !=).
   spec.body = std::string("      r0 = (a0 ") + sym + " a1) ? 1 : 0;\n";
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
-static KernelSource emitSelect(ops::SelectOp op, const std::string &name) {
+static ElementwiseSpec selectSpec(ops::SelectOp op) {
   ElementwiseSpec spec;
   spec.asFloat = false; // moves values, any dtype
   spec.body = "      r0 = a0 ? a1 : a2;\n";
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
 // step.cast
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitCast(ops::CastOp op, const std::string &name) {
+static ElementwiseSpec castSpec(ops::CastOp op) {
   Elem from = elemOf(op.getOperand().getType());
   Elem to = elemOf(op.getResult().getType());
   ElementwiseSpec spec;
@@ -190,14 +188,14 @@ static KernelSource emitCast(ops::CastOp op, const std::string &name) {
       b = "r0 = (float)a0; // through float, as torch's .to()";
   }
   spec.body = "      " + b + "\n";
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
 // step.dropout
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitDropout(ops::DropoutOp op, const std::string &name) {
+static ElementwiseSpec dropoutSpec(ops::DropoutOp op) {
   double p = op.getP().convertToDouble();
   // u >= p  <=>  bits24 >= p * 2^24 (exact: a power-of-two scaling)
   //         <=>  bits24 >= ceil(p * 2^24).
@@ -214,36 +212,46 @@ static KernelSource emitDropout(ops::DropoutOp op, const std::string &name) {
        {"THRESH", litU(threshold)},
        {"SCALE", litF(scale)},
        {"P", litD(p)}});
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
 // Copies: step.reshape, step.stop_gradient
 //===----------------------------------------------------------------------===//
 
-KernelSource emitCopy(mlir::Operation *op, const std::string &name) {
+static ElementwiseSpec copySpec() {
   ElementwiseSpec spec;
   spec.asFloat = false;
   spec.body = "      r0 = a0;\n";
-  return emitElementwise(op, name, spec);
+  return spec;
+}
+
+KernelSource emitCopy(mlir::Operation *op, const std::string &name) {
+  return emitElementwise(op, name, copySpec());
+}
+
+std::optional<ElementwiseSpec> elementwiseSpec(mlir::Operation *op) {
+  if (auto spec = unarySpec(op))
+    return spec;
+  if (auto spec = binarySpec(op))
+    return spec;
+  if (auto c = mlir::dyn_cast<ops::CompareOp>(op))
+    return compareSpec(c);
+  if (auto s = mlir::dyn_cast<ops::SelectOp>(op))
+    return selectSpec(s);
+  if (auto c = mlir::dyn_cast<ops::CastOp>(op))
+    return castSpec(c);
+  if (auto d = mlir::dyn_cast<ops::DropoutOp>(op))
+    return dropoutSpec(d);
+  if (mlir::isa<ops::ReshapeOp, ops::StopGradientOp>(op))
+    return copySpec();
+  return std::nullopt;
 }
 
 std::optional<KernelSource> emitElementwiseFamily(mlir::Operation *op,
                                                   const std::string &name) {
-  if (auto k = emitUnary(op, name))
-    return k;
-  if (auto k = emitBinary(op, name))
-    return k;
-  if (auto c = mlir::dyn_cast<ops::CompareOp>(op))
-    return emitCompare(c, name);
-  if (auto s = mlir::dyn_cast<ops::SelectOp>(op))
-    return emitSelect(s, name);
-  if (auto c = mlir::dyn_cast<ops::CastOp>(op))
-    return emitCast(c, name);
-  if (auto d = mlir::dyn_cast<ops::DropoutOp>(op))
-    return emitDropout(d, name);
-  if (mlir::isa<ops::ReshapeOp, ops::StopGradientOp>(op))
-    return emitCopy(op, name);
+  if (auto spec = elementwiseSpec(op))
+    return emitElementwise(op, name, *spec);
   return std::nullopt;
 }
 

@@ -10,7 +10,14 @@
 
 #include "compiler/codegen/EmitUtil.h"
 
+#include <functional>
 #include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::step {
+class FusionOp;
+} // namespace mlir::step
 
 namespace step::codegen::detail {
 
@@ -18,6 +25,11 @@ namespace step::codegen::detail {
 /// (ElementwiseKernels.cpp).
 std::optional<KernelSource> emitElementwiseFamily(mlir::Operation *op,
                                                   const std::string &name);
+/// The per-element code of an elementwise op (the ops of the family above;
+/// reshape and stop_gradient as copies), or std::nullopt for any other op:
+/// the one definition of each op's math that its own kernel and every
+/// fused kernel use.
+std::optional<ElementwiseSpec> elementwiseSpec(mlir::Operation *op);
 /// A flat copy of operand 0 into result 0 (any dtype).
 KernelSource emitCopy(mlir::Operation *op, const std::string &name);
 
@@ -31,6 +43,45 @@ std::optional<KernelSource> emitShapeFamily(mlir::Operation *op,
 std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
                                              const std::string &name);
 
+/// How a row kernel (softmax, log_softmax, layer_norm, cross_entropy,
+/// cross_entropy_grad) reads its operands and writes its result. Empty
+/// members give the op's own kernel, text unchanged; a reduction fusion
+/// whose root is the row op substitutes a prologue for the row input and
+/// an epilogue on store (FusionRowKernels.cpp).
+struct RowIO {
+  /// Operand 0 (x, logits) at flat index expression `idx`, as a float
+  /// expression; empty: the op's own load from in0.
+  std::function<std::string(const std::string &idx)> x;
+  /// The pointers of operands 1, 2, ... (labels, gamma, beta, the loss
+  /// gradient); empty: "in1", "in2", ...
+  std::vector<std::string> operands;
+  /// A statement storing float `value` as element `idx` of the result;
+  /// empty: `out0[idx] = value` rounded to the result type.
+  std::function<std::string(const std::string &idx, const std::string &value)>
+      store;
+  /// The op whose operands and results are the kernel's parameters (the
+  /// fusion); null: the row op itself.
+  mlir::Operation *paramsOf = nullptr;
+  /// Code between the prelude and the kernel (device functions that `x`
+  /// and `store` call) and the prelude pieces it needs.
+  std::string preamble;
+  PreludeNeeds needs;
+  /// Operand k's pointer.
+  std::string operand(unsigned k) const {
+    return k - 1 < operands.size() ? operands[k - 1] : "in" + std::to_string(k);
+  }
+};
+
+/// softmax, log_softmax, layer_norm with `io` (ReduceKernels.cpp);
+/// cross_entropy, cross_entropy_grad with `io` (NNKernels.cpp);
+/// std::nullopt for any other op.
+std::optional<KernelSource> emitNormKernel(mlir::Operation *op,
+                                           const std::string &name,
+                                           const RowIO &io);
+std::optional<KernelSource> emitLossKernel(mlir::Operation *op,
+                                           const std::string &name,
+                                           const RowIO &io);
+
 /// cross_entropy, cross_entropy_grad, embedding_grad, attention
 /// (NNKernels.cpp).
 std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
@@ -39,6 +90,25 @@ std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
 /// sgd_update, adamw_update, lamb_update (TrainKernels.cpp).
 std::optional<KernelSource> emitTrainFamily(mlir::Operation *op,
                                             const std::string &name);
+/// The per-element code of sgd_update or adamw_update (std::nullopt for
+/// any other op): `pre` reads the rank-0 step and lr through the pointer
+/// expressions `step` and `lr` ("in4" and "in5" in AdamW's own kernel);
+/// operand k is `a<k>`, result k `r<k>`. Shared by the op's own kernel and
+/// the multi-tensor optimizer kernel.
+std::optional<ElementwiseSpec> updateSpec(mlir::Operation *op,
+                                          const std::string &step,
+                                          const std::string &lr);
+
+/// The one kernel of a `loop` or `reduction` step.fusion
+/// (FusionKernels.cpp); throws rt::Error("codegen: ...") for another kind
+/// or a body it cannot fuse.
+KernelSource emitFusionKernel(mlir::step::FusionOp fusion,
+                              const std::string &name);
+
+/// The one kernel of a `multi_tensor` step.fusion (MultiTensorKernels.cpp),
+/// std::nullopt for any other op.
+std::optional<KernelSource> emitMultiTensorFamily(mlir::Operation *op,
+                                                  const std::string &name);
 
 } // namespace step::codegen::detail
 

@@ -16,6 +16,9 @@
 //    key for the scores (lanes split D), a block softmax over the visible
 //    keys, then each thread owns output columns. Scores live in dynamic
 //    shared memory: sharedBytes = (Tk + D) * 4.
+// The cross-entropy kernels read the logits and store through a RowIO
+// (Emitters.h), so a reduction fusion can put a prologue and an epilogue
+// around them.
 // A target or index a kernel cannot use (outside its range) gives NaN
 // (cross_entropy, its gradient) or is skipped (embedding_grad): kernels
 // cannot report errors; the CPU backend does.
@@ -33,8 +36,7 @@ namespace ops = mlir::step;
 
 /// The part of a cross-entropy row kernel that computes max and sum of
 /// exp over row `row` of in0 ([N, C] logits) into `mx`, `sum`.
-static const char *kRowSoftmaxStats = R"(    const $T *x = in0 + row * $C;
-    float mx = $NEGINF;
+static const char *kRowSoftmaxStats = R"($XPTR    float mx = $NEGINF;
     for (int j = threadIdx.x; j < $C; j += blockDim.x)
       mx = maxNaN(mx, $X);
     mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
@@ -48,17 +50,40 @@ static const char *kRowSoftmaxStats = R"(    const $T *x = in0 + row * $C;
 // step.cross_entropy
 //===----------------------------------------------------------------------===//
 
+/// The row-input pieces of the two cross-entropy kernels: XPTR, X and the
+/// target logit XT (`t` clamped into the row).
+static std::vector<std::pair<std::string, std::string>>
+logitVars(Elem e, int64_t c, const RowIO &io) {
+  std::string C = std::to_string(c);
+  std::string t = "t < 0 || t >= " + C + " ? 0 : t";
+  if (io.x)
+    return {{"XPTR", ""}, {"X", io.x("row * " + C + " + j")},
+            {"XT", io.x("row * " + C + " + (" + t + ")")}};
+  return {{"XPTR", "    const " + std::string(cType(e)) +
+                       " *x = in0 + row * " + C + ";\n"},
+          {"X", toF(e, "x[j]")}, {"XT", toF(e, "x[" + t + "]")}};
+}
+
+/// The statement storing float `value` at `idx` of the result.
+static std::string storeRow(const RowIO &io, Elem e, const std::string &idx,
+                            const std::string &value) {
+  return io.store ? io.store(idx, value)
+                  : "out0[" + idx + "] = " + fromF(e, value) + ";";
+}
+
 static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
-                                     const std::string &name) {
+                                     const std::string &name,
+                                     const RowIO &io) {
   std::vector<int64_t> s = shapeOf(op.getLogits());
   int64_t n = s[0], c = s[1];
   Elem e = elemOf(op.getLogits().getType());
   KernelSource ks;
   ks.name = name;
   ks.blockX = blockForRow(c, 512);
-  PreludeNeeds needs;
+  PreludeNeeds needs = io.needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
+                                 /*restrict=*/true);
   bool none = op.getReduction() == ops::LossReduction::None;
   bool mean = op.getReduction() == ops::LossReduction::Mean;
   int64_t g = none ? std::min<int64_t>(std::max<int64_t>(n, 1), 65535)
@@ -69,31 +94,32 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
       {"G", std::to_string(g)}, {"NAME", name},
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
       {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
-      {"X", toF(e, "x[j]")},
-      {"RESULT", mean ? "total / (float)count" : "total"},
-      {"STORE", fromF(e, "loss")},
-      {"STORE_TOTAL", fromF(e, mean ? "total / (float)count" : "total")}};
+      {"IN1", io.operand(1)},
+      {"STORE", storeRow(io, e, "row", "loss")},
+      {"STORE_TOTAL",
+       storeRow(io, e, "0", mean ? "total / (float)count" : "total")}};
+  for (auto &var : logitVars(e, c, io))
+    vars.push_back(var);
   std::string head = R"(  __shared__ float sh[32];
   __shared__ int shi[32];
   float part = 0.0f; // thread 0: this block's rows, in order
   int counted = 0;
   for (long long row = blockIdx.x; row < $N; row += gridDim.x) {
-    const long long t = (long long)in1[row];
+    const long long t = (long long)$IN1[row];
     if (t == $IGN) {
 )";
-  head += none ? "      if (threadIdx.x == 0) out0[row] = " +
-                     fromF(e, "0.0f") + ";\n      continue;\n    }\n"
+  head += none ? "      if (threadIdx.x == 0) " +
+                     storeRow(io, e, "row", "0.0f") +
+                     "\n      continue;\n    }\n"
                : "      continue;\n    }\n";
   head += kRowSoftmaxStats;
   head += R"(    const float loss = (t < 0 || t >= $C) ? $NAN : mx + logf(sum) - $XT;
 )";
-  vars.push_back({"XT", toF(e, "x[t < 0 || t >= " + std::to_string(c) +
-                                   " ? 0 : t]")});
   if (none) {
-    head += "    if (threadIdx.x == 0) out0[row] = $STORE;\n  }\n"
+    head += "    if (threadIdx.x == 0) $STORE\n  }\n"
             "  (void)part; (void)counted; (void)shi;\n";
-    ks.source = prelude(needs) + signature(ks, params) + " {\n" +
-                subst(head, vars) + "}\n";
+    ks.source = prelude(needs) + io.preamble + signature(ks, params) +
+                " {\n" + subst(head, vars) + "}\n";
     return ks;
   }
   head += R"(    part += loss;
@@ -121,11 +147,11 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
   total = blockReduce(total, SumOp(), 0.0f, sh);
   count = blockReduce(count, SumOp(), 0, shi);
   if (threadIdx.x == 0) {
-    out0[0] = $STORE_TOTAL; // mean over no rows: 0/0 = NaN, as PyTorch
+    $STORE_TOTAL // mean over no rows: 0/0 = NaN, as PyTorch
     ${NAME}_ticket = 0; // ready for the next launch
   }
 )";
-  ks.source = prelude(needs) +
+  ks.source = prelude(needs) + io.preamble +
               subst("__device__ float ${NAME}_partial[$G];\n"
                     "__device__ int ${NAME}_count[$G];\n"
                     "__device__ unsigned int ${NAME}_ticket;\n",
@@ -139,7 +165,8 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
 //===----------------------------------------------------------------------===//
 
 static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
-                                         const std::string &name) {
+                                         const std::string &name,
+                                         const RowIO &io) {
   std::vector<int64_t> s = shapeOf(op.getLogits());
   int64_t n = s[0], c = s[1];
   Elem e = elemOf(op.getLogits().getType());
@@ -147,12 +174,15 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   ks.name = name;
   ks.blockX = blockForRow(c, 512);
   ks.gridX = std::min<int64_t>(std::max<int64_t>(n, 1), 65535);
-  PreludeNeeds needs;
+  PreludeNeeds needs = io.needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
+                                 /*restrict=*/true);
   auto red = op.getReduction();
-  std::string scale =
-      red == ops::LossReduction::None ? toF(e, "in2[row]") : toF(e, "in2[0]");
+  Elem ge = elemOf(op.getGrad().getType());
+  std::string scale = red == ops::LossReduction::None
+                          ? toF(ge, io.operand(2) + "[row]")
+                          : toF(ge, io.operand(2) + "[0]");
   if (red == ops::LossReduction::Mean)
     scale += " / (float)count";
   std::string body = R"(  __shared__ float sh[32];
@@ -161,14 +191,14 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
 )";
   if (red == ops::LossReduction::Mean)
     body += R"(  for (long long r = threadIdx.x; r < $N; r += blockDim.x)
-    count += (long long)in1[r] != $IGN;
+    count += (long long)$IN1[r] != $IGN;
   count = blockReduce(count, SumOp(), 0, shi);
 )";
   body += R"(  for (long long row = blockIdx.x; row < $N; row += gridDim.x) {
-    const long long t = (long long)in1[row];
+    const long long t = (long long)$IN1[row];
     if (t == $IGN) { // ignored rows are exactly zero
       for (int j = threadIdx.x; j < $C; j += blockDim.x)
-        out0[row * $C + j] = $ZERO;
+        $ZERO
       continue;
     }
 )";
@@ -177,22 +207,25 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
     const bool bad = t < 0 || t >= $C;
     for (int j = threadIdx.x; j < $C; j += blockDim.x) {
       const float p = bad ? $NAN : expf($X - mx) / sum - (j == t ? 1.0f : 0.0f);
-      out0[row * $C + j] = $STORE;
+      $STORE
     }
   }
   (void)count;
   (void)shi;
 }
 )";
-  ks.source =
-      prelude(needs) + signature(ks, params) + " {\n" +
-      subst(body, {{"T", cType(e)}, {"C", std::to_string(c)},
-                   {"N", std::to_string(n)},
-                   {"IGN", litI(op.getIgnoreIndexOrDefault())},
-                   {"NEGINF", litF(-INFINITY)},
-                   {"NAN", "__int_as_float(0x7fc00000)"},
-                   {"X", toF(e, "x[j]")}, {"SCALE", scale},
-                   {"ZERO", fromF(e, "0.0f")}, {"STORE", fromF(e, "p * s")}});
+  std::string at = "row * " + std::to_string(c) + " + j";
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"T", cType(e)}, {"C", std::to_string(c)}, {"N", std::to_string(n)},
+      {"IGN", litI(op.getIgnoreIndexOrDefault())},
+      {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
+      {"SCALE", scale}, {"IN1", io.operand(1)},
+      {"ZERO", storeRow(io, e, at, "0.0f")},
+      {"STORE", storeRow(io, e, at, "p * s")}};
+  for (auto &var : logitVars(e, c, io))
+    vars.push_back(var);
+  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" +
+              subst(body, vars);
   return ks;
 }
 
@@ -336,12 +369,20 @@ static KernelSource emitAttention(ops::AttentionOp op,
   return ks;
 }
 
+std::optional<KernelSource> emitLossKernel(mlir::Operation *op,
+                                           const std::string &name,
+                                           const RowIO &io) {
+  if (auto c = mlir::dyn_cast<ops::CrossEntropyOp>(op))
+    return emitCrossEntropy(c, name, io);
+  if (auto c = mlir::dyn_cast<ops::CrossEntropyGradOp>(op))
+    return emitCrossEntropyGrad(c, name, io);
+  return std::nullopt;
+}
+
 std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
                                          const std::string &name) {
-  if (auto c = mlir::dyn_cast<ops::CrossEntropyOp>(op))
-    return emitCrossEntropy(c, name);
-  if (auto c = mlir::dyn_cast<ops::CrossEntropyGradOp>(op))
-    return emitCrossEntropyGrad(c, name);
+  if (auto ks = emitLossKernel(op, name, RowIO()))
+    return ks;
   if (auto g = mlir::dyn_cast<ops::EmbeddingGradOp>(op))
     return emitEmbeddingGrad(g, name);
   if (auto a = mlir::dyn_cast<ops::AttentionOp>(op))

@@ -17,7 +17,9 @@
 //            32 outputs x 8 reduction lanes per block, adjacent threads
 //            reading adjacent outputs, lanes combined in shared memory.
 // softmax, log_softmax and layer_norm are row kernels: one block per row,
-// passes over the row for the max / mean, the sum / variance and the output.
+// passes over the row for the max / mean, the sum / variance and the output;
+// how they read the row and store the result is a RowIO (Emitters.h), so a
+// reduction fusion can put a prologue and an epilogue around them.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Emitters.h"
@@ -229,7 +231,7 @@ $OFFK        (void)r;
 //===----------------------------------------------------------------------===//
 
 static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
-                                int64_t dim, bool log) {
+                                int64_t dim, bool log, const RowIO &io) {
   std::vector<int64_t> s = shapeOf(op->getOperand(0));
   int64_t outer = 1, inner = 1, size = s[dim];
   for (int64_t d = 0; d < dim; ++d)
@@ -242,11 +244,13 @@ static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
   ks.name = name;
   ks.blockX = blockForRow(size, 512);
   ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
-  PreludeNeeds needs;
+  PreludeNeeds needs = io.needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
+                                 /*restrict=*/true);
   std::string out = log ? "x - mx - lse" : "expf(x - mx) / sum";
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
+  std::string at = "base + (long long)j * " + std::to_string(inner);
+  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
   for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
     const long long base = (row / $INNER) * $SIZE * $INNER + row % $INNER;
     // The max first keeps expf from overflowing; a NaN in the row gives NaN.
@@ -262,16 +266,16 @@ static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
     (void)lse;
     for (int j = threadIdx.x; j < $SIZE; j += blockDim.x) {
       const float x = $LOAD;
-      out0[base + (long long)j * $INNER] = $STORE;
+      $STORE
     }
   }
 }
 )",
       {{"ROWS", std::to_string(rows)}, {"INNER", std::to_string(inner)},
        {"SIZE", std::to_string(size)}, {"NEGINF", litF(-INFINITY)},
-       {"LOAD", toF(e, "in0[base + (long long)j * " + std::to_string(inner) +
-                           "]")},
-       {"STORE", fromF(e, out)}});
+       {"LOAD", io.x ? io.x(at) : toF(e, "in0[" + at + "]")},
+       {"STORE", io.store ? io.store(at, out)
+                          : "out0[" + at + "] = " + fromF(e, out) + ";"}});
   return ks;
 }
 
@@ -279,8 +283,8 @@ static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
 // step.layer_norm
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitLayerNorm(ops::LayerNormOp op,
-                                  const std::string &name) {
+static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
+                                  const RowIO &io) {
   int64_t group = numelOf(op.getWeight());
   int64_t rows = group ? numelOf(op.getOperand()) / group : 0;
   Elem e = elemOf(op.getOperand().getType());
@@ -288,13 +292,19 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op,
   ks.name = name;
   ks.blockX = blockForRow(group, 512);
   ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
-  PreludeNeeds needs;
+  PreludeNeeds needs = io.needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
+  std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
+                                 /*restrict=*/true);
+  std::string at = "row * " + std::to_string(group) + " + j";
+  std::string x = io.x ? io.x(at) : toF(e, "x[j]");
+  std::string y = "(" + x + " - mean) * rstd * " +
+                  toF(elemOf(op.getWeight().getType()), io.operand(1) + "[j]") +
+                  " + " +
+                  toF(elemOf(op.getBias().getType()), io.operand(2) + "[j]");
+  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
   for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
-    const $T *x = in0 + row * $G;
-    float s = 0.0f;
+$XPTR    float s = 0.0f;
     for (int j = threadIdx.x; j < $G; j += blockDim.x)
       s += $X;
     const float mean = blockReduce(s, SumOp(), 0.0f, sh) / $GF;
@@ -308,17 +318,31 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op,
     const float var = blockReduce(q, SumOp(), 0.0f, sh) / $GF;
     const float rstd = 1.0f / sqrtf(var + $EPS);
     for (int j = threadIdx.x; j < $G; j += blockDim.x)
-      out0[row * $G + j] = $STORE;
+      $STORE
   }
 }
 )",
       {{"ROWS", std::to_string(rows)}, {"G", std::to_string(group)},
        {"GF", litF(static_cast<double>(group))}, {"T", cType(e)},
-       {"X", toF(e, "x[j]")},
-       {"EPS", litF(op.getEpsilon().convertToDouble())},
-       {"STORE", fromF(e, "(" + toF(e, "x[j]") + " - mean) * rstd * " +
-                              toF(e, "in1[j]") + " + " + toF(e, "in2[j]"))}});
+       {"X", x}, {"EPS", litF(op.getEpsilon().convertToDouble())},
+       {"XPTR", io.x ? "" : subst("    const $T *x = in0 + row * $G;\n",
+                                  {{"T", cType(e)},
+                                   {"G", std::to_string(group)}})},
+       {"STORE", io.store ? io.store(at, y)
+                          : "out0[" + at + "] = " + fromF(e, y) + ";"}});
   return ks;
+}
+
+std::optional<KernelSource> emitNormKernel(mlir::Operation *op,
+                                           const std::string &name,
+                                           const RowIO &io) {
+  if (auto s = mlir::dyn_cast<ops::SoftmaxOp>(op))
+    return emitSoftmax(op, name, s.getDimension(), /*log=*/false, io);
+  if (auto s = mlir::dyn_cast<ops::LogSoftmaxOp>(op))
+    return emitSoftmax(op, name, s.getDimension(), /*log=*/true, io);
+  if (auto l = mlir::dyn_cast<ops::LayerNormOp>(op))
+    return emitLayerNorm(l, name, io);
+  return std::nullopt;
 }
 
 std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
@@ -329,13 +353,7 @@ std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
     return emitReduce(op, name, Kind::Max, r.getDims());
   if (auto r = mlir::dyn_cast<ops::ReduceMeanOp>(op))
     return emitReduce(op, name, Kind::Mean, r.getDims());
-  if (auto s = mlir::dyn_cast<ops::SoftmaxOp>(op))
-    return emitSoftmax(op, name, s.getDimension(), /*log=*/false);
-  if (auto s = mlir::dyn_cast<ops::LogSoftmaxOp>(op))
-    return emitSoftmax(op, name, s.getDimension(), /*log=*/true);
-  if (auto l = mlir::dyn_cast<ops::LayerNormOp>(op))
-    return emitLayerNorm(l, name);
-  return std::nullopt;
+  return emitNormKernel(op, name, RowIO());
 }
 
 } // namespace step::codegen::detail

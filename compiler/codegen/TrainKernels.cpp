@@ -12,6 +12,9 @@
 // sgd_update and adamw_update are elementwise kernels (vectorized by 4);
 // operands step and lr are rank-0 and read once per thread. An output may
 // alias its input (in-place update): each element is read before written.
+// Their per-element code is `updateSpec`, which the multi-tensor optimizer
+// kernel (MultiTensorKernels.cpp) runs too, so fused and unfused updates
+// round identically.
 //
 // lamb_update needs |param| and |r| over the whole tensor before any param
 // is written; it is one kernel of one block of 1024 threads: pass 1
@@ -34,13 +37,15 @@ namespace ops = mlir::step;
 // step.sgd_update
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitSgd(ops::SgdUpdateOp op, const std::string &name) {
+static ElementwiseSpec sgdSpec(ops::SgdUpdateOp op, const std::string &step,
+                              const std::string &lr) {
   double momentum = op.getMomentum().convertToDouble();
   double wd = op.getWeightDecay().convertToDouble();
   ElementwiseSpec spec;
   spec.uniform = {false, false, true, true, false};
-  spec.pre = "  const long long t = in2[0]; // the 1-based update number\n"
-             "  const float negLr = -in3[0];\n"
+  spec.pre = "  const long long t = " + step +
+             "[0]; // the 1-based update number\n"
+             "  const float negLr = -" + lr + "[0];\n"
              "  (void)t;\n";
   std::string b = "      float d = a1;\n";
   if (wd != 0) // skipped at 0: 0 * inf would turn an inf param's grad NaN
@@ -56,7 +61,7 @@ static KernelSource emitSgd(ops::SgdUpdateOp op, const std::string &name) {
   }
   b += "      r0 = a0 + negLr * d;\n";
   spec.body = b;
-  return emitElementwise(op, name, spec);
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
@@ -80,19 +85,22 @@ struct AdamLiterals {
 };
 } // namespace
 
-static KernelSource emitAdamw(ops::AdamwUpdateOp op, const std::string &name) {
+static ElementwiseSpec adamwSpec(ops::AdamwUpdateOp op, const std::string &step,
+                                const std::string &lr) {
   AdamLiterals lit(op);
+  auto vars = lit.vars;
+  vars.insert(vars.end(), {{"STEP", step}, {"LR", lr}});
   ElementwiseSpec spec;
   spec.uniform = {false, false, false, false, true, true};
-  spec.pre = subst(R"(  const double t = (double)in4[0]; // the 1-based update number
-  const double lr = (double)in5[0];
+  spec.pre = subst(R"(  const double t = (double)$STEP[0]; // the 1-based update number
+  const double lr = (double)$LR[0];
   const float decay = (float)(1.0 - lr * $WDD);
   const double bc1 = 1.0 - pow($B1D, t);
   const double bc2 = 1.0 - pow($B2D, t);
   const float negStepSize = (float)(-(lr / bc1));
   const float bc2Sqrt = (float)sqrt(bc2);
 )",
-                   lit.vars);
+                   vars);
   spec.body = subst(R"(      const float p = a0 * decay; // decoupled weight decay
       const float m = a2 * $B1 + $OMB1 * a1;
       const float v = a3 * $B2 + $OMB2 * a1 * a1;
@@ -102,7 +110,17 @@ static KernelSource emitAdamw(ops::AdamwUpdateOp op, const std::string &name) {
       r2 = v;
 )",
                     lit.vars);
-  return emitElementwise(op, name, spec);
+  return spec;
+}
+
+std::optional<ElementwiseSpec> updateSpec(mlir::Operation *op,
+                                          const std::string &step,
+                                          const std::string &lr) {
+  if (auto s = mlir::dyn_cast<ops::SgdUpdateOp>(op))
+    return sgdSpec(s, step, lr);
+  if (auto a = mlir::dyn_cast<ops::AdamwUpdateOp>(op))
+    return adamwSpec(a, step, lr);
+  return std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//
@@ -167,9 +185,9 @@ static KernelSource emitLamb(ops::LambUpdateOp op, const std::string &name) {
 std::optional<KernelSource> emitTrainFamily(mlir::Operation *op,
                                             const std::string &name) {
   if (auto s = mlir::dyn_cast<ops::SgdUpdateOp>(op))
-    return emitSgd(s, name);
+    return emitElementwise(op, name, sgdSpec(s, "in2", "in3"));
   if (auto a = mlir::dyn_cast<ops::AdamwUpdateOp>(op))
-    return emitAdamw(a, name);
+    return emitElementwise(op, name, adamwSpec(a, "in4", "in5"));
   if (auto l = mlir::dyn_cast<ops::LambUpdateOp>(op))
     return emitLamb(l, name);
   return std::nullopt;

@@ -10,6 +10,7 @@
 #include "compiler/interpreter/Interpreter.h"
 
 #include "compiler/interpreter/EvalOp.h"
+#include "dialects/step/StepOps.h"
 #include "runtime/Half.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -19,6 +20,7 @@
 
 namespace step {
 using namespace mlir;
+namespace ops = mlir::step;
 
 
 std::optional<rt::DType> toDType(Type t) {
@@ -148,20 +150,28 @@ public:
       } catch (const rt::Error &e) {
         return func.emitError() << e.what();
       }
-      values[arg] = args[i];
     }
+    return runBlock(body, args);
+  }
+
+  /// Runs the ops of `body` (a function body or a step.fusion body) on
+  /// `args` and returns the operands of its terminator.
+  FailureOr<std::vector<rt::HostTensor>>
+  runBlock(Block &body, const std::vector<rt::HostTensor> &args) {
+    for (auto [arg, value] : llvm::zip(body.getArguments(), args))
+      values[arg] = value;
     countUses(body);
     for (Operation &op : body) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (isa<func::ReturnOp, ops::YieldOp>(op)) {
         std::vector<rt::HostTensor> results;
-        for (Value v : ret.getOperands())
+        for (Value v : op.getOperands())
           results.push_back(values.lookup(v));
         return results;
       }
       if (failed(step(op)))
         return failure();
     }
-    return func.emitError() << "function has no func.return";
+    return func.emitError() << "a block without a terminator";
   }
 
 private:
@@ -191,6 +201,13 @@ private:
         auto r = Runner(callee).run(in);
         if (failed(r))
           return op.emitError() << "in call to @" << callee.getName();
+        out = std::move(*r);
+      } else if (auto fusion = dyn_cast<ops::FusionOp>(op)) {
+        // The body runs on the same kernels as unfused ops: a fusion never
+        // changes a result.
+        auto r = Runner(func).runBlock(fusion.getBlock(), in);
+        if (failed(r))
+          return op.emitError() << "in the body of this fusion";
         out = std::move(*r);
       } else if (op.getDialect() &&
                  op.getDialect()->getNamespace() == "step") {

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 /// Bumped whenever the compiler's output for the same input changes.
-constexpr const char *kFormatTag = "stepjit-jit-1";
+constexpr const char *kFormatTag = "stepjit-jit-2";
 
 std::string defaultRoot() {
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
@@ -51,7 +51,7 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
        std::to_string(t.schedule.total) + "," +
        std::to_string(t.schedule.minRatio);
   s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
-       ";kernels=" + std::to_string(kernels);
+       ";fuse=" + std::to_string(t.fuse) + ";kernels=" + std::to_string(kernels);
   return s;
 }
 

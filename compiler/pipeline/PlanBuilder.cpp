@@ -67,6 +67,46 @@ nlohmann::json attributesToJson(Operation *op) {
   return j;
 }
 
+/// The body of a fusion as a plan of its own (runtime/Plan.h): arguments
+/// are the block's arguments, results the step.yield operands, and every
+/// buffer is transient without an arena offset.
+static std::shared_ptr<rt::Plan> buildFusionBody(ops::FusionOp fusion) {
+  auto body = std::make_shared<rt::Plan>();
+  body->function = "fusion";
+  llvm::DenseMap<Value, int64_t> bufferOf;
+  auto addBuffer = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto dtype = toDType(type.getElementType());
+    if (!dtype || !type.hasStaticShape())
+      throw rt::Error("step.fusion: a value of a type the runtime cannot "
+                      "hold");
+    rt::BufferDesc d;
+    d.name = "%" + std::to_string(body->buffers.size());
+    d.dtype = *dtype;
+    d.shape = rt::Shape(type.getShape());
+    bufferOf[v] = static_cast<int64_t>(body->buffers.size());
+    body->buffers.push_back(std::move(d));
+    return bufferOf[v];
+  };
+  for (BlockArgument arg : fusion.getBlock().getArguments())
+    body->arguments.push_back(addBuffer(arg));
+  for (Operation &op : fusion.getBlock().without_terminator()) {
+    rt::PlanStep step;
+    step.op = op.getName().getStringRef().str();
+    step.attrs = attributesToJson(&op);
+    for (Value v : op.getOperands())
+      step.operands.push_back(bufferOf.lookup(v));
+    for (Value r : op.getResults())
+      step.results.push_back(addBuffer(r));
+    body->steps.push_back(std::move(step));
+  }
+  for (auto [i, v] : llvm::enumerate(fusion.getYield()->getOperands())) {
+    body->results.push_back(bufferOf.lookup(v));
+    body->resultNames.push_back("result" + std::to_string(i));
+  }
+  return body;
+}
+
 rt::Artifact buildArtifact(func::FuncOp f) {
   rt::Artifact a;
   rt::Plan &plan = a.plan;
@@ -131,6 +171,8 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     rt::PlanStep step;
     step.op = op.getName().getStringRef().str();
     step.attrs = attributesToJson(&op);
+    if (auto fusion = dyn_cast<ops::FusionOp>(op))
+      step.body = buildFusionBody(fusion);
     for (Value v : op.getOperands())
       step.operands.push_back(bufferOf.lookup(v));
     for (auto [i, r] : llvm::enumerate(op.getResults())) {

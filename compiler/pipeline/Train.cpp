@@ -209,6 +209,15 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
         if (auto kind = f.getArgAttrOfType<StringAttr>(i, "step.kind");
             kind && kind.getValue() == "state")
           ++r.counts["state_tensors"];
+  } else if (r.pass == "step-fuse") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step")) {
+      r.counts["top_level_ops"] = static_cast<int64_t>(
+          f.getBody().front().getOperations().size());
+      for (auto fusion : f.getOps<ops::FusionOp>()) {
+        ++r.counts["fusions"];
+        ++r.counts["fusions_" + fusion.getKind().str()];
+      }
+    }
   }
 }
 
@@ -292,10 +301,45 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   PassManager cleanup(ctx);
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
+  if (options.fuse)
+    cleanup.addPass(ops::createFuse());
   if (report)
     cleanup.addInstrumentation(
         std::make_unique<ReportInstrumentation>(*report));
   return cleanup.run(module);
+}
+
+static int64_t bytesOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
+}
+
+nlohmann::json describeFusions(func::FuncOp func) {
+  nlohmann::json groups = nlohmann::json::array();
+  int64_t read = 0, written = 0, ops = 0;
+  for (auto fusion : func.getOps<ops::FusionOp>()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (Operation &op : fusion.getBlock().without_terminator())
+      names.push_back(op.getName().stripDialect().str());
+    int64_t in = 0, out = 0;
+    for (Value v : fusion.getInputs())
+      in += bytesOf(v.getType());
+    for (Value v : fusion.getResults())
+      out += bytesOf(v.getType());
+    read += in;
+    written += out;
+    ops += static_cast<int64_t>(names.size());
+    groups.push_back({{"kind", fusion.getKind().str()},
+                      {"ops", names},
+                      {"bytes_read", in},
+                      {"bytes_written", out}});
+  }
+  return {{"count", groups.size()},
+          {"fused_ops", ops},
+          {"bytes_read", read},
+          {"bytes_written", written},
+          {"groups", groups}};
 }
 
 //===----------------------------------------------------------------------===//

@@ -24,9 +24,12 @@
 
 #include "runtime/Tensor.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <optional>
@@ -83,6 +86,9 @@ struct TrainOptions {
   std::optional<double> clipNorm;
   /// Micro-batches per update (step-grad-accum); 1 = off.
   int64_t gradAccum = 1;
+  /// Run step-fuse on @train_step (docs/fusion.md). Fusion never changes a
+  /// result on the CPU; it decides which kernels run on a GPU.
+  bool fuse = true;
 };
 
 /// The learning rate that update s (0-based) uses, in double: the formula
@@ -103,6 +109,11 @@ struct PassRecord {
 mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
                                    const TrainOptions &options,
                                    std::vector<PassRecord> *report = nullptr);
+
+/// The fusions of `func` for `stepc --report`: per fusion its kind, the
+/// ops it holds (names, in order) and the bytes it reads (its inputs) and
+/// writes (its results), plus totals.
+nlohmann::json describeFusions(mlir::func::FuncOp func);
 
 /// Trains on the reference interpreter: parses a model (the text of a
 /// module with @forward), builds its train step once, and keeps params and

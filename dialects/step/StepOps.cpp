@@ -18,8 +18,8 @@ using namespace mlir::step;
 #include "dialects/step/StepEnums.cpp.inc"
 
 namespace {
-/// Every step op is pure and region-free, so a call to a function of step
-/// ops can always be inlined (step-grad-accum and step-optimizer build calls
+/// Every step op is pure (a step.fusion holds only step ops), so a call to
+/// a function of step ops can always be inlined (step-grad-accum and step-optimizer build calls
 /// that the training pipeline inlines into one @train_step).
 struct StepInlinerInterface : DialectInlinerInterface {
   using DialectInlinerInterface::DialectInlinerInterface;

@@ -12,6 +12,7 @@ include "dialects/step/StepBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 /// The result type equals the first operand's type.
 class Step_SameAsFirstOperandInference {
@@ -31,5 +32,6 @@ include "dialects/step/StepElementwiseOps.td"
 include "dialects/step/StepShapeOps.td"
 include "dialects/step/StepNNOps.td"
 include "dialects/step/StepTrainOps.td"
+include "dialects/step/StepStructureOps.td"
 
 #endif // STEP_OPS_TD

@@ -9,6 +9,7 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -291,8 +292,57 @@ const std::map<std::string, OpInfo> &opTable() {
 
 } // namespace
 
+/// A fusion on the CPU: its body's steps in order on the same kernels as
+/// unfused ops, values held in temporaries, each freed after its last use.
+static std::vector<HostTensor> runFusionBody(const PlanStep &step,
+                                             std::vector<HostTensor> operands) {
+  const Plan &body = *step.body;
+  if (operands.size() != body.arguments.size())
+    throw Error("step.fusion: " + std::to_string(operands.size()) +
+                " operands for a body of " +
+                std::to_string(body.arguments.size()) + " arguments");
+  std::vector<HostTensor> values(body.buffers.size());
+  std::vector<int64_t> uses(body.buffers.size(), 0);
+  for (const PlanStep &s : body.steps)
+    for (int64_t id : s.operands)
+      ++uses[id];
+  for (int64_t id : body.results)
+    ++uses[id];
+  for (size_t i = 0; i < operands.size(); ++i)
+    values[body.arguments[i]] = std::move(operands[i]);
+  for (const PlanStep &s : body.steps) {
+    std::vector<HostTensor> in;
+    for (int64_t id : s.operands)
+      in.push_back(--uses[id] == 0 ? std::move(values[id]) : values[id]);
+    std::vector<HostTensor> out = evalStep(body, s, std::move(in));
+    if (out.size() != s.results.size())
+      throw Error("step.fusion: " + s.op + " gave " +
+                  std::to_string(out.size()) + " results for " +
+                  std::to_string(s.results.size()) + " buffers");
+    for (size_t r = 0; r < out.size(); ++r) {
+      const BufferDesc &d = body.buffers[s.results[r]];
+      if (out[r].dtype() != d.dtype || out[r].shape() != d.shape)
+        throw Error("step.fusion: " + s.op + " gave " +
+                    dtypeName(out[r].dtype()) + " " +
+                    shapeToString(out[r].shape()) + " for the body buffer " +
+                    d.name + " of " + dtypeName(d.dtype) + " " +
+                    shapeToString(d.shape));
+      values[s.results[r]] = std::move(out[r]);
+    }
+  }
+  std::vector<HostTensor> results;
+  for (int64_t id : body.results)
+    results.push_back(--uses[id] == 0 ? std::move(values[id]) : values[id]);
+  return results;
+}
+
 std::vector<HostTensor> evalStep(const Plan &plan, const PlanStep &step,
                                  std::vector<HostTensor> operands) {
+  if (step.op == "step.fusion") {
+    if (!step.body)
+      throw Error("step.fusion: the step has no body");
+    return runFusionBody(step, std::move(operands));
+  }
   const auto &table = opTable();
   auto op = table.find(step.op);
   if (op == table.end())
@@ -312,6 +362,8 @@ std::vector<std::string> supportedOps() {
   std::vector<std::string> names;
   for (const auto &entry : opTable())
     names.push_back(entry.first);
+  names.push_back("step.fusion");
+  std::sort(names.begin(), names.end());
   return names;
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "runtime/cuda/DynamicSymbols.h"
+#include "runtime/cuda/MatmulEpilogue.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -55,6 +56,26 @@ struct Op {
   size_t bytes = 0;
 };
 
+/// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
+/// `matmul` fusion read by readMatmulFusion. Buffer ids of the outer plan.
+struct MatmulCall {
+  int64_t lhs = -1, rhs = -1, result = -1, bias = -1;
+  const nlohmann::json *attrs = nullptr; ///< the step.matmul's attributes
+  MatmulEpilogue epilogue = MatmulEpilogue::None;
+};
+
+cublasLtEpilogue_t ltEpilogue(MatmulEpilogue e) {
+  switch (e) {
+  case MatmulEpilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
+  case MatmulEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+  case MatmulEpilogue::Relu: return CUBLASLT_EPILOGUE_RELU;
+  case MatmulEpilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case MatmulEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU;
+  case MatmulEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 struct MatmulOp {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
@@ -98,7 +119,7 @@ struct CudaExecutor::Impl {
   void allocate();
   CUfunction function(const std::string &kernel);
   void prepareKernel(const PlanStep &s, Op &op);
-  void prepareMatmul(const PlanStep &s, Op &op);
+  void prepareMatmul(const MatmulCall &call, Op &op);
   void record();
   void capture();
 };
@@ -271,15 +292,14 @@ void CudaExecutor::Impl::prepareKernel(const PlanStep &s, Op &op) {
     op.params.push_back(&p);
 }
 
-void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
-  if (s.operands.size() != 2 || s.results.size() != 1)
-    throw Error(op.where + ": expected 2 operands and 1 result");
-  const BufferDesc &a = plan.buffers[s.operands[0]];
-  const BufferDesc &b = plan.buffers[s.operands[1]];
-  const BufferDesc &c = plan.buffers[s.results[0]];
+void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
+  const BufferDesc &a = plan.buffers[call.lhs];
+  const BufferDesc &b = plan.buffers[call.rhs];
+  const BufferDesc &c = plan.buffers[call.result];
+  const nlohmann::json &attrs = *call.attrs;
   auto unit = [&](const char *n) {
-    return s.attrs.is_object() && s.attrs.contains(n) && s.attrs[n].is_boolean() &&
-           s.attrs[n].get<bool>();
+    return attrs.is_object() && attrs.contains(n) && attrs[n].is_boolean() &&
+           attrs[n].get<bool>();
   };
   MatmulLayout l = matmulLayout(a.shape, b.shape, unit("transpose_a"),
                                 unit("transpose_b"));
@@ -288,9 +308,12 @@ void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
                 typeStr(b.dtype, b.shape) + " do not give the result " +
                 typeStr(c.dtype, c.shape));
   cudaDataType_t type = cudaType(a.dtype, op.where);
+  if (l.k == 0 && call.epilogue != MatmulEpilogue::None && c.bytes() != 0)
+    throw Error(op.where + ": a matmul fusion with an empty contraction "
+                "(K = 0) and an epilogue; run it with --backend=cpu");
   if (l.m == 0 || l.n == 0 || l.k == 0) { // an empty sum is zero
     op.kind = Op::Zero;
-    op.dst = ptrOf[s.results[0]];
+    op.dst = ptrOf[call.result];
     op.bytes = static_cast<size_t>(c.bytes());
     return;
   }
@@ -304,9 +327,9 @@ void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
   op.matmul = matmuls.size();
   matmuls.emplace_back();
   MatmulOp &m = matmuls.back();
-  m.pa = ptrOf[s.operands[1]]; // cuBLASLt's a is our rhs (CudaBackend.h)
-  m.pb = ptrOf[s.operands[0]];
-  m.pc = ptrOf[s.results[0]];
+  m.pa = ptrOf[call.rhs]; // cuBLASLt's a is our rhs (CudaBackend.h)
+  m.pb = ptrOf[call.lhs];
+  m.pc = ptrOf[call.result];
   auto ltck = [&](cublasStatus_t st, const char *what) {
     check(*lt, st, op.where + ": " + what);
   };
@@ -318,6 +341,41 @@ void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
                                           &ta, sizeof(ta)), "TRANSA");
   ltck(lt->cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                           &tb, sizeof(tb)), "TRANSB");
+  // The epilogue acts on cuBLASLt's column-major C^T (n rows): a bias of
+  // length n (our last dim) is added to every column, i.e. to every row of
+  // our row-major result; batch stride 0 shares it across batch entries.
+  uintptr_t biasAlign = 0;
+  if (call.epilogue != MatmulEpilogue::None) {
+    uint32_t epi = ltEpilogue(call.epilogue);
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+         "EPILOGUE");
+  }
+  if (call.bias >= 0) {
+    const BufferDesc &bias = plan.buffers[call.bias];
+    if (bias.dtype != c.dtype || bias.shape != Shape{l.n})
+      throw Error(op.where + ": the bias is " +
+                  typeStr(bias.dtype, bias.shape) + ", expected " +
+                  typeStr(c.dtype, Shape{l.n}));
+    const void *biasPtr = reinterpret_cast<const void *>(ptrOf[call.bias]);
+    int32_t biasType = static_cast<int32_t>(type);
+    int64_t biasStride = 0;
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+             sizeof(biasPtr)),
+         "BIAS_POINTER");
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+             sizeof(biasType)),
+         "BIAS_DATA_TYPE");
+    if (l.batch > 1)
+      ltck(lt->cublasLtMatmulDescSetAttribute(
+               m.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+               sizeof(biasStride)),
+           "BIAS_BATCH_STRIDE");
+    // The heuristic depends on the bias pointer's alignment: key on it.
+    biasAlign = ptrOf[call.bias] & 15u;
+  }
   auto layout = [&](cublasLtMatrixLayout_t *out, const MatrixLayout &ml) {
     ltck(lt->cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(ml.rows),
                                         static_cast<uint64_t>(ml.cols), ml.ld),
@@ -341,6 +399,8 @@ void CudaExecutor::Impl::prepareMatmul(const PlanStep &s, Op &op) {
   for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, int64_t(l.transA),
                     int64_t(l.transB)})
     key += "," + std::to_string(v);
+  key += std::string(",") + matmulEpilogueName(call.epilogue) + "," +
+         std::to_string(call.bias >= 0 ? int64_t(16 + biasAlign) : int64_t(0));
   if (auto it = algoCache.find(key); it != algoCache.end()) {
     m.algo = it->second;
     return;
@@ -444,7 +504,25 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
       if (!s.kernel.empty()) {
         x.prepareKernel(s, op);
       } else if (s.op == "step.matmul") {
-        x.prepareMatmul(s, op);
+        if (s.operands.size() != 2 || s.results.size() != 1)
+          throw Error(op.where + ": expected 2 operands and 1 result");
+        MatmulCall call;
+        call.lhs = s.operands[0];
+        call.rhs = s.operands[1];
+        call.result = s.results[0];
+        call.attrs = &s.attrs;
+        x.prepareMatmul(call, op);
+      } else if (isMatmulFusion(s)) {
+        // One cuBLASLt call with an epilogue (MatmulEpilogue.h).
+        FusedMatmul f = readMatmulFusion(s, op.where);
+        MatmulCall call;
+        call.lhs = s.operands.at(f.lhs);
+        call.rhs = s.operands.at(f.rhs);
+        call.result = s.results.at(0);
+        call.bias = f.bias >= 0 ? s.operands.at(f.bias) : -1;
+        call.attrs = &f.matmul->attrs;
+        call.epilogue = f.epilogue;
+        x.prepareMatmul(call, op);
       } else if ((s.op == "step.reshape" || s.op == "step.stop_gradient") &&
                  s.operands.size() == 1 && s.results.size() == 1) {
         const BufferDesc &in = plan.buffers[s.operands[0]];

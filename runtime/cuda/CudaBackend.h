@@ -1,7 +1,8 @@
 //===- CudaBackend.h - Runs an execution plan on a CUDA GPU -----*- C++ -*-===//
 //
 // The CUDA backend: the artifact's generated kernels launched through the
-// driver API, step.matmul through cuBLASLt, everything captured into one CUDA
+// driver API, step.matmul and `matmul` fusions (a bias and/or ReLU/GELU
+// epilogue) through cuBLASLt, everything captured into one CUDA
 // graph on the first run and replayed afterwards. Both libraries are loaded
 // with dlopen (DynamicSymbols.h); nothing here links them.
 //
@@ -91,7 +92,9 @@ MatmulLayout matmulLayout(const Shape &lhs, const Shape &rhs, bool transposeA,
 //===----------------------------------------------------------------------===//
 
 /// Whether every step of `plan` has a CUDA implementation here: a generated
-/// kernel, or a matmul/reshape/stop_gradient the backend runs itself. False
+/// kernel, or a matmul, `matmul` fusion (one cuBLASLt call with an
+/// epilogue, MatmulEpilogue.h), reshape or stop_gradient the backend runs
+/// itself. False
 /// for an artifact compiled without kernels (stepc --no-kernels).
 bool hasDeviceCode(const Plan &plan);
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/MatmulEpilogue.h"
 
 #include <algorithm>
 #include <climits>
@@ -135,7 +136,7 @@ MatmulLayout matmulLayout(const Shape &lhs, const Shape &rhs, bool transposeA,
 bool hasDeviceCode(const Plan &plan) {
   for (const PlanStep &s : plan.steps)
     if (s.kernel.empty() && s.op != "step.matmul" && s.op != "step.reshape" &&
-        s.op != "step.stop_gradient")
+        s.op != "step.stop_gradient" && !isMatmulFusion(s))
       return false;
   return true;
 }

@@ -2,7 +2,7 @@
 //
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
-//              [--warmup W] [--backend=cpu|cuda] [--out FILE.json]
+//              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
 //
 // Compiles the model's training step twice in this process, with its CUDA
 // kernels when built with the CUDA toolkit (cold: the first compile, with a
@@ -72,6 +72,8 @@ int main(int argc, char **argv) {
   app.add_option("--backend", backend, "auto | cpu | cuda")
       ->capture_default_str();
   app.add_option("--out", out, "also write the JSON here");
+  bool noFuse = false;
+  app.add_flag("--no-fuse", noFuse, "compile without step-fuse (as stepc)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -86,6 +88,7 @@ int main(int argc, char **argv) {
     if (clip > 0)
       options.clipNorm = clip;
     options.gradAccum = gradAccum;
+    options.fuse = !noFuse;
 
     std::string cache = (fs::temp_directory_path() /
                          ("stepjit-bench-cache-" + std::to_string(::getpid())))
@@ -114,10 +117,17 @@ int main(int argc, char **argv) {
       times.push_back(since(t0));
     }
     std::sort(times.begin(), times.end());
-    // Launches on a GPU: a generated kernel or a cuBLASLt matmul per step.
-    int64_t launches = 0;
-    for (const auto &s : artifact.plan.steps)
-      launches += !s.kernel.empty() || s.op == "step.matmul";
+    // Launches on a GPU: a generated kernel or a cuBLASLt matmul per step
+    // (a matmul fusion is one cuBLASLt call with an epilogue; an aliased
+    // reshape has no kernel and moves nothing).
+    int64_t launches = 0, fusions = 0;
+    for (const auto &s : artifact.plan.steps) {
+      bool matmul = s.op == "step.matmul" ||
+                    (s.op == "step.fusion" &&
+                     s.attrs.value("kind", std::string()) == "matmul");
+      launches += !s.kernel.empty() || matmul;
+      fusions += s.op == "step.fusion";
+    }
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
     nlohmann::json j = {
@@ -134,6 +144,8 @@ int main(int argc, char **argv) {
         {"distinct_kernels",
          artifact.meta.value("kernels", nlohmann::json::object()).size()},
         {"kernel_launches", launches},
+        {"fused", !noFuse},
+        {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},
         {"machine",
          {{"host", host}, {"cores", std::thread::hardware_concurrency()}}}};

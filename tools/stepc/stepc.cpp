@@ -2,12 +2,14 @@
 //
 //   stepc MODEL.mlir --train [--optimizer=adamw,lr=3e-4,wd=0.1] [--clip=1.0]
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
-//         [--emit=artifact|mlir] -o OUT [--report=FILE.json]
+//         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
+//         [--dump-kernels=DIR]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
 // as a .step artifact (docs/artifact.md) after step-memory-plan. The default
 // --emit follows the output's extension (.mlir: mlir, else artifact).
+// step-fuse runs last unless --no-fuse; the report lists its fusion groups.
 // Without --train, @forward is compiled as it is. Output and report are
 // written atomically; on any error nothing is written and the exit code
 // is 1.
@@ -20,6 +22,7 @@
 #include "compiler/pipeline/PlanBuilder.h"
 #include "compiler/pipeline/Train.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
 #include "runtime/Npy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,6 +38,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <set>
 #include <sstream>
 #include <cstdio>
 #include <iostream>
@@ -47,7 +52,8 @@ struct Options {
   double clip = 0;
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
-  bool noKernels = false;
+  bool noKernels = false, noFuse = false;
+  std::string dumpKernels;
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -59,7 +65,8 @@ std::string moduleText(mlir::ModuleOp module) {
 
 nlohmann::json reportJson(const Options &o,
                           const std::vector<step::PassRecord> &records,
-                          double seconds) {
+                          double seconds,
+                          const nlohmann::json &fusions = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -74,8 +81,23 @@ nlohmann::json reportJson(const Options &o,
           {"train", o.train},          {"optimizer", o.optimizer},
           {"schedule", o.schedule},    {"clip", o.clip},
           {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
-          {"passes", passes}};
+          {"fuse", !o.noFuse},         {"passes", passes},
+          {"fusions", fusions}};
 }
+#ifdef STEP_HAVE_CODEGEN
+/// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
+void dumpKernelSources(mlir::func::FuncOp f, const std::string &dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw step::rt::Error("cannot create " + dir + ": " + ec.message());
+  std::set<std::string> written;
+  for (const auto &k : step::codegen::emitFunctionKernels(f))
+    if (written.insert(k.name).second)
+      step::rt::writeFileAtomic(dir + "/" + k.name + ".cu", k.source,
+                                "stepc");
+}
+#endif
 } // namespace
 
 int main(int argc, char **argv) {
@@ -106,6 +128,11 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--no-kernels", o.noKernels,
                "artifact without CUDA kernels (runs on the CPU backend only)");
+  app.add_flag("--no-fuse", o.noFuse,
+               "skip step-fuse: one kernel per op (docs/fusion.md)");
+  app.add_option("--dump-kernels", o.dumpKernels,
+                 "write the generated CUDA sources, one <kernel>.cu each, to "
+                 "this folder");
   CLI11_PARSE(app, argc, argv);
 
   if (o.emit.empty())
@@ -126,6 +153,7 @@ int main(int argc, char **argv) {
   if (o.clip > 0)
     train.clipNorm = o.clip;
   train.gradAccum = o.gradAccum;
+  train.fuse = !o.noFuse;
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::step::StepDialect, mlir::func::FuncDialect,
@@ -158,10 +186,32 @@ int main(int argc, char **argv) {
   } else {
     mlir::PassManager pm(&ctx);
     pm.addPass(mlir::createCanonicalizerPass());
+    if (!o.noFuse)
+      pm.addPass(mlir::step::createFuse());
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
   std::string func = o.train ? "train_step" : "forward";
+  auto funcOp = module->lookupSymbol<mlir::func::FuncOp>(func);
+  if (!funcOp) {
+    std::cerr << "stepc: error: the model has no @" << func << "\n";
+    return 1;
+  }
+  nlohmann::json fusions = step::describeFusions(funcOp);
+  if (!o.dumpKernels.empty()) {
+#ifdef STEP_HAVE_CODEGEN
+    try {
+      dumpKernelSources(funcOp, o.dumpKernels);
+    } catch (const std::exception &e) {
+      std::cerr << "stepc: error: " << e.what() << "\n";
+      return 1;
+    }
+#else
+    std::cerr << "stepc: error: --dump-kernels needs a stepc built with the "
+                 "CUDA toolkit (NVRTC)\n";
+    return 1;
+#endif
+  }
   step::rt::Artifact artifact;
   if (o.emit == "artifact") {
     try {
@@ -211,7 +261,8 @@ int main(int argc, char **argv) {
       step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
       step::rt::writeFileAtomic(
-          o.report, reportJson(o, records, seconds).dump(2) + "\n", "stepc");
+          o.report, reportJson(o, records, seconds, fusions).dump(2) + "\n",
+          "stepc");
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";
     return 1;

@@ -2166,3 +2166,89 @@ func.func @lamb_update_c3_weight_decay(%p: tensor<8xf32>, %t: tensor<i64>, %lr: 
   %0:3 = step.lamb_update %p, %p, %p, %p, %t, %lr {weight_decay = -0.01 : f64} : tensor<8xf32>, tensor<i64>, tensor<f32>
   return %0#0 : tensor<8xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.fusion
+//===----------------------------------------------------------------------===//
+
+func.func @fusion_c1(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.fusion' op C1: kind must be "loop", "reduction", "multi_tensor" or "matmul", found "tiles"}}
+  %r = step.fusion "tiles" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = step.exp %a : tensor<4xf32>
+    step.yield %e : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.fusion' op C2: body argument 0 has type 'tensor<8xf32>', input 0 has type 'tensor<4xf32>'}}
+  %r = step.fusion "loop" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    %e = step.exp %a : tensor<8xf32>
+    %s = step.slice %e start = [0] limit = [4] strides = [1] : tensor<8xf32> -> tensor<4xf32>
+    step.yield %s : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_c3(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'step.fusion' op C3: step.yield gives 1 values whose types differ from the 1 result types}}
+  %r = step.fusion "loop" (%x) : (tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = step.exp %a : tensor<4xf32>
+    step.yield %e : tensor<4xf32>
+  }
+  return %r : tensor<4xf16>
+}
+
+// -----
+
+func.func @fusion_c4(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.fusion' op C4: 'step.constant' cannot be inside a fusion}}
+  %r = step.fusion "loop" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %c = step.constant dense<1.0> : tensor<4xf32>
+    %e = step.add %a, %c : tensor<4xf32>
+    step.yield %e : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @fusion_c5_op(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim and reshape, found 'step.matmul'}}
+  %r = step.fusion "loop" (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    %m = step.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+    step.yield %m : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @fusion_c5_domain(%x: tensor<4xf32>, %y: tensor<8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  // expected-error @+1 {{'step.fusion' op C5: result 1 has 8 elements, result 0 has 4}}
+  %r:2 = step.fusion "loop" (%x, %y) : (tensor<4xf32>, tensor<8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<8xf32>):
+    %e = step.exp %a : tensor<4xf32>
+    %f = step.exp %b : tensor<8xf32>
+    step.yield %e, %f : tensor<4xf32>, tensor<8xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @yield_parent(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.yield' op expects parent op 'step.fusion'}}
+  step.yield %x : tensor<4xf32>
+}

@@ -37,3 +37,25 @@ func.func @f(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
   %s = step.reduce_sum %e dims = [0] : tensor<3xf32> -> tensor<f32>
   return %e, %s : tensor<3xf32>, tensor<f32>
 }
+
+// -----
+
+// A reshape (or stop_gradient) of a transient is a view: it shares its
+// operand's offset, and the pair lives as one value until the last use of
+// either, so %e, live across the view's users, is not overwritten by %t.
+// A reshape of an argument is a copy with its own slot.
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME: step.arena_bytes = 192 : i64
+// CHECK: %[[E:.+]] = step.exp %arg0 {step.offsets = array<i64: 0>}
+// CHECK: step.reshape %[[E]] {step.offsets = array<i64: 0>}
+// CHECK: step.stop_gradient %{{.+}} {step.offsets = array<i64: 0>}
+// CHECK: step.tanh %{{.+}} {step.offsets = array<i64: 64>}
+// CHECK: step.reshape %arg0 {step.offsets = array<i64: 128>}
+func.func @f(%x: tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>) {
+  %e = step.exp %x : tensor<4x4xf32>
+  %r = step.reshape %e : tensor<4x4xf32> -> tensor<16xf32>
+  %s = step.stop_gradient %r : tensor<16xf32>
+  %t = step.tanh %s : tensor<16xf32>
+  %c = step.reshape %x : tensor<4x4xf32> -> tensor<16xf32>
+  return %t, %e, %c : tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
+}

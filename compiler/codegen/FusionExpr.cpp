@@ -1,0 +1,263 @@
+//===- FusionExpr.cpp - Per-element code of a step.fusion body ------------===//
+//
+// A memoized recursion from a value to the block arguments it reads (the
+// algorithm is in FusionExpr.h). Each op becomes one `{ }` block holding
+// its ElementwiseSpec body verbatim, so the arithmetic is character for
+// character the unfused kernel's; only the operand loads and the result
+// store around it differ (locals instead of memory, with the same rounding
+// an f16/bf16 store and reload would do). Cost: linear in the number of
+// distinct (value, index) pairs a caller asks for.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusionExpr.h"
+
+#include "compiler/codegen/Emitters.h"
+#include "dialects/step/StepOps.h"
+#include "runtime/Tensor.h"
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+FusionExpr::FusionExpr(ops::FusionOp fusion, PreludeNeeds &needs)
+    : block_(&fusion.getBlock()), needs_(needs) {}
+
+//===----------------------------------------------------------------------===//
+// Locals
+//===----------------------------------------------------------------------===//
+
+std::string FusionExpr::localType(mlir::Value v) {
+  Elem e = elemOf(v.getType());
+  return isFloat(e) ? "float" : cType(e);
+}
+
+std::string FusionExpr::toLocal(mlir::Value v, const std::string &expr) {
+  Elem e = elemOf(v.getType());
+  return isFloat(e) ? toF(e, expr) : expr;
+}
+
+std::string FusionExpr::toStorage(mlir::Value v, const std::string &local) {
+  Elem e = elemOf(v.getType());
+  return isFloat(e) ? fromF(e, local) : local;
+}
+
+std::string FusionExpr::fresh(const char *prefix) {
+  return prefix + std::to_string(counter_++);
+}
+
+void FusionExpr::line(const std::string &text) { code_ += text + "\n"; }
+
+/// A one-element value has one index: 0, whatever the caller's expression.
+static std::string canonical(mlir::Value v, const std::string &idx) {
+  return numelOf(v) == 1 ? std::string("0") : idx;
+}
+
+static std::string indentLines(const std::string &code,
+                               const std::string &indent) {
+  std::string out;
+  size_t at = 0;
+  while (at < code.size()) {
+    size_t end = code.find('\n', at);
+    if (end == std::string::npos)
+      end = code.size();
+    out += indent + code.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string FusionExpr::takeCode(const std::string &indent) {
+  std::string s = indentLines(code_, indent);
+  code_.clear();
+  return s;
+}
+
+std::string FusionExpr::takeHoisted(const std::string &indent) {
+  std::string s = indentLines(hoistedCode_, indent);
+  hoistedCode_.clear();
+  return s;
+}
+
+void FusionExpr::bind(mlir::Value v, const std::string &idx,
+                      const std::string &local) {
+  memo_[{v.getAsOpaquePointer(), canonical(v, idx)}] = local;
+}
+
+void FusionExpr::bindStorage(mlir::Value v, const std::string &idx,
+                             const std::string &expr) {
+  storage_[{v.getAsOpaquePointer(), canonical(v, idx)}] = expr;
+}
+
+void FusionExpr::resetScope() {
+  memo_.clear();
+  storage_.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// The recursion
+//===----------------------------------------------------------------------===//
+
+std::string FusionExpr::valueAt(mlir::Value v, const std::string &idxIn) {
+  const std::string idx = canonical(v, idxIn);
+  std::pair<void *, std::string> key{v.getAsOpaquePointer(), idx};
+  if (auto it = memo_.find(key); it != memo_.end())
+    return it->second;
+  std::string local;
+  if (auto it = storage_.find(key); it != storage_.end()) {
+    local = fresh("fv");
+    needs_.add(elemOf(v.getType()));
+    line("const " + localType(v) + " " + local + " = " +
+         toLocal(v, it->second) + ";");
+  } else if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v);
+             arg && arg.getOwner() == block_ && numelOf(v) == 1) {
+    // One element: the same value for every index, loaded once.
+    auto h = hoisted_.find(key.first);
+    if (h != hoisted_.end())
+      return h->second;
+    local = fresh("fh");
+    needs_.add(elemOf(v.getType()));
+    hoistedCode_ += "const " + localType(v) + " " + local + " = " +
+                    toLocal(v, "in" + std::to_string(arg.getArgNumber()) +
+                                   "[0]") +
+                    ";\n";
+    hoisted_[key.first] = local;
+    return local;
+  } else {
+    local = compute(v, idx);
+  }
+  memo_[key] = local;
+  return local;
+}
+
+/// Removes the common leading blanks of a spec body (written for the
+/// elementwise kernel's indentation) and indents it by two.
+static std::string reindentBody(const std::string &body) {
+  size_t common = std::string::npos;
+  for (size_t at = 0; at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos)
+      end = body.size();
+    size_t first = body.find_first_not_of(' ', at);
+    if (first < end)
+      common = std::min(common, first - at);
+    at = end + 1;
+  }
+  if (common == std::string::npos)
+    common = 0;
+  std::string out;
+  for (size_t at = 0; at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos)
+      end = body.size();
+    std::string text = body.substr(at, end - at);
+    out += "  " + (text.size() >= common ? text.substr(common) : text) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
+  if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v)) {
+    if (arg.getOwner() != block_)
+      throw rt::Error("codegen: a fusion value from another block");
+    std::string local = fresh("fv");
+    needs_.add(elemOf(v.getType()));
+    line("const " + localType(v) + " " + local + " = " +
+         toLocal(v, "in" + std::to_string(arg.getArgNumber()) + "[" + idx +
+                        "]") +
+         ";");
+    return local;
+  }
+  mlir::Operation *op = v.getDefiningOp();
+  if (op->getBlock() != block_)
+    throw rt::Error("codegen: a fusion value from another block");
+
+  // Index maps: no arithmetic.
+  if (mlir::isa<ops::ReshapeOp, ops::StopGradientOp>(op))
+    return valueAt(op->getOperand(0), idx); // same type, same flat index
+  if (auto b = mlir::dyn_cast<ops::BroadcastInDimOp>(op)) {
+    mlir::Value in = b.getOperand();
+    if (numelOf(in) == 1)
+      return valueAt(in, "0");
+    std::vector<int64_t> inShape = shapeOf(in), outShape = shapeOf(v);
+    std::vector<int64_t> inStrides = stridesOf(inShape);
+    std::vector<int64_t> outStrides = stridesOf(outShape);
+    std::vector<int64_t> src(outShape.size(), 0);
+    auto dims = b.getBroadcastDimensions();
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (inShape[k] != 1) // a size-1 dim repeats: stride 0
+        src[dims[k]] = inStrides[k];
+    bool identity = true;
+    for (size_t d = 0; d < outShape.size(); ++d)
+      identity &= outShape[d] == 1 || src[d] == outStrides[d];
+    if (identity) // only size-1 dims added or repeated
+      return valueAt(in, idx);
+    std::string I = idxType(numelOf(v) + 1);
+    std::string t = fresh("ft"), o = fresh("fi");
+    line(I + " " + o + " = 0;");
+    line("{");
+    line("  " + I + " " + t + " = " + idx + ";");
+    std::string d = decompose(t, o, outShape, src); // 4-blank lines
+    for (size_t at = 0; (at = d.find("    ", at)) != std::string::npos;)
+      d.replace(at, 4, "  "), at = d.find('\n', at);
+    code_ += d;
+    line("}");
+    return valueAt(in, o);
+  }
+
+  std::optional<ElementwiseSpec> spec = elementwiseSpec(op);
+  if (!spec || op->getNumResults() != 1)
+    throw rt::Error("codegen: '" + op->getName().getStringRef().str() +
+                    "' cannot be computed per element in a fusion");
+  if (!spec->pre.empty() || !spec->uniform.empty())
+    throw rt::Error("codegen: '" + op->getName().getStringRef().str() +
+                    "' has uniform operands, which fusions do not support");
+  std::vector<std::string> args;
+  for (mlir::Value operand : op->getOperands())
+    args.push_back(valueAt(operand, idx));
+  needs_.half |= spec->needs.half;
+  needs_.bf16 |= spec->needs.bf16;
+  needs_.vec |= spec->needs.vec;
+  needs_.reduce |= spec->needs.reduce;
+  needs_.splitmix |= spec->needs.splitmix;
+
+  // As emitElementwise: with asFloat, float values are float; otherwise
+  // (moves) every value is in its storage type. Conversions between a
+  // local and the storage type are exact.
+  auto valType = [&](Elem e) {
+    return spec->asFloat && isFloat(e) ? std::string("float") : cType(e);
+  };
+  std::string indexVar;
+  if (spec->needsIndex) { // outside the scope: `idx` may itself be `i`
+    indexVar = fresh("fn");
+    line("const long long " + indexVar + " = " + idx + ";");
+  }
+  Elem outE = elemOf(v.getType());
+  needs_.add(outE);
+  std::string local = fresh("fv");
+  line(localType(v) + " " + local + ";");
+  line("{");
+  for (unsigned k = 0; k < op->getNumOperands(); ++k) {
+    mlir::Value operand = op->getOperand(k);
+    Elem e = elemOf(operand.getType());
+    std::string a = args[k];
+    if (isFloat(e) && !spec->asFloat)
+      a = fromF(e, a);
+    line("  const " + valType(e) + " a" + std::to_string(k) + " = " + a +
+         ";");
+  }
+  if (spec->needsIndex)
+    line("  const long long i = " + indexVar + ";");
+  line("  " + valType(outE) + " r0;");
+  code_ += reindentBody(spec->body);
+  std::string r = "r0";
+  if (isFloat(outE))
+    // Rounded to the result's type now, as the unfused store would.
+    r = spec->asFloat ? (outE == Elem::F32 ? r : toF(outE, fromF(outE, r)))
+                      : toF(outE, r);
+  line("  " + local + " = " + r + ";");
+  line("}");
+  return local;
+}
+
+} // namespace step::codegen::detail

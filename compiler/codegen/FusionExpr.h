@@ -1,0 +1,113 @@
+//===- FusionExpr.h - Per-element code of a step.fusion body ----*- C++ -*-===//
+//
+// Internal to compiler/codegen. A FusionExpr turns the body of a
+// `step.fusion` into C++ statements that compute any body value at one flat
+// index of that value's own shape; the fused kernel emitters (loop,
+// reduction, multi_tensor prologues) put those statements inside their
+// loops and store the locals they get back.
+//
+// Algorithm: `valueAt(v, idx)` recurses through v's definition:
+//  - block argument k: `in<k>[idx]` (f16/bf16 widened to float);
+//  - elementwise op (and reshape, stop_gradient): its operands at `idx`,
+//    then the op's own ElementwiseSpec body (Emitters.h) in its own `{ }`
+//    scope with a0, a1, ... bound, `i` = idx when the spec needs the
+//    index, and r0 copied out; so fused math is the unfused kernel's;
+//  - reshape: the operand at the same idx (a row-major flat index does not
+//    change);
+//  - broadcast_in_dim: idx decomposed over the result dims and recomposed
+//    with the operand's strides (size-1 operand dims repeat), into a fresh
+//    index local; the operand's index is idx itself when the broadcast only
+//    adds size-1 dims, and 0 when the operand has one element.
+// Each (value, idx string) is computed once per scope (memoized); values
+// with one element that come straight from an input (rank-0 scalars such as
+// a loss scale) are loaded once, in hoisted code for the kernel's start.
+//
+// Value representation (the "local" of a value): a float tensor's element
+// is a `float` holding a value exactly representable in the tensor's type
+// (an f16/bf16 op result is rounded to its type at once, as the unfused
+// kernel's store and reload would); i32/i64/i1 elements are `int`,
+// `long long`, `unsigned char`. Specs with asFloat=false see their operands
+// in the storage type (converted exactly) as their own kernel does.
+//
+// Cost: one statement block per (op, index) used; broadcast index math is
+// O(rank) integer divisions by constants.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_CODEGEN_FUSIONEXPR_H
+#define STEP_COMPILER_CODEGEN_FUSIONEXPR_H
+
+#include "compiler/codegen/EmitUtil.h"
+
+#include "mlir/IR/Value.h"
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace mlir::step {
+class FusionOp;
+} // namespace mlir::step
+
+namespace step::codegen::detail {
+
+class FusionExpr {
+public:
+  /// Code for the body of `fusion`; element types and prelude pieces the
+  /// code needs (cuda_fp16.h, splitmix64, ...) are added to `needs`, which
+  /// must outlive this object.
+  FusionExpr(mlir::step::FusionOp fusion, PreludeNeeds &needs);
+
+  /// The name of a local (see "Value representation") holding body value
+  /// `v` at flat index `idx` (a C++ expression of v's own shape, e.g. "i"
+  /// or "row * 64 + j", evaluated in the code's scope); appends the code
+  /// computing it, unless this (v, idx) was computed or bound in the scope.
+  /// Throws rt::Error("codegen: ...") for an op it cannot compute.
+  std::string valueAt(mlir::Value v, const std::string &idx);
+
+  /// The code appended since the last call, each line prefixed by `indent`.
+  /// It must be placed in one scope, in order, before the code that uses
+  /// the locals it declares.
+  std::string takeCode(const std::string &indent = "    ");
+
+  /// Code for the start of the kernel (outside every loop): the loads of
+  /// one-element inputs that valueAt hoisted. Take it after all valueAt
+  /// calls.
+  std::string takeHoisted(const std::string &indent = "  ");
+
+  /// Declares that `local` (a variable in v's local representation, e.g. a
+  /// reduction's result) holds v at `idx` in the current scope.
+  void bind(mlir::Value v, const std::string &idx, const std::string &local);
+  /// Declares that the storage-typed expression `expr` (e.g. "x0.v[e]", a
+  /// vector lane) holds v at `idx`; converted to a local when first used.
+  void bindStorage(mlir::Value v, const std::string &idx,
+                   const std::string &expr);
+
+  /// Forgets every memoized value and binding (not the hoisted ones): call
+  /// it when leaving the scope the taken code was placed in.
+  void resetScope();
+
+  /// The C++ type of v's locals: "float" for f32/f16/bf16, else the
+  /// storage type.
+  static std::string localType(mlir::Value v);
+  /// Storage expression `expr` of v's element type as a local (widened).
+  static std::string toLocal(mlir::Value v, const std::string &expr);
+  /// Local `local` of v as its storage type (exact: locals are rounded).
+  static std::string toStorage(mlir::Value v, const std::string &local);
+
+private:
+  std::string compute(mlir::Value v, const std::string &idx);
+  std::string fresh(const char *prefix);
+  void line(const std::string &text);
+
+  mlir::Block *block_;
+  PreludeNeeds &needs_;
+  std::map<std::pair<void *, std::string>, std::string> memo_;
+  std::map<std::pair<void *, std::string>, std::string> storage_;
+  std::map<void *, std::string> hoisted_;
+  std::string code_, hoistedCode_;
+  int counter_ = 0;
+};
+
+} // namespace step::codegen::detail
+
+#endif // STEP_COMPILER_CODEGEN_FUSIONEXPR_H

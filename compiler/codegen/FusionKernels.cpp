@@ -1,0 +1,503 @@
+//===- FusionKernels.cpp - One kernel per loop or reduction step.fusion ---===//
+//
+// The body's arithmetic comes from FusionExpr (each op's own
+// ElementwiseSpec), so a fused value is bit for bit the unfused one; what
+// fusion removes is the memory traffic between the ops.
+//  - loop: one grid-stride loop over the N elements of the domain, every
+//    yielded value computed at flat index i and stored. Vectorized by 4
+//    (Vec stores of the outputs) when N % 4 == 0 and the outputs and the
+//    inputs read at the loop index have at most 4 bytes per element; then
+//    inputs read at the loop index, and bias-like broadcasts (last dim
+//    kept, a multiple of 4), are Vec loads, other broadcast reads are
+//    scalar loads per lane. Otherwise one element per iteration.
+//  - reduction with reduce_sum/mean/max roots: the strategies and
+//    accumulation orders of ReduceKernels.cpp (row, split, column), with
+//    one accumulator per sibling root in the same loop, the prologue
+//    computed at the element being read, and the epilogue run at the
+//    output index by the thread that stores it, with the roots' results
+//    (rounded to their type) bound as its inputs. A root's result is thus
+//    bitwise the unfused kernel's for the same launch.
+//  - reduction with a row-op root: FusionRowKernels.cpp.
+// Cost: one kernel, each input element read once per use (a prologue value
+// used twice is computed once per element); broadcast reads cost O(rank)
+// integer divisions by constants per element.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusionKernels.h"
+
+#include "compiler/codegen/Emitters.h"
+#include "dialects/step/Fusion.h"
+#include "dialects/step/StepOps.h"
+#include "runtime/Tensor.h"
+
+#include <cmath>
+#include <set>
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+/// The yielded values, in result order.
+static std::vector<mlir::Value> yieldsOf(ops::FusionOp f) {
+  auto range = f.getYield()->getOperands();
+  return std::vector<mlir::Value>(range.begin(), range.end());
+}
+
+std::string storeYields(ops::FusionOp f, FusionExpr &x,
+                        const std::string &idx) {
+  std::vector<mlir::Value> ys = yieldsOf(f);
+  std::vector<std::string> locals;
+  for (mlir::Value y : ys)
+    locals.push_back(x.valueAt(y, idx));
+  std::string s = x.takeCode("");
+  for (size_t j = 0; j < ys.size(); ++j)
+    s += "out" + std::to_string(j) + "[" + idx + "] = " +
+         FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
+  return s;
+}
+
+std::string indent(const std::string &code, const std::string &by) {
+  std::string out;
+  for (size_t at = 0; at < code.size();) {
+    size_t end = code.find('\n', at);
+    if (end == std::string::npos)
+      end = code.size();
+    out += by + code.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// loop
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a vectorized loop reads its inputs: block arguments read at the
+/// loop index itself (one Vec load per 4 elements), and broadcasts of a
+/// block argument whose 4 lanes read 4 consecutive, aligned elements (the
+/// last dim is kept and a multiple of 4: a bias); every other read is a
+/// scalar load per lane at the index FusionExpr computes.
+struct LoopReads {
+  std::set<unsigned> identity;
+  std::vector<ops::BroadcastInDimOp> contiguous;
+};
+} // namespace
+
+/// The source strides of a broadcast: for each result dim, the operand's
+/// stride (0 where the dim is new or repeats a size-1 dim).
+static std::vector<int64_t> broadcastStrides(ops::BroadcastInDimOp b) {
+  std::vector<int64_t> in = shapeOf(b.getOperand());
+  std::vector<int64_t> inStrides = stridesOf(in);
+  std::vector<int64_t> src(shapeOf(b.getResult()).size(), 0);
+  auto dims = b.getBroadcastDimensions();
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (in[k] != 1)
+      src[dims[k]] = inStrides[k];
+  return src;
+}
+
+static LoopReads loopReads(ops::FusionOp f) {
+  LoopReads reads;
+  std::set<void *> seen;
+  std::vector<mlir::Value> work = yieldsOf(f);
+  while (!work.empty()) {
+    mlir::Value v = work.back();
+    work.pop_back();
+    if (numelOf(v) == 1 || !seen.insert(v.getAsOpaquePointer()).second)
+      continue; // one element: hoisted, the same for every index
+    if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v)) {
+      reads.identity.insert(arg.getArgNumber());
+      continue;
+    }
+    mlir::Operation *op = v.getDefiningOp();
+    if (auto b = mlir::dyn_cast<ops::BroadcastInDimOp>(op)) {
+      mlir::Value in = b.getOperand();
+      // Strictly increasing dims: equal sizes means only size-1 dims added.
+      if (numelOf(in) == 1 || numelOf(in) != numelOf(v)) {
+        std::vector<int64_t> out = shapeOf(v);
+        if (mlir::isa<mlir::BlockArgument>(in) && numelOf(in) > 1 &&
+            out.back() % 4 == 0 && broadcastStrides(b).back() == 1 &&
+            elemBytes(elemOf(in.getType())) <= 4)
+          reads.contiguous.push_back(b);
+        continue; // scalar reads per lane below it
+      }
+    }
+    for (mlir::Value operand : op->getOperands())
+      work.push_back(operand);
+  }
+  return reads;
+}
+
+static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  PreludeNeeds needs;
+  std::string params = paramList(f, ks, needs, /*restrict=*/false);
+  std::vector<mlir::Value> ys = yieldsOf(f);
+  if (ys.empty())
+    throw rt::Error("codegen: a loop fusion without results");
+  int64_t n = numelOf(ys[0]);
+  for (mlir::Value y : ys)
+    if (numelOf(y) != n)
+      throw rt::Error("codegen: loop fusion results of different sizes");
+
+  LoopReads reads = loopReads(f);
+  mlir::Block &block = f.getBlock();
+  bool vec = n >= 4 && n % 4 == 0;
+  for (unsigned k : reads.identity)
+    vec &= elemBytes(elemOf(block.getArgument(k).getType())) <= 4;
+  for (mlir::Value y : ys)
+    vec &= elemBytes(elemOf(y.getType())) <= 4;
+  needs.vec |= vec;
+
+  FusionExpr x(f, needs);
+  int64_t work = vec ? n / 4 : n;
+  ks.gridX = gridFor(work, ks.blockX);
+  std::string I = idxType(n), loop;
+  loop = "  for (" + I + " v = (" + I + ")blockIdx.x * blockDim.x + "
+         "threadIdx.x; v < " + std::to_string(work) + "; v += (" + I +
+         ")gridDim.x * blockDim.x) {\n";
+  if (vec) {
+    auto vecLoad = [&](mlir::Value arg, const std::string &var,
+                       const std::string &at) {
+      std::string T = cType(elemOf(arg.getType()));
+      return "    const Vec<" + T + ", 4> " + var +
+             " = reinterpret_cast<const Vec<" + T + ", 4> *>(in" +
+             std::to_string(mlir::cast<mlir::BlockArgument>(arg)
+                                .getArgNumber()) +
+             ")[" + at + "];\n";
+    };
+    for (unsigned k : reads.identity) {
+      std::string K = std::to_string(k);
+      loop += vecLoad(block.getArgument(k), "x" + K, "v");
+      x.bindStorage(block.getArgument(k), "i", "x" + K + ".v[e]");
+    }
+    for (size_t c = 0; c < reads.contiguous.size(); ++c) {
+      // Lane e reads operand element b + e, b a multiple of 4.
+      ops::BroadcastInDimOp b = reads.contiguous[c];
+      std::string C = std::to_string(c);
+      loop += "    long long b" + C + " = 0;\n    { long long t = (long "
+              "long)v * 4;\n" +
+              indent(decompose("t", "b" + C, shapeOf(b.getResult()),
+                               broadcastStrides(b)),
+                     "  ") +
+              "    }\n" + vecLoad(b.getOperand(), "xb" + C, "b" + C + " / 4");
+      x.bindStorage(b.getResult(), "i", "xb" + C + ".v[e]");
+    }
+    for (size_t j = 0; j < ys.size(); ++j)
+      loop += std::string("    Vec<") + cType(elemOf(ys[j].getType())) +
+              ", 4> y" + std::to_string(j) + ";\n";
+    loop += "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
+            "      const " + I + " i = v * 4 + e;\n";
+    std::vector<std::string> locals;
+    for (mlir::Value y : ys)
+      locals.push_back(x.valueAt(y, "i"));
+    loop += x.takeCode("      ");
+    for (size_t j = 0; j < ys.size(); ++j)
+      loop += "      y" + std::to_string(j) + ".v[e] = " +
+              FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
+    loop += "    }\n";
+    for (size_t j = 0; j < ys.size(); ++j) {
+      std::string J = std::to_string(j);
+      loop += std::string("    reinterpret_cast<Vec<") +
+              cType(elemOf(ys[j].getType())) + ", 4> *>(out" + J +
+              ")[v] = y" + J + ";\n";
+    }
+  } else {
+    loop += "    const " + I + " i = v;\n" +
+            indent(storeYields(f, x, "i"), "    ");
+  }
+  loop += "  }\n";
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" +
+              x.takeHoisted("  ") + loop + "}\n";
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// reduction: reduce_sum, reduce_mean, reduce_max roots
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Index dims with their input strides, merged where contiguous (as
+/// ReduceKernels.cpp, so the index arithmetic is the same).
+struct DimList {
+  std::vector<int64_t> dims, strides;
+  void add(int64_t dim, int64_t stride) {
+    if (dim == 1)
+      return;
+    if (!dims.empty() && strides.back() == dim * stride) {
+      dims.back() *= dim;
+      strides.back() = stride;
+      return;
+    }
+    dims.push_back(dim);
+    strides.push_back(stride);
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+};
+
+/// One root's accumulator, as emitReduce builds it.
+struct Acc {
+  mlir::Operation *root;
+  std::string type, ident, op;
+  std::string load(const std::string &local) const { return cast + local; }
+  std::string cast; ///< applied to the operand's local
+  std::string result; ///< the rounded result from `acc<r>`, a local
+};
+} // namespace
+
+static Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r) {
+  Acc a;
+  a.root = root;
+  bool max = mlir::isa<ops::ReduceMaxOp>(root);
+  bool mean = mlir::isa<ops::ReduceMeanOp>(root);
+  Elem e = elemOf(root->getOperand(0).getType());
+  if (isFloat(e)) {
+    a.type = "float";
+    a.ident = max ? litF(-INFINITY) : "0.0f";
+    a.op = max ? "MaxNaNOp()" : "SumOp()";
+  } else if (e == Elem::I1) { // max of i1 is any()
+    a.type = "int", a.ident = "0", a.op = "MaxOp()", a.cast = "(int)";
+  } else if (!max) { // sums wrap, as the elementwise add
+    a.type = e == Elem::I64 ? "unsigned long long" : "unsigned int";
+    a.ident = "0", a.op = "SumOp()", a.cast = "(" + a.type + ")";
+  } else {
+    a.type = cType(e), a.op = "MaxOp()";
+    a.ident = e == Elem::I64 ? litI(INT64_MIN) : "(-2147483647 - 1)";
+  }
+  std::string acc = "acc" + std::to_string(r);
+  if (mean)
+    acc += " / " + litF(static_cast<double>(k));
+  mlir::Value out = root->getResult(0);
+  Elem outE = elemOf(out.getType());
+  std::string store = isFloat(outE) ? fromF(outE, acc)
+                                    : "(" + std::string(cType(outE)) + ")" +
+                                          acc;
+  a.result = FusionExpr::toLocal(out, store);
+  return a;
+}
+
+/// The epilogue at output index `o` by one thread: the roots' results
+/// bound, every yield computed and stored.
+static std::string reduceEpilogue(ops::FusionOp f, FusionExpr &x,
+                                  const std::vector<Acc> &accs) {
+  std::string s;
+  for (size_t r = 0; r < accs.size(); ++r) {
+    mlir::Value out = accs[r].root->getResult(0);
+    std::string R = "res" + std::to_string(r);
+    s += "const " + FusionExpr::localType(out) + " " + R + " = " +
+         accs[r].result + ";\n";
+    x.bind(out, "o", R);
+  }
+  s += storeYields(f, x, "o");
+  x.resetScope();
+  return s;
+}
+
+static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
+                                     const std::vector<mlir::Operation *> &roots) {
+  mlir::Operation *first = roots[0];
+  auto dimsOf = [](mlir::Operation *op) -> llvm::ArrayRef<int64_t> {
+    if (auto r = mlir::dyn_cast<ops::ReduceSumOp>(op))
+      return r.getDims();
+    if (auto r = mlir::dyn_cast<ops::ReduceMaxOp>(op))
+      return r.getDims();
+    return mlir::cast<ops::ReduceMeanOp>(op).getDims();
+  };
+  std::vector<int64_t> in = shapeOf(first->getOperand(0));
+  for (mlir::Operation *root : roots)
+    if (shapeOf(root->getOperand(0)) != in ||
+        dimsOf(root) != dimsOf(first))
+      throw rt::Error("codegen: sibling reductions of a fusion must read "
+                      "one shape over the same dims");
+  std::vector<int64_t> strides = stridesOf(in);
+  std::vector<bool> reduced(in.size(), false);
+  for (int64_t d : dimsOf(first))
+    reduced[d] = true;
+  DimList kept, red;
+  for (size_t d = 0; d < in.size(); ++d)
+    (reduced[d] ? red : kept).add(in[d], strides[d]);
+  int64_t m = kept.count(), k = red.count();
+  for (mlir::Value y : yieldsOf(f))
+    if (numelOf(y) != m)
+      throw rt::Error("codegen: a reduction fusion result whose size is "
+                      "not the reductions' output size");
+
+  KernelSource ks;
+  ks.name = name;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  FusionExpr x(f, needs);
+  std::vector<Acc> accs;
+  for (size_t r = 0; r < roots.size(); ++r)
+    accs.push_back(accumulatorOf(roots[r], k, r));
+  bool innermostReduced = !in.empty() && reduced.back() && in.back() != 1;
+  bool copy = k == 1; // nothing to combine: the operands' values
+  bool split = !copy && innermostReduced && m <= 64 && k >= 65536;
+  int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
+  ks.blockX = copy ? 256
+              : innermostReduced ? blockForRow(split ? k / splits : k)
+                                 : 256;
+  std::string params = paramList(f, ks, needs, /*restrict=*/true);
+  std::string I = idxType(std::max(m, k) + 1);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"I", I}, {"M", std::to_string(m)}, {"K", std::to_string(k)},
+      {"NAME", name}, {"S", std::to_string(splits)},
+      {"CHUNK", std::to_string((k + splits - 1) / splits)},
+      {"OFFO", decompose("r", "base", kept.dims, kept.strides)},
+      {"OFFK", decompose("r", "off", red.dims, red.strides)}};
+  // Per-root pieces of the templates below.
+  auto each = [&](const std::string &tmpl) {
+    std::string s;
+    for (size_t r = 0; r < accs.size(); ++r) {
+      auto all = vars;
+      all.insert(all.end(), {{"R", std::to_string(r)}, {"ACC", accs[r].type},
+                             {"IDENT", accs[r].ident}, {"OP", accs[r].op}});
+      s += subst(tmpl, all);
+    }
+    return s;
+  };
+  // The prologue at the element read (flat index `off` of the operand).
+  auto accumulate = [&](const std::string &ind) {
+    std::vector<std::string> locals;
+    for (const Acc &a : accs)
+      locals.push_back(x.valueAt(a.root->getOperand(0), "off"));
+    std::string s = x.takeCode(ind);
+    x.resetScope();
+    for (size_t r = 0; r < accs.size(); ++r) {
+      std::string R = std::to_string(r);
+      s += ind + "acc" + R + " = " + accs[r].op + "(acc" + R + ", " +
+           accs[r].load(locals[r]) + ");\n";
+    }
+    return s;
+  };
+  // Prologue then epilogue, named before use: the order of evaluation of
+  // one expression is unspecified, and the locals' numbers must not be.
+  std::string ind = !innermostReduced ? "        " : split ? "    " : "      ";
+  std::string accumulateCode = copy ? "" : accumulate(ind);
+  std::string epilogueCode = copy ? "" : reduceEpilogue(f, x, accs);
+  std::string body, globals; // globals: module-scope state of the split
+  if (copy) {
+    ks.gridX = gridFor(m, ks.blockX);
+    body = "  for ($I o = blockIdx.x * blockDim.x + threadIdx.x; o < $M; "
+           "o += gridDim.x * blockDim.x) {\n";
+    for (const Acc &a : accs) // reduce over size-1 dims: the same values
+      x.bind(a.root->getResult(0), "o",
+             x.valueAt(a.root->getOperand(0), "o"));
+    body += indent(storeYields(f, x, "o"), "    ") + "  }\n";
+    x.resetScope();
+  } else if (split) {
+    ks.gridX = m * splits;
+    body = each("  __shared__ $ACC sh$R[32];\n") + R"(  __shared__ bool amLast;
+  const $I o = blockIdx.x / $S, s = blockIdx.x % $S;
+  long long base = 0;
+  { $I r = o;
+$OFFO    (void)r;
+  }
+)" + each("  $ACC acc$R = $IDENT;\n") + R"(  const $I end = (s + 1) * $CHUNK < $K ? (s + 1) * $CHUNK : $K;
+  for ($I kk = s * $CHUNK + threadIdx.x; kk < end; kk += blockDim.x) {
+    long long off = base;
+    $I r = kk;
+$OFFK    (void)r;
+)" + accumulateCode + "  }\n" +
+           each("  acc$R = blockReduce(acc$R, $OP, ($ACC)($IDENT), sh$R);\n") +
+           "  if (threadIdx.x == 0) {\n" +
+           each("    ${NAME}_partial$R[o * $S + s] = acc$R;\n") + R"(    __threadfence(); // the partials are visible before the ticket
+    amLast = atomicAdd(&${NAME}_ticket[o], 1u) == $S - 1;
+  }
+  __syncthreads();
+  if (amLast) { // combine the partials in a fixed order
+    __threadfence();
+)" + each("    acc$R = threadIdx.x < $S ? ((volatile $ACC *)${NAME}_partial$R)"
+          "[o * $S + threadIdx.x] : $IDENT;\n    acc$R = blockReduce(acc$R, "
+          "$OP, ($ACC)($IDENT), sh$R);\n") +
+           "    if (threadIdx.x == 0) {\n" +
+           indent(epilogueCode, "      ") +
+           "      ${NAME}_ticket[o] = 0; // ready for the next launch\n"
+           "    }\n  }\n";
+    globals = each("__device__ $ACC ${NAME}_partial$R[$M * $S];\n") +
+              "__device__ unsigned int ${NAME}_ticket[$M];\n";
+  } else if (innermostReduced) {
+    ks.gridX = std::min<int64_t>(std::max<int64_t>(m, 1), 65535);
+    body = each("  __shared__ $ACC sh$R[32];\n") + R"(  for ($I o = blockIdx.x; o < $M; o += gridDim.x) {
+    long long base = 0;
+    { $I r = o;
+$OFFO      (void)r;
+    }
+)" + each("    $ACC acc$R = $IDENT;\n") + R"(    for ($I kk = threadIdx.x; kk < $K; kk += blockDim.x) {
+      long long off = base;
+      $I r = kk;
+$OFFK      (void)r;
+)" + accumulateCode + "    }\n" +
+           each("    acc$R = blockReduce(acc$R, $OP, ($ACC)($IDENT), sh$R);\n") +
+           "    if (threadIdx.x == 0) {\n" +
+           indent(epilogueCode, "      ") + "    }\n  }\n";
+  } else {
+    ks.gridX = gridFor(m, 32);
+    body = each("  __shared__ $ACC sh$R[8][33];\n") + R"(  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for ($I t = blockIdx.x; t < ($M + 31) / 32; t += gridDim.x) {
+    const $I o = t * 32 + tx;
+)" + each("    $ACC acc$R = $IDENT;\n") + R"(    if (o < $M) {
+      long long base = 0;
+      { $I r = o;
+$OFFO        (void)r;
+      }
+      for ($I kk = ty; kk < $K; kk += 8) {
+        long long off = base;
+        $I r = kk;
+$OFFK        (void)r;
+)" + accumulateCode + "      }\n    }\n" +
+           each("    sh$R[ty][tx] = acc$R;\n") +
+           "    __syncthreads();\n    if (ty == 0) {\n"
+           "      for (int y = 1; y < 8; ++y) {\n" +
+           each("        acc$R = $OP(acc$R, sh$R[y][tx]);\n") +
+           "      }\n      if (o < $M) {\n" +
+           indent(epilogueCode, "        ") +
+           "      }\n    }\n    __syncthreads();\n  }\n";
+  }
+  // The prelude last: the body's code decides what it needs.
+  ks.source = prelude(needs) + subst(globals, vars) + signature(ks, params) +
+              " {\n" + x.takeHoisted("  ") + subst(body, vars) + "}\n";
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+KernelSource emitFusionKernel(ops::FusionOp f, const std::string &name) {
+  llvm::StringRef kind = f.getKind();
+  if (kind == ops::kLoopFusion)
+    return emitLoopFusion(f, name);
+  if (kind != ops::kReductionFusion)
+    throw rt::Error("codegen: no fused kernel for a \"" + kind.str() +
+                    "\" fusion here");
+  std::vector<mlir::Operation *> reduces, rows;
+  for (mlir::Operation &op : f.getBlock().without_terminator()) {
+    ops::FusionRole role = ops::fusionRole(&op);
+    if (role == ops::FusionRole::Reduce)
+      reduces.push_back(&op);
+    else if (role == ops::FusionRole::RowOp)
+      rows.push_back(&op);
+    else if (role != ops::FusionRole::Elementwise &&
+             role != ops::FusionRole::View)
+      throw rt::Error("codegen: '" + op.getName().getStringRef().str() +
+                      "' cannot be in a reduction fusion");
+  }
+  if (!reduces.empty() && rows.empty())
+    return emitReduceFusion(f, name, reduces);
+  if (reduces.empty() && rows.size() == 1)
+    return emitRowOpFusion(f, name, rows[0]);
+  throw rt::Error("codegen: a reduction fusion needs reduce_* roots or "
+                  "exactly one row-op root (softmax, log_softmax, "
+                  "layer_norm, cross_entropy, cross_entropy_grad)");
+}
+
+} // namespace step::codegen::detail

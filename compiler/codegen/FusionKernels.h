@@ -1,0 +1,33 @@
+//===- FusionKernels.h - Pieces shared by the fused kernel emitters -*- C++ -*-===//
+//
+// Internal to compiler/codegen: FusionKernels.cpp (loop and reduce_* roots)
+// and FusionRowKernels.cpp (row-op roots) share how a fusion's results are
+// stored. emitFusionKernel (Emitters.h) is the entry point.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_CODEGEN_FUSIONKERNELS_H
+#define STEP_COMPILER_CODEGEN_FUSIONKERNELS_H
+
+#include "compiler/codegen/FusionExpr.h"
+
+#include "dialects/step/StepOps.h"
+
+namespace step::codegen::detail {
+
+/// Statements (unindented) computing every yielded value at flat index
+/// `idx` and storing yield j as `out<j>[idx]`: the yields must all have
+/// the domain's number of elements.
+std::string storeYields(mlir::step::FusionOp f, FusionExpr &x,
+                        const std::string &idx);
+
+/// `code` with every line prefixed by `by`.
+std::string indent(const std::string &code, const std::string &by);
+
+/// The kernel of a reduction fusion whose root is the row op `root`
+/// (softmax, log_softmax, layer_norm, cross_entropy, cross_entropy_grad).
+KernelSource emitRowOpFusion(mlir::step::FusionOp f, const std::string &name,
+                             mlir::Operation *root);
+
+} // namespace step::codegen::detail
+
+#endif // STEP_COMPILER_CODEGEN_FUSIONKERNELS_H

@@ -1,0 +1,77 @@
+//===- StepStructureOps.td - step.fusion and step.yield ------*- tablegen -*-===//
+//
+// Structure ops: a fused group of ops (formed by step-fuse) that codegen
+// turns into one kernel.
+//
+//===----------------------------------------------------------------------===//
+
+def Step_FusionOp : Step_Op<"fusion",
+    [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "a group of ops that runs as one kernel";
+  let description = [{
+    Holds ops that `step-fuse` grouped; its value is that of its body run on
+    `inputs`: block argument `i` is `inputs[i]`, and the operands of the
+    `step.yield` terminator are the results. Codegen emits one kernel per
+    fusion; the CPU backend and the interpreter run the body op by op, so a
+    fusion never changes a result.
+
+    `kind` says how the group is executed (docs/fusion.md):
+     - `"loop"`: elementwise ops, `broadcast_in_dim` and `reshape`; every
+       result has the same number of elements (the loop's domain);
+     - `"reduction"`: one or more roots that read the same input shape
+       (`reduce_sum`/`reduce_mean`/`reduce_max` over the same dims, or one
+       of `softmax`, `log_softmax`, `layer_norm`, `cross_entropy`,
+       `cross_entropy_grad`), elementwise prologues computing their inputs
+       and elementwise epilogues of their results;
+     - `"multi_tensor"`: independent optimizer updates (`sgd_update`,
+       `adamw_update`, `lamb_update` of one kind and attributes) with
+       elementwise prologues of their operands, or full reductions of
+       several tensors combined by a scalar epilogue, run by one
+       multi-tensor kernel;
+     - `"matmul"`: one `matmul` with a bias add (`add` of a
+       `broadcast_in_dim` over the last dim) and/or a `relu`/`gelu`, run as
+       one cuBLASLt call with an epilogue.
+
+    C1: `kind` is `loop`, `reduction`, `multi_tensor` or `matmul`.
+    C2: the block takes one argument per input, of the input's type.
+    C3: the body ends in `step.yield` whose operand types are the result
+        types.
+    C4: the body holds step ops only, no `step.fusion` or `step.constant`.
+    C5: a `loop` body holds only elementwise ops, `broadcast_in_dim` and
+        `reshape`, and every result has as many elements as the first.
+
+    ```mlir
+    %r = step.fusion "loop" (%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+      %s = step.add %x, %y : tensor<4xf32>
+      %t = step.relu %s : tensor<4xf32>
+      step.yield %t : tensor<4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, Variadic<Step_Tensor>:$inputs);
+  let results = (outs Variadic<Step_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBlock() { return getBody().front(); }
+    /// The terminator of the body.
+    ::mlir::Operation *getYield() { return getBlock().getTerminator(); }
+  }];
+}
+
+def Step_YieldOp : Step_Op<"yield",
+    [Pure, ReturnLike, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the results of a step.fusion";
+  let description = [{
+    Ends the body of a `step.fusion`; its operands are the fusion's results.
+
+    ```mlir
+    step.yield %t, %u : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Step_Tensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}

@@ -1,0 +1,194 @@
+//===- MatmulEpilogue.cpp - A matmul fusion as one cuBLASLt call ----------===//
+//
+// Follows the data flow of the body from its one step.matmul: each value
+// must have exactly one user (or be the body's one result), and the chain
+// of users must be at most one bias add (its other operand a
+// broadcast_in_dim of a rank-1 argument along the last dim) followed by at
+// most one relu or tanh-GELU. Every body step must be on that chain, so a
+// body with a side computation is refused rather than half run. Built into
+// step_runtime on every machine (runtime/CMakeLists.txt), CUDA or not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/MatmulEpilogue.h"
+
+#include <map>
+
+namespace step::rt::cuda {
+
+const char *matmulEpilogueName(MatmulEpilogue e) {
+  switch (e) {
+  case MatmulEpilogue::None: return "none";
+  case MatmulEpilogue::Bias: return "bias";
+  case MatmulEpilogue::Relu: return "relu";
+  case MatmulEpilogue::ReluBias: return "relu_bias";
+  case MatmulEpilogue::Gelu: return "gelu";
+  case MatmulEpilogue::GeluBias: return "gelu_bias";
+  }
+  return "none";
+}
+
+bool isMatmulFusion(const PlanStep &step) {
+  return step.op == "step.fusion" && step.attrs.is_object() &&
+         step.attrs.contains("kind") && step.attrs["kind"] == "matmul";
+}
+
+FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
+  auto fail = [&](const std::string &why) {
+    return Error(where + ": matmul fusion: " + why);
+  };
+  if (fusion.op != "step.fusion" || !fusion.body)
+    throw fail("'" + fusion.op + "' is not a step.fusion with a body");
+  if (!isMatmulFusion(fusion))
+    throw fail("the step's kind is not \"matmul\"");
+  const Plan &body = *fusion.body;
+  auto nbuf = static_cast<int64_t>(body.buffers.size());
+  if (body.results.size() != 1 || fusion.results.size() != 1)
+    throw fail("cuBLASLt gives one result, the fusion has " +
+               std::to_string(body.results.size()));
+
+  // Users of each body buffer (one entry per operand slot) and its producer.
+  std::vector<std::vector<size_t>> users(body.buffers.size());
+  std::vector<int64_t> producer(body.buffers.size(), -1);
+  auto checkId = [&](int64_t id) {
+    if (id < 0 || id >= nbuf)
+      throw fail("body buffer id " + std::to_string(id) + " is out of range");
+  };
+  for (size_t k = 0; k < body.steps.size(); ++k) {
+    for (int64_t id : body.steps[k].operands) {
+      checkId(id);
+      users[id].push_back(k);
+    }
+    for (int64_t id : body.steps[k].results) {
+      checkId(id);
+      producer[id] = static_cast<int64_t>(k);
+    }
+  }
+  checkId(body.results[0]);
+  auto argIndex = [&](int64_t id) {
+    for (size_t i = 0; i < body.arguments.size(); ++i)
+      if (body.arguments[i] == id)
+        return static_cast<int>(i);
+    return -1;
+  };
+  auto describe = [&](size_t k) {
+    return "body step " + std::to_string(k) + " (" + body.steps[k].op + ")";
+  };
+
+  FusedMatmul f;
+  int64_t matmulAt = -1;
+  for (size_t k = 0; k < body.steps.size(); ++k)
+    if (body.steps[k].op == "step.matmul") {
+      if (matmulAt >= 0)
+        throw fail("the body has more than one step.matmul");
+      matmulAt = static_cast<int64_t>(k);
+    }
+  if (matmulAt < 0)
+    throw fail("the body has no step.matmul");
+  const PlanStep &mm = body.steps[matmulAt];
+  if (mm.operands.size() != 2 || mm.results.size() != 1)
+    throw fail("step.matmul must take 2 operands and give 1 result");
+  f.matmul = &mm;
+  f.lhs = argIndex(mm.operands[0]);
+  f.rhs = argIndex(mm.operands[1]);
+  if (f.lhs < 0 || f.rhs < 0)
+    throw fail("the matmul's operands must be fusion operands");
+  const BufferDesc &product = body.buffers[mm.results[0]];
+  if (product.shape.size() < 2)
+    throw fail("the matmul result has rank < 2");
+
+  std::vector<bool> onChain(body.steps.size(), false);
+  onChain[matmulAt] = true;
+  bool bias = false, relu = false, gelu = false;
+  int64_t cur = mm.results[0];
+  while (cur != body.results[0]) {
+    if (users[cur].size() != 1)
+      throw fail("body buffer '" + body.buffers[cur].name + "' has " +
+                 std::to_string(users[cur].size()) +
+                 " uses; an intermediate value needs exactly one");
+    size_t k = users[cur][0];
+    const PlanStep &s = body.steps[k];
+    if (s.results.size() != 1)
+      throw fail(describe(k) + " must give one result");
+    const BufferDesc &out = body.buffers[s.results[0]];
+    if (out.dtype != product.dtype || out.shape != product.shape)
+      throw fail(describe(k) + " changes the type of the product");
+    if (s.op == "step.add" && s.operands.size() == 2) {
+      if (bias)
+        throw fail("a second add (" + describe(k) + ")");
+      if (relu || gelu)
+        throw fail("the bias is added after the activation; cuBLASLt adds "
+                   "it before");
+      int64_t other = s.operands[0] == cur ? s.operands[1] : s.operands[0];
+      int64_t bk = producer[other];
+      if (bk < 0 || body.steps[bk].op != "step.broadcast_in_dim")
+        throw fail("the add's other operand is not a broadcast_in_dim "
+                   "(only a bias vector can be fused)");
+      const PlanStep &bc = body.steps[bk];
+      if (bc.operands.size() != 1 || users[other].size() != 1)
+        throw fail("the bias broadcast must have one operand and one use");
+      const BufferDesc &b = body.buffers[bc.operands[0]];
+      int64_t rank = static_cast<int64_t>(product.shape.size());
+      std::vector<int64_t> dims;
+      if (bc.attrs.is_object() && bc.attrs.contains("broadcast_dimensions")) {
+        try {
+          dims = bc.attrs["broadcast_dimensions"].get<std::vector<int64_t>>();
+        } catch (const nlohmann::json::exception &) {
+          throw fail("broadcast_dimensions is not a list of integers");
+        }
+      }
+      if (b.shape.size() != 1 || b.shape[0] != product.shape.back() ||
+          dims != std::vector<int64_t>{rank - 1})
+        throw fail("the bias must be a rank-1 tensor of the last dim (" +
+                   std::to_string(product.shape.back()) +
+                   ") broadcast along that dim, found " +
+                   shapeToString(b.shape));
+      if (b.dtype != product.dtype)
+        throw fail(std::string("the bias is ") + dtypeName(b.dtype) +
+                   ", the product " + dtypeName(product.dtype));
+      f.bias = argIndex(bc.operands[0]);
+      if (f.bias < 0)
+        throw fail("the bias must be a fusion operand");
+      onChain[bk] = true;
+      bias = true;
+    } else if ((s.op == "step.relu" || s.op == "step.gelu") &&
+               s.operands.size() == 1) {
+      if (relu || gelu)
+        throw fail("a second activation (" + describe(k) + ")");
+      if (s.op == "step.gelu") {
+        std::string approx;
+        if (s.attrs.is_object() && s.attrs.contains("approximate") &&
+            s.attrs["approximate"].is_string())
+          approx = s.attrs["approximate"].get<std::string>();
+        if (approx != "tanh")
+          throw fail("gelu with approximate = \"" +
+                     (approx.empty() ? std::string("none") : approx) +
+                     "\"; cuBLASLt's GELU epilogue is the tanh approximation");
+        gelu = true;
+      } else {
+        relu = true;
+      }
+    } else {
+      throw fail(describe(k) + " cannot be a cuBLASLt epilogue");
+    }
+    onChain[k] = true;
+    cur = s.results[0];
+  }
+  if (!users[cur].empty())
+    throw fail("the result '" + body.buffers[cur].name +
+               "' is also used inside the body");
+  for (size_t k = 0; k < body.steps.size(); ++k)
+    if (!onChain[k])
+      throw fail(describe(k) + " does not feed the result through the "
+                 "epilogue chain");
+
+  if (relu)
+    f.epilogue = bias ? MatmulEpilogue::ReluBias : MatmulEpilogue::Relu;
+  else if (gelu)
+    f.epilogue = bias ? MatmulEpilogue::GeluBias : MatmulEpilogue::Gelu;
+  else
+    f.epilogue = bias ? MatmulEpilogue::Bias : MatmulEpilogue::None;
+  return f;
+}
+
+} // namespace step::rt::cuda

@@ -1,0 +1,90 @@
+// RUN: step-opt %s -split-input-file --step-fuse | FileCheck %s
+// RUN: step-opt %s -split-input-file --step-fuse="row-ops=false" | FileCheck %s --check-prefix=NOROW
+
+// A sum of squares over rows with its rsqrt epilogue: one reduction fusion.
+// CHECK-LABEL: func.func @rms
+// CHECK: %[[F:.+]] = step.fusion "reduction"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: step.mul
+// CHECK-NEXT: step.reduce_sum %{{.+}} dims = [1]
+// CHECK-NEXT: step.add
+// CHECK-NEXT: step.rsqrt
+// CHECK-NEXT: step.yield
+// CHECK: return %[[F]]
+func.func @rms(%x: tensor<4x8xf32>, %eps: tensor<4xf32>) -> tensor<4xf32> {
+  %sq = step.mul %x, %x : tensor<4x8xf32>
+  %s = step.reduce_sum %sq dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %a = step.add %s, %eps : tensor<4xf32>
+  %r = step.rsqrt %a : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Siblings: two reductions over the same dims of inputs that share %dy
+// (layer-norm backward) are one multi-output fusion.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[F:.+]]:2 = step.fusion "reduction"(%arg0, %arg1)
+// CHECK: step.reduce_mean
+// CHECK: step.mul
+// CHECK: step.reduce_mean
+// CHECK: step.yield %{{.+}}, %{{.+}} : tensor<4xf32>, tensor<4xf32>
+// CHECK-NOT: step.fusion "reduction"
+func.func @siblings(%dy: tensor<4x8xf32>, %xhat: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = step.reduce_mean %dy dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %p = step.mul %dy, %xhat : tensor<4x8xf32>
+  %b = step.reduce_mean %p dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Refused: a reduction feeding a broadcast of its result across the
+// reduced dim. The broadcast and the subtraction form a loop fusion that
+// reads the reduction's result; they are not the reduction's epilogue.
+// CHECK-LABEL: func.func @center
+// CHECK: %[[M:.+]] = step.reduce_mean %arg0 dims = [1]
+// CHECK-NEXT: %[[F:.+]] = step.fusion "loop"(%[[M]], %arg0)
+// CHECK: step.broadcast_in_dim
+// CHECK: step.sub
+// CHECK: step.yield
+// CHECK: return %[[F]]
+func.func @center(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = step.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %mb = step.broadcast_in_dim %m, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %c = step.sub %x, %mb : tensor<4x8xf32>
+  return %c : tensor<4x8xf32>
+}
+
+// -----
+
+// Refused: ops across a matmul. The scale before it and the reduction
+// after it are separate fusions.
+// CHECK-LABEL: func.func @across_matmul
+// CHECK: step.fusion "loop"
+// CHECK: step.matmul
+// CHECK: step.fusion "reduction"
+func.func @across_matmul(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4xf32> {
+  %a = step.mul %x, %x : tensor<4x4xf32>
+  %b = step.exp %a : tensor<4x4xf32>
+  %m = step.matmul %b, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %t = step.tanh %m : tensor<4x4xf32>
+  %s = step.reduce_sum %t dims = [1] : tensor<4x4xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// A row op (softmax) is a root: its scaled input is the prologue. With
+// row-ops=false it is left alone and the scale is a loop fusion... of one
+// op, so nothing is fused.
+// CHECK-LABEL: func.func @softmax_prologue
+// CHECK: step.fusion "reduction"(%arg0, %arg1)
+// CHECK: step.mul
+// CHECK: step.softmax
+// NOROW-LABEL: func.func @softmax_prologue
+// NOROW-NOT: step.fusion
+func.func @softmax_prologue(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = step.mul %x, %s : tensor<4x8xf32>
+  %p = step.softmax %a dim = 1 : tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
+}

@@ -1,0 +1,479 @@
+//===- FusionKernelTest.cpp - Kernels of loop and reduction fusions -------===//
+//
+// Hand-written step.fusion ops in the shapes step-fuse produces (the
+// contract in docs/codegen.md, "Fused kernels"): what each kernel must hold
+// (one loop, vector loads, block reductions, the ops' own per-element code,
+// the epilogue on store) and that NVRTC compiles it for sm_80 and sm_90.
+// No GPU: the numerics are those of the unfused kernels by construction
+// (the same ElementwiseSpec text, the same accumulation order).
+//
+//===----------------------------------------------------------------------===//
+#include "CodegenTestUtil.h"
+
+#include "compiler/codegen/Emitters.h"
+#include "compiler/codegen/Nvrtc.h"
+#include "runtime/Tensor.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+using namespace step::codegen;
+using namespace step::codegen::test;
+namespace fs = std::filesystem;
+
+using Params = std::vector<std::string>;
+
+/// A module whose @f takes `args`, runs the fusion `fusion` (text starting
+/// with "step.fusion", assigned to %r) and returns %r of type `result`.
+std::string fusionFn(const std::string &args, const std::string &fusion,
+                     const std::string &result) {
+  return "func.func @f(" + args + ") -> " + result + " {\n  %r = " + fusion +
+         "\n  return %r : " + result + "\n}\n";
+}
+
+/// The same with several results, of types `rets`.
+std::string fusionFnN(const std::string &args, const std::string &fusion,
+                      const std::vector<std::string> &rets) {
+  std::string types, values;
+  for (size_t j = 0; j < rets.size(); ++j) {
+    types += (j ? ", " : "") + rets[j];
+    values += (j ? ", %r#" : "%r#") + std::to_string(j);
+  }
+  return "func.func @f(" + args + ") -> (" + types + ") {\n  %r:" +
+         std::to_string(rets.size()) + " = " + fusion + "\n  return " +
+         values + " : " + types + "\n}\n";
+}
+
+size_t count(const std::string &s, const std::string &part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos;
+       at = s.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+/// NVRTC compiles `ks` to sm_80 and sm_90 cubins (no PTX: the cubins are
+/// what the test is about), in a fresh cache.
+/// STEPJIT_DUMP_FUSION=1 prints each source.
+void expectCompiles(const KernelSource &ks) {
+  ASSERT_FALSE(ks.source.empty());
+  if (std::getenv("STEPJIT_DUMP_FUSION"))
+    std::cout << ks.source << "\n";
+  fs::path dir = fs::temp_directory_path() /
+                 ("stepjit-fusion-test-" + std::to_string(::getpid()) + "-" +
+                  ks.name);
+  fs::remove_all(dir);
+  NvrtcOptions opts;
+  opts.cacheDir = dir.string();
+  opts.ptxArch = "";
+  try {
+    std::vector<CompiledKernel> out = compileKernels({ks}, opts);
+    ASSERT_EQ(out.size(), 1u);
+    for (const char *arch : {"sm_80", "sm_90"})
+      EXPECT_EQ(out[0].cubin[arch].substr(0, 4), "\x7f" "ELF") << arch;
+  } catch (const step::rt::Error &e) {
+    ADD_FAILURE() << e.what() << "\n" << ks.source;
+  }
+  fs::remove_all(dir);
+}
+
+//===----------------------------------------------------------------------===//
+// loop
+//===----------------------------------------------------------------------===//
+
+TEST(FusionLoop, BiasReluCastToBf16IsOneVectorizedLoop) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<8x64xf32>, %b: tensor<64xf32>", R"(step.fusion "loop" (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xbf16> {
+  ^bb0(%a: tensor<8x64xf32>, %c: tensor<64xf32>):
+    %0 = step.broadcast_in_dim %c, dims = [1] : tensor<64xf32> -> tensor<8x64xf32>
+    %1 = step.add %a, %0 : tensor<8x64xf32>
+    %2 = step.relu %1 : tensor<8x64xf32>
+    %3 = step.cast %2 : tensor<8x64xf32> -> tensor<8x64xbf16>
+    step.yield %3 : tensor<8x64xbf16>
+  })", "tensor<8x64xbf16>"), "loop_bias");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(count(ks.source, "for ("), 2u); // the loop and its 4 lanes
+  EXPECT_TRUE(contains(ks.source, "v < 128;")); // 512 elements, by 4
+  // x at the loop index, the bias as 4 consecutive elements of its row.
+  EXPECT_TRUE(contains(ks.source, "reinterpret_cast<const Vec<float, 4> "
+                                  "*>(in0)[v]"));
+  EXPECT_TRUE(contains(ks.source, "reinterpret_cast<const Vec<float, 4> "
+                                  "*>(in1)[b0 / 4]"));
+  EXPECT_TRUE(contains(ks.source, "reinterpret_cast<Vec<__nv_bfloat16, 4> "
+                                  "*>(out0)[v] = y0;"));
+  // Each op's own per-element code, in order.
+  size_t add = ks.source.find("r0 = a0 + a1;");
+  size_t relu = ks.source.find("r0 = a0 < 0.0f ? 0.0f : a0;");
+  size_t cast = ks.source.find("rounded to nearest even on store");
+  ASSERT_NE(add, std::string::npos);
+  ASSERT_NE(relu, std::string::npos);
+  ASSERT_NE(cast, std::string::npos);
+  EXPECT_LT(add, relu);
+  EXPECT_LT(relu, cast);
+  EXPECT_TRUE(contains(ks.source, "__float2bfloat16_rn(")); // one rounding
+  EXPECT_TRUE(contains(ks.source, "#include <cuda_bf16.h>"));
+  expectCompiles(ks);
+}
+
+TEST(FusionLoop, ColumnBroadcastIsReadPerLane) {
+  // A [8] vector broadcast along the rows and a rank-0 scale: neither is a
+  // vector load; the scale is loaded once, before the loop.
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<8x6xf16>, %m: tensor<8xf16>, %s: tensor<f16>",
+      R"(step.fusion "loop" (%x, %m, %s) : (tensor<8x6xf16>, tensor<8xf16>, tensor<f16>) -> tensor<8x6xf16> {
+  ^bb0(%a: tensor<8x6xf16>, %c: tensor<8xf16>, %d: tensor<f16>):
+    %0 = step.broadcast_in_dim %c, dims = [0] : tensor<8xf16> -> tensor<8x6xf16>
+    %1 = step.sub %a, %0 : tensor<8x6xf16>
+    %2 = step.broadcast_in_dim %d, dims = [] : tensor<f16> -> tensor<8x6xf16>
+    %3 = step.mul %1, %2 : tensor<8x6xf16>
+    %4 = step.exp %3 : tensor<8x6xf16>
+    step.yield %4 : tensor<8x6xf16>
+  })", "tensor<8x6xf16>"), "loop_col");
+  EXPECT_TRUE(contains(ks.source, "*>(in0)[v]"));
+  EXPECT_FALSE(contains(ks.source, "*>(in1)"));
+  EXPECT_TRUE(contains(ks.source, "__half2float(in1[fi")); // per lane
+  size_t hoisted = ks.source.find("__half2float(in2[0])");
+  ASSERT_NE(hoisted, std::string::npos);
+  EXPECT_LT(hoisted, ks.source.find("for ("));
+  // f16 intermediates are rounded as the unfused kernels' stores round.
+  EXPECT_TRUE(contains(ks.source, "__half2float(__float2half_rn(r0))"));
+  EXPECT_TRUE(contains(ks.source, "r0 = expf(a0);"));
+  expectCompiles(ks);
+}
+
+TEST(FusionLoop, OddSizeIsScalarAndDropoutUsesItsOwnIndex) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<5x3xf32>, %b: tensor<3xf32>",
+      R"(step.fusion "loop" (%x, %b) : (tensor<5x3xf32>, tensor<3xf32>) -> tensor<15xf32> {
+  ^bb0(%a: tensor<5x3xf32>, %c: tensor<3xf32>):
+    %0 = step.broadcast_in_dim %c, dims = [1] : tensor<3xf32> -> tensor<5x3xf32>
+    %1 = step.add %a, %0 : tensor<5x3xf32>
+    %2 = step.reshape %1 : tensor<5x3xf32> -> tensor<15xf32>
+    %3 = step.dropout %2 p = 2.500000e-01 seed = 42 : tensor<15xf32>
+    step.yield %3 : tensor<15xf32>
+  })", "tensor<15xf32>"), "loop_odd");
+  EXPECT_FALSE(contains(ks.source, "Vec<"));
+  EXPECT_TRUE(contains(ks.source, "v < 15;"));
+  EXPECT_TRUE(contains(ks.source, "in0[i]"));
+  EXPECT_TRUE(contains(ks.source, "splitmix64(42ull ^ splitmix64("));
+  EXPECT_TRUE(contains(ks.source, "const long long i = fn")); // not i = i
+  expectCompiles(ks);
+}
+
+TEST(FusionLoop, TwoOutputsOfDifferentShapesAndTypes) {
+  // The pre-activation kept for the backward pass, and relu's mask as i1.
+  KernelSource ks = firstKernel(fusionFnN(
+      "%x: tensor<4x16xf32>, %y: tensor<4x16xf32>",
+      R"(step.fusion "loop" (%x, %y) : (tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<64xf32>, tensor<4x16xi1>) {
+  ^bb0(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>):
+    %0 = step.mul %a, %b : tensor<4x16xf32>
+    %1 = step.reshape %0 : tensor<4x16xf32> -> tensor<64xf32>
+    %2 = step.compare gt, %0, %a : tensor<4x16xf32>
+    step.yield %1, %2 : tensor<64xf32>, tensor<4x16xi1>
+  })", {"tensor<64xf32>", "tensor<4x16xi1>"}), "loop_two");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
+  EXPECT_EQ(count(ks.source, "r0 = a0 * a1;"), 1u); // computed once
+  EXPECT_TRUE(contains(ks.source, "Vec<unsigned char, 4> y1;"));
+  EXPECT_TRUE(contains(ks.source, "(a0 > a1) ? 1 : 0"));
+  expectCompiles(ks);
+}
+
+TEST(FusionLoop, IntegerAndSelectKeepRawTypes) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%p: tensor<8xi1>, %a: tensor<8xbf16>, %i: tensor<8xi64>",
+      R"(step.fusion "loop" (%p, %a, %i) : (tensor<8xi1>, tensor<8xbf16>, tensor<8xi64>) -> tensor<8xbf16> {
+  ^bb0(%q: tensor<8xi1>, %b: tensor<8xbf16>, %j: tensor<8xi64>):
+    %0 = step.neg %j : tensor<8xi64>
+    %1 = step.cast %0 : tensor<8xi64> -> tensor<8xbf16>
+    %2 = step.select %q, %b, %1 : tensor<8xi1>, tensor<8xbf16>
+    step.yield %2 : tensor<8xbf16>
+  })", "tensor<8xbf16>"), "loop_raw");
+  EXPECT_FALSE(contains(ks.source, "Vec<")); // an i64 input: scalar
+  EXPECT_TRUE(contains(ks.source, "(unsigned long long)0 - (unsigned long "
+                                  "long)a0"));
+  // select moves values in their storage type, as its own kernel.
+  EXPECT_TRUE(contains(ks.source, "const __nv_bfloat16 a1 = "
+                                  "__float2bfloat16_rn("));
+  EXPECT_TRUE(contains(ks.source, "r0 = a0 ? a1 : a2;"));
+  expectCompiles(ks);
+}
+
+TEST(FusionLoop, UnsupportedKindsThrow) {
+  Parsed p = parse(fusionFn("%x: tensor<4xf32>", R"(step.fusion "multi_tensor" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %0 = step.neg %a : tensor<4xf32>
+    step.yield %0 : tensor<4xf32>
+  })", "tensor<4xf32>"));
+  ASSERT_TRUE(p.module);
+  auto f = mlir::cast<mlir::step::FusionOp>(p.func().getBody().front().front());
+  // multi_tensor fusions are MultiTensorKernels.cpp's, not this emitter's.
+  EXPECT_THROW(detail::emitFusionKernel(f, "k"), step::rt::Error);
+}
+
+//===----------------------------------------------------------------------===//
+// reduction: reduce_* roots
+//===----------------------------------------------------------------------===//
+
+TEST(FusionReduce, RowMeanOfSquaresWithRsqrtEpilogue) {
+  // RMSNorm's statistics: rsqrt(mean(x * x) + eps) per row.
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<16x256xf32>, %eps: tensor<f32>",
+      R"(step.fusion "reduction" (%x, %eps) : (tensor<16x256xf32>, tensor<f32>) -> tensor<16xf32> {
+  ^bb0(%a: tensor<16x256xf32>, %e: tensor<f32>):
+    %0 = step.mul %a, %a : tensor<16x256xf32>
+    %1 = step.reduce_mean %0 dims = [1] : tensor<16x256xf32> -> tensor<16xf32>
+    %2 = step.broadcast_in_dim %e, dims = [] : tensor<f32> -> tensor<16xf32>
+    %3 = step.add %1, %2 : tensor<16xf32>
+    %4 = step.rsqrt %3 : tensor<16xf32>
+    step.yield %4 : tensor<16xf32>
+  })", "tensor<16xf32>"), "red_rms");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
+  EXPECT_EQ(ks.gridX, 16); // one block per row
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(count(ks.source, "r0 = a0 * a1;"), 1u); // a and a: one load
+  EXPECT_EQ(count(ks.source, "in0[off]"), 1u);
+  EXPECT_TRUE(contains(ks.source, "acc0 = SumOp()(acc0, fv"));
+  EXPECT_TRUE(contains(ks.source, "blockReduce(acc0, SumOp(), (float)(0.0f)"));
+  EXPECT_TRUE(contains(ks.source, "const float res0 = acc0 / 256.0f;"));
+  // The epilogue after the reduction, by the storing thread.
+  size_t reduce = ks.source.find("blockReduce(acc0");
+  size_t rsqrt = ks.source.find("r0 = 1.0f / sqrtf(a0);");
+  ASSERT_NE(rsqrt, std::string::npos);
+  EXPECT_LT(reduce, rsqrt);
+  EXPECT_TRUE(contains(ks.source, "out0[o] = "));
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, SiblingReductionsShareOneRead) {
+  // sum, max and sum of squares of one bf16 row (keepdim and not), and an
+  // epilogue of two roots: four results of two shapes.
+  KernelSource ks = firstKernel(fusionFnN(
+      "%x: tensor<32x100xbf16>",
+      R"(step.fusion "reduction" (%x) : (tensor<32x100xbf16>) -> (tensor<32xf32>, tensor<32x1xf32>, tensor<32xf32>, tensor<32xf32>) {
+  ^bb0(%a: tensor<32x100xbf16>):
+    %0 = step.cast %a : tensor<32x100xbf16> -> tensor<32x100xf32>
+    %1 = step.reduce_sum %0 dims = [1] : tensor<32x100xf32> -> tensor<32xf32>
+    %2 = step.reduce_max %0 dims = [1] keepdim : tensor<32x100xf32> -> tensor<32x1xf32>
+    %3 = step.mul %0, %0 : tensor<32x100xf32>
+    %4 = step.reduce_sum %3 dims = [1] : tensor<32x100xf32> -> tensor<32xf32>
+    %5 = step.reshape %2 : tensor<32x1xf32> -> tensor<32xf32>
+    %6 = step.sub %4, %5 : tensor<32xf32>
+    step.yield %1, %2, %4, %6 : tensor<32xf32>, tensor<32x1xf32>, tensor<32xf32>, tensor<32xf32>
+  })", {"tensor<32xf32>", "tensor<32x1xf32>", "tensor<32xf32>",
+        "tensor<32xf32>"}), "red_sib");
+  EXPECT_EQ(ks.params, (Params{"in0", "out0", "out1", "out2", "out3"}));
+  EXPECT_EQ(ks.blockX, 128);
+  EXPECT_EQ(count(ks.source, "__bfloat162float(in0[off])"), 1u);
+  EXPECT_EQ(count(ks.source, "for (int kk"), 1u); // one pass for all three
+  EXPECT_TRUE(contains(ks.source, "blockReduce(acc0, SumOp()"));
+  EXPECT_TRUE(contains(ks.source, "blockReduce(acc1, MaxNaNOp()"));
+  EXPECT_TRUE(contains(ks.source, "blockReduce(acc2, SumOp()"));
+  EXPECT_TRUE(contains(ks.source, "out3[o] = "));
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, ColumnSumIsABiasGradient) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%g: tensor<64x48xbf16>",
+      R"(step.fusion "reduction" (%g) : (tensor<64x48xbf16>) -> tensor<48xbf16> {
+  ^bb0(%a: tensor<64x48xbf16>):
+    %0 = step.cast %a : tensor<64x48xbf16> -> tensor<64x48xf32>
+    %1 = step.reduce_sum %0 dims = [0] : tensor<64x48xf32> -> tensor<48xf32>
+    %2 = step.cast %1 : tensor<48xf32> -> tensor<48xbf16>
+    step.yield %2 : tensor<48xbf16>
+  })", "tensor<48xbf16>"), "red_col");
+  EXPECT_EQ(ks.gridX, 2); // 48 outputs, 32 per block
+  EXPECT_TRUE(contains(ks.source, "__shared__ float sh0[8][33];"));
+  EXPECT_TRUE(contains(ks.source, "kk += 8"));
+  EXPECT_FALSE(contains(ks.source, "blockReduce(acc"));
+  EXPECT_TRUE(contains(ks.source, "out0[o] = __float2bfloat16_rn("));
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, GlobalSumOfSquaresSplitsAcrossBlocks) {
+  // A gradient norm: sqrt(sum(g * g)) over 2^18 elements.
+  KernelSource ks = firstKernel(fusionFn(
+      "%g: tensor<512x512xf32>",
+      R"(step.fusion "reduction" (%g) : (tensor<512x512xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<512x512xf32>):
+    %0 = step.mul %a, %a : tensor<512x512xf32>
+    %1 = step.reduce_sum %0 dims = [0, 1] : tensor<512x512xf32> -> tensor<f32>
+    %2 = step.sqrt %1 : tensor<f32>
+    step.yield %2 : tensor<f32>
+  })", "tensor<f32>"), "red_split");
+  EXPECT_EQ(ks.gridX, 16); // 2^18 / 16384 blocks for the one output
+  EXPECT_TRUE(contains(ks.source, "__device__ float red_split_partial0[1 * 16];"));
+  EXPECT_TRUE(contains(ks.source, "red_split_ticket[o] = 0;"));
+  EXPECT_TRUE(contains(ks.source, "r0 = sqrtf(a0);"));
+  EXPECT_TRUE(contains(ks.source, "out0[o] = fv")); // o is 0
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, IntegerCountAndSizeOneReduction) {
+  KernelSource ks = firstKernel(fusionFnN(
+      "%y: tensor<8x16xi64>, %x: tensor<8x1xf32>",
+      R"(step.fusion "reduction" (%y) : (tensor<8x16xi64>) -> (tensor<8xi32>) {
+  ^bb0(%t: tensor<8x16xi64>):
+    %0 = step.cast %t : tensor<8x16xi64> -> tensor<8x16xi32>
+    %1 = step.reduce_sum %0 dims = [1] : tensor<8x16xi32> -> tensor<8xi32>
+    step.yield %1 : tensor<8xi32>
+  })", {"tensor<8xi32>"}), "red_int");
+  EXPECT_TRUE(contains(ks.source, "unsigned int acc0 = 0;"));
+  EXPECT_TRUE(contains(ks.source, "SumOp()(acc0, (unsigned int)fv"));
+  EXPECT_TRUE(contains(ks.source, "= (int)acc0;"));
+  expectCompiles(ks);
+  ks = firstKernel(fusionFn(
+      "%x: tensor<8x1xf32>",
+      R"(step.fusion "reduction" (%x) : (tensor<8x1xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8x1xf32>):
+    %0 = step.neg %a : tensor<8x1xf32>
+    %1 = step.reduce_sum %0 dims = [1] : tensor<8x1xf32> -> tensor<8xf32>
+    step.yield %1 : tensor<8xf32>
+  })", "tensor<8xf32>"), "red_one");
+  EXPECT_FALSE(contains(ks.source, "SumOp()(")); // a copy: -0.0 stays -0.0
+  EXPECT_TRUE(contains(ks.source, "r0 = -a0;"));
+  expectCompiles(ks);
+}
+
+//===----------------------------------------------------------------------===//
+// reduction: row-op roots
+//===----------------------------------------------------------------------===//
+
+TEST(FusionRowOp, ScaledSoftmaxCastOnStore) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<8x64xf32>, %s: tensor<f32>",
+      R"(step.fusion "reduction" (%x, %s) : (tensor<8x64xf32>, tensor<f32>) -> tensor<8x64xbf16> {
+  ^bb0(%a: tensor<8x64xf32>, %c: tensor<f32>):
+    %0 = step.broadcast_in_dim %c, dims = [] : tensor<f32> -> tensor<8x64xf32>
+    %1 = step.mul %a, %0 : tensor<8x64xf32>
+    %2 = step.softmax %1 dim = 1 : tensor<8x64xf32>
+    %3 = step.cast %2 : tensor<8x64xf32> -> tensor<8x64xbf16>
+    step.yield %3 : tensor<8x64xbf16>
+  })", "tensor<8x64xbf16>"), "row_sm");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
+  EXPECT_EQ(ks.gridX, 8); // one block per row, as the unfused softmax
+  EXPECT_EQ(ks.blockX, 64);
+  // The row is read through the prologue, three times (max, sum, output).
+  EXPECT_EQ(count(ks.source, "row_sm_x(in0, in1, out0, base + (long long)j * 1)"),
+            3u);
+  EXPECT_TRUE(contains(ks.source, "r0 = a0 * a1;"));
+  EXPECT_TRUE(contains(ks.source, "mx = blockReduce(mx, MaxNaNOp()"));
+  EXPECT_TRUE(contains(ks.source, "row_sm_store(in0, in1, out0, base + (long "
+                                  "long)j * 1, expf(x - mx) / sum);"));
+  EXPECT_TRUE(contains(ks.source, "out0[idx] = __float2bfloat16_rn("));
+  EXPECT_FALSE(contains(ks.source, "in0[base")); // no raw read of x
+  expectCompiles(ks);
+}
+
+TEST(FusionRowOp, LogSoftmaxOverAnOuterDim) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<6x5xf16>, %y: tensor<6x5xf16>",
+      R"(step.fusion "reduction" (%x, %y) : (tensor<6x5xf16>, tensor<6x5xf16>) -> tensor<6x5xf16> {
+  ^bb0(%a: tensor<6x5xf16>, %b: tensor<6x5xf16>):
+    %0 = step.sub %a, %b : tensor<6x5xf16>
+    %1 = step.log_softmax %0 dim = 0 : tensor<6x5xf16>
+    step.yield %1 : tensor<6x5xf16>
+  })", "tensor<6x5xf16>"), "row_lsm");
+  EXPECT_EQ(ks.gridX, 5);
+  EXPECT_TRUE(contains(ks.source, "row_lsm_x(in0, in1, out0, base + (long long)j * 5)"));
+  EXPECT_TRUE(contains(ks.source, "x - mx - lse"));
+  // The prologue's f16 result is rounded, as the unfused sub's store.
+  EXPECT_TRUE(contains(ks.source, "__half2float(__float2half_rn(r0))"));
+  EXPECT_TRUE(contains(ks.source, "const float res = __half2float(__float2half_rn(value));"));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowOp, ResidualLayerNormWithGeluEpilogue) {
+  // x + residual -> layer_norm(gamma, beta) -> (normalized, gelu(normalized)).
+  KernelSource ks = firstKernel(fusionFnN(
+      "%x: tensor<4x8x32xf32>, %res: tensor<4x8x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>",
+      R"(step.fusion "reduction" (%x, %res, %w, %b) : (tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<4x8x32xf32>, tensor<4x8x32xf32>) {
+  ^bb0(%a: tensor<4x8x32xf32>, %c: tensor<4x8x32xf32>, %g: tensor<32xf32>, %h: tensor<32xf32>):
+    %0 = step.add %a, %c : tensor<4x8x32xf32>
+    %1 = step.layer_norm %0, %g, %h eps = 1.0e-05 : tensor<4x8x32xf32>, tensor<32xf32>, tensor<32xf32>
+    %2 = step.gelu %1 approximate tanh : tensor<4x8x32xf32>
+    step.yield %1, %2 : tensor<4x8x32xf32>, tensor<4x8x32xf32>
+  })", {"tensor<4x8x32xf32>", "tensor<4x8x32xf32>"}), "row_ln");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "in2", "in3", "out0", "out1"}));
+  EXPECT_EQ(ks.gridX, 32);
+  EXPECT_TRUE(contains(ks.source, "row_ln_x(in0, in1, in2, in3, out0, out1, row * 32 + j)"));
+  EXPECT_TRUE(contains(ks.source, "rstd * in2[j] + in3[j]")); // gamma, beta
+  EXPECT_TRUE(contains(ks.source, "0.044715f"));
+  EXPECT_TRUE(contains(ks.source, "out0[idx] = res;"));
+  EXPECT_TRUE(contains(ks.source, "out1[idx] = "));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowOp, CrossEntropyMeanOfBf16LogitsTimesLossScale) {
+  // Labels first: operand 1 of the root is the fusion's in0.
+  KernelSource ks = firstKernel(fusionFn(
+      "%y: tensor<8xi64>, %x: tensor<8x50xbf16>, %s: tensor<f32>",
+      R"(step.fusion "reduction" (%y, %x, %s) : (tensor<8xi64>, tensor<8x50xbf16>, tensor<f32>) -> tensor<f32> {
+  ^bb0(%t: tensor<8xi64>, %a: tensor<8x50xbf16>, %c: tensor<f32>):
+    %0 = step.cast %a : tensor<8x50xbf16> -> tensor<8x50xf32>
+    %1 = step.cross_entropy %0, %t reduction = mean : tensor<8x50xf32>, tensor<8xi64> -> tensor<f32>
+    %2 = step.mul %1, %c : tensor<f32>
+    step.yield %2 : tensor<f32>
+  })", "tensor<f32>"), "row_ce");
+  EXPECT_TRUE(contains(ks.source, "const long long t = (long long)in0[row];"));
+  EXPECT_TRUE(contains(ks.source, "row_ce_x(in0, in1, in2, out0, row * 50 + (t < 0 || t >= 50 ? 0 : t))"));
+  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int row_ce_ticket;"));
+  EXPECT_TRUE(contains(ks.source, "row_ce_store(in0, in1, in2, out0, 0, total / (float)count);"));
+  EXPECT_TRUE(contains(ks.source, "const float fh")); // the scale, hoisted
+  expectCompiles(ks);
+}
+
+TEST(FusionRowOp, CrossEntropyGradWithPrologueAndPerRowScale) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<8x40xf32>, %m: tensor<8x40xf32>, %y: tensor<8xi32>, %g: tensor<8xf32>",
+      R"(step.fusion "reduction" (%x, %m, %y, %g) : (tensor<8x40xf32>, tensor<8x40xf32>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x40xbf16> {
+  ^bb0(%a: tensor<8x40xf32>, %b: tensor<8x40xf32>, %t: tensor<8xi32>, %d: tensor<8xf32>):
+    %0 = step.add %a, %b : tensor<8x40xf32>
+    %1 = step.cross_entropy_grad %0, %t, %d reduction = none : tensor<8x40xf32>, tensor<8xi32>, tensor<8xf32> -> tensor<8x40xf32>
+    %2 = step.cast %1 : tensor<8x40xf32> -> tensor<8x40xbf16>
+    step.yield %2 : tensor<8x40xbf16>
+  })", "tensor<8x40xbf16>"), "row_ceg");
+  EXPECT_TRUE(contains(ks.source, "const float s = in3[row];"));
+  EXPECT_TRUE(contains(ks.source, "row_ceg_store(in0, in1, in2, in3, out0, row * 40 + j, 0.0f);"));
+  EXPECT_TRUE(contains(ks.source, "row_ceg_store(in0, in1, in2, in3, out0, row * 40 + j, p * s);"));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowOp, RowOperandsOtherThanTheRowMustBeInputs) {
+  Parsed p = parse(fusionFn(
+      "%x: tensor<4x8xf32>, %w: tensor<8xf32>",
+      R"(step.fusion "reduction" (%x, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %g: tensor<8xf32>):
+    %0 = step.neg %g : tensor<8xf32>
+    %1 = step.layer_norm %a, %0, %g eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    step.yield %1 : tensor<4x8xf32>
+  })", "tensor<4x8xf32>"));
+  ASSERT_TRUE(p.module);
+  mlir::Operation &op = p.func().getBody().front().front();
+  try {
+    emitKernel(&op, "k");
+    ADD_FAILURE() << "a prologue on gamma was accepted";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "codegen: operand 1 of 'step.layer_norm'"))
+        << e.what();
+  }
+}
+
+TEST(FusionDispatch, MatmulFusionsNeedNoKernel) {
+  Parsed p = parse(fusionFn(
+      "%x: tensor<4x8xf32>, %w: tensor<8x16xf32>",
+      R"(step.fusion "matmul" (%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+    %0 = step.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    %1 = step.relu %0 : tensor<4x16xf32>
+    step.yield %1 : tensor<4x16xf32>
+  })", "tensor<4x16xf32>"));
+  ASSERT_TRUE(p.module);
+  EXPECT_FALSE(emitKernel(&p.func().getBody().front().front(), "k"));
+}
+
+} // namespace

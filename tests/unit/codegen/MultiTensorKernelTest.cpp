@@ -1,0 +1,352 @@
+//===- MultiTensorKernelTest.cpp - Kernels of multi_tensor fusions --------===//
+//
+// Hand-written `multi_tensor` step.fusion ops (the shapes step-fuse forms:
+// AdamW and SGD updates behind a gradient-clip prologue, the global norm of
+// several gradients with its scalar epilogue) through
+// detail::emitMultiTensorFamily: what the source must contain (segment
+// table, vector loads, the unfused update's arithmetic, partials and ticket)
+// and that NVRTC compiles it for sm_80 and sm_90. The refusals (LAMB, too
+// many parameters, a result that is not an update's) throw. No GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "CodegenTestUtil.h"
+
+#include "compiler/codegen/Emitters.h"
+#include "compiler/codegen/Nvrtc.h"
+#include "runtime/Tensor.h"
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+using namespace step::codegen;
+using namespace step::codegen::test;
+namespace fs = std::filesystem;
+
+/// The text of a module whose @f holds one multi_tensor fusion: `args` are
+/// the fusion's input types (block arguments %a0, %a1, ...), `body` the ops
+/// of the body, `yields` the yielded values with their types.
+std::string fusionModule(const std::vector<std::string> &args,
+                         const std::string &body,
+                         const std::vector<std::pair<std::string, std::string>>
+                             &yields) {
+  std::string fnArgs, inputs, inTypes, blockArgs, outTypes, yVals, yTypes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string sep = i ? ", " : "", I = std::to_string(i);
+    fnArgs += sep + "%x" + I + ": " + args[i];
+    inputs += sep + "%x" + I;
+    inTypes += sep + args[i];
+    blockArgs += sep + "%a" + I + ": " + args[i];
+  }
+  for (size_t j = 0; j < yields.size(); ++j) {
+    std::string sep = j ? ", " : "";
+    yVals += sep + yields[j].first;
+    yTypes += sep + yields[j].second;
+  }
+  std::string results =
+      yields.size() == 1 ? "%r" : "%r:" + std::to_string(yields.size());
+  return "func.func @f(" + fnArgs + ") {\n  " + results +
+         " = step.fusion \"multi_tensor\" (" + inputs + ") : (" + inTypes +
+         ") -> (" + yTypes + ") {\n  ^bb0(" + blockArgs + "):\n" + body +
+         "    step.yield " + yVals + " : " + yTypes + "\n  }\n  return\n}\n";
+}
+
+/// The multi-tensor kernel of the fusion in `text`, named "k".
+KernelSource multiTensorKernel(const std::string &text) {
+  Parsed p = parse(text);
+  if (!p.module)
+    return {};
+  mlir::Operation &op = p.func().getBody().front().front();
+  auto ks = detail::emitMultiTensorFamily(&op, "k");
+  EXPECT_TRUE(ks.has_value()) << "no kernel for " << text;
+  return ks ? *ks : KernelSource{};
+}
+
+/// Compiles `ks` for sm_80 and sm_90 in a fresh cache; fails the test with
+/// NVRTC's message on an error.
+void compilesForSm80AndSm90(const KernelSource &ks) {
+  fs::path dir = fs::temp_directory_path() /
+                 ("stepjit-mt-test-" + std::to_string(::getpid()) + "-" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  NvrtcOptions opts;
+  opts.cacheDir = dir.string();
+  opts.ptxArch = "";
+  try {
+    std::vector<CompiledKernel> out = compileKernels({ks}, opts);
+    ASSERT_EQ(out.size(), 1u);
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      ASSERT_GT(out[0].cubin[arch].size(), 4u) << arch;
+      EXPECT_EQ(out[0].cubin[arch].substr(0, 4), "\x7f" "ELF") << arch;
+    }
+  } catch (const step::rt::Error &e) {
+    ADD_FAILURE() << e.what() << "\n" << ks.source;
+  }
+  fs::remove_all(dir);
+}
+
+int count(const std::string &s, const std::string &part) {
+  int n = 0;
+  for (size_t at = s.find(part); at != std::string::npos;
+       at = s.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+/// Three AdamW updates of sizes 7, 1024 and 96x32 whose gradients are
+/// scaled by a rank-0 clip coefficient (%a12); step %a13, lr %a14.
+std::string adamwClipModule(const std::string &attrs) {
+  std::vector<std::string> shapes = {"tensor<7xf32>", "tensor<1024xf32>",
+                                     "tensor<96x32xf32>"};
+  std::vector<std::string> args;
+  for (const std::string &s : shapes)
+    for (int k = 0; k < 4; ++k)
+      args.push_back(s);
+  args.insert(args.end(), {"tensor<f32>", "tensor<i64>", "tensor<f32>"});
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> yields;
+  for (int u = 0; u < 3; ++u) {
+    std::string U = std::to_string(u), T = shapes[u];
+    auto a = [&](int k) { return "%a" + std::to_string(4 * u + k); };
+    body += "    %c" + U + " = step.broadcast_in_dim %a12, dims = [] : "
+            "tensor<f32> -> " + T + "\n";
+    body += "    %g" + U + " = step.mul " + a(1) + ", %c" + U + " : " + T +
+            "\n";
+    body += "    %p" + U + ", %m" + U + ", %v" + U + " = step.adamw_update " +
+            a(0) + ", %g" + U + ", " + a(2) + ", " + a(3) + ", %a13, %a14 " +
+            attrs + " : " + T + ", tensor<i64>, tensor<f32>\n";
+    for (const char *r : {"%p", "%m", "%v"})
+      yields.push_back({r + U, T});
+  }
+  return fusionModule(args, body, yields);
+}
+
+//===----------------------------------------------------------------------===//
+// Form A: optimizer updates
+//===----------------------------------------------------------------------===//
+
+TEST(MultiTensorKernels, AdamwWithClipPrologueIsOneSegmentedLaunch) {
+  KernelSource ks = multiTensorKernel(
+      adamwClipModule("{beta2 = 9.500000e-01 : f64, weight_decay = 1.000000e-01 : f64}"));
+  const std::string &s = ks.source;
+  ASSERT_FALSE(s.empty());
+  // 7 elements: 1 scalar block; 1024: 256 vectors, 1 block; 3072: 768
+  // vectors, 3 blocks.
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(ks.gridX, 5);
+  EXPECT_EQ(ks.params.size(), 15u + 9u);
+  EXPECT_EQ(count(s, "__global__"), 1);
+  EXPECT_TRUE(contains(s, "// tensor 0: 7 elements, blocks [0, 1)\n")) << s;
+  EXPECT_TRUE(contains(s, "// tensor 1: 1024 elements, blocks [1, 2), 4 per thread"));
+  EXPECT_TRUE(contains(s, "// tensor 2: 3072 elements, blocks [2, 5), 4 per thread"));
+  // The binary search over segment starts.
+  EXPECT_TRUE(contains(s, "if (blockIdx.x < 1u)"));
+  EXPECT_TRUE(contains(s, "if (blockIdx.x < 2u)"));
+  // Run-time step and lr of the fusion's inputs, once per segment.
+  EXPECT_EQ(count(s, "const double t = (double)in13[0];"), 3);
+  EXPECT_EQ(count(s, "const double lr = (double)in14[0];"), 3);
+  // The clip coefficient is loaded once for the kernel.
+  EXPECT_EQ(count(s, "in12[0]"), 1);
+  // Vector loads of params, moments and gradients of the vectorized
+  // tensors, vector stores of their results; tensor 0 is scalar.
+  for (const char *in : {"in4", "in5", "in6", "in7", "in8", "in9"})
+    EXPECT_TRUE(contains(s, std::string("reinterpret_cast<const Vec<float, 4> *>(") +
+                                in + ")[v]")) << in;
+  EXPECT_FALSE(contains(s, "reinterpret_cast<const Vec<float, 4> *>(in1)"));
+  EXPECT_TRUE(contains(s, "out0[i] = "));
+  EXPECT_TRUE(contains(s, "reinterpret_cast<Vec<float, 4> *>(out8)[v] = y8;"));
+  // The hyper-parameters baked in.
+  EXPECT_TRUE(contains(s, "pow(0.94999999999999996, t)")) << s;
+  compilesForSm80AndSm90(ks);
+}
+
+TEST(MultiTensorKernels, AdamwArithmeticIsTheUnfusedKernels) {
+  KernelSource fused = multiTensorKernel(adamwClipModule(""));
+  KernelSource alone = firstKernel(R"(
+func.func @f(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>,
+             %v: tensor<8xf32>, %t: tensor<i64>, %lr: tensor<f32>) {
+  %p1, %m1, %v1 = step.adamw_update %p, %g, %m, %v, %t, %lr : tensor<8xf32>, tensor<i64>, tensor<f32>
+  return
+}
+)");
+  ASSERT_FALSE(alone.source.empty());
+  // Every line of the unfused per-element update appears in each segment.
+  for (const char *key : {"const float p = a0 * decay;", "const float m = ",
+                          "const float v = ", "const float denom = ",
+                          "r0 = p + negStepSize * m / denom;",
+                          "const float negStepSize = "}) {
+    size_t at = alone.source.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    std::string line =
+        alone.source.substr(at, alone.source.find('\n', at) - at);
+    EXPECT_EQ(count(fused.source, line), 3) << line;
+  }
+}
+
+TEST(MultiTensorKernels, SgdMomentumWithCastPrologue) {
+  // Gradients arrive in bf16 and are cast to the f32 params' type.
+  std::string body = R"(    %g0 = step.cast %a1 : tensor<10xbf16> -> tensor<10xf32>
+    %p0, %b0 = step.sgd_update %a0, %g0, %a6, %a7 momentum_buffer %a2 {momentum = 9.000000e-01 : f64, weight_decay = 1.000000e-02 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<i64>, tensor<f32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
+    %g1 = step.cast %a4 : tensor<64xbf16> -> tensor<64xf32>
+    %p1, %b1 = step.sgd_update %a3, %g1, %a6, %a7 momentum_buffer %a5 {momentum = 9.000000e-01 : f64, weight_decay = 1.000000e-02 : f64} : (tensor<64xf32>, tensor<64xf32>, tensor<i64>, tensor<f32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>)
+)";
+  KernelSource ks = multiTensorKernel(fusionModule(
+      {"tensor<10xf32>", "tensor<10xbf16>", "tensor<10xf32>", "tensor<64xf32>",
+       "tensor<64xbf16>", "tensor<64xf32>", "tensor<i64>", "tensor<f32>"},
+      body,
+      {{"%p0", "tensor<10xf32>"}, {"%b0", "tensor<10xf32>"},
+       {"%p1", "tensor<64xf32>"}, {"%b1", "tensor<64xf32>"}}));
+  const std::string &s = ks.source;
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(ks.gridX, 2);
+  EXPECT_TRUE(contains(s, "#include <cuda_bf16.h>"));
+  EXPECT_TRUE(contains(s, "const long long t = in6[0];"));
+  EXPECT_TRUE(contains(s, "const float negLr = -in7[0];"));
+  EXPECT_TRUE(contains(s, "t == 1 ? d : a4 * 0.899999976f"));
+  // The bf16 gradient of the vectorized tensor is one 8-byte vector load.
+  EXPECT_TRUE(contains(s, "reinterpret_cast<const Vec<__nv_bfloat16, 4> *>(in4)[v]"));
+  EXPECT_TRUE(contains(s, "__bfloat162float(in1[i])")) << s;
+  EXPECT_TRUE(contains(s, "out1[i] = r1;"));
+  EXPECT_TRUE(contains(s, "y3.v[e] = r1;"));
+  compilesForSm80AndSm90(ks);
+}
+
+TEST(MultiTensorKernels, LambIsRefused) {
+  std::string body =
+      "    %p, %m, %v = step.lamb_update %a0, %a1, %a2, %a3, %a4, %a5 : "
+      "tensor<8xf32>, tensor<i64>, tensor<f32>\n";
+  std::string text = fusionModule(
+      {"tensor<8xf32>", "tensor<8xf32>", "tensor<8xf32>", "tensor<8xf32>",
+       "tensor<i64>", "tensor<f32>"},
+      body,
+      {{"%p", "tensor<8xf32>"}, {"%m", "tensor<8xf32>"},
+       {"%v", "tensor<8xf32>"}});
+  try {
+    multiTensorKernel(text);
+    ADD_FAILURE() << "a LAMB multi_tensor fusion was accepted";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "lamb_update is not supported")) << e.what();
+  }
+}
+
+TEST(MultiTensorKernels, TooManyPointersForTheParameterSpaceThrow) {
+  // 260 updates: 522 inputs + 260 results = 782 pointers, 6256 bytes.
+  std::vector<std::string> args;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> yields;
+  const int k = 260;
+  for (int u = 0; u < k; ++u)
+    args.insert(args.end(), {"tensor<4xf32>", "tensor<4xf32>"});
+  args.insert(args.end(), {"tensor<i64>", "tensor<f32>"});
+  std::string t = "%a" + std::to_string(2 * k),
+              lr = "%a" + std::to_string(2 * k + 1);
+  for (int u = 0; u < k; ++u) {
+    std::string U = std::to_string(u);
+    body += "    %p" + U + " = step.sgd_update %a" + std::to_string(2 * u) +
+            ", %a" + std::to_string(2 * u + 1) + ", " + t + ", " + lr +
+            " : (tensor<4xf32>, tensor<4xf32>, tensor<i64>, tensor<f32>) -> "
+            "tensor<4xf32>\n";
+    yields.push_back({"%p" + U, "tensor<4xf32>"});
+  }
+  try {
+    multiTensorKernel(fusionModule(args, body, yields));
+    ADD_FAILURE() << "6256 bytes of parameters were accepted";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "6256 bytes of kernel parameters"))
+        << e.what();
+  }
+}
+
+TEST(MultiTensorKernels, AResultThatIsNoUpdatesThrows) {
+  std::string body = R"(    %g = step.mul %a1, %a1 : tensor<8xf32>
+    %p = step.sgd_update %a0, %g, %a2, %a3 : (tensor<8xf32>, tensor<8xf32>, tensor<i64>, tensor<f32>) -> tensor<8xf32>
+)";
+  std::string text = fusionModule(
+      {"tensor<8xf32>", "tensor<8xf32>", "tensor<i64>", "tensor<f32>"}, body,
+      {{"%p", "tensor<8xf32>"}, {"%g", "tensor<8xf32>"}});
+  EXPECT_THROW(multiTensorKernel(text), step::rt::Error);
+}
+
+TEST(MultiTensorKernels, OtherOpsAreNotThisFamilys) {
+  Parsed p = parse(R"(
+func.func @f(%a: tensor<4xf32>) {
+  %0 = step.neg %a : tensor<4xf32>
+  %1 = step.fusion "loop" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %y = step.relu %x : tensor<4xf32>
+    step.yield %y : tensor<4xf32>
+  }
+  return
+}
+)");
+  ASSERT_TRUE(p.module);
+  for (mlir::Operation &op : p.func().getBody().front())
+    EXPECT_FALSE(detail::emitMultiTensorFamily(&op, "k").has_value());
+}
+
+//===----------------------------------------------------------------------===//
+// Form B: full reductions and a scalar epilogue
+//===----------------------------------------------------------------------===//
+
+/// The clip-by-global-norm computation of three gradients (7 f32, 4096
+/// bf16 cast to f32, 100000 f32 as 100x1000): %a3 = 0, %a4 = eps,
+/// %a5 = max norm, %a6 = 1.
+std::string normModule(const std::string &dims2) {
+  std::string body = R"(    %q0 = step.mul %a0, %a0 : tensor<7xf32>
+    %s0 = step.reduce_sum %q0 dims = [0] : tensor<7xf32> -> tensor<f32>
+    %c1 = step.cast %a1 : tensor<4096xbf16> -> tensor<4096xf32>
+    %q1 = step.mul %c1, %c1 : tensor<4096xf32>
+    %s1 = step.reduce_sum %q1 dims = [0] : tensor<4096xf32> -> tensor<f32>
+    %q2 = step.mul %a2, %a2 : tensor<100x1000xf32>
+    %s2 = step.reduce_sum %q2 dims = )" +
+                     dims2 + R"( : tensor<100x1000xf32> -> T2
+    %t0 = step.add %a3, %s0 : tensor<f32>
+    %t1 = step.add %t0, %s1 : tensor<f32>
+    %t2 = step.add %t1, %s2 : tensor<f32>
+    %n = step.sqrt %t2 : tensor<f32>
+    %d = step.add %n, %a4 : tensor<f32>
+    %r = step.div %a5, %d : tensor<f32>
+    %k = step.min %r, %a6 : tensor<f32>
+)";
+  std::string t2 = dims2 == "[0, 1]" ? "tensor<f32>" : "tensor<100xf32>";
+  body.replace(body.find("T2"), 2, t2);
+  if (t2 != "tensor<f32>") // keep the body well typed: a row sum
+    body.replace(body.find("%t2 = step.add %t1, %s2"), 23,
+                 "%t2 = step.add %t1, %t1");
+  return fusionModule({"tensor<7xf32>", "tensor<4096xbf16>",
+                       "tensor<100x1000xf32>", "tensor<f32>", "tensor<f32>",
+                       "tensor<f32>", "tensor<f32>"},
+                      body, {{"%n", "tensor<f32>"}, {"%k", "tensor<f32>"}});
+}
+
+TEST(MultiTensorKernels, GlobalNormIsOneDeterministicLaunch) {
+  KernelSource ks = multiTensorKernel(normModule("[0, 1]"));
+  const std::string &s = ks.source;
+  ASSERT_FALSE(s.empty());
+  // 7 and 4096 elements: one chunk each; 100000: 13 chunks of 7696.
+  EXPECT_EQ(ks.gridX, 15);
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(s, "__device__ float k_partial[15];"));
+  EXPECT_TRUE(contains(s, "__device__ unsigned int k_ticket;"));
+  EXPECT_TRUE(contains(s, "amLast = atomicAdd(&k_ticket, 1u) == 15 - 1;"));
+  EXPECT_TRUE(contains(s, "k_ticket = 0;"));
+  EXPECT_TRUE(contains(s, "// tensor 2: 100000 elements in 13 chunks of 7696, 4 per thread"))
+      << s;
+  EXPECT_TRUE(contains(s, "// tensor 0: 7 elements in 1 chunks of 8\n"));
+  // The bf16 gradient: vector loads, widened, squared in f32.
+  EXPECT_TRUE(contains(s, "reinterpret_cast<const Vec<__nv_bfloat16, 4> *>(in1)[v]"));
+  // Partials combined per tensor in a fixed order, then the epilogue.
+  EXPECT_TRUE(contains(s, "q += part[2 + j];"));
+  EXPECT_LT(s.find("sum0 ="), s.find("sum1 ="));
+  EXPECT_LT(s.find("sum2 ="), s.find("sqrtf("));
+  EXPECT_TRUE(contains(s, "out0[0] = "));
+  EXPECT_TRUE(contains(s, "out1[0] = "));
+  EXPECT_FALSE(contains(s, "atomicAdd(&k_partial")); // no float atomics
+  compilesForSm80AndSm90(ks);
+}
+
+TEST(MultiTensorKernels, APartialReductionIsRefused) {
+  EXPECT_THROW(multiTensorKernel(normModule("[1]")), step::rt::Error);
+}
+
+} // namespace

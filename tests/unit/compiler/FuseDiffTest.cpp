@@ -1,0 +1,535 @@
+//===- FuseDiffTest.cpp - step-fuse never changes a result ----------------===//
+//
+// Differential tests of step-fuse (passes/Fuse.cpp): every function is run
+// unfused and fused, on the reference interpreter and on the CPU backend
+// (planArtifact + rt::cpu::execute), and every result is compared.
+//
+// Tolerance: none, the results must be bit-identical. On the CPU a fusion
+// changes no arithmetic: the interpreter and the CPU backend run a
+// step.fusion body op by op on the same reference kernels
+// (runtime/cpu/Kernels.h) as the unfused ops, in the same order per value,
+// and the pass only regroups ops and moves elementwise/view ops next to
+// their first user, which changes no value. Any differing bit is a bug in
+// the pass (a wrong operand, a lost or duplicated result), in the
+// interpreter or in the CPU backend, never rounding.
+//
+// Inputs: 1000 small and 100 large random graphs (FuseGraphGen.h), odd
+// seeds cycling through step-fuse's options; two updates of the MLP and
+// GPT-2 training steps (AdamW, SGD with momentum or LAMB, the global-norm
+// clip, gradient accumulation) on tiny configurations. The random-graph
+// tests also assert that fusions of every kind formed, and a mutation test
+// that a wrong op inside a fusion is caught. All of it takes ~1.5 s.
+//
+// Reproducing: STEP_FUSE_SEED=N runs seed N alone and prints the graph
+// before and after step-fuse; STEP_FUSE_SEEDS=N runs seeds 1..N (fuzzing).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuseGraphGen.h"
+
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/pipeline/PlanBuilder.h"
+#include "compiler/pipeline/Train.h"
+#include "compiler/trace/Trace.h"
+#include "dialects/step/Fusion.h"
+#include "examples/gpt2/Model.h"
+#include "examples/mlp/MLP.h"
+#include "passes/Passes.h"
+#include "runtime/cpu/Executor.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+namespace {
+using namespace step;
+using mlir::ModuleOp;
+using mlir::OwningOpRef;
+using mlir::func::FuncOp;
+
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::step::registerStepPasses();
+  auto ctx = std::make_unique<mlir::MLIRContext>();
+  ctx->loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  ctx->disableMultithreading(); // 2-core CI: threads only add overhead
+  return ctx;
+}
+
+/// Runs the pass pipeline `pipeline` on `module`.
+bool runPipeline(ModuleOp module, const std::string &pipeline) {
+  mlir::PassManager pm(module.getContext());
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm))) {
+    ADD_FAILURE() << "bad pipeline '" << pipeline << "'";
+    return false;
+  }
+  return mlir::succeeded(pm.run(module));
+}
+
+struct FusionStats {
+  int64_t fusions = 0, multiOutput = 0, fusedOps = 0;
+  std::map<std::string, int64_t> kinds;
+  void add(ModuleOp m) {
+    m.walk([&](mlir::step::FusionOp f) {
+      ++fusions;
+      ++kinds[f.getKind().str()];
+      multiOutput += f.getNumResults() > 1;
+      fusedOps += static_cast<int64_t>(f.getBlock().getOperations().size()) - 1;
+    });
+  }
+};
+
+int64_t topLevelOps(FuncOp f) {
+  return static_cast<int64_t>(f.getBody().front().getOperations().size());
+}
+
+/// Bitwise equality of two result lists; the message names the first
+/// differing result and element with both values.
+testing::AssertionResult sameBits(const std::vector<rt::HostTensor> &want,
+                                  const std::vector<rt::HostTensor> &got,
+                                  const std::vector<std::string> &names) {
+  if (want.size() != got.size())
+    return testing::AssertionFailure()
+           << got.size() << " results, expected " << want.size();
+  for (size_t r = 0; r < want.size(); ++r) {
+    if (want[r].bitwiseEqual(got[r]))
+      continue;
+    std::string name = r < names.size() ? names[r] : "#" + std::to_string(r);
+    if (want[r].dtype() != got[r].dtype() || want[r].shape() != got[r].shape())
+      return testing::AssertionFailure()
+             << "result " << name << ": " << rt::dtypeName(got[r].dtype())
+             << rt::shapeToString(got[r].shape()) << ", expected "
+             << rt::dtypeName(want[r].dtype())
+             << rt::shapeToString(want[r].shape());
+    size_t size = rt::dtypeSize(want[r].dtype());
+    const auto *a = static_cast<const uint8_t *>(want[r].raw());
+    const auto *b = static_cast<const uint8_t *>(got[r].raw());
+    int64_t differ = 0, first = -1;
+    for (int64_t i = 0; i < want[r].numel(); ++i)
+      if (std::memcmp(a + i * size, b + i * size, size) != 0) {
+        ++differ;
+        if (first < 0)
+          first = i;
+      }
+    return testing::AssertionFailure()
+           << "result " << name << ": " << differ << " of " << want[r].numel()
+           << " elements differ, first #" << first << ": "
+           << got[r].getAsDouble(first) << ", expected "
+           << want[r].getAsDouble(first);
+  }
+  return testing::AssertionSuccess();
+}
+
+std::vector<std::string> resultNames(FuncOp f) {
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    names.push_back(resultName(f, i));
+  return names;
+}
+
+/// Interprets `f`; empty (with a failure) if the interpreter fails.
+std::vector<rt::HostTensor>
+interpretOrFail(FuncOp f, const std::vector<rt::HostTensor> &args) {
+  auto r = interpret(f, args);
+  if (mlir::failed(r)) {
+    ADD_FAILURE() << "the interpreter failed on @" << f.getName().str();
+    return {};
+  }
+  return *r;
+}
+
+/// Plans @`func` of `module` (adding step.offsets to it); nullopt (with a
+/// failure) on an rt::Error.
+std::optional<rt::Artifact> planOrFail(ModuleOp module,
+                                       const std::string &func) {
+  try {
+    return planArtifact(module, func);
+  } catch (const rt::Error &e) {
+    ADD_FAILURE() << "planArtifact: " << e.what();
+    return std::nullopt;
+  }
+}
+
+/// Runs `artifact` on the CPU backend; empty (with a failure) on an
+/// rt::Error or without an artifact.
+std::vector<rt::HostTensor> cpuOrFail(const std::optional<rt::Artifact> &a,
+                                      const std::vector<rt::HostTensor> &args) {
+  if (!a)
+    return {};
+  try {
+    return rt::cpu::execute(*a, args);
+  } catch (const rt::Error &e) {
+    ADD_FAILURE() << "CPU backend: " << e.what();
+    return {};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Random elementwise/reduction graphs
+//===----------------------------------------------------------------------===//
+
+/// Seeds 1..`count`, or 1..$STEP_FUSE_SEEDS (a longer fuzzing run), or
+/// only $STEP_FUSE_SEED (to reproduce one failure; its graph is printed).
+std::pair<uint64_t, uint64_t> seedRange(uint64_t count) {
+  if (const char *one = std::getenv("STEP_FUSE_SEED")) {
+    uint64_t s = std::strtoull(one, nullptr, 10);
+    return {s, s};
+  }
+  if (const char *n = std::getenv("STEP_FUSE_SEEDS"))
+    return {1, std::strtoull(n, nullptr, 10)};
+  return {1, count};
+}
+
+/// Odd seeds cycle through the options (a small budget, one phase off);
+/// even seeds use the defaults.
+std::string pipelineFor(uint64_t seed) {
+  static const char *const variants[] = {"step-fuse{max-ops=4}",
+                                         "step-fuse{multi-tensor=false}",
+                                         "step-fuse{epilogues=false}",
+                                         "step-fuse{row-ops=false}",
+                                         "step-fuse{max-inputs=2}",
+                                         "step-fuse{max-tensors=2 max-ops=6}",
+                                         "step-fuse{max-ops=2 max-inputs=1}"};
+  return seed % 2 == 0 ? "step-fuse" : variants[(seed / 2) % 7];
+}
+
+/// Every check on one graph; returns whether it passed.
+bool checkRandomGraph(mlir::MLIRContext &ctx, const fusegen::FuseGraph &g,
+                      FusionStats &stats, bool verbose) {
+  std::string pipeline = pipelineFor(g.seed);
+  SCOPED_TRACE("seed " + std::to_string(g.seed) + ", " + pipeline);
+  auto ref = mlir::parseSourceString<ModuleOp>(g.mlir, &ctx);
+  if (!ref || mlir::failed(mlir::verify(*ref))) {
+    ADD_FAILURE() << "the generated graph is invalid";
+    return false;
+  }
+  FuncOp f = ref->lookupSymbol<FuncOp>("f");
+  std::vector<rt::HostTensor> want = interpretOrFail(f, g.args);
+  if (want.empty())
+    return false;
+  for (const rt::HostTensor &t : want)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(t.getAsDouble(i))) {
+        ADD_FAILURE() << "the generator made a non-finite value";
+        return false;
+      }
+
+  OwningOpRef<ModuleOp> fused(ref->clone());
+  if (!runPipeline(*fused, pipeline) || mlir::failed(mlir::verify(*fused))) {
+    ADD_FAILURE() << "step-fuse failed or left invalid IR";
+    return false;
+  }
+  stats.add(*fused);
+  if (verbose) {
+    std::cout << "[fuse-diff] after " << pipeline << ":\n";
+    fused->print(llvm::outs());
+    llvm::outs() << "\n";
+    llvm::outs().flush();
+  }
+  FuncOp ff = fused->lookupSymbol<FuncOp>("f");
+  std::vector<std::string> names = resultNames(f);
+  bool ok = true;
+  auto check = [&](const std::vector<rt::HostTensor> &got, const char *what) {
+    testing::AssertionResult same = sameBits(want, got, names);
+    EXPECT_TRUE(same) << what;
+    ok = ok && same;
+  };
+  check(interpretOrFail(ff, g.args), "interpreter, fused vs unfused");
+  check(cpuOrFail(planOrFail(*ref, "f"), g.args),
+        "CPU backend unfused vs interpreter");
+  check(cpuOrFail(planOrFail(*fused, "f"), g.args),
+        "CPU backend fused vs interpreter");
+  return ok;
+}
+
+/// Checks seeds 1..`count` of graphs of `size` and that fusions of every
+/// kind formed: a generator that stopped forming groups would pass
+/// vacuously.
+void checkRandomGraphs(const char *what, uint64_t count,
+                       fusegen::FuseGraphSize size) {
+  auto start = std::chrono::steady_clock::now();
+  auto ctx = makeContext();
+  FusionStats stats;
+  int64_t ops = 0, printed = 0;
+  auto [first, last] = seedRange(count);
+  for (uint64_t seed = first; seed <= last; ++seed) {
+    fusegen::FuseGraph g = fusegen::generateFuseGraph(seed, size);
+    ops += g.ops;
+    bool ok = checkRandomGraph(*ctx, g, stats, first == last);
+    if ((!ok && printed++ < 3) || first == last)
+      std::cout << "[fuse-diff] seed " << seed << " (" << pipelineFor(seed)
+                << ") " << (ok ? "passed" : "failed") << " on:\n"
+                << g.mlir;
+  }
+  if (first == last)
+    return;
+  uint64_t graphs = last - first + 1;
+  EXPECT_GT(stats.fusions, static_cast<int64_t>(graphs));
+  for (const char *kind : {"loop", "reduction", "multi_tensor", "matmul"})
+    EXPECT_GT(stats.kinds[kind], 0) << "no " << kind << " fusion";
+  EXPECT_GT(stats.multiOutput, 0);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::cout << "[fuse-diff] " << what << ": " << graphs << " graphs, " << ops
+            << " ops, " << stats.fusions << " fusions (" << stats.fusedOps
+            << " ops inside; loop " << stats.kinds["loop"] << ", reduction "
+            << stats.kinds["reduction"] << ", multi_tensor "
+            << stats.kinds["multi_tensor"] << ", matmul "
+            << stats.kinds["matmul"] << "; " << stats.multiOutput
+            << " with several results) in " << seconds << " s\n";
+}
+
+TEST(FuseDiff, RandomGraphsAreBitIdentical) {
+  checkRandomGraphs("small graphs", 1000, {});
+}
+
+// Longer graphs: more values with several users, longer chains, groups
+// that meet the max-ops and max-inputs budgets.
+TEST(FuseDiff, LargeRandomGraphsAreBitIdentical) {
+  checkRandomGraphs("large graphs", 100, {40, 80});
+}
+
+// The comparison can fail: turning one step.add inside a fusion into a
+// step.sub must change some result on both backends for most graphs.
+TEST(FuseDiff, AMutatedFusionIsCaught) {
+  auto ctx = makeContext();
+  int64_t mutated = 0, caughtInterp = 0, caughtCpu = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    fusegen::FuseGraph g = fusegen::generateFuseGraph(seed);
+    auto ref = mlir::parseSourceString<ModuleOp>(g.mlir, ctx.get());
+    ASSERT_TRUE(ref);
+    OwningOpRef<ModuleOp> fused(ref->clone());
+    ASSERT_TRUE(runPipeline(*fused, "step-fuse"));
+    mlir::step::AddOp add;
+    fused->walk([&](mlir::step::FusionOp f) {
+      f.getBlock().walk([&](mlir::step::AddOp a) {
+        if (!add)
+          add = a;
+      });
+    });
+    if (!add)
+      continue;
+    mlir::OpBuilder b(add);
+    auto sub = b.create<mlir::step::SubOp>(add.getLoc(), add.getType(),
+                                           add.getLhs(), add.getRhs());
+    add.replaceAllUsesWith(sub.getResult());
+    add.erase();
+    ++mutated;
+    FuncOp f = ref->lookupSymbol<FuncOp>("f");
+    FuncOp ff = fused->lookupSymbol<FuncOp>("f");
+    std::vector<rt::HostTensor> want = interpretOrFail(f, g.args);
+    caughtInterp += !sameBits(want, interpretOrFail(ff, g.args), {});
+    caughtCpu +=
+        !sameBits(want, cpuOrFail(planOrFail(*fused, "f"), g.args), {});
+  }
+  std::cout << "[fuse-diff] mutations caught: interpreter " << caughtInterp
+            << ", CPU " << caughtCpu << " of " << mutated << "\n";
+  ASSERT_GT(mutated, 10);
+  // An add whose operands make a - b == a + b bit for bit (b == 0 in every
+  // element used) or whose effect a max/select hides can slip through.
+  EXPECT_GT(caughtInterp, mutated * 3 / 4);
+  EXPECT_EQ(caughtCpu, caughtInterp);
+}
+
+// The generator is deterministic: a failing seed reproduces.
+TEST(FuseDiff, GeneratorIsDeterministic) {
+  for (uint64_t seed : {3u, 17u, 101u}) {
+    fusegen::FuseGraph a = fusegen::generateFuseGraph(seed);
+    fusegen::FuseGraph b = fusegen::generateFuseGraph(seed);
+    EXPECT_EQ(a.mlir, b.mlir);
+    ASSERT_EQ(a.args.size(), b.args.size());
+    for (size_t i = 0; i < a.args.size(); ++i)
+      EXPECT_TRUE(a.args[i].bitwiseEqual(b.args[i]));
+  }
+  EXPECT_NE(fusegen::generateFuseGraph(1).mlir,
+            fusegen::generateFuseGraph(2).mlir);
+}
+
+//===----------------------------------------------------------------------===//
+// Training steps
+//===----------------------------------------------------------------------===//
+
+struct Model {
+  std::string mlir;
+  std::map<std::string, rt::HostTensor> params;
+  int64_t classes = 0; ///< integer inputs are drawn from [0, classes)
+};
+
+Model mlpModel() {
+  trace::Graph g(3);
+  mlp::Sizes s;
+  s.in = 12, s.hidden1 = 16, s.hidden2 = 8, s.classes = 5, s.batch = 4;
+  mlp::traceMLP(g, s);
+  return {g.mlir(), g.initialParams(), s.classes};
+}
+
+Model gpt2Model() {
+  using namespace step::trace;
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 32, cfg.context = 8, cfg.layers = 2, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = 2;
+  Graph g(5);
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  return {g.mlir(), g.initialParams(), cfg.vocab};
+}
+
+/// The arguments of @train_step: the model's params, zero optimizer state
+/// (as at the start of training) and deterministic inputs.
+std::vector<rt::HostTensor> trainArgs(FuncOp f, const Model &model) {
+  std::vector<rt::HostTensor> args;
+  uint64_t lcg = 12345;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    std::string name = argumentName(f, i);
+    auto it = model.params.find(name);
+    if (it != model.params.end()) {
+      args.push_back(it->second);
+      continue;
+    }
+    auto type = mlir::cast<mlir::RankedTensorType>(f.getArgumentTypes()[i]);
+    rt::HostTensor t(*toDType(type.getElementType()),
+                     rt::Shape(type.getShape().begin(), type.getShape().end()));
+    if (name.rfind("opt.", 0) != 0)
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t bits = lcg >> 33;
+        t.setFromDouble(k, rt::isFloat(t.dtype())
+                               ? static_cast<double>(bits % 2001) / 1000 - 1
+                               : static_cast<double>(bits % model.classes));
+      }
+    args.push_back(std::move(t));
+  }
+  return args;
+}
+
+/// The arguments of the next update: each result replaces the argument of
+/// its name (params and state), inputs stay.
+std::vector<rt::HostTensor> nextArgs(FuncOp f, std::vector<rt::HostTensor> args,
+                                     const std::vector<rt::HostTensor> &out) {
+  std::map<std::string, const rt::HostTensor *> byName;
+  for (unsigned r = 0; r < out.size(); ++r)
+    byName[resultName(f, r)] = &out[r];
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (auto it = byName.find(argumentName(f, i)); it != byName.end())
+      args[i] = *it->second;
+  return args;
+}
+
+struct TrainCase {
+  const char *name; ///< the test's name
+  Model (*model)();
+  const char *pipeline;
+  const char *optimizer; ///< OptimizerOptions::parse syntax
+  int64_t gradAccum;
+  /// Fusion kinds the fused step must contain.
+  std::vector<std::string> kinds;
+};
+
+/// Names the case in gtest's and ctest's output (not its bytes).
+void PrintTo(const TrainCase &c, std::ostream *os) { *os << c.name; }
+
+class FuseTrainStep : public testing::TestWithParam<TrainCase> {};
+
+TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
+  const TrainCase &c = GetParam();
+  Model model = c.model();
+  auto ctx = makeContext();
+  auto ref = mlir::parseSourceString<ModuleOp>(model.mlir, ctx.get());
+  ASSERT_TRUE(ref);
+  TrainOptions t;
+  t.optimizer = OptimizerOptions::parse(c.optimizer);
+  t.gradAccum = c.gradAccum;
+  t.clipNorm = 0.5; // small enough that the clip scales the gradients
+  t.fuse = false;   // the baseline; step-fuse runs on the copy below
+  ASSERT_TRUE(mlir::succeeded(buildTrainStep(*ref, t)));
+  OwningOpRef<ModuleOp> fused(ref->clone());
+  ASSERT_TRUE(runPipeline(*fused, c.pipeline));
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*fused)));
+
+  FuncOp f = ref->lookupSymbol<FuncOp>("train_step");
+  FuncOp ff = fused->lookupSymbol<FuncOp>("train_step");
+  ASSERT_TRUE(f && ff);
+  FusionStats stats;
+  stats.add(*fused);
+  EXPECT_LT(topLevelOps(ff), topLevelOps(f));
+  for (const std::string &kind : c.kinds)
+    EXPECT_GT(stats.kinds[kind], 0) << "no " << kind << " fusion";
+  std::cout << "[fuse-diff] " << c.name << " " << c.pipeline << ": "
+            << topLevelOps(f) << " -> " << topLevelOps(ff) << " top-level ops, "
+            << stats.fusions << " fusions (loop " << stats.kinds["loop"]
+            << ", reduction " << stats.kinds["reduction"] << ", multi_tensor "
+            << stats.kinds["multi_tensor"] << ", matmul "
+            << stats.kinds["matmul"] << ")\n";
+
+  std::vector<std::string> names = resultNames(f);
+  std::vector<rt::HostTensor> args = trainArgs(f, model);
+  std::vector<std::vector<rt::HostTensor>> interpreted;
+  // Two updates: the second starts from non-zero optimizer state.
+  for (int update = 0; update < 2; ++update) {
+    SCOPED_TRACE("interpreter, update " + std::to_string(update));
+    std::vector<rt::HostTensor> want = interpretOrFail(f, args);
+    std::vector<rt::HostTensor> got = interpretOrFail(ff, args);
+    ASSERT_FALSE(want.empty());
+    ASSERT_TRUE(std::isfinite(want[0].getAsDouble(0)));
+    ASSERT_TRUE(sameBits(want, got, names));
+    interpreted.push_back(want);
+    args = nextArgs(f, args, want);
+  }
+
+  std::optional<rt::Artifact> plain = planOrFail(*ref, "train_step");
+  std::optional<rt::Artifact> withFusions = planOrFail(*fused, "train_step");
+  ASSERT_TRUE(plain && withFusions);
+  args = trainArgs(f, model);
+  for (int update = 0; update < 2; ++update) {
+    SCOPED_TRACE("CPU backend, update " + std::to_string(update));
+    std::vector<rt::HostTensor> want = cpuOrFail(plain, args);
+    std::vector<rt::HostTensor> got = cpuOrFail(withFusions, args);
+    ASSERT_FALSE(want.empty());
+    ASSERT_TRUE(sameBits(want, got, names));
+    EXPECT_TRUE(sameBits(interpreted[update], want, names))
+        << "CPU backend vs interpreter";
+    args = nextArgs(f, args, want);
+  }
+}
+
+// The MLP step has no reduction fusion: its only reductions are the loss
+// and the bias gradients, whose producers (cross_entropy_grad, the ReLU
+// backward select) also feed matmuls. GPT-2 has no matmul fusion: its
+// linears are rank-3 and the matmul epilogue wants rank 2.
+const std::vector<std::string> kMlpKinds = {"loop", "multi_tensor", "matmul"};
+const std::vector<std::string> kGptKinds = {"loop", "reduction",
+                                            "multi_tensor"};
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, FuseTrainStep,
+    testing::Values(TrainCase{"MLP_AdamW", mlpModel, "step-fuse",
+                              "adamw,lr=1e-2", 1, kMlpKinds},
+                    TrainCase{"MLP_AdamW_SmallBudgets", mlpModel,
+                              "step-fuse{max-ops=4 max-tensors=2}",
+                              "adamw,lr=1e-2", 1, kMlpKinds},
+                    TrainCase{"MLP_SgdMomentum_Accum2", mlpModel, "step-fuse",
+                              "sgd,lr=0.1,momentum=0.9", 2, kMlpKinds},
+                    TrainCase{"MLP_Lamb", mlpModel, "step-fuse", "lamb,lr=1e-2",
+                              1, kMlpKinds},
+                    TrainCase{"GPT2_AdamW", gpt2Model, "step-fuse",
+                              "adamw,lr=1e-2", 1, kGptKinds},
+                    TrainCase{"GPT2_AdamW_SmallBudgets", gpt2Model,
+                              "step-fuse{max-tensors=3 row-ops=false}",
+                              "adamw,lr=1e-2", 1, kGptKinds},
+                    TrainCase{"GPT2_Lamb_Accum2", gpt2Model, "step-fuse",
+                              "lamb,lr=1e-2", 2, kGptKinds}),
+    [](const testing::TestParamInfo<TrainCase> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace

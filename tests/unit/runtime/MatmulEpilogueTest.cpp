@@ -1,0 +1,275 @@
+//===- MatmulEpilogueTest.cpp - Reading `matmul` fusions for cuBLASLt -----===//
+//
+// runtime/cuda/MatmulEpilogue.h on hand-built fusion bodies: every form
+// step-fuse produces (matmul, + bias in either add order, + relu or tanh
+// GELU, batched) gives its epilogue and the fusion operands that feed
+// cuBLASLt; every body cuBLASLt cannot run as one call is refused with a
+// message saying why. Pure: runs without CUDA.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/MatmulEpilogue.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace {
+using namespace step::rt;
+using namespace step::rt::cuda;
+
+/// A fusion body under construction and the step that holds it.
+struct Body {
+  std::shared_ptr<Plan> plan = std::make_shared<Plan>();
+
+  int64_t buffer(DType t, Shape s) {
+    BufferDesc b;
+    b.name = "%" + std::to_string(plan->buffers.size());
+    b.dtype = t;
+    b.shape = std::move(s);
+    plan->buffers.push_back(b);
+    return static_cast<int64_t>(plan->buffers.size()) - 1;
+  }
+  int64_t arg(DType t, Shape s) {
+    int64_t id = buffer(t, std::move(s));
+    plan->arguments.push_back(id);
+    return id;
+  }
+  /// A step with one new result of type (t, s).
+  int64_t step(const std::string &op, nlohmann::json attrs,
+               std::vector<int64_t> operands, DType t, Shape s) {
+    PlanStep st;
+    st.op = "step." + op;
+    st.attrs = attrs.is_null() ? nlohmann::json::object() : std::move(attrs);
+    st.operands = std::move(operands);
+    int64_t r = buffer(t, std::move(s));
+    st.results = {r};
+    plan->steps.push_back(std::move(st));
+    return r;
+  }
+  PlanStep fusion(std::vector<int64_t> results, const char *kind = "matmul") {
+    plan->results = std::move(results);
+    PlanStep s;
+    s.op = "step.fusion";
+    s.attrs = {{"kind", kind}};
+    for (size_t i = 0; i < plan->arguments.size(); ++i)
+      s.operands.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < plan->results.size(); ++i)
+      s.results.push_back(100 + static_cast<int64_t>(i));
+    s.body = plan;
+    return s;
+  }
+};
+
+const DType F = DType::F32;
+
+/// lhs [4, 8] (argument 0), rhs [8, 16] (argument 1), bias [16]
+/// (argument 2); returns the product's buffer.
+int64_t matmul(Body &b, int64_t *bias, DType t = F) {
+  int64_t x = b.arg(t, {4, 8}), w = b.arg(t, {8, 16});
+  *bias = b.arg(t, {16});
+  return b.step("matmul", {{"transpose_b", false}}, {x, w}, t, {4, 16});
+}
+
+int64_t addBias(Body &b, int64_t mm, int64_t bias, bool swapped = false) {
+  int64_t bc = b.step("broadcast_in_dim", {{"broadcast_dimensions", {1}}},
+                      {bias}, F, {4, 16});
+  return b.step("add", nullptr, swapped ? std::vector<int64_t>{bc, mm}
+                                        : std::vector<int64_t>{mm, bc},
+                F, {4, 16});
+}
+
+void expectRefused(const PlanStep &s, const std::string &why) {
+  try {
+    readMatmulFusion(s, "plan step 7 (step.fusion)");
+    ADD_FAILURE() << "accepted; expected a refusal mentioning '" << why << "'";
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("plan step 7 (step.fusion): matmul fusion: "),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Accepted forms
+//===----------------------------------------------------------------------===//
+
+TEST(MatmulEpilogue, PlainMatmul) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  PlanStep s = b.fusion({mm});
+  FusedMatmul f = readMatmulFusion(s, "x");
+  EXPECT_EQ(f.epilogue, MatmulEpilogue::None);
+  EXPECT_EQ(f.lhs, 0);
+  EXPECT_EQ(f.rhs, 1);
+  EXPECT_EQ(f.bias, -1);
+  ASSERT_EQ(f.matmul, &s.body->steps[0]);
+  EXPECT_TRUE(f.matmul->attrs.contains("transpose_b"));
+  EXPECT_TRUE(isMatmulFusion(s));
+}
+
+TEST(MatmulEpilogue, BiasInEitherAddOrder) {
+  for (bool swapped : {false, true}) {
+    Body b;
+    int64_t bias;
+    int64_t mm = matmul(b, &bias);
+    PlanStep s = b.fusion({addBias(b, mm, bias, swapped)});
+    FusedMatmul f = readMatmulFusion(s, "x");
+    EXPECT_EQ(f.epilogue, MatmulEpilogue::Bias) << swapped;
+    EXPECT_EQ(f.bias, 2) << swapped;
+  }
+}
+
+TEST(MatmulEpilogue, ActivationsWithAndWithoutBias) {
+  struct Case {
+    const char *op;
+    bool bias;
+    MatmulEpilogue want;
+  };
+  for (Case c : {Case{"relu", false, MatmulEpilogue::Relu},
+                 Case{"relu", true, MatmulEpilogue::ReluBias},
+                 Case{"gelu", false, MatmulEpilogue::Gelu},
+                 Case{"gelu", true, MatmulEpilogue::GeluBias}}) {
+    Body b;
+    int64_t bias;
+    int64_t v = matmul(b, &bias);
+    if (c.bias)
+      v = addBias(b, v, bias);
+    nlohmann::json attrs = nlohmann::json::object();
+    if (std::string(c.op) == "gelu")
+      attrs["approximate"] = "tanh";
+    v = b.step(c.op, attrs, {v}, F, {4, 16});
+    FusedMatmul f = readMatmulFusion(b.fusion({v}), "x");
+    EXPECT_EQ(f.epilogue, c.want) << matmulEpilogueName(c.want);
+    EXPECT_EQ(f.bias, c.bias ? 2 : -1) << matmulEpilogueName(c.want);
+  }
+  EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::GeluBias), "gelu_bias");
+}
+
+TEST(MatmulEpilogue, OperandsInAnyArgumentOrderAndBatched) {
+  // bias first, then rhs, then a batched lhs [2, 4, 8].
+  Body b;
+  int64_t bias = b.arg(F, {16}), w = b.arg(F, {8, 16}), x = b.arg(F, {2, 4, 8});
+  int64_t mm = b.step("matmul", nullptr, {x, w}, F, {2, 4, 16});
+  int64_t bc = b.step("broadcast_in_dim", {{"broadcast_dimensions", {2}}},
+                      {bias}, F, {2, 4, 16});
+  int64_t r = b.step("add", nullptr, {bc, mm}, F, {2, 4, 16});
+  FusedMatmul f = readMatmulFusion(b.fusion({r}), "x");
+  EXPECT_EQ(f.epilogue, MatmulEpilogue::Bias);
+  EXPECT_EQ(f.lhs, 2);
+  EXPECT_EQ(f.rhs, 1);
+  EXPECT_EQ(f.bias, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Refusals
+//===----------------------------------------------------------------------===//
+
+TEST(MatmulEpilogue, ExactGeluIsRefused) {
+  for (const char *approx : {"none", ""}) {
+    Body b;
+    int64_t bias;
+    int64_t mm = matmul(b, &bias);
+    nlohmann::json attrs = nlohmann::json::object();
+    if (*approx)
+      attrs["approximate"] = approx;
+    int64_t g = b.step("gelu", attrs, {mm}, F, {4, 16});
+    expectRefused(b.fusion({g}), "tanh approximation");
+  }
+}
+
+TEST(MatmulEpilogue, BiasOverAnotherDimIsRefused) {
+  Body b;
+  int64_t x = b.arg(F, {4, 8}), w = b.arg(F, {8, 16}), bias = b.arg(F, {4});
+  int64_t mm = b.step("matmul", nullptr, {x, w}, F, {4, 16});
+  int64_t bc = b.step("broadcast_in_dim", {{"broadcast_dimensions", {0}}},
+                      {bias}, F, {4, 16});
+  int64_t r = b.step("add", nullptr, {mm, bc}, F, {4, 16});
+  expectRefused(b.fusion({r}), "rank-1 tensor of the last dim");
+}
+
+TEST(MatmulEpilogue, AResidualAddIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t res = b.arg(F, {4, 16});
+  int64_t r = b.step("add", nullptr, {mm, res}, F, {4, 16});
+  expectRefused(b.fusion({r}), "not a broadcast_in_dim");
+}
+
+TEST(MatmulEpilogue, BiasAfterTheActivationIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t a = b.step("relu", nullptr, {mm}, F, {4, 16});
+  expectRefused(b.fusion({addBias(b, a, bias)}), "after the activation");
+}
+
+TEST(MatmulEpilogue, TwoActivationsAreRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t a = b.step("relu", nullptr, {mm}, F, {4, 16});
+  int64_t c = b.step("relu", nullptr, {a}, F, {4, 16});
+  expectRefused(b.fusion({c}), "a second activation");
+}
+
+TEST(MatmulEpilogue, AnotherOpIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t e = b.step("exp", nullptr, {mm}, F, {4, 16});
+  expectRefused(b.fusion({e}), "cannot be a cuBLASLt epilogue");
+}
+
+TEST(MatmulEpilogue, AnIntermediateWithTwoUsesIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t r = b.step("add", nullptr, {mm, mm}, F, {4, 16});
+  expectRefused(b.fusion({r}), "has 2 uses");
+}
+
+TEST(MatmulEpilogue, TwoResultsAreRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t r = b.step("relu", nullptr, {mm}, F, {4, 16});
+  expectRefused(b.fusion({mm, r}), "one result");
+}
+
+TEST(MatmulEpilogue, ASideComputationIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  b.step("neg", nullptr, {bias}, F, {16});
+  expectRefused(b.fusion({mm}), "does not feed the result");
+}
+
+TEST(MatmulEpilogue, ABiasOfAnotherDtypeIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias, DType::BF16);
+  b.plan->buffers[bias].dtype = F;
+  int64_t bc = b.step("broadcast_in_dim", {{"broadcast_dimensions", {1}}},
+                      {bias}, DType::BF16, {4, 16});
+  int64_t r = b.step("add", nullptr, {mm, bc}, DType::BF16, {4, 16});
+  expectRefused(b.fusion({r}), "the bias is f32");
+}
+
+TEST(MatmulEpilogue, NotAMatmulFusionIsRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  PlanStep loop = b.fusion({mm}, "loop");
+  EXPECT_FALSE(isMatmulFusion(loop));
+  expectRefused(loop, "kind is not \"matmul\"");
+  Body none;
+  none.arg(F, {4});
+  int64_t n = none.step("neg", nullptr, {0}, F, {4});
+  expectRefused(none.fusion({n}), "no step.matmul");
+}
+
+} // namespace
