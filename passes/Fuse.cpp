@@ -13,9 +13,10 @@
 //
 // Algorithm, in four phases over the block in program order (an op joins
 // at most one group):
-//  1. matmul: a matmul whose single user adds a bias (`broadcast_in_dim` of
-//     a rank-1 tensor over the last dim), and the add's single user a relu
-//     or a tanh-GELU, become one cuBLASLt call with an epilogue.
+//  1. matmul: a matmul (batched too) whose single user adds a bias
+//     (`broadcast_in_dim` of a rank-1 tensor over the last dim), and the
+//     add's single user a relu or a tanh-GELU, become one cuBLASLt call
+//     with an epilogue.
 //  2. multi_tensor: optimizer updates of one op and attribute set (SGD,
 //     AdamW; LAMB needs per-tensor norms first and stays unfused), up to
 //     `max-tensors` per fusion and 3 KB of kernel pointer parameters, each
@@ -233,9 +234,10 @@ private:
   void formMatmulGroups() {
     for (Operation &op : block) {
       auto mm = dyn_cast<MatmulOp>(op);
-      if (!mm || !isFree(mm) || mm.getType().getRank() != 2 ||
+      if (!mm || !isFree(mm) || mm.getType().getRank() < 2 ||
           !mm->hasOneUse())
         continue;
+      int64_t last = mm.getType().getRank() - 1;
       Group g;
       g.kind = kMatmulFusion;
       g.ops.insert(mm);
@@ -247,7 +249,7 @@ private:
         if (bc && isFree(bc) && other != cur &&
             bc.getOperand().getType().getRank() == 1 &&
             bc.getBroadcastDimensions().size() == 1 &&
-            bc.getBroadcastDimensions()[0] == 1) {
+            bc.getBroadcastDimensions()[0] == last) {
           g.ops.insert(add);
           (usersIn(bc, g) ? g.ops : g.dups).insert(bc);
           cur = add.getResult();

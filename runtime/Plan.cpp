@@ -28,6 +28,23 @@ BufferKind bufferKindFromName(const std::string &name) {
   throw Error("plan: unknown buffer kind '" + name + "'");
 }
 
+bool isView(const Plan &plan, const PlanStep &s) {
+  if ((s.op != "step.reshape" && s.op != "step.stop_gradient") ||
+      s.operands.size() != 1 || s.results.size() != 1)
+    return false;
+  const BufferDesc &in = plan.buffers.at(s.operands[0]);
+  const BufferDesc &out = plan.buffers.at(s.results[0]);
+  return in.kind == BufferKind::Transient &&
+         out.kind == BufferKind::Transient && in.offset == out.offset;
+}
+
+int64_t launchCount(const Plan &plan) {
+  int64_t n = 0;
+  for (const PlanStep &s : plan.steps)
+    n += !isView(plan, s);
+  return n;
+}
+
 nlohmann::json toJson(const Plan &plan) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const BufferDesc &b : plan.buffers)

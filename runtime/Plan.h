@@ -78,6 +78,15 @@ struct Plan {
   void validate(bool isBody = false) const;
 };
 
+/// Whether step `s` of `plan` is a view: a reshape or stop_gradient whose
+/// result step-memory-plan placed at its operand's arena offset. It moves
+/// nothing and has no kernel.
+bool isView(const Plan &plan, const PlanStep &s);
+
+/// Device launches of one call of `plan`: one per step (a generated kernel,
+/// or one cuBLASLt call for a matmul or a matmul fusion) except views.
+int64_t launchCount(const Plan &plan);
+
 nlohmann::json toJson(const Plan &plan);
 Plan planFromJson(const nlohmann::json &j);
 

@@ -173,6 +173,21 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     throw rt::Error("codegen: a fusion value from another block");
 
   // Index maps: no arithmetic.
+  if (auto iota = mlir::dyn_cast<ops::IotaOp>(op)) {
+    // The coordinate along `dimension`, as the unfused iota kernel; exact
+    // in every element type the verifier admits for the sizes we build.
+    std::vector<int64_t> shape = shapeOf(v);
+    auto d = static_cast<size_t>(iota.getDimension());
+    int64_t inner = 1;
+    for (size_t k = d + 1; k < shape.size(); ++k)
+      inner *= shape[k];
+    needs_.add(elemOf(v.getType()));
+    std::string local = fresh("fv");
+    line("const " + localType(v) + " " + local + " = (" + localType(v) +
+         ")((long long)(" + idx + ") / " + std::to_string(inner) + " % " +
+         std::to_string(shape[d]) + ");");
+    return local;
+  }
   if (mlir::isa<ops::ReshapeOp, ops::StopGradientOp>(op))
     return valueAt(op->getOperand(0), idx); // same type, same flat index
   if (auto b = mlir::dyn_cast<ops::BroadcastInDimOp>(op)) {

@@ -12,7 +12,7 @@ FusionRole fusionRole(Operation *op) {
           MaxOp, MinOp, PowOp, CompareOp, SelectOp, CastOp, DropoutOp,
           StopGradientOp>(op))
     return FusionRole::Elementwise;
-  if (isa<BroadcastInDimOp, ReshapeOp>(op))
+  if (isa<BroadcastInDimOp, ReshapeOp, IotaOp>(op))
     return FusionRole::View;
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
     return FusionRole::Reduce;
@@ -67,7 +67,7 @@ LogicalResult FusionOp::verify() {
       FusionRole role = fusionRole(&op);
       if (role != FusionRole::Elementwise && role != FusionRole::View)
         return emitOpError("C5: a loop fusion holds elementwise ops, "
-                           "broadcast_in_dim and reshape, found '")
+                           "broadcast_in_dim, reshape and iota, found '")
                << op.getName() << "'";
     }
   }

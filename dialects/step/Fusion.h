@@ -15,7 +15,8 @@ namespace mlir::step {
 enum class FusionRole {
   Elementwise, ///< unary, binary, compare, select, cast, dropout,
                ///< stop_gradient: element i of the result from element i
-  View,        ///< broadcast_in_dim, reshape: an index map, no arithmetic
+  View,        ///< broadcast_in_dim, reshape, iota: an index map (or the
+               ///< index itself), no arithmetic
   Reduce,      ///< reduce_sum, reduce_mean, reduce_max
   RowOp,       ///< softmax, log_softmax, layer_norm, cross_entropy,
                ///< cross_entropy_grad: a row-wise normalization or loss

@@ -16,8 +16,9 @@ def Step_FusionOp : Step_Op<"fusion",
     fusion never changes a result.
 
     `kind` says how the group is executed (docs/fusion.md):
-     - `"loop"`: elementwise ops, `broadcast_in_dim` and `reshape`; every
-       result has the same number of elements (the loop's domain);
+     - `"loop"`: elementwise ops, `broadcast_in_dim`, `reshape` and
+       `iota`; every result has the same number of elements (the loop's
+       domain);
      - `"reduction"`: one or more roots that read the same input shape
        (`reduce_sum`/`reduce_mean`/`reduce_max` over the same dims, or one
        of `softmax`, `log_softmax`, `layer_norm`, `cross_entropy`,
@@ -37,8 +38,9 @@ def Step_FusionOp : Step_Op<"fusion",
     C3: the body ends in `step.yield` whose operand types are the result
         types.
     C4: the body holds step ops only, no `step.fusion` or `step.constant`.
-    C5: a `loop` body holds only elementwise ops, `broadcast_in_dim` and
-        `reshape`, and every result has as many elements as the first.
+    C5: a `loop` body holds only elementwise ops, `broadcast_in_dim`,
+        `reshape` and `iota`, and every result has as many elements as the
+        first.
 
     ```mlir
     %r = step.fusion "loop" (%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {

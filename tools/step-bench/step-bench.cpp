@@ -117,17 +117,11 @@ int main(int argc, char **argv) {
       times.push_back(since(t0));
     }
     std::sort(times.begin(), times.end());
-    // Launches on a GPU: a generated kernel or a cuBLASLt matmul per step
-    // (a matmul fusion is one cuBLASLt call with an epilogue; an aliased
-    // reshape has no kernel and moves nothing).
-    int64_t launches = 0, fusions = 0;
-    for (const auto &s : artifact.plan.steps) {
-      bool matmul = s.op == "step.matmul" ||
-                    (s.op == "step.fusion" &&
-                     s.attrs.value("kind", std::string()) == "matmul");
-      launches += !s.kernel.empty() || matmul;
+    // Launches on a GPU: a generated kernel or a cuBLASLt call per step
+    // (a matmul fusion is one call with an epilogue); views move nothing.
+    int64_t launches = step::rt::launchCount(artifact.plan), fusions = 0;
+    for (const auto &s : artifact.plan.steps)
       fusions += s.op == "step.fusion";
-    }
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
     nlohmann::json j = {

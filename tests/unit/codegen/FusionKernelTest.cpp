@@ -202,6 +202,24 @@ TEST(FusionLoop, IntegerAndSelectKeepRawTypes) {
   expectCompiles(ks);
 }
 
+TEST(FusionLoop, CausalMaskFromIotas) {
+  // iota is the coordinate along its dim: row index 0..7 and column 0..15.
+  KernelSource ks = firstKernel(fusionFn(
+      "%a: tensor<8x16xf32>, %b: tensor<8x16xf32>",
+      R"(step.fusion "loop" (%a, %b) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>):
+    %r = step.iota dim = 0 : tensor<8x16xi64>
+    %c = step.iota dim = 1 : tensor<8x16xi64>
+    %m = step.compare gt, %c, %r : tensor<8x16xi64>
+    %s = step.select %m, %x, %y : tensor<8x16xi1>, tensor<8x16xf32>
+    step.yield %s : tensor<8x16xf32>
+  })", "tensor<8x16xf32>"), "loop_iota");
+  EXPECT_TRUE(contains(ks.source, " / 16 % 8);")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, " / 1 % 16);")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "r0 = (a0 > a1) ? 1 : 0;")) << ks.source;
+  expectCompiles(ks);
+}
+
 TEST(FusionLoop, UnsupportedKindsThrow) {
   Parsed p = parse(fusionFn("%x: tensor<4xf32>", R"(step.fusion "multi_tensor" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):

@@ -2224,7 +2224,7 @@ func.func @fusion_c4(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @fusion_c5_op(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim and reshape, found 'step.matmul'}}
+  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape and iota, found 'step.matmul'}}
   %r = step.fusion "loop" (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
   ^bb0(%a: tensor<4x4xf32>):
     %m = step.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>

@@ -90,3 +90,29 @@ func.func @budget(%x: tensor<16xf32>) -> tensor<16xf32> {
   %e = step.tanh %d : tensor<16xf32>
   return %e : tensor<16xf32>
 }
+
+// -----
+
+// A causal mask: iota is an index map, so the two iotas, the compare and
+// the first select are one kernel, which also yields the mask for the
+// select after the matmul.
+// CHECK-LABEL: func.func @causal_mask
+// SMALL-LABEL: func.func @causal_mask
+// CHECK: %[[F:.+]]:2 = step.fusion "loop"(%arg0, %arg1) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xi1>, tensor<4x4xf32>) {
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: step.iota dim = 1
+// CHECK-NEXT: step.iota dim = 0
+// CHECK-NEXT: %[[M:.+]] = step.compare gt
+// CHECK-NEXT: %[[S:.+]] = step.select %[[M]]
+// CHECK-NEXT: step.yield %[[M]], %[[S]]
+// CHECK: %[[Y:.+]] = step.matmul %[[F]]#1, %[[F]]#1
+// CHECK-NEXT: step.select %[[F]]#0, %[[Y]], %arg2
+func.func @causal_mask(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %r = step.iota dim = 0 : tensor<4x4xi64>
+  %k = step.iota dim = 1 : tensor<4x4xi64>
+  %m = step.compare gt, %k, %r : tensor<4x4xi64>
+  %x = step.select %m, %a, %b : tensor<4x4xi1>, tensor<4x4xf32>
+  %y = step.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %z = step.select %m, %y, %c : tensor<4x4xi1>, tensor<4x4xf32>
+  return %x, %z : tensor<4x4xf32>, tensor<4x4xf32>
+}
