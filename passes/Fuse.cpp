@@ -43,6 +43,9 @@
 // the group are duplicated into it (index maps, no work). A fusion holds at
 // most `max-ops` ops and `max-inputs` inputs (a proxy for the registers a
 // thread needs); single-op groups stay unfused.
+// A reshape/stop_gradient of a group value that is read only after the
+// group is moved out of it, after the fusion: the fusion yields one buffer
+// and the op is a view of it (no second copy in the arena).
 // Refused, by construction: ops across a matmul or any op of role None
 // (gathers, attention, transpose...), a reduction feeding a broadcast of its
 // result across the reduced dim (the broadcast's element count differs from
@@ -570,6 +573,28 @@ private:
   }
 
   void outline(Group &g) {
+    // A reshape/stop_gradient of a group value read only after the group
+    // leaves it: the fusion yields its operand and the op, placed after
+    // the fusion, is a view (step-memory-plan) instead of a second buffer.
+    int64_t lastPos = -1;
+    for (Operation *op : g.ops)
+      lastPos = std::max(lastPos, pos.lookup(op));
+    SmallVector<Operation *> views;
+    for (Operation *op : g.ops) {
+      Operation *d = isa<ReshapeOp, StopGradientOp>(op)
+                         ? op->getOperand(0).getDefiningOp()
+                         : nullptr;
+      if (!d || !g.ops.contains(d) || g.kind == kMatmulFusion)
+        continue;
+      bool after = llvm::all_of(op->getUsers(), [&](Operation *u) {
+        return !g.ops.contains(u) &&
+               pos.lookup(block.findAncestorOpInBlock(*u)) > lastPos;
+      });
+      if (after)
+        views.push_back(op);
+    }
+    for (Operation *v : views)
+      g.ops.remove(v);
     SmallVector<Operation *> body(g.ops.begin(), g.ops.end());
     body.append(g.dups.begin(), g.dups.end());
     llvm::sort(body, [&](Operation *a, Operation *b) {
@@ -592,6 +617,8 @@ private:
         for (OpOperand &use : r.getUses())
           if (!g.ops.contains(use.getOwner())) {
             outside = true;
+            if (llvm::is_contained(views, use.getOwner()))
+              continue; // moves after the fusion
             firstUse = std::min(
                 firstUse, pos.lookup(block.findAncestorOpInBlock(
                               *use.getOwner())));
@@ -600,8 +627,11 @@ private:
           outputs.push_back(r);
       }
     }
-    if (outputs.empty() || defined >= firstUse)
+    if (outputs.empty() || defined >= firstUse) {
+      for (Operation *v : views)
+        g.ops.insert(v);
       return; // nothing to compute, or no SSA-valid place for the fusion
+    }
     int64_t at = std::min(firstUse, lastMember + 1);
     Operation *before = nullptr;
     for (Operation &op : block)
@@ -629,6 +659,8 @@ private:
       v.replaceUsesWithIf(r, [&](OpOperand &use) {
         return !g.ops.contains(use.getOwner());
       });
+    for (Operation *v : llvm::reverse(views))
+      v->moveAfter(fusion);
     for (Operation *op : llvm::reverse(body))
       if (g.ops.contains(op))
         op->erase();

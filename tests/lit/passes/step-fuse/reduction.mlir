@@ -88,3 +88,24 @@ func.func @softmax_prologue(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>) -> tensor<
   %p = step.softmax %a dim = 1 : tensor<4x8xf32>
   return %p : tensor<4x8xf32>
 }
+
+// -----
+
+// A reshape of a group value read only after the group leaves it: the
+// fusion yields the value once and the reshape after it is a view
+// (step-memory-plan gives it the same bytes), not a second buffer.
+// CHECK-LABEL: func.func @view_leaves
+// CHECK: %[[F:.+]] = step.fusion "reduction"
+// CHECK: step.softmax
+// CHECK-NOT: step.reshape
+// CHECK: step.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[R:.+]] = step.reshape %[[F]] : tensor<4x8xf32> -> tensor<1x32xf32>
+// CHECK: step.matmul
+func.func @view_leaves(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>, %w: tensor<32x32xf32>) -> tensor<1x32xf32> {
+  %a = step.mul %x, %s : tensor<4x8xf32>
+  %p = step.softmax %a dim = 1 : tensor<4x8xf32>
+  %r = step.reshape %p : tensor<4x8xf32> -> tensor<1x32xf32>
+  %m = step.matmul %r, %w : tensor<1x32xf32>, tensor<32x32xf32> -> tensor<1x32xf32>
+  return %m : tensor<1x32xf32>
+}
