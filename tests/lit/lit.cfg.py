@@ -13,3 +13,5 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.environment["PATH"] = os.pathsep.join(
     [config.step_tools_dir, config.llvm_tools_dir, config.environment["PATH"]])
 config.substitutions.append(("%step_src", config.step_src_root))
+if config.step_have_codegen:
+    config.available_features.add("codegen")

@@ -1,0 +1,21 @@
+// REQUIRES: codegen
+// stepc --dump-kernels writes one <kernel>.cu per distinct generated
+// kernel: here the loop fusion of the backward and the multi-tensor kernels.
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: stepc %s --train --optimizer=sgd --clip=1.0 --no-kernels -o %t/m.step --dump-kernels=%t/kernels
+// RUN: ls %t/kernels | FileCheck %s --check-prefix=FILES
+// RUN: cat %t/kernels/fusion_*.cu | FileCheck %s --check-prefix=SOURCE
+
+// FILES-DAG: fusion_{{[0-9a-f]+}}.cu
+// SOURCE: extern "C" __global__
+func.func @forward(%w: tensor<16xf32> {step.kind = "param", step.name = "w"},
+                   %v: tensor<16xf32> {step.kind = "param", step.name = "v"},
+                   %x: tensor<16xf32> {step.kind = "input", step.name = "x"})
+    -> (tensor<f32> {step.name = "loss"}) {
+  %a = step.mul %w, %x : tensor<16xf32>
+  %t = step.tanh %a : tensor<16xf32>
+  %b = step.mul %t, %v : tensor<16xf32>
+  %l = step.reduce_sum %b dims = [0] : tensor<16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
