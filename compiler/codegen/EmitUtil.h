@@ -88,6 +88,33 @@ std::string decompose(const std::string &var, const std::string &acc,
                       const std::vector<int64_t> &dims,
                       const std::vector<int64_t> &strides);
 
+/// Index dims with their strides, adjacent dims that are contiguous in
+/// memory merged (so a trailing block of dims decomposes as one); the
+/// reduction kernels, fused or not, index through it.
+struct DimList {
+  std::vector<int64_t> dims, strides;
+  void add(int64_t dim, int64_t stride) {
+    if (dim == 1)
+      return;
+    if (!dims.empty() && strides.back() == dim * stride) {
+      dims.back() *= dim;
+      strides.back() = stride;
+      return;
+    }
+    dims.push_back(dim);
+    strides.push_back(stride);
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+  std::string offset(const std::string &var, const std::string &acc) const {
+    return decompose(var, acc, dims, strides);
+  }
+};
+
 /// One elementwise kernel: operand k is per element unless `uniform[k]`
 /// (a rank-0 scalar the `pre` code reads once, e.g. the optimizer's step
 /// and lr). With `asFloat`, float values are loaded as `float a<k>` and

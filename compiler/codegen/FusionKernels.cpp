@@ -220,29 +220,6 @@ static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Index dims with their input strides, merged where contiguous (as
-/// ReduceKernels.cpp, so the index arithmetic is the same).
-struct DimList {
-  std::vector<int64_t> dims, strides;
-  void add(int64_t dim, int64_t stride) {
-    if (dim == 1)
-      return;
-    if (!dims.empty() && strides.back() == dim * stride) {
-      dims.back() *= dim;
-      strides.back() = stride;
-      return;
-    }
-    dims.push_back(dim);
-    strides.push_back(stride);
-  }
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
-    return n;
-  }
-};
-
 /// One root's accumulator, as emitReduce builds it.
 struct Acc {
   mlir::Operation *root;

@@ -34,32 +34,6 @@ namespace step::codegen::detail {
 namespace ops = mlir::step;
 
 namespace {
-/// Index dims with their input strides; adjacent dims that are contiguous
-/// in memory are merged, so a trailing block of dims decomposes as one.
-struct DimList {
-  std::vector<int64_t> dims, strides;
-  void add(int64_t dim, int64_t stride) {
-    if (dim == 1)
-      return;
-    if (!dims.empty() && strides.back() == dim * stride) {
-      dims.back() *= dim;
-      strides.back() = stride;
-      return;
-    }
-    dims.push_back(dim);
-    strides.push_back(stride);
-  }
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
-    return n;
-  }
-  std::string offset(const std::string &var, const std::string &acc) const {
-    return decompose(var, acc, dims, strides);
-  }
-};
-
 enum class Kind { Sum, Max, Mean };
 } // namespace
 
