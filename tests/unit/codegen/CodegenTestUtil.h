@@ -3,7 +3,9 @@
 #define STEP_TESTS_UNIT_CODEGEN_CODEGENTESTUTIL_H
 
 #include "compiler/codegen/CudaKernels.h"
+#include "compiler/codegen/Nvrtc.h"
 #include "dialects/step/StepOps.h"
+#include "runtime/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -12,6 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -46,6 +51,31 @@ inline KernelSource firstKernel(const std::string &text,
   auto ks = emitKernel(&op, name);
   EXPECT_TRUE(ks.has_value()) << "no kernel for " << text;
   return ks ? *ks : KernelSource{};
+}
+
+/// Compiles `ks` for sm_80 and sm_90 in a fresh cache (removed after);
+/// fails the test with NVRTC's message and the source on an error.
+inline void expectCubinsForSm80AndSm90(const KernelSource &ks) {
+  ASSERT_FALSE(ks.source.empty());
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() /
+                 ("stepjit-codegen-test-" + std::to_string(::getpid()) + "-" +
+                  ks.name);
+  fs::remove_all(dir);
+  NvrtcOptions opts;
+  opts.cacheDir = dir.string();
+  opts.ptxArch = "";
+  try {
+    std::vector<CompiledKernel> out = compileKernels({ks}, opts);
+    ASSERT_EQ(out.size(), 1u);
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      ASSERT_GT(out[0].cubin[arch].size(), 4u) << arch;
+      EXPECT_EQ(out[0].cubin[arch].substr(0, 4), "\x7f" "ELF") << arch;
+    }
+  } catch (const rt::Error &e) {
+    ADD_FAILURE() << e.what() << "\n" << ks.source;
+  }
+  fs::remove_all(dir);
 }
 
 inline bool contains(const std::string &s, const std::string &part) {

@@ -15,14 +15,11 @@
 #include "runtime/Tensor.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <unistd.h>
 
 namespace {
 using namespace step::codegen;
 using namespace step::codegen::test;
-namespace fs = std::filesystem;
 
 using Params = std::vector<std::string>;
 
@@ -59,25 +56,9 @@ size_t count(const std::string &s, const std::string &part) {
 /// what the test is about), in a fresh cache.
 /// STEPJIT_DUMP_FUSION=1 prints each source.
 void expectCompiles(const KernelSource &ks) {
-  ASSERT_FALSE(ks.source.empty());
   if (std::getenv("STEPJIT_DUMP_FUSION"))
     std::cout << ks.source << "\n";
-  fs::path dir = fs::temp_directory_path() /
-                 ("stepjit-fusion-test-" + std::to_string(::getpid()) + "-" +
-                  ks.name);
-  fs::remove_all(dir);
-  NvrtcOptions opts;
-  opts.cacheDir = dir.string();
-  opts.ptxArch = "";
-  try {
-    std::vector<CompiledKernel> out = compileKernels({ks}, opts);
-    ASSERT_EQ(out.size(), 1u);
-    for (const char *arch : {"sm_80", "sm_90"})
-      EXPECT_EQ(out[0].cubin[arch].substr(0, 4), "\x7f" "ELF") << arch;
-  } catch (const step::rt::Error &e) {
-    ADD_FAILURE() << e.what() << "\n" << ks.source;
-  }
-  fs::remove_all(dir);
+  expectCubinsForSm80AndSm90(ks);
 }
 
 //===----------------------------------------------------------------------===//
