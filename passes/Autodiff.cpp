@@ -9,7 +9,8 @@
 // depend on gets a zero gradient and a warning; an op on a param-to-loss
 // path without a VJP rule is an error naming the op and its location.
 // Integer and i1 values, compare/iota/constant and step.stop_gradient carry
-// no gradient.
+// no gradient; neither do "input" and "state" arguments (step-amp's loss
+// scale is a state argument of @forward).
 //
 // Algorithm: activity analysis first. A value is *varied* if it is computed
 // by differentiable ops from a param, and *useful* if the loss is computed
@@ -128,10 +129,10 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     }
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       StringRef kind = argKind(f, i);
-      if (kind != "param" && kind != "input")
+      if (kind != "param" && kind != "input" && kind != "state")
         return f.emitError()
                << "step-autodiff: argument " << i << " has step.kind = \""
-               << kind << "\", expected \"param\" or \"input\"";
+               << kind << "\", expected \"param\", \"input\" or \"state\"";
       if (kind == "param" && !isDifferentiableType(f.getArgument(i).getType()))
         return f.emitError()
                << "step-autodiff: param '" << argName(f, i) << "' has type "

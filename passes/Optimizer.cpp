@@ -19,6 +19,14 @@
 //     lamb_update) with the optimizer's hyper-parameters as attributes
 //     (with decay-vectors=false, weight decay 0 for params of rank < 2).
 //
+// With step-amp's dynamic loss scaling (`step.amp` on @forward says so;
+// passes/LossScaling.h), the scale of this step is passed to the joint
+// function, loss and gradients are unscaled before clipping, a step with a
+// non-finite gradient keeps every param and optimizer state (opt.step
+// included, so the schedule does not advance either), and the scale and
+// its growth tracker ("amp.growth_tracker", i64) are updated as
+// GradScaler.update does.
+//
 // State: "opt.step" (tensor<i64>) and per param the slots the optimizer
 // needs ("opt.exp_avg.<p>", "opt.exp_avg_sq.<p>", "opt.momentum_buffer.<p>"),
 // all {step.kind = "state"}, zero before the first update. Results carry
@@ -30,6 +38,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LossScaling.h"
 #include "passes/Passes.h"
 #include "passes/StepAttrs.h"
 
@@ -188,10 +197,17 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
            b.getNamedAttr("step.name", b.getStringAttr(name))});
     };
 
-    // Signature: params, state, inputs.
-    SmallVector<unsigned> paramArgs, inputArgs;
-    for (unsigned i = 0; i < joint.getNumArguments(); ++i)
-      (argKind(joint, i) == "param" ? paramArgs : inputArgs).push_back(i);
+    // Signature: params, optimizer state, the model's own state (step-amp's
+    // loss scale) and the loss scaler's tracker, inputs.
+    std::optional<LossScaler> scaler = LossScaler::of(module);
+    SmallVector<unsigned> paramArgs, stateArgs, inputArgs;
+    for (unsigned i = 0; i < joint.getNumArguments(); ++i) {
+      StringRef kind = argKind(joint, i);
+      (kind == "param"   ? paramArgs
+       : kind == "state" ? stateArgs
+                         : inputArgs)
+          .push_back(i);
+    }
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
     for (unsigned i : paramArgs) {
@@ -208,6 +224,16 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         argAttrs.push_back(
             stateAttrs("opt." + slot.str() + "." + argName(joint, i)));
       }
+    for (unsigned i : stateArgs) {
+      argTypes.push_back(joint.getArgument(i).getType());
+      argAttrs.push_back(joint.getArgAttrDict(i));
+    }
+    if (scaler) {
+      argTypes.push_back(i64Scalar);
+      argAttrs.push_back(stateAttrs(kGrowthTrackerState));
+    }
+    size_t numModelState = argTypes.size() - paramArgs.size() - 1 -
+                           slots().size() * paramArgs.size();
     for (unsigned i : inputArgs) {
       argTypes.push_back(joint.getArgument(i).getType());
       argAttrs.push_back(joint.getArgAttrDict(i));
@@ -224,12 +250,31 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     auto slotArg = [&](size_t s, size_t k) {
       return body->getArgument(numParams + 1 + s * numParams + k);
     };
-    size_t firstInput = numParams + 1 + slotNames.size() * numParams;
+    size_t firstState = numParams + 1 + slotNames.size() * numParams;
+    size_t firstInput = firstState + numModelState;
 
-    // The joint function's arguments in its own order.
+    // The joint function's arguments in its own order; the loss scale is
+    // passed as the scale of this step.
     SmallVector<Value> callArgs(joint.getNumArguments());
     for (auto [k, i] : llvm::enumerate(paramArgs))
       callArgs[i] = param(k);
+    Value scaleState, scale, tracker;
+    for (auto [k, i] : llvm::enumerate(stateArgs)) {
+      callArgs[i] = body->getArgument(firstState + k);
+      if (scaler && argName(joint, i) == kLossScaleState) {
+        scaleState = callArgs[i];
+        scale = callArgs[i] = scaler->current(b, loc, scaleState);
+      }
+    }
+    if (scaler) {
+      if (!scale) {
+        joint.emitError() << "step-optimizer: dynamic loss scaling without "
+                             "the state argument "
+                          << kLossScaleState;
+        return signalPassFailure();
+      }
+      tracker = body->getArgument(firstState + stateArgs.size());
+    }
     for (auto [k, i] : llvm::enumerate(inputArgs))
       callArgs[i] = body->getArgument(firstInput + k);
     auto call = b.create<func::CallOp>(loc, joint, callArgs);
@@ -240,6 +285,9 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         grads.push_back(call.getResult(r));
     // step-autodiff returns one gradient per param, in argument order.
     assert(grads.size() == numParams && "one gradient per param");
+    // GradScaler.unscale_: before clipping, on the gradients clipping sees.
+    Value finite = scaler ? scaler->unscale(b, loc, scale, loss, grads)
+                          : Value();
 
     Type f32 = b.getF32Type();
     Value t = b.create<AddOp>(loc, counter, vjp::splat(b, loc, i64Scalar, 1.0));
@@ -289,6 +337,18 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       }
     }
 
+    if (scaler) {
+      // A step with an inf/NaN gradient changes nothing but the scale.
+      for (size_t k = 0; k < numParams; ++k)
+        newParams[k] =
+            LossScaler::keepIfSkipped(b, loc, finite, newParams[k], param(k));
+      for (size_t s = 0; s < slotNames.size(); ++s)
+        for (size_t k = 0; k < numParams; ++k)
+          newSlots[s * numParams + k] = LossScaler::keepIfSkipped(
+              b, loc, finite, newSlots[s * numParams + k], slotArg(s, k));
+      t = LossScaler::keepIfSkipped(b, loc, finite, t, counter);
+    }
+
     SmallVector<Value> results{loss};
     SmallVector<Attribute> resultAttrs{b.getDictionaryAttr(
         {b.getNamedAttr("step.name", b.getStringAttr("loss"))})};
@@ -301,6 +361,16 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     for (auto [k, v] : llvm::enumerate(newSlots)) {
       results.push_back(v);
       resultAttrs.push_back(argAttrs[numParams + 1 + k]);
+    }
+    if (scaler) {
+      auto [newScale, newTracker] =
+          scaler->next(b, loc, finite, scale, tracker);
+      for (auto [v, arg] : {std::make_pair(newScale, scaleState),
+                            std::make_pair(newTracker, tracker)}) {
+        results.push_back(v);
+        resultAttrs.push_back(
+            argAttrs[cast<BlockArgument>(arg).getArgNumber()]);
+      }
     }
     b.create<func::ReturnOp>(loc, results);
     step.setFunctionType(

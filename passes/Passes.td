@@ -135,6 +135,41 @@ def MemoryPlan : Pass<"step-memory-plan", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// step-amp
+//===----------------------------------------------------------------------===//
+
+def Amp : Pass<"step-amp", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: casts by one policy table, f32 master "
+                "weights, dynamic loss scaling for fp16";
+  let description = [{
+    Rewrites @forward (before step-autodiff) so that matmul and attention
+    compute in bf16 or f16, softmax/log_softmax/layer_norm/reductions/
+    exp/log/cross_entropy in f32, and everything else in the type of its
+    activations (docs/amp.md). Params stay f32; casts are made once per
+    value and type. With dynamic loss scaling (fp16 by default) the loss is
+    multiplied by the new state argument `amp.loss_scale`, and `step.amp`
+    on @forward tells step-optimizer to unscale, skip non-finite steps and
+    update the scale.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "the 16-bit type: bf16 or fp16">,
+    ListOption<"keepF32", "keep-f32", "std::string",
+               "op names (layer_norm, softmax, ...) always computed in f32">,
+    Option<"lossScale", "loss-scale", "std::string", "\"auto\"",
+           "auto (dynamic for fp16, none for bf16), none or dynamic">,
+    Option<"initScale", "init-scale", "double", "65536.0",
+           "the initial loss scale (GradScaler's init_scale)">,
+    Option<"growthFactor", "growth-factor", "double", "2.0",
+           "scale multiplier after growth-interval clean steps">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5",
+           "scale multiplier after a step with an inf/NaN gradient">,
+    Option<"growthInterval", "growth-interval", "int64_t", "2000",
+           "clean steps before the scale grows">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // step-fuse
 //===----------------------------------------------------------------------===//
 

@@ -87,8 +87,13 @@ std::optional<KernelSource> emitLossKernel(mlir::Operation *op,
 std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
                                          const std::string &name);
 
-/// sgd_update, adamw_update, lamb_update (TrainKernels.cpp).
+/// sgd_update, adamw_update, lamb_update (TrainKernels.cpp), check_finite
+/// (through emitCheckFinite).
 std::optional<KernelSource> emitTrainFamily(mlir::Operation *op,
+                                            const std::string &name);
+/// The one kernel of check_finite over all its operands, std::nullopt for
+/// any other op (CheckFiniteKernels.cpp).
+std::optional<KernelSource> emitCheckFinite(mlir::Operation *op,
                                             const std::string &name);
 /// The per-element code of sgd_update or adamw_update (std::nullopt for
 /// any other op): `pre` reads the rank-0 step and lr through the pointer

@@ -24,6 +24,9 @@
 // keeps the kernel self-contained (no scratch buffer, no second launch);
 // it runs at the bandwidth of one SM, which is the price for LAMB.
 //
+// emitTrainFamily also owns step.check_finite, whose multi-tensor kernel
+// has its own file (CheckFiniteKernels.cpp).
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Emitters.h"
 
@@ -190,7 +193,7 @@ std::optional<KernelSource> emitTrainFamily(mlir::Operation *op,
     return emitElementwise(op, name, adamwSpec(a, "in4", "in5"));
   if (auto l = mlir::dyn_cast<ops::LambUpdateOp>(op))
     return emitLamb(l, name);
-  return std::nullopt;
+  return emitCheckFinite(op, name);
 }
 
 } // namespace step::codegen::detail

@@ -225,6 +225,9 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
   using R = std::optional<std::vector<rt::HostTensor>>;
   return llvm::TypeSwitch<Operation *, R>(&op)
       .Case([&](ops::StopGradientOp) { return R({in[0]}); })
+      .Case([&](ops::CheckFiniteOp) {
+        return R(results(cpu::checkFinite(in)));
+      })
       .Case([&](ops::EmbeddingGradOp e) {
         return R(results(cpu::embeddingGrad(
             in[0], in[1], static_cast<int64_t>(e.getNumEmbeddings()))));

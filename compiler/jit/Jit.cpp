@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 /// Bumped whenever the compiler's output for the same input changes.
-constexpr const char *kFormatTag = "stepjit-jit-2";
+constexpr const char *kFormatTag = "stepjit-jit-3";
 
 std::string defaultRoot() {
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
@@ -52,6 +52,13 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
        std::to_string(t.schedule.minRatio);
   s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
        ";fuse=" + std::to_string(t.fuse) + ";kernels=" + std::to_string(kernels);
+  s += ";amp=" + t.amp.dtype + "," + t.amp.lossScale + "," +
+       std::to_string(t.amp.initScale) + "," +
+       std::to_string(t.amp.growthFactor) + "," +
+       std::to_string(t.amp.backoffFactor) + "," +
+       std::to_string(t.amp.growthInterval);
+  for (const std::string &k : t.amp.keepF32)
+    s += "," + k;
   return s;
 }
 

@@ -156,6 +156,41 @@ ScheduleOptions ScheduleOptions::parse(const std::string &spec) {
   return s;
 }
 
+AmpOptions AmpOptions::parse(const std::string &dtype,
+                             const std::string &keep,
+                             const std::string &lossScale) {
+  AmpOptions a;
+  if (!dtype.empty() && dtype != "bf16" && dtype != "fp16")
+    throw std::invalid_argument("--amp: unknown type '" + dtype +
+                                "', expected bf16 or fp16");
+  a.dtype = dtype;
+  std::stringstream names(keep);
+  for (std::string name; std::getline(names, name, ',');)
+    if (!name.empty())
+      a.keepF32.push_back(name);
+  const std::string what = "--loss-scale";
+  auto [kind, kv] = splitSpec(lossScale.empty() ? "auto" : lossScale, what);
+  if (kind != "auto" && kind != "none" && kind != "dynamic")
+    throw std::invalid_argument(what + ": unknown kind '" + kind +
+                                "', expected auto, none or dynamic");
+  a.lossScale = kind;
+  for (auto &[key, value] : kv) {
+    if (key == "init")
+      a.initScale = toDouble(what, key, value);
+    else if (key == "growth")
+      a.growthFactor = toDouble(what, key, value);
+    else if (key == "backoff")
+      a.backoffFactor = toDouble(what, key, value);
+    else if (key == "interval")
+      a.growthInterval = toCount(what, key, value);
+    else
+      throw std::invalid_argument(
+          what + ": unknown key '" + key +
+          "', expected init, growth, backoff or interval");
+  }
+  return a;
+}
+
 double learningRate(const TrainOptions &options, int64_t s) {
   const ScheduleOptions &sc = options.schedule;
   double lr = options.optimizer.lr.value_or(1e-3);
@@ -258,6 +293,18 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   PassManager pm(ctx);
   pm.enableVerifier(true);
   pm.addPass(createCanonicalizerPass());
+  if (!options.amp.dtype.empty()) {
+    const AmpOptions &a = options.amp;
+    ops::AmpOptions amp;
+    amp.dtype = a.dtype;
+    amp.keepF32 = a.keepF32;
+    amp.lossScale = a.lossScale;
+    amp.initScale = a.initScale;
+    amp.growthFactor = a.growthFactor;
+    amp.backoffFactor = a.backoffFactor;
+    amp.growthInterval = a.growthInterval;
+    pm.addPass(ops::createAmp(amp));
+  }
   pm.addPass(ops::createAutodiff());
   if (options.gradAccum != 1) {
     ops::GradAccumOptions accum;

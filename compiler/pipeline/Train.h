@@ -79,6 +79,22 @@ struct ScheduleOptions {
   static ScheduleOptions parse(const std::string &spec);
 };
 
+/// Mixed precision (step-amp, docs/amp.md): `--amp=bf16|fp16`,
+/// `--amp-keep-f32=layer_norm,...` and `--loss-scale=auto|none|dynamic
+/// [,init=S][,growth=G][,backoff=B][,interval=N]`.
+struct AmpOptions {
+  std::string dtype; ///< "" (off), "bf16" or "fp16"
+  std::vector<std::string> keepF32;
+  std::string lossScale = "auto"; ///< auto: dynamic for fp16, none for bf16
+  double initScale = 65536.0, growthFactor = 2.0, backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+
+  /// Parses `--amp` and `--amp-keep-f32` (a comma list) and `--loss-scale`;
+  /// throws std::invalid_argument naming the flag and the bad part.
+  static AmpOptions parse(const std::string &dtype, const std::string &keep,
+                          const std::string &lossScale);
+};
+
 struct TrainOptions {
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
@@ -86,6 +102,7 @@ struct TrainOptions {
   std::optional<double> clipNorm;
   /// Micro-batches per update (step-grad-accum); 1 = off.
   int64_t gradAccum = 1;
+  AmpOptions amp;
   /// Run step-fuse on @train_step (docs/fusion.md). Fusion never changes a
   /// result on the CPU; it decides which kernels run on a GPU.
   bool fuse = true;

@@ -69,8 +69,11 @@ void GraphState::check(mlir::Operation *op, llvm::StringRef what,
     }
     ok = ok && mlir::succeeded(mlir::verify(op));
   }
-  if (ok)
+  if (ok) {
+    if (autocastOff > 0) // ops a step-amp must leave in f32
+      op->setAttr("step.amp", mlir::StringAttr::get(&ctx, "f32"));
     return;
+  }
   op->erase();
   shapeError(what, message.empty() ? "invalid op" : message, loc);
 }

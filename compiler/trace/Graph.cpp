@@ -379,6 +379,11 @@ Graph::run(const std::map<std::string, rt::HostTensor> &inputs,
   return std::move(*results);
 }
 
+AutocastOff::AutocastOff(Graph &g) : graph_(g) {
+  ++graph_.state_->autocastOff;
+}
+AutocastOff::~AutocastOff() { --graph_.state_->autocastOff; }
+
 uint64_t Graph::seed() const { return state_ ? state_->seed : 0; }
 bool Graph::finished() const { return state_ && state_->finished; }
 mlir::MLIRContext *Graph::context() const { return &state_->ctx; }

@@ -239,7 +239,24 @@ public:
   mlir::func::FuncOp forward() const;
 
 private:
+  friend class AutocastOff;
   std::unique_ptr<detail::GraphState> state_;
+};
+
+/// `with torch.autocast(..., enabled=False):` for the tracer: the ops traced
+/// while a scope is alive carry `step.amp = "f32"`, and step-amp (`stepc
+/// --amp`) computes them in f32 whatever its policy says. Scopes nest.
+///
+///   { trace::AutocastOff exact(g); y = softmax(scores, -1); }
+class AutocastOff {
+public:
+  explicit AutocastOff(Graph &g);
+  ~AutocastOff();
+  AutocastOff(const AutocastOff &) = delete;
+  AutocastOff &operator=(const AutocastOff &) = delete;
+
+private:
+  Graph &graph_;
 };
 
 } // namespace step::trace

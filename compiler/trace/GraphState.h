@@ -43,6 +43,8 @@ struct GraphState {
   std::vector<ParamSpec> params;
   std::set<std::string> names;
   bool finished = false;
+  /// Live AutocastOff scopes: while > 0, traced ops get step.amp = "f32".
+  int autocastOff = 0;
 
   /// loc("op"("file":line:0)): the traced function's name and the user's
   /// line, so diagnostics of later passes point at the model source.

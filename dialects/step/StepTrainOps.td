@@ -2,8 +2,9 @@
 //
 // Ops that only a training step has: the gradient barrier, the fused
 // backward kernels that autodiff emits where a decomposition into primitive
-// ops would be slower or less exact (embedding, cross-entropy), and one fused
-// update op per parameter for each optimizer. Optimizer ops have no VJP.
+// ops would be slower or less exact (embedding, cross-entropy), the overflow
+// check of dynamic loss scaling, and one fused update op per parameter for
+// each optimizer. Optimizer ops and the overflow check have no VJP.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +90,37 @@ def Step_CrossEntropyGradOp : Step_Op<"cross_entropy_grad",
       return getIgnoreIndex() ? *getIgnoreIndex() : -100;
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Mixed precision
+//===----------------------------------------------------------------------===//
+
+def Step_CheckFiniteOp : Step_Op<"check_finite",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "whether every element of every operand is finite";
+  let description = [{
+    The overflow check of dynamic loss scaling: true iff no element of any
+    operand is NaN, +inf or -inf. It is the negation of the `found_inf` flag
+    that `torch.cuda.amp.GradScaler` computes over all gradients, i.e.
+    `all(torch.isfinite(t).all() for t in operands)`. Elements are tested in
+    their own type (an f16/bf16 value is finite iff its exponent bits are not
+    all ones), so nothing is rounded; an empty operand contributes true. One
+    op over the whole list lets the CUDA lowering check every gradient in one
+    launch. Its result is i1 and carries no gradient.
+
+    C1: at least one operand.
+    C2: every operand is a ranked f32, f16 or bf16 tensor (shapes and element
+        types may differ between operands).
+    C3: the result is `tensor<i1>` (rank 0).
+
+    ```mlir
+    %ok = step.check_finite %g0, %g1 : tensor<4xf32>, tensor<2x3xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Step_FloatTensor>:$inputs);
+  let results = (outs 0DTensorOf<[I1]>:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,31 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
 }
 
 //===----------------------------------------------------------------------===//
+// step.check_finite
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckFiniteOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  if (operands.empty())
+    return fail(loc, name, "needs at least one operand (C1)");
+  // C2 is also the ODS operand constraint, but the custom parser infers the
+  // result type before the verifier checks operands: report it here first.
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    Type e = t ? t.getElementType() : Type();
+    if (!e || !(e.isF32() || e.isF16() || e.isBF16()))
+      return fail(loc, name, "operand #", static_cast<int64_t>(i), " ",
+                  quoted(v.getType()),
+                  " must be a ranked f32, f16 or bf16 tensor (C2)");
+  }
+  inferred.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 1)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 

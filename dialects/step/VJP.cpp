@@ -12,7 +12,9 @@ bool isDifferentiableType(Type t) {
 }
 
 bool isNonDifferentiable(Operation *op) {
-  if (isa<CompareOp, IotaOp, ConstantOp, StopGradientOp>(op))
+  // check_finite's i1 result would be caught below too; it is listed so
+  // that the op stays non-differentiable whatever its result type becomes.
+  if (isa<CompareOp, IotaOp, ConstantOp, StopGradientOp, CheckFiniteOp>(op))
     return true;
   return llvm::none_of(op->getResultTypes(), isDifferentiableType);
 }

@@ -26,7 +26,8 @@ using VJPRule = FailureOr<Grads> (*)(OpBuilder &b, Operation *op, Value grad,
                                      ArrayRef<bool> needed);
 
 /// Ops through which no gradient flows: comparisons, iota, constants,
-/// stop_gradient, and every op whose results are not floating point.
+/// stop_gradient, check_finite, and every op whose results are not floating
+/// point.
 bool isNonDifferentiable(Operation *op);
 
 /// The VJP rule of `op`, or null when its op has none.

@@ -57,6 +57,7 @@ struct Options {
   int64_t steps = 200, warmup = 20, printEvery = 10, sample = 0;
   double lr = 3e-3, minLrRatio = 0.1, wd = 0.0, clip = 1.0;
   std::string out = "gpt2-out", emitModel;
+  std::string amp; ///< "", "bf16" or "fp16" (stepc --amp)
 };
 
 /// The bytes of `path`, as token ids; each must be < vocab.
@@ -177,6 +178,7 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   t.schedule.minRatio = o.minLrRatio;
   if (o.clip > 0)
     t.clipNorm = o.clip;
+  t.amp = step::AmpOptions::parse(o.amp, "", "auto");
 
   auto t0 = std::chrono::steady_clock::now();
   step::JitOptions jo;
@@ -262,6 +264,8 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--wd", o.wd, "AdamW weight decay (applied to every param)")
       ->capture_default_str();
+  app.add_option("--amp", o.amp,
+                 "mixed precision: bf16 or fp16 (docs/amp.md); default f32");
   app.add_option("--clip", o.clip, "gradient norm clip (0: off)")
       ->capture_default_str();
   app.add_option("--print-every", o.printEvery, "steps between progress lines")

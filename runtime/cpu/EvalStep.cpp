@@ -262,6 +262,9 @@ const std::map<std::string, OpInfo> &opTable() {
       return one(crossEntropyGrad(c.in[0], c.in[1], c.in[2], reductionOf(c),
                                   c.optI64("ignore_index").value_or(-100)));
     });
+    add("check_finite", 1, SIZE_MAX, [](const Ctx &c) {
+      return one(checkFinite(c.in));
+    });
     add("sgd_update", 4, 5, [](const Ctx &c) {
       SgdHyper h;
       h.momentum = c.f64Or("momentum", 0.0);

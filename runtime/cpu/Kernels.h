@@ -178,6 +178,13 @@ HostTensor crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
                             const HostTensor &grad, Reduction reduction,
                             int64_t ignoreIndex);
 
+/// step.check_finite: a rank-0 i1 tensor, true iff no element of any input
+/// is NaN or +-inf (the negated found_inf of torch.cuda.amp.GradScaler).
+/// Every input is f32, f16 or bf16, of any shape; at least one input. An
+/// f16/bf16 element is tested on its bits (exponent all ones), so no
+/// widening is involved; empty inputs contribute true.
+HostTensor checkFinite(const std::vector<HostTensor> &inputs);
+
 /// Optimizer updates share these rules: param, grad and every state tensor
 /// have one float dtype and shape (results too); `step` is a rank-0 i64
 /// tensor holding the 1-based update number (>= 1) and `lr` a rank-0 f32

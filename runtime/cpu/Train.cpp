@@ -1,7 +1,7 @@
 //===- Train.cpp - Fused gradient and optimizer-update kernels ------------===//
 //
-// embedding_grad, cross_entropy_grad, sgd_update, adamw_update and
-// lamb_update. The two gradients accumulate in double and round once, like
+// embedding_grad, cross_entropy_grad, check_finite, sgd_update, adamw_update
+// and lamb_update. The two gradients accumulate in double and round once, like
 // the other reductions. The optimizer updates are per-element f32 formulas
 // written in the operation order of PyTorch's single-tensor optimizers
 // (torch/optim/{sgd,adamw}.py), with every Python-float coefficient
@@ -116,6 +116,37 @@ HostTensor crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
       storeD(y.dtype(), y.raw(), row * c + j, p * s);
     }
   }
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// step.check_finite
+//===----------------------------------------------------------------------===//
+
+HostTensor checkFinite(const std::vector<HostTensor> &inputs) {
+  const char *op = "check_finite";
+  if (inputs.empty())
+    fail(op, "needs at least one input");
+  for (const HostTensor &t : inputs)
+    requireFloat(op, t, "every input");
+  // A value is NaN or +-inf iff its exponent field is all ones: tested on
+  // the storage bits, so a half value is never widened or rounded.
+  bool finite = true;
+  for (const HostTensor &t : inputs) {
+    int64_t n = t.numel();
+    if (t.dtype() == DType::F32) {
+      const float *x = t.data<float>();
+      for (int64_t i = 0; finite && i < n; ++i)
+        finite = std::isfinite(x[i]);
+      continue;
+    }
+    const uint16_t exponent = t.dtype() == DType::F16 ? 0x7c00 : 0x7f80;
+    const uint16_t *x = t.data<uint16_t>();
+    for (int64_t i = 0; finite && i < n; ++i)
+      finite = (x[i] & exponent) != exponent;
+  }
+  HostTensor y(DType::I1, {});
+  y.data<uint8_t>()[0] = finite ? 1 : 0;
   return y;
 }
 

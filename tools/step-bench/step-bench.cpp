@@ -74,6 +74,8 @@ int main(int argc, char **argv) {
   app.add_option("--out", out, "also write the JSON here");
   bool noFuse = false;
   app.add_flag("--no-fuse", noFuse, "compile without step-fuse (as stepc)");
+  std::string amp;
+  app.add_option("--amp", amp, "bf16 | fp16 (as stepc); default off");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -89,6 +91,7 @@ int main(int argc, char **argv) {
       options.clipNorm = clip;
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
+    options.amp = step::AmpOptions::parse(amp, "", "auto");
 
     std::string cache = (fs::temp_directory_path() /
                          ("stepjit-bench-cache-" + std::to_string(::getpid())))
@@ -139,6 +142,7 @@ int main(int argc, char **argv) {
          artifact.meta.value("kernels", nlohmann::json::object()).size()},
         {"kernel_launches", launches},
         {"fused", !noFuse},
+        {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},
         {"machine",

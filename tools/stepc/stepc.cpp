@@ -2,6 +2,7 @@
 //
 //   stepc MODEL.mlir --train [--optimizer=adamw,lr=3e-4,wd=0.1] [--clip=1.0]
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
+//         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR]
 //
@@ -53,6 +54,7 @@ struct Options {
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false;
+  std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
 };
 
@@ -81,7 +83,8 @@ nlohmann::json reportJson(const Options &o,
           {"train", o.train},          {"optimizer", o.optimizer},
           {"schedule", o.schedule},    {"clip", o.clip},
           {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
-          {"fuse", !o.noFuse},         {"passes", passes},
+          {"fuse", !o.noFuse},         {"amp", o.amp},
+          {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions}};
 }
 #ifdef STEP_HAVE_CODEGEN
@@ -128,6 +131,15 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--no-kernels", o.noKernels,
                "artifact without CUDA kernels (runs on the CPU backend only)");
+  app.add_option("--amp", o.amp,
+                 "mixed precision: bf16 or fp16 (docs/amp.md); default off");
+  app.add_option("--amp-keep-f32", o.ampKeepF32,
+                 "ops always computed in f32 under --amp, e.g. "
+                 "layer_norm,softmax");
+  app.add_option("--loss-scale", o.lossScale,
+                 "auto | none | dynamic[,init=S,growth=G,backoff=B,"
+                 "interval=N] (auto: dynamic for fp16)")
+      ->capture_default_str();
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -146,6 +158,7 @@ int main(int argc, char **argv) {
   try {
     train.optimizer = step::OptimizerOptions::parse(o.optimizer);
     train.schedule = step::ScheduleOptions::parse(o.schedule);
+    train.amp = step::AmpOptions::parse(o.amp, o.ampKeepF32, o.lossScale);
   } catch (const std::invalid_argument &e) {
     std::cerr << "stepc: " << e.what() << "\n";
     return 1;

@@ -14,6 +14,6 @@ here build:
                          cross_entropy, attention; dropout
   cases_errors.py        error cases (exit status 1 and the culprit named)
   cases_train.py         stop_gradient, embedding_grad, cross_entropy_grad;
-                         sgd_update, adamw_update, lamb_update
+                         check_finite; sgd_update, adamw_update, lamb_update
   selftest.py            the harness's self-test of its comparator
 """

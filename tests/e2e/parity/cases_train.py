@@ -1,12 +1,15 @@
 """Parity cases: training ops (StepTrainOps.td): stop_gradient, the fused
-gradients embedding_grad and cross_entropy_grad, and the optimizer updates
-sgd_update, adamw_update and lamb_update.
+gradients embedding_grad and cross_entropy_grad, the overflow check
+check_finite, and the optimizer updates sgd_update, adamw_update and
+lamb_update.
 
 Oracles
 -------
 * embedding_grad / cross_entropy_grad: PyTorch autograd of F.embedding /
   F.cross_entropy (the table's / the logits' .grad after backward(grad)),
   through opmath, so f16/bf16 are computed in f32 and rounded once.
+* check_finite: all(torch.isfinite(t).all() for t in operands), the
+  negated found_inf of torch.cuda.amp.GradScaler, on the same inputs.
 * sgd_update / adamw_update, f32: torch.optim.SGD / torch.optim.AdamW
   (single-tensor path, foreach=False) stepped K times on a cloned param
   with .grad set to the k-th gradient; our op is called K times in one
@@ -27,7 +30,8 @@ import torch
 import torch.nn.functional as F
 
 from .cases_nn import cross_entropy_inputs
-from .harness import (Case, FLOATS, HALVES, INTS, REL, T_MOVE, ULP,
+from .harness import (Case, EXACT, FLOATS, HALVES, INF, INTS, NAN, REL,
+                      T_MOVE, ULP,
                       acc_tol, as_f64, compare, flt, from_torch, gen, opmath,
                       rng_for, shape_str, store, to_torch, ttype)
 
@@ -133,6 +137,57 @@ def _grad_cases():
                           "%%r0 = step.cross_entropy_grad %%a0, %%a1, %%a2 reduction = mean : %s, %s, %s -> %s"
                           % (ttype((3, 3), dt), ttype((3,), "i64"), ttype((), dt), ttype((3, 3), dt)),
                           [((3, 3), dt)], [want], [acc_tol(dt)]))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# check_finite
+# ---------------------------------------------------------------------------
+
+T_BOOL = EXACT("check_finite is a boolean of exact per-element tests: equal")
+
+
+def _check_finite_cases():
+    cases = []
+    lists = {  # name -> operand (shape, dtype) list
+        "one_f32": [((4, 33), "f32")],
+        "mixed": [((4, 33), "f32"), ((7,), "bf16"), ((), "f16")],
+        "halves": [((3, 128), "bf16"), ((1000,), "f16")],
+        "with_empty": [((0, 3), "f32"), ((5,), "f16"), ((2, 0), "bf16")],
+        "only_empty": [((0,), "bf16")]}
+    for lname, ops in lists.items():
+        # None: every value finite; (k, v): v at the last element of operand
+        # k, the first or the last non-empty one (so a later operand is
+        # checked even when earlier ones are finite).
+        full = [k for k, (shape, _) in enumerate(ops) if np.prod(shape) > 0]
+        poisons = [None]
+        for k in sorted({full[0], full[-1]} if full else set()):
+            poisons += [(k, v) for v in (NAN, INF, -INF)]
+        for poison in poisons:
+            nm = "check_finite.%s.%s" % (lname, "finite" if poison is None else
+                                         "op%d_%s" % (poison[0], poison[1]))
+            r = rng_for(nm)
+            args = []
+            for k, (shape, dt) in enumerate(ops):
+                a = gen(r, shape, dt, scale=100)
+                if poison is not None and poison[0] == k:
+                    a.reshape(-1)[-1] = store(poison[1], dt)
+                args.append((a, dt))
+            ok = all(bool(torch.isfinite(to_torch(a, dt)).all())
+                     for a, dt in args)
+            body = "%%r0 = step.check_finite %s : %s" % (
+                ", ".join("%%a%d" % i for i in range(len(args))),
+                ", ".join(ttype(s, dt) for s, dt in ops))
+            cases.append(Case(nm, args, body, [((), "i1")],
+                              [np.array(ok)], [T_BOOL]))
+    # The largest finite value of each type is finite.
+    edge = [(store([3.4028234663852886e38, -3.4028234663852886e38], "f32"), "f32"),
+            (store([65504.0, -65504.0], "f16"), "f16"),
+            (np.array([0x7f7f, 0xff7f], dtype=np.uint16), "bf16")]
+    cases.append(Case("check_finite.largest_finite", edge,
+                      "%r0 = step.check_finite %a0, %a1, %a2 : " +
+                      ", ".join(ttype((2,), dt) for _, dt in edge),
+                      [((), "i1")], [np.array(True)], [T_BOOL]))
     return cases
 
 
@@ -387,7 +442,7 @@ def _error_cases():
 
 
 def train_cases():
-    return (_grad_cases() + _sgd_cases() +
+    return (_grad_cases() + _check_finite_cases() + _sgd_cases() +
             _adam_like_cases("adamw_update", _adamw_torch_steps, 1e-8) +
             _adam_like_cases("lamb_update", _lamb_torch_steps, 1e-6) +
             _error_cases())

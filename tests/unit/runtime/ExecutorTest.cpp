@@ -125,8 +125,8 @@ TEST(Executor, EveryDialectOpHasAKernel) {
   // step.yield ends a fusion body, which the fusion step runs.
   std::vector<std::string> ops = {
       "abs", "adamw_update", "add", "attention", "broadcast_in_dim", "cast",
-      "compare", "concat", "cos", "cross_entropy", "cross_entropy_grad", "div",
-      "dropout", "embedding", "embedding_grad", "erf", "exp", "fusion", "gelu",
+      "check_finite", "compare", "concat", "cos", "cross_entropy",
+      "cross_entropy_grad", "div", "dropout", "embedding", "embedding_grad", "erf", "exp", "fusion", "gelu",
       "iota",
       "lamb_update", "layer_norm", "log", "log_softmax", "matmul", "max", "min",
       "mul", "neg", "pad", "pow", "reduce_max", "reduce_mean", "reduce_sum",
@@ -137,6 +137,35 @@ TEST(Executor, EveryDialectOpHasAKernel) {
     EXPECT_TRUE(std::count(supported.begin(), supported.end(), "step." + op))
         << "no kernel for step." << op;
   EXPECT_EQ(supported.size(), ops.size());
+}
+
+TEST(Executor, CheckFiniteTakesAnyNumberOfOperands) {
+  PlanBuilder p;
+  int64_t x = p.argument("x", In, F32, {3});
+  int64_t y = p.argument("y", In, DType::BF16, {2});
+  int64_t one = p.transient(DType::I1, {}, 0);
+  int64_t both = p.transient(DType::I1, {}, 16);
+  p.step("step.check_finite", {}, {x}, {one});
+  p.step("step.check_finite", {}, {x, y, x}, {both});
+  p.result(one, "one");
+  p.result(both, "both");
+  HostTensor fx = make(F32, {3}, {1, 2, 3});
+  auto r = cpu::execute(p.artifact,
+                        {fx, make(DType::BF16, {2}, {0.5, -4})});
+  expectExact(r[0], DType::I1, {}, {1});
+  expectExact(r[1], DType::I1, {}, {1});
+  // An infinity in the second operand only.
+  r = cpu::execute(p.artifact,
+                   {fx, make(DType::BF16, {2}, {0.5, -INFINITY})});
+  expectExact(r[0], DType::I1, {}, {1});
+  expectExact(r[1], DType::I1, {}, {0});
+
+  PlanBuilder none;
+  int64_t t = none.transient(DType::I1, {}, 0);
+  none.step("step.check_finite", {}, {}, {t});
+  none.result(t, "ok");
+  EXPECT_ERROR(cpu::execute(none.artifact, std::vector<HostTensor>{}),
+               {"step.check_finite", "0 operands is not a valid count"});
 }
 
 TEST(Executor, AttributesByTheirOdsNames) {

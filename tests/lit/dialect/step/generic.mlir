@@ -192,6 +192,16 @@ func.func @attention(%q: tensor<2x16x8xbf16>, %k: tensor<2x12x8xbf16>, %v: tenso
   return
 }
 
+// CHECK-LABEL: func.func @check_finite
+// CHECK-SAME: (%[[A:.+]]: tensor<4xf32>, %[[B:.+]]: tensor<2x3xbf16>)
+func.func @check_finite(%a: tensor<4xf32>, %b: tensor<2x3xbf16>) {
+  // CHECK-NEXT: step.check_finite %[[A]], %[[B]] : tensor<4xf32>, tensor<2x3xbf16>{{$}}
+  %0 = "step.check_finite"(%a, %b) : (tensor<4xf32>, tensor<2x3xbf16>) -> tensor<i1>
+  // CHECK-NEXT: step.check_finite %[[B]] : tensor<2x3xbf16>{{$}}
+  %1 = "step.check_finite"(%b) : (tensor<2x3xbf16>) -> tensor<i1>
+  return
+}
+
 // Inherent attributes in the attribute dictionary (the pre-properties generic
 // form) are still accepted and become properties.
 // CHECK-LABEL: func.func @attribute_dictionary

@@ -2014,6 +2014,43 @@ func.func @cross_entropy_grad_c2_dtype(%l: tensor<4x10xbf16>, %y: tensor<4xi64>,
 // -----
 
 //===----------------------------------------------------------------------===//
+// step.check_finite
+//===----------------------------------------------------------------------===//
+
+func.func @check_finite_c1() -> tensor<i1> {
+  // expected-error @+2 {{'step.check_finite' op needs at least one operand (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.check_finite"() : () -> tensor<i1>
+  return %0 : tensor<i1>
+}
+
+// -----
+
+func.func @check_finite_c2(%a: tensor<4xf32>, %i: tensor<3xi32>) -> tensor<i1> {
+  // expected-error @+1 {{'step.check_finite' op operand #1 'tensor<3xi32>' must be a ranked f32, f16 or bf16 tensor (C2)}}
+  %0 = step.check_finite %a, %i : tensor<4xf32>, tensor<3xi32>
+  return %0 : tensor<i1>
+}
+
+// -----
+
+func.func @check_finite_c2_generic(%a: tensor<4xf32>, %i: tensor<3xi1>) -> tensor<i1> {
+  // expected-error @+1 {{'step.check_finite' op operand #1 must be variadic of ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<3xi1>'}}
+  %0 = "step.check_finite"(%a, %i) : (tensor<4xf32>, tensor<3xi1>) -> tensor<i1>
+  return %0 : tensor<i1>
+}
+
+// -----
+
+func.func @check_finite_c3(%a: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{'step.check_finite' op result #0 must be 0D tensor of 1-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = "step.check_finite"(%a) : (tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // step.sgd_update
 //===----------------------------------------------------------------------===//
 

@@ -1060,6 +1060,27 @@ func.func @cross_entropy_grad(%l: tensor<32x10xf32>, %y: tensor<32xi64>, %s: ten
 }
 
 //===----------------------------------------------------------------------===//
+// step.check_finite
+//===----------------------------------------------------------------------===//
+
+// The result type is implied (tensor<i1>); operands may mix shapes and float
+// types, including rank-0, zero-size and dynamic tensors.
+// CHECK-LABEL: func.func @check_finite
+// CHECK-SAME: (%[[A:.+]]: tensor<4xf32>, %[[B:.+]]: tensor<2x3xbf16>, %[[C:.+]]: tensor<f16>, %[[D:.+]]: tensor<0x?xf32>)
+func.func @check_finite(%a: tensor<4xf32>, %b: tensor<2x3xbf16>, %c: tensor<f16>, %d: tensor<0x?xf32>)
+    -> (tensor<i1>, tensor<i1>, tensor<i1>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.check_finite %[[A]] : tensor<4xf32>{{$}}
+  %0 = step.check_finite %a : tensor<4xf32>
+  // CHECK-NEXT: %[[R1:.+]] = step.check_finite %[[A]], %[[B]], %[[C]], %[[D]] : tensor<4xf32>, tensor<2x3xbf16>, tensor<f16>, tensor<0x?xf32>{{$}}
+  %1 = step.check_finite %a, %b, %c, %d : tensor<4xf32>, tensor<2x3xbf16>, tensor<f16>, tensor<0x?xf32>
+  // An operand may repeat.
+  // CHECK-NEXT: %[[R2:.+]] = step.check_finite %[[B]], %[[B]] : tensor<2x3xbf16>, tensor<2x3xbf16>{{$}}
+  %2 = step.check_finite %b, %b : tensor<2x3xbf16>, tensor<2x3xbf16>
+  // CHECK-NEXT: return %[[R0]], %[[R1]], %[[R2]]
+  return %0, %1, %2 : tensor<i1>, tensor<i1>, tensor<i1>
+}
+
+//===----------------------------------------------------------------------===//
 // step.sgd_update
 //===----------------------------------------------------------------------===//
 
