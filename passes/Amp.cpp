@@ -11,8 +11,8 @@
 //            `step.amp = "f32"` (the tracing API's autocast-off scope);
 //  - follow: everything else computes in the type of its activations: the
 //            widest float type among operands that are not "weak"; a weak
-//            operand — a param, a constant, or a view or cast of one (a
-//            bias, a splat scale) — is cast to that type, the way autocast
+//            operand — a param, a constant, or a view of one (a bias, a
+//            splat scale) — is cast to that type, the way autocast
 //            casts a linear's bias and a Python scalar never promotes a
 //            tensor. With no activation operand the op is left alone.
 // Casts of one value to one type are made once, right after the value, and
@@ -100,8 +100,8 @@ private:
   Type low;
   const llvm::StringSet<> &keep;
   Type f32;
-  /// Params, constants and views or casts of them: they follow the
-  /// activations they meet instead of promoting them.
+  /// Params, constants, views of them and this pass's casts of them: they
+  /// follow the activations they meet instead of promoting them.
   llvm::DenseSet<Value> weak;
   llvm::DenseMap<std::pair<Value, Type>, Value> castOf;
   llvm::DenseSet<Operation *> made; ///< casts and views this pass built
@@ -269,6 +269,14 @@ struct AmpPass : impl::AmpBase<AmpPass> {
     llvm::StringSet<> keep;
     for (const std::string &name : keepF32)
       keep.insert(name);
+    if (scaling == "dynamic" &&
+        f.getResultTypes().front() !=
+            RankedTensorType::get({}, Float32Type::get(ctx))) {
+      f.emitError() << "step-amp: loss scaling needs @forward to return a "
+                       "scalar f32 loss first, found "
+                    << f.getResultTypes().front();
+      return signalPassFailure();
+    }
     if (failed(AmpRewriter(f, low, keep).run()))
       return signalPassFailure();
 

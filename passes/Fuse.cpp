@@ -111,15 +111,21 @@ private:
   const FuseOptions &options;
   llvm::DenseMap<Operation *, int64_t> pos;
   llvm::DenseSet<Operation *> taken; ///< members of some group
+  /// Values the group being grown must read as inputs (a row op's
+  /// non-row operands).
+  llvm::DenseSet<Value> inputsOnly;
   std::vector<Group> groups;
 
-  /// Moves every elementwise/view op to just before its first user (last
-  /// op first, so chains move together). Values then live no longer than
-  /// needed, and a reduction's result is not read by a broadcast placed
-  /// before a sibling reduction, which would keep the two apart.
+  /// Moves elementwise/view ops to just before their first user (last op
+  /// first, so chains move together) when that does not lengthen live
+  /// bytes (the operands it is the last user of are no bigger than its
+  /// result: a broadcast, a cast up). Then a reduction's result is not read
+  /// by a broadcast placed before a sibling reduction, which would keep
+  /// the two apart.
   void sinkCheapOps() {
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
-      if (!isEltOrView(&op) || op.use_empty())
+      if (!isEltOrView(&op) || op.use_empty() ||
+          extendedBytes(&op) > bytesOf(op.getResult(0)))
         continue;
       Operation *first = nullptr;
       for (Operation *u : op.getUsers()) {
@@ -130,6 +136,33 @@ private:
       if (first && first != op.getNextNode())
         op.moveBefore(first);
     }
+  }
+
+  /// Bytes whose lifetime grows when `op` moves later: its operands made by
+  /// ops (not arguments or constants) whose last user it is. Sinking such
+  /// an op would keep, e.g., every micro-batch's gradient of a gradient
+  /// accumulation alive until the end.
+  int64_t extendedBytes(Operation *op) {
+    int64_t n = 0;
+    llvm::SmallPtrSet<Value, 4> seen;
+    for (Value v : op->getOperands()) {
+      Operation *d = v.getDefiningOp();
+      if (!d || isa<ConstantOp>(d) || !seen.insert(v).second)
+        continue;
+      bool last = llvm::all_of(v.getUsers(), [&](Operation *u) {
+        Operation *a = block.findAncestorOpInBlock(*u);
+        return a == op || a->isBeforeInBlock(op);
+      });
+      if (last)
+        n += bytesOf(v);
+    }
+    return n;
+  }
+
+  static int64_t bytesOf(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+    return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
   }
 
   void number() {
@@ -193,7 +226,8 @@ private:
     llvm::DenseSet<Operation *> queued;
     auto push = [&](Value v) {
       Operation *d = v.getDefiningOp();
-      if (isFree(d) && !g.contains(d) && queued.insert(d).second)
+      if (isFree(d) && !g.contains(d) && !inputsOnly.contains(v) &&
+          queued.insert(d).second)
         work.push(d);
     };
     for (Value v : seeds)
@@ -296,39 +330,49 @@ private:
     for (auto &[key, updates] : buckets) {
       if (updates.size() < 2)
         continue;
-      // Chunks of at most max-tensors updates whose pointers (8 bytes per
-      // operand and result, counted without sharing) stay within
-      // kParamBytes of the 4 KB kernel-parameter space.
-      constexpr int64_t kParamBytes = 3072;
+      // Chunks of at most max-tensors updates, each with its prologue,
+      // whose pointer parameters (8 bytes per distinct input and per
+      // result) stay within kParamBytes of the 4 KB kernel-parameter space.
       for (size_t at = 0; at < updates.size();) {
         Group g;
         g.kind = kMultiTensorFusion;
-        int64_t bytes = 0;
         size_t end = at;
         while (end < updates.size() &&
                static_cast<int64_t>(end - at) < options.maxTensors) {
-          Operation *u = updates[end];
-          int64_t cost = 8 * (u->getNumOperands() + u->getNumResults());
-          if (end > at && bytes + cost > kParamBytes)
+          Group grown = g;
+          addUpdate(grown, updates[end]);
+          if (end > at && paramBytes(grown) > kParamBytes)
             break;
-          bytes += cost;
-          g.ops.insert(u);
+          g = std::move(grown);
           ++end;
-        }
-        for (size_t i = at; i < end; ++i) {
-          Operation *u = updates[i];
-          SmallVector<Value> tensors;
-          for (Value v : u->getOperands())
-            if (cast<RankedTensorType>(v.getType()).getRank() > 0)
-              tensors.push_back(v);
-          growProducers(g, tensors, numel(u->getOperand(0)), -1,
-                        /*budget=*/false);
         }
         if (g.ops.size() > 1)
           commit(std::move(g));
         at = end;
       }
     }
+  }
+
+  static constexpr int64_t kParamBytes = 3072;
+
+  /// Adds update `u` and the prologue of its tensor operands to `g`.
+  void addUpdate(Group &g, Operation *u) {
+    g.ops.insert(u);
+    SmallVector<Value> tensors;
+    for (Value v : u->getOperands())
+      if (cast<RankedTensorType>(v.getType()).getRank() > 0)
+        tensors.push_back(v);
+    growProducers(g, tensors, numel(u->getOperand(0)), -1, /*budget=*/false);
+  }
+
+  /// Kernel pointer bytes of a multi_tensor group: its distinct inputs and
+  /// the results of its roots (updates or the norm's epilogue).
+  static int64_t paramBytes(const Group &g) {
+    int64_t results = 0;
+    for (Operation *op : g.ops)
+      if (fusionRole(op) == FusionRole::Update)
+        results += op->getNumResults();
+    return 8 * (countInputs(g) + results);
   }
 
   /// Whether `v` can be an input (or a duplicated view's operand) of a
@@ -348,54 +392,97 @@ private:
     });
   }
 
+  /// The last op of the running total a full sum is added into: single-use
+  /// rank-0 adds followed from `r` (nullptr when `r` feeds no such add).
+  Operation *totalOf(Operation *r) {
+    Value v = r->getResult(0);
+    Operation *end = nullptr;
+    while (v.hasOneUse()) {
+      auto add = dyn_cast<AddOp>(*v.getUsers().begin());
+      if (!add || !isFree(add) || add.getType().getRank() != 0)
+        break;
+      end = add;
+      v = add.getResult();
+    }
+    return end;
+  }
+
+  /// The clip's global norm: float full sums added into one running total
+  /// (sum over params of sum(g * g)), with their prologues and the scalar
+  /// epilogue; a sum that depends on another stays out.
   void formNormGroups() {
-    std::vector<Operation *> full;
+    std::vector<std::pair<Operation *, std::vector<Operation *>>> totals;
     for (Operation &op : block) {
       auto r = dyn_cast<ReduceSumOp>(op);
-      if (r && isFree(r) && r.getType().getRank() == 0 &&
-          r.getOperand().getType().getRank() > 0)
-        full.push_back(r);
+      if (!r || !isFree(r) || r.getType().getRank() != 0 ||
+          r.getOperand().getType().getRank() == 0 ||
+          !isa<FloatType>(r.getType().getElementType()))
+        continue;
+      Operation *total = totalOf(r);
+      if (!total)
+        continue;
+      auto it = llvm::find_if(totals,
+                              [&](const auto &t) { return t.first == total; });
+      if (it == totals.end())
+        totals.push_back({total, {r}});
+      else
+        it->second.push_back(r);
     }
-    for (size_t at = 0; at < full.size();
-         at += static_cast<size_t>(options.maxTensors)) {
-      Group g;
-      g.kind = kMultiTensorFusion;
-      size_t end =
-          std::min(full.size(), at + static_cast<size_t>(options.maxTensors));
-      for (size_t i = at; i < end; ++i)
-        g.ops.insert(full[i]);
-      // The scalar epilogue: rank-0 elementwise ops reading the group whose
-      // other operands exist before the first reduction.
-      int64_t first = pos.lookup(full[at]);
-      bool grew = true;
-      while (grew) {
-        grew = false;
-        for (Operation &op : block) {
-          if (pos.lookup(&op) <= first || !isFree(&op) || g.contains(&op) ||
-              fusionRole(&op) != FusionRole::Elementwise ||
-              cast<RankedTensorType>(op.getResult(0).getType()).getRank() !=
-                  0)
+    for (auto &[total, sums] : totals) {
+      for (size_t at = 0; at < sums.size();) {
+        Group g;
+        g.kind = kMultiTensorFusion;
+        SmallVector<Operation *> members;
+        size_t next = at;
+        for (; next < sums.size() &&
+               static_cast<int64_t>(members.size()) < options.maxTensors;
+             ++next) {
+          Operation *r = sums[next];
+          if (llvm::any_of(members,
+                           [&](Operation *m) { return dependsOn(r, m); }))
             continue;
-          bool reads = false, ok = true;
-          for (Value v : op.getOperands()) {
-            Operation *d = v.getDefiningOp();
-            if (d && g.ops.contains(d))
-              reads = true;
-            else if (!availableBefore(v, first, g))
-              ok = false;
-          }
-          if (reads && ok) {
-            g.ops.insert(&op);
-            grew = true;
-          }
+          Group grown = g;
+          grown.ops.insert(r);
+          growProducers(grown, r->getOperands(), numel(r->getOperand(0)), -1,
+                        /*budget=*/false);
+          if (!members.empty() && paramBytes(grown) > kParamBytes)
+            break;
+          g = std::move(grown);
+          members.push_back(r);
+        }
+        at = next;
+        if (members.size() < 2)
+          continue;
+        growScalarEpilogue(g, pos.lookup(members.front()));
+        commit(std::move(g));
+      }
+    }
+  }
+
+  /// Adds the rank-0 elementwise ops after `first` that read `g` and whose
+  /// other operands exist before `first`.
+  void growScalarEpilogue(Group &g, int64_t first) {
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (Operation &op : block) {
+        if (pos.lookup(&op) <= first || !isFree(&op) || g.contains(&op) ||
+            fusionRole(&op) != FusionRole::Elementwise ||
+            cast<RankedTensorType>(op.getResult(0).getType()).getRank() != 0)
+          continue;
+        bool reads = false, ok = true;
+        for (Value v : op.getOperands()) {
+          Operation *d = v.getDefiningOp();
+          if (d && g.ops.contains(d) &&
+              cast<RankedTensorType>(v.getType()).getRank() == 0)
+            reads = true;
+          else if (!availableBefore(v, first, g))
+            ok = false;
+        }
+        if (reads && ok) {
+          g.ops.insert(&op);
+          grew = true;
         }
       }
-      for (size_t i = at; i < end; ++i)
-        growProducers(g, full[i]->getOperands(),
-                      numel(full[i]->getOperand(0)), -1, /*budget=*/false);
-      // Two or more reductions, or one with its epilogue, save launches.
-      if (end - at >= 2)
-        commit(std::move(g));
     }
   }
 
@@ -480,8 +567,14 @@ private:
           }
         }
       }
+      // A row op reads its other operands (gamma, beta, targets, the loss
+      // gradient) as fusion inputs, never computed inside.
+      if (role == FusionRole::RowOp)
+        for (Value v : root.getOperands().drop_front())
+          inputsOnly.insert(v);
       growProducers(g, inputs, numel(root.getOperand(0)));
       growEpilogue(g, numel(root.getResult(0)), pos.lookup(&root));
+      inputsOnly.clear();
       if (g.ops.size() + g.dups.size() > 1)
         commit(std::move(g));
     }

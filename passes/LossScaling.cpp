@@ -6,6 +6,8 @@
 #include "dialects/step/VJPUtil.h"
 #include "passes/StepAttrs.h"
 
+#include <algorithm>
+
 namespace mlir::step {
 
 std::optional<LossScaler> LossScaler::of(ModuleOp module) {
@@ -51,7 +53,17 @@ Value LossScaler::unscale(OpBuilder &b, Location loc, Value scale,
   loss = b.create<MulOp>(loc, loss, inv);
   for (Value &g : grads)
     g = b.create<MulOp>(loc, g, spread(b, loc, inv, g));
-  return b.create<CheckFiniteOp>(loc, grads);
+  Value finite;
+  constexpr size_t kPerOp = 256;
+  for (size_t at = 0; at < grads.size(); at += kPerOp) {
+    size_t n = std::min(kPerOp, grads.size() - at);
+    Value part =
+        b.create<CheckFiniteOp>(loc, ValueRange(grads).slice(at, n));
+    // finite && part
+    finite = finite ? b.create<SelectOp>(loc, finite, part, finite).getResult()
+                    : part;
+  }
+  return finite;
 }
 
 Value LossScaler::keepIfSkipped(OpBuilder &b, Location loc, Value ok,
@@ -76,7 +88,11 @@ std::pair<Value, Value> LossScaler::next(OpBuilder &b, Location loc,
                                               static_cast<double>(interval)));
   Value zero = vjp::splat(b, loc, i64, 0.0);
   Value grown = b.create<MulOp>(loc, scale, vjp::scalar(b, loc, f32, growth));
-  Value cleanScale = b.create<SelectOp>(loc, grow, grown, scale);
+  // Growth that overflows f32 is not applied (as _amp_update_scale).
+  Value growOk = b.create<SelectOp>(loc, grow,
+                                    b.create<CheckFiniteOp>(loc, grown),
+                                    grow);
+  Value cleanScale = b.create<SelectOp>(loc, growOk, grown, scale);
   Value cleanTracker = b.create<SelectOp>(loc, grow, zero, counted);
   Value backedOff =
       b.create<MulOp>(loc, scale, vjp::scalar(b, loc, f32, backoff));

@@ -33,9 +33,10 @@ struct LossScaler {
   /// `init` (state buffers start at zero).
   Value current(OpBuilder &b, Location loc, Value state) const;
 
-  /// Multiplies the loss and every gradient by 1 / scale (exact: the scale
-  /// is a power of two times init) and returns "every gradient is finite"
-  /// (step.check_finite, a tensor<i1>).
+  /// Multiplies the loss and every gradient by 1 / scale (exact when init,
+  /// growth and backoff are powers of two, as GradScaler's defaults) and
+  /// returns "every gradient is finite" (step.check_finite over at most
+  /// 256 gradients per op, so its kernel's parameters fit; a tensor<i1>).
   Value unscale(OpBuilder &b, Location loc, Value scale, Value &loss,
                 SmallVectorImpl<Value> &grads) const;
 
@@ -45,7 +46,7 @@ struct LossScaler {
 
   /// The next scale and growth tracker (GradScaler's _amp_update_scale):
   /// on overflow scale * backoff and 0; else tracker + 1, and when that
-  /// reaches `interval`, scale * growth and 0.
+  /// reaches `interval`, scale * growth (kept only if finite) and 0.
   std::pair<Value, Value> next(OpBuilder &b, Location loc, Value ok,
                                Value scale, Value tracker) const;
 };

@@ -101,6 +101,21 @@ TEST(GradScaler, CleanStepsGrowTheScaleEveryInterval) {
   EXPECT_EQ(steps, (std::vector<double>{1, 2, 3, 4, 5}));
 }
 
+TEST(GradScaler, GrowthThatWouldOverflowIsNotApplied) {
+  // bf16 has f32's range, so a scale of 2^120 scales this small model's
+  // gradients without overflow; growing it 2^10 would give inf, so the
+  // scale stays (the step itself is clean: the tracker resets).
+  TrainOptions t;
+  t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
+  t.amp = AmpOptions::parse("bf16", "",
+                            "dynamic,init=1.329228e36,growth=1024,interval=1");
+  Trainer trainer(model(), t, params());
+  trainer.step(batch());
+  EXPECT_EQ(scalar(trainer.state().at("opt.step")), 1.0) << "a clean step";
+  EXPECT_FLOAT_EQ(scalar(trainer.state().at("amp.loss_scale")), 1.329228e36f);
+  EXPECT_EQ(scalar(trainer.state().at("amp.growth_tracker")), 0.0);
+}
+
 TEST(GradScaler, ScaledStepEqualsTheUnscaledOneInExactArithmetic) {
   // Scaling by a power of two and unscaling is exact unless something
   // under- or overflows: with and without the scaler the update matches

@@ -1,6 +1,6 @@
-// RUN: step-opt %s --step-fuse | FileCheck %s
-// RUN: step-opt %s --step-fuse="multi-tensor=false" | FileCheck %s --check-prefix=OFF
-// RUN: step-opt %s --step-fuse="max-tensors=2" | FileCheck %s --check-prefix=TWO
+// RUN: step-opt %s -split-input-file --step-fuse | FileCheck %s
+// RUN: step-opt %s -split-input-file --step-fuse="multi-tensor=false" | FileCheck %s --check-prefix=OFF
+// RUN: step-opt %s -split-input-file --step-fuse="max-tensors=2" | FileCheck %s --check-prefix=TWO
 
 // The gradient-norm clip and the SGD updates of three params, as
 // step-optimizer writes them: the three full reductions and the scalar
@@ -18,14 +18,15 @@
 // OFF-LABEL: func.func @clip_sgd
 // OFF-NOT: "multi_tensor"
 // OFF-COUNT-3: step.sgd_update
-// With two tensors per fusion the third reduction is a reduction fusion of
-// its own, the scalars combining the partial sums a loop fusion, and the
-// updates two multi_tensor fusions.
+// With two tensors per fusion the first two sums and their part of the
+// running total are one multi_tensor fusion, the third sum with the rest of
+// the scalar math a reduction fusion, and the updates two multi_tensor
+// fusions.
 // TWO-LABEL: func.func @clip_sgd
-// TWO: step.fusion "reduction"
 // TWO: step.fusion "multi_tensor"
 // TWO-COUNT-2: step.reduce_sum
-// TWO: step.fusion "loop"
+// TWO: step.fusion "reduction"
+// TWO: step.sqrt
 // TWO: step.fusion "multi_tensor"
 // TWO-COUNT-2: step.sgd_update
 // TWO: step.yield
@@ -63,4 +64,30 @@ func.func @clip_sgd(%p0: tensor<8xf32>, %p1: tensor<4x4xf32>, %p2: tensor<3xf32>
   %u1 = step.sgd_update %p1, %h1, %t, %lr : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<i64>, tensor<f32>) -> tensor<4x4xf32>
   %u2 = step.sgd_update %p2, %h2, %t, %lr : (tensor<3xf32>, tensor<3xf32>, tensor<i64>, tensor<f32>) -> tensor<3xf32>
   return %u0, %u1, %u2 : tensor<8xf32>, tensor<4x4xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Only the clip's pattern is a norm group: float full sums added into one
+// running total. Integer sums, and a sum that depends on another, are not
+// merged into a multi_tensor fusion.
+// CHECK-LABEL: func.func @not_norms
+// CHECK-NOT: "multi_tensor"
+// CHECK: step.reduce_sum %arg0
+// CHECK: step.fusion "reduction"
+// CHECK: step.fusion "reduction"
+// CHECK-NOT: "multi_tensor"
+// OFF-LABEL: func.func @not_norms
+// TWO-LABEL: func.func @not_norms
+func.func @not_norms(%a: tensor<16xi32>, %g: tensor<16xf32>) -> (tensor<i32>, tensor<f32>) {
+  %ra = step.reduce_sum %a dims = [0] : tensor<16xi32> -> tensor<i32>
+  %sq = step.mul %g, %g : tensor<16xf32>
+  %s1 = step.reduce_sum %sq dims = [0] : tensor<16xf32> -> tensor<f32>
+  %n = step.sqrt %s1 : tensor<f32>
+  %b = step.broadcast_in_dim %n, dims = [] : tensor<f32> -> tensor<16xf32>
+  %h = step.mul %g, %b : tensor<16xf32>
+  %h2 = step.mul %h, %h : tensor<16xf32>
+  %s2 = step.reduce_sum %h2 dims = [0] : tensor<16xf32> -> tensor<f32>
+  %z = step.add %s1, %s2 : tensor<f32>
+  return %ra, %z : tensor<i32>, tensor<f32>
 }

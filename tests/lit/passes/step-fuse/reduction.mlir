@@ -95,6 +95,7 @@ func.func @softmax_prologue(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>) -> tensor<
 // fusion yields the value once and the reshape after it is a view
 // (step-memory-plan gives it the same bytes), not a second buffer.
 // CHECK-LABEL: func.func @view_leaves
+// NOROW-LABEL: func.func @view_leaves
 // CHECK: %[[F:.+]] = step.fusion "reduction"
 // CHECK: step.softmax
 // CHECK-NOT: step.reshape
@@ -108,4 +109,23 @@ func.func @view_leaves(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>, %w: tensor<32x3
   %r = step.reshape %p : tensor<4x8xf32> -> tensor<1x32xf32>
   %m = step.matmul %r, %w : tensor<1x32xf32>, tensor<32x32xf32> -> tensor<1x32xf32>
   return %m : tensor<1x32xf32>
+}
+
+// -----
+
+// A row op's other operands are read as inputs: layer_norm's gamma (%gw),
+// also used by the epilogue, is computed outside the fusion.
+// CHECK-LABEL: func.func @row_operands_are_inputs
+// NOROW-LABEL: func.func @row_operands_are_inputs
+// CHECK: %[[GW:.+]] = step.neg %arg1
+// CHECK: step.fusion "reduction"(%arg0, %[[GW]], %arg2)
+// CHECK-NOT: step.neg
+// CHECK: step.layer_norm
+// CHECK: step.yield
+func.func @row_operands_are_inputs(%x: tensor<8x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %gw = step.neg %w : tensor<32xf32>
+  %ln = step.layer_norm %x, %gw, %b eps = 1.0e-05 : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %bg = step.broadcast_in_dim %gw, dims = [1] : tensor<32xf32> -> tensor<8x32xf32>
+  %o = step.add %ln, %bg : tensor<8x32xf32>
+  return %o : tensor<8x32xf32>
 }
