@@ -13,8 +13,10 @@
 // dropped: they are per micro-batch and nothing downstream reads them.
 //
 // Guarantees: params and input names and order are unchanged; only the
-// inputs' leading dims change. K = 1 leaves the module untouched. Inputs of
-// rank 0 or with a dynamic leading dim are an error.
+// inputs' leading dims change (not those of step-pad-dynamic's `len.S`
+// scalars: every micro-batch has the same valid lengths). K = 1 leaves the
+// module untouched. Inputs of rank 0 or with a dynamic leading dim are an
+// error.
 //
 // Cost: K calls (step-inline later unrolls them, so the IR grows K-fold);
 // one running sum per gradient, so the accumulators add one gradient-sized
@@ -62,7 +64,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
 
   LogicalResult checkInputs(func::FuncOp f) {
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-      if (argKind(f, i) != "input")
+      if (!isBatchInput(f, i))
         continue;
       auto type = cast<RankedTensorType>(f.getArgument(i).getType());
       if (type.getRank() == 0 || type.isDynamicDim(0))
@@ -82,7 +84,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
     SmallVector<bool> isInput;
     for (unsigned i = 0; i < micro.getNumArguments(); ++i) {
       auto type = cast<RankedTensorType>(micro.getArgument(i).getType());
-      bool input = argKind(micro, i) == "input";
+      bool input = isBatchInput(micro, i);
       isInput.push_back(input);
       if (input) {
         SmallVector<int64_t> shape(type.getShape());
@@ -147,6 +149,12 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
       results.push_back(mean);
     }
     b.create<func::ReturnOp>(loc, results);
+  }
+
+  /// Inputs split into micro-batches: all but step-pad-dynamic's valid
+  /// lengths (`len.S`), which every micro-batch shares.
+  static bool isBatchInput(func::FuncOp f, unsigned i) {
+    return argKind(f, i) == "input" && !f.getArgAttr(i, "step.len_of");
   }
 
   static Value toF32(OpBuilder &b, Location loc, Value v) {

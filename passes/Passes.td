@@ -104,6 +104,50 @@ def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Dynamic shapes
+//===----------------------------------------------------------------------===//
+
+def PadDynamic : Pass<"step-pad-dynamic", "::mlir::ModuleOp"> {
+  let summary = "Pads symbolic dims to a bucket, masked so results are exact";
+  let description = [{
+    Makes a model whose dims are symbolic (`?` named by `step.dims`, maxima
+    in the function's `step.symbols`) static: every symbol S becomes its
+    bucket size, a new argument `len.S` (`tensor<i64>`, `{step.kind =
+    "input", step.len_of = "S"}`) carries the valid length at run time, and
+    every op that mixes positions along a padded dim reads its operand
+    through a select against `iota < len.S`, so the results (and their
+    gradients) equal those of the unpadded model. Ops it cannot make exact
+    are refused with an error. See docs/dynamic-shapes.md.
+
+    Before:
+    ```mlir
+    func.func @forward(%x: tensor<?x4xf32> {step.kind = "input", step.name = "x",
+                                            step.dims = ["T", ""]}) -> tensor<f32>
+        attributes {step.symbols = {T = 64 : i64}} {
+      %m = step.reduce_mean %x dims = [0, 1] : tensor<?x4xf32> -> tensor<f32>
+    ```
+    After (`sizes=T=16`):
+    ```mlir
+    func.func @forward(%x: tensor<16x4xf32> {...}, %len: tensor<i64> {step.kind = "input",
+                       step.name = "len.T", step.len_of = "T"}) -> tensor<f32>
+        attributes {step.buckets = {T = 16 : i64}} {
+      %mask = ... iota < len.T ...
+      %s = step.reduce_sum (step.select %mask, %x, 0) dims = [0, 1]
+      %m = step.div %s, (cast (4 * len.T))
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "the model function to pad">,
+    ListOption<"sizes", "sizes", "std::string",
+               "bucket size per symbol as SYMBOL=SIZE (default: the "
+               "symbol's maximum)">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Planning
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,7 @@
 //===- Train.cpp - The training pipeline and the interpreter trainer ------===//
 //
-// The pipeline of DESIGN.md section 4 up to the optimizer: canonicalize,
+// The pipeline of DESIGN.md section 4 up to the optimizer: step-pad-dynamic
+// (before everything that needs static shapes), canonicalize, step-amp,
 // step-autodiff, step-grad-accum (k > 1), step-optimizer, then the calls
 // they build are inlined into one flat @train_step and everything else is
 // dropped, canonicalized and CSE'd.
@@ -223,7 +224,13 @@ int64_t countOps(Operation *root) {
 
 /// Pass-specific counts read off the IR a pass produced.
 void countWhatChanged(PassRecord &r, ModuleOp module) {
-  if (r.pass == "step-autodiff") {
+  if (r.pass == "step-pad-dynamic") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("forward"))
+      if (auto buckets = f->getAttrOfType<DictionaryAttr>("step.buckets"))
+        for (NamedAttribute b : buckets)
+          r.counts["bucket." + b.getName().str()] =
+              cast<IntegerAttr>(b.getValue()).getInt();
+  } else if (r.pass == "step-autodiff") {
     if (auto f = module.lookupSymbol<func::FuncOp>("forward_backward"))
       for (unsigned i = 0; i < f.getNumResults(); ++i)
         if (auto kind = f.getResultAttrOfType<StringAttr>(i, "step.kind");
@@ -292,6 +299,14 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
 
   PassManager pm(ctx);
   pm.enableVerifier(true);
+  // Symbolic dims first: every later pass (the VJP rules above all) needs
+  // static shapes. A static model passes through unchanged.
+  std::vector<std::string> sizes;
+  for (const auto &[symbol, size] : options.buckets)
+    sizes.push_back(symbol + "=" + std::to_string(size));
+  ops::PadDynamicOptions pad;
+  pad.sizes = sizes; // copied by createPadDynamic
+  pm.addPass(ops::createPadDynamic(pad));
   pm.addPass(createCanonicalizerPass());
   if (!options.amp.dtype.empty()) {
     const AmpOptions &a = options.amp;

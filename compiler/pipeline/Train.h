@@ -106,6 +106,9 @@ struct TrainOptions {
   /// Run step-fuse on @train_step (docs/fusion.md). Fusion never changes a
   /// result on the CPU; it decides which kernels run on a GPU.
   bool fuse = true;
+  /// Bucket size per symbolic dim (step-pad-dynamic, docs/dynamic-shapes.md);
+  /// a symbol left out is padded to its maximum. Ignored by static models.
+  std::map<std::string, int64_t> buckets;
 };
 
 /// The learning rate that update s (0-based) uses, in double: the formula

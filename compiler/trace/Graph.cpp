@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 
 namespace step::trace {
 
@@ -113,13 +114,32 @@ void checkName(const std::string &what, const std::string &name,
                                 "' is already declared" + where(loc));
 }
 
-/// An API shape (kDynamic = -1) as an MLIR shape.
-llvm::SmallVector<int64_t> toMlirShape(const std::string &what,
-                                       const Shape &shape, bool allowDynamic,
-                                       const SourceLoc &loc) {
+/// Symbols of dyn(), process-wide: code -(2 + i) is entry i.
+struct SymbolTable {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, int64_t>> entries;
+};
+SymbolTable &symbols() {
+  static SymbolTable table;
+  return table;
+}
+
+/// An API shape (kDynamic = -1, or a dyn() code) as an MLIR shape. With
+/// `names`, the symbols of symbolic dims (others "") are stored there.
+llvm::SmallVector<int64_t>
+toMlirShape(const std::string &what, const Shape &shape, bool allowDynamic,
+            const SourceLoc &loc, std::vector<std::string> *names = nullptr) {
   llvm::SmallVector<int64_t> out;
   for (int64_t d : shape) {
-    if (d == kDynamic && allowDynamic) {
+    bool symbolic = false;
+    if (isSymbolic(d) && allowDynamic) {
+      SymbolTable &t = symbols();
+      std::lock_guard<std::mutex> lock(t.mutex);
+      symbolic = -2 - d < static_cast<int64_t>(t.entries.size());
+    }
+    if (names)
+      names->push_back(symbolic ? symbolOf(d).first : "");
+    if ((d == kDynamic || symbolic) && allowDynamic) {
       out.push_back(ShapedType::kDynamic);
       continue;
     }
@@ -159,15 +179,73 @@ GraphState &openState(const std::unique_ptr<GraphState> &state,
                            ": the graph is finished (output() was called)");
   return *state;
 }
+
+/// `step.dims` for symbolic `names` (nothing when all are ""); records
+/// each symbol's maximum in @forward's `step.symbols`.
+mlir::ArrayAttr symbolDims(GraphState &g, const Shape &shape,
+                           const std::vector<std::string> &names) {
+  if (llvm::all_of(names, [](const std::string &n) { return n.empty(); }))
+    return {};
+  mlir::NamedAttrList known;
+  if (auto dict = g.func->getAttrOfType<mlir::DictionaryAttr>("step.symbols"))
+    known = mlir::NamedAttrList(dict);
+  llvm::SmallVector<mlir::Attribute> dims;
+  for (auto [d, n] : llvm::zip(shape, names)) {
+    dims.push_back(g.builder.getStringAttr(n));
+    if (!n.empty())
+      known.set(n, g.builder.getI64IntegerAttr(symbolOf(d).second));
+  }
+  g.func->setAttr("step.symbols", known.getDictionary(&g.ctx));
+  return g.builder.getArrayAttr(dims);
+}
 } // namespace
+
+int64_t dyn(const std::string &name, int64_t max) {
+  bool ok = !name.empty();
+  for (char c : name)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok)
+    throw std::invalid_argument("dyn: symbol name '" + name +
+                                "' must be letters, digits and '_'");
+  if (max < 1)
+    throw std::invalid_argument("dyn: the maximum of '" + name +
+                                "' must be >= 1, got " + std::to_string(max));
+  SymbolTable &t = symbols();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    if (t.entries[i].first != name)
+      continue;
+    if (t.entries[i].second != max)
+      throw std::invalid_argument(
+          "dyn: symbol '" + name + "' was declared with maximum " +
+          std::to_string(t.entries[i].second) + ", now " +
+          std::to_string(max));
+    return -2 - static_cast<int64_t>(i);
+  }
+  t.entries.emplace_back(name, max);
+  return -1 - static_cast<int64_t>(t.entries.size());
+}
+
+std::pair<std::string, int64_t> symbolOf(int64_t code) {
+  SymbolTable &t = symbols();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  int64_t i = -2 - code;
+  if (code >= kDynamic || i >= static_cast<int64_t>(t.entries.size()))
+    throw std::invalid_argument("symbolOf: " + std::to_string(code) +
+                                " is not a code returned by dyn()");
+  return t.entries[i];
+}
 
 Tensor Graph::input(const std::string &name, const Shape &shape, DType dtype,
                     SourceLoc loc) {
   GraphState &g = openState(state_, "input");
   checkName("input", name, g, loc);
-  return addArgument(g, "input", name,
-                     toMlirShape("input '" + name + "'", shape, true, loc),
-                     dtype, loc);
+  std::vector<std::string> names;
+  auto dims = toMlirShape("input '" + name + "'", shape, true, loc, &names);
+  Tensor t = addArgument(g, "input", name, dims, dtype, loc);
+  if (mlir::ArrayAttr named = symbolDims(g, shape, names))
+    g.func.setArgAttr(g.func.getNumArguments() - 1, "step.dims", named);
+  return t;
 }
 
 Tensor Graph::param(const std::string &name, const Shape &shape,
@@ -219,15 +297,25 @@ Tensor Graph::scalar(Scalar value, DType dtype, SourceLoc loc) {
 Tensor Graph::iota(const Shape &shape, int64_t dim, DType dtype,
                    SourceLoc loc) {
   GraphState &g = openState(state_, "iota");
-  auto dims = toMlirShape("iota", shape, false, loc);
+  bool symbolic = llvm::any_of(shape, isSymbolic);
+  std::vector<std::string> names;
+  auto dims = toMlirShape("iota", shape, /*allowDynamic=*/symbolic, loc,
+                          &names);
+  if (llvm::is_contained(shape, kDynamic))
+    shapeError("iota", "a dynamic dim must be symbolic (dyn(\"T\", max))",
+               loc);
   if (dims.empty())
     shapeError("iota", "needs a shape of rank >= 1, got []", loc);
   if (dtype == DType::I1)
     dtypeError("iota", "cannot count in i1", loc);
   int64_t d = normalizeDim("iota", dim, dims.size(), dims, loc);
-  return Tensor(&g, g.create<ops::IotaOp>(loc, "iota",
+  auto op = g.builder.create<ops::IotaOp>(g.location(loc, "iota"),
                                           tensorType(g, dims, dtype),
-                                          static_cast<uint64_t>(d)));
+                                          static_cast<uint64_t>(d));
+  if (mlir::ArrayAttr named = symbolDims(g, shape, names))
+    op->setAttr("step.dims", named);
+  g.check(op, "iota", loc);
+  return Tensor(&g, op.getResult());
 }
 
 Tensor Graph::arange(int64_t end, DType dtype, SourceLoc loc) {

@@ -54,6 +54,22 @@ using Shape = std::vector<int64_t>;
 /// A dynamic dimension in input shapes; printed as `?` in the IR.
 inline constexpr int64_t kDynamic = -1;
 
+/// A symbolic dimension, for models whose sequence length (say) changes from
+/// batch to batch: `g.input("tokens", {8, dyn("T", 1024)}, DType::I64)`.
+/// Returns a code (below kDynamic) that input(), iota() and reshape() take
+/// in place of a size; the IR gets a `?` named by `step.dims = ["", "T"]`,
+/// and @forward records each symbol's maximum in `step.symbols`.
+/// step-pad-dynamic (stepc --buckets) pads such dims to buckets and masks
+/// so results are exact (docs/dynamic-shapes.md). The same name always
+/// gives the same code; a name reused with another maximum throws
+/// std::invalid_argument. Names are letters, digits and '_'.
+int64_t dyn(const std::string &name, int64_t max);
+/// Whether `d` is a code returned by dyn().
+inline bool isSymbolic(int64_t d) { return d < kDynamic; }
+/// The name and maximum of a code from dyn(); throws std::invalid_argument
+/// for anything else.
+std::pair<std::string, int64_t> symbolOf(int64_t code);
+
 //===----------------------------------------------------------------------===//
 // Errors
 //===----------------------------------------------------------------------===//
@@ -176,7 +192,7 @@ public:
   Graph &operator=(const Graph &) = delete;
 
   /// Batch data: a function argument with {step.kind = "input"}. Dims may be
-  /// kDynamic. Names are unique among inputs and params and are file names
+  /// kDynamic or symbolic (dyn()). Names are unique among inputs and params and are file names
   /// (letters, digits, '_', '.', '-'; not starting with '.').
   Tensor input(const std::string &name, const Shape &shape,
                DType dtype = DType::F32, SourceLoc loc = {});
@@ -193,7 +209,8 @@ public:
               SourceLoc loc = {});
   /// A rank-0 constant.
   Tensor scalar(Scalar value, DType dtype = DType::F32, SourceLoc loc = {});
-  /// step.iota: `shape` (static) counting along `dim`.
+  /// step.iota: `shape` counting along `dim`; dims are static or symbolic
+  /// (dyn(): positions 0..T-1 of a sequence of symbolic length T).
   Tensor iota(const Shape &shape, int64_t dim, DType dtype = DType::I64,
               SourceLoc loc = {});
   /// torch.arange(start, end, step): a 1-D tensor, i64 by default. The

@@ -40,7 +40,8 @@ Tensor reshape(const Tensor &x, const Shape &shape, SourceLoc loc) {
   int64_t inferAt = -1;
   int64_t known = 1;
   for (auto [i, d] : llvm::enumerate(shape)) {
-    if (d == -1) {
+    // A symbolic size (dyn()) is what the element count leaves, as -1.
+    if (d == -1 || isSymbolic(d)) {
       if (inferAt >= 0)
         shapeError("reshape",
                    "only one dim may be -1, got " + listStr(shape), loc);

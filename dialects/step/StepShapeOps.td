@@ -198,7 +198,9 @@ def Step_IotaOp : Step_Op<"iota", [Pure]> {
   let description = [{
     `result[..., i, ...] = i` along `dim` (as `torch.arange` broadcast).
 
-    C1: the result shape is static and its rank is at least 1.
+    C1: the result's rank is at least 1 and its shape is static, except
+        for dims named by a `step.dims` attribute (`["T"]`, one string per
+        dim): symbolic lengths that `step-pad-dynamic` makes static.
     C2: `0 <= dim < rank(result)`.
     C3: the element type is not `i1`.
 

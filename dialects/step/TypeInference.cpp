@@ -460,9 +460,24 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult IotaOp::verify() {
   auto type = getResult().getType();
-  if (!type.hasStaticShape() || type.getRank() < 1)
+  if (type.getRank() < 1)
     return emitOpError("result ")
            << quoted(type) << " must have a static shape of rank >= 1 (C1)";
+  // A dynamic dim is allowed where `step.dims` names its symbol
+  // (step-pad-dynamic makes it static).
+  auto names = (*this)->getAttrOfType<ArrayAttr>("step.dims");
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!type.isDynamicDim(d))
+      continue;
+    auto name = names && static_cast<int64_t>(names.size()) == type.getRank()
+                    ? dyn_cast<StringAttr>(names[d])
+                    : StringAttr();
+    if (!name || name.getValue().empty())
+      return emitOpError("result ")
+             << quoted(type)
+             << " must have a static shape of rank >= 1, or name each "
+                "dynamic dim's symbol in step.dims (C1)";
+  }
   // I64Attr getters return uint64_t; the sign matters for the message.
   auto dim = static_cast<int64_t>(getDimension());
   if (dim < 0 || dim >= type.getRank())

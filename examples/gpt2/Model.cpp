@@ -39,6 +39,10 @@ std::string GPT2Config::check() const {
   return "";
 }
 
+int64_t GPT2Config::seqDim() const {
+  return dynamicContext ? dyn("T", context) : context;
+}
+
 Tensor matmulTransposeB(Graph &g, const Tensor &x, const Tensor &w,
                         SourceLoc loc) {
   auto at = [&] {
@@ -114,7 +118,7 @@ Tensor layerNorm(Graph &g, const std::string &name, const Tensor &x,
 /// [B, T, C] -> [B, H, T, D]: one head per slice of D = C / H channels.
 Tensor splitHeads(const Tensor &x, const GPT2Config &cfg) {
   int64_t d = cfg.width / cfg.heads;
-  return transpose(reshape(x, {cfg.batch, cfg.context, cfg.heads, d}), 1, 2);
+  return transpose(reshape(x, {cfg.batch, cfg.seqDim(), cfg.heads, d}), 1, 2);
 }
 
 /// CausalSelfAttention: one fused c_attn for q, k, v (columns [0, C),
@@ -128,7 +132,7 @@ Tensor attention(Graph &g, const std::string &name, const Tensor &x,
   Tensor k = splitHeads(slice(qkv, 2, c, 2 * c), cfg);
   Tensor v = splitHeads(slice(qkv, 2, 2 * c, 3 * c), cfg);
   Tensor y = scaled_dot_product_attention(q, k, v, /*causal=*/true);
-  y = reshape(transpose(y, 1, 2), {cfg.batch, cfg.context, c});
+  y = reshape(transpose(y, 1, 2), {cfg.batch, cfg.seqDim(), c});
   return conv1d(g, name + ".c_proj", y, c, c, projStd);
 }
 
@@ -159,14 +163,16 @@ Tensor block(Graph &g, int64_t i, const Tensor &x, const GPT2Config &cfg) {
 Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens) {
   if (std::string err = cfg.check(); !err.empty())
     throw std::invalid_argument("gpt2: " + err);
-  if (tokens.shape() != Shape{cfg.batch, cfg.context})
+  Shape want{cfg.batch, cfg.dynamicContext ? kDynamic : cfg.context};
+  if (tokens.shape() != want)
     throw ShapeError("gpt2: tokens must be [batch, context] = [" +
                      std::to_string(cfg.batch) + ", " +
-                     std::to_string(cfg.context) + "]");
+                     (cfg.dynamicContext ? "T" : std::to_string(cfg.context)) +
+                     "]");
   Tensor wte = g.param("wte", {cfg.vocab, cfg.width}, init::normal(0, 0.02));
   Tensor wpe = g.param("wpe", {cfg.context, cfg.width}, init::normal(0, 0.02));
   Tensor tok = embedding(tokens, wte);                   // [B, T, C]
-  Tensor pos = embedding(g.arange(cfg.context), wpe);    // [T, C]
+  Tensor pos = embedding(g.iota({cfg.seqDim()}, 0), wpe); // [T, C]
   Tensor x = tok + pos; // broadcast over the batch
   for (int64_t i = 0; i < cfg.layers; ++i)
     x = block(g, i, x, cfg);
@@ -177,8 +183,8 @@ Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens) {
 Tensor buildGPT2(Graph &g, const GPT2Config &cfg, Tensor tokens,
                  Tensor targets) {
   Tensor logits = gpt2Logits(g, cfg, tokens);
-  return cross_entropy(reshape(logits, {cfg.batch * cfg.context, cfg.vocab}),
-                       reshape(targets, {cfg.batch * cfg.context}));
+  return cross_entropy(reshape(logits, {-1, cfg.vocab}),
+                       reshape(targets, {-1}));
 }
 
 } // namespace gpt2

@@ -34,6 +34,12 @@ struct GPT2Config {
   int64_t heads = 2;    // H; width must be a multiple of it
   int64_t width = 32;   // C
   int64_t batch = 8;    // B
+  /// T symbolic (dyn("T", context)): sequences of any length up to
+  /// `context`, padded to buckets by step-pad-dynamic (stepc --buckets).
+  bool dynamicContext = false;
+
+  /// T as the tracing API takes it: `context`, or the dyn() code.
+  int64_t seqDim() const;
 
   /// Empty when the sizes make a model, else what is wrong.
   std::string check() const;

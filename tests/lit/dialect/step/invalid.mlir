@@ -1095,9 +1095,17 @@ func.func @pad_result_type(%x: tensor<2x3xf32>) -> tensor<4x4xf32> {
 //===----------------------------------------------------------------------===//
 
 func.func @iota_c1_dynamic() -> tensor<?xi64> {
-  // expected-error @+1 {{'step.iota' op result 'tensor<?xi64>' must have a static shape of rank >= 1 (C1)}}
+  // expected-error @+1 {{'step.iota' op result 'tensor<?xi64>' must have a static shape of rank >= 1, or name each dynamic dim's symbol in step.dims (C1)}}
   %0 = step.iota dim = 0 : tensor<?xi64>
   return %0 : tensor<?xi64>
+}
+
+// -----
+
+func.func @iota_c1_unnamed_dim() -> tensor<4x?xi64> {
+  // expected-error @+1 {{'step.iota' op result 'tensor<4x?xi64>' must have a static shape of rank >= 1, or name each dynamic dim's symbol in step.dims (C1)}}
+  %0 = step.iota dim = 0 {step.dims = ["T", ""]} : tensor<4x?xi64>
+  return %0 : tensor<4x?xi64>
 }
 
 // -----

@@ -701,6 +701,14 @@ func.func @iota() -> (tensor<8xi64>, tensor<4x8xi32>, tensor<4xf32>, tensor<2x3x
   return %0, %1, %2, %3, %4 : tensor<8xi64>, tensor<4x8xi32>, tensor<4xf32>, tensor<2x3xf16>, tensor<0x5xbf16>
 }
 
+// A symbolic dim (step-pad-dynamic) is dynamic and named.
+// CHECK-LABEL: func.func @iota_symbolic
+func.func @iota_symbolic() -> tensor<4x?xi64> {
+  // CHECK-NEXT: step.iota dim = 1 {step.dims = ["", "T"]} : tensor<4x?xi64>{{$}}
+  %0 = step.iota dim = 1 {step.dims = ["", "T"]} : tensor<4x?xi64>
+  return %0 : tensor<4x?xi64>
+}
+
 //===----------------------------------------------------------------------===//
 // step.reduce_sum, step.reduce_max, step.reduce_mean
 //===----------------------------------------------------------------------===//
