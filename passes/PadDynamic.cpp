@@ -234,9 +234,23 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     return l;
   }
 
+  /// Stores `l` with adjacent static factors merged, so that layouts of
+  /// equal dims compare equal however reshapes split them ([2][4] is [8]).
   void setLayout(Value v, Layout l) {
-    if (isPadded(l))
-      layouts[v] = std::move(l);
+    if (!isPadded(l))
+      return;
+    for (DimLayout &d : l) {
+      DimLayout merged;
+      for (const Factor &f : d) {
+        if (f.symbol.empty() && !merged.empty() &&
+            merged.back().symbol.empty())
+          merged.back().size *= f.size;
+        else
+          merged.push_back(f);
+      }
+      d = merged;
+    }
+    layouts[v] = std::move(l);
   }
 
   LogicalResult refuse(Operation *op, const Twine &why) {
@@ -368,9 +382,9 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
       setLayout(iota.getResult(), *l);
       return success();
     }
-    bool padded = llvm::any_of(op->getOperands(), [&](Value v) {
-      return layouts.count(v);
-    });
+    bool padded = isa<BroadcastInDimOp>(op) ||
+                  llvm::any_of(op->getOperands(),
+                               [&](Value v) { return layouts.count(v); });
     if (!padded) {
       for (Value r : op->getResults())
         if (!cast<RankedTensorType>(r.getType()).hasStaticShape())
@@ -381,10 +395,7 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     Value result = op->getNumResults() == 1 ? op->getResult(0) : Value();
 
     // Same-shape ops: the result has the operands' layout.
-    if (isElementwiseUnary(op) ||
-        isa<CompareOp, SelectOp, CastOp, GeluOp, StopGradientOp, SoftmaxOp,
-            LogSoftmaxOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp>(
-            op)) {
+    if (isSameShape(op)) {
       auto l = join(op, op->getOperands());
       if (failed(l))
         return failure();
@@ -402,9 +413,25 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
       Layout out;
       for (int64_t s : type.getShape())
         out.push_back(staticDim(s));
-      for (auto [k, d] : llvm::enumerate(b.getBroadcastDimensions()))
+      SmallVector<bool> mapped(type.getRank(), false);
+      for (auto [k, d] : llvm::enumerate(b.getBroadcastDimensions())) {
+        mapped[d] = true;
         if (sizeOf(in[k]) != 1 || isPadded(in[k]))
           out[d] = in[k];
+      }
+      // A dynamic dim no operand dim maps to (a bias or a scalar broadcast
+      // into a sequence) is sized by the value the result is combined with.
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        if (mapped[d] || !type.isDynamicDim(d))
+          continue;
+        std::optional<DimLayout> found = layoutFromUsers(result, d);
+        if (!found)
+          return refuse(op, "cannot tell which symbol dynamic dim " +
+                                std::to_string(d) + " of " + quoted(type) +
+                                " is: no elementwise user combines it with "
+                                "a value defined before it");
+        out[d] = *found;
+      }
       setLayout(result, out);
       return success();
     }
@@ -533,6 +560,26 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     }
     return refuse(op, "'" + op->getName().getStringRef() +
                           "' on a padded value is not supported");
+  }
+
+  /// The layout of dim `d` of another operand of an elementwise user of
+  /// `v`, when that operand was analyzed already.
+  std::optional<DimLayout> layoutFromUsers(Value v, int64_t d) {
+    for (Operation *user : v.getUsers()) {
+      if (!isSameShape(user))
+        continue;
+      for (Value other : user->getOperands())
+        if (other != v && layouts.count(other))
+          return layouts[other][d];
+    }
+    return std::nullopt;
+  }
+
+  static bool isSameShape(Operation *op) {
+    return isElementwiseUnary(op) ||
+           isa<CompareOp, SelectOp, CastOp, GeluOp, StopGradientOp, SoftmaxOp,
+               LogSoftmaxOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp>(
+               op);
   }
 
   static bool isElementwiseUnary(Operation *op) {

@@ -41,10 +41,17 @@ uint64_t fnv1a64(const void *data, size_t n) {
 }
 
 void writeArtifact(const std::string &path, const Artifact &artifact) {
+  writeFileAtomic(path, artifactBytes(artifact), "writeArtifact");
+}
+
+std::string artifactBytes(const Artifact &artifact) {
   artifact.plan.validate();
+  std::map<std::string, std::string> all = artifact.sections;
+  for (size_t i = 0; i < artifact.buckets.size(); ++i)
+    all["bucket." + std::to_string(i)] = artifactBytes(artifact.buckets[i]);
   std::string payload;
   nlohmann::json sections = nlohmann::json::array();
-  for (const auto &[name, bytes] : artifact.sections) {
+  for (const auto &[name, bytes] : all) {
     sections.push_back({{"name", name},
                         {"offset", payload.size()},
                         {"size", bytes.size()}});
@@ -64,7 +71,7 @@ void writeArtifact(const std::string &path, const Artifact &artifact) {
   out += text;
   out += payload;
   putU64(out, fnv1a64(out.data(), out.size()));
-  writeFileAtomic(path, out, "writeArtifact");
+  return out;
 }
 
 Artifact readArtifact(const std::string &path) {
@@ -73,6 +80,10 @@ Artifact readArtifact(const std::string &path) {
     throw Error(path + ": cannot open the artifact");
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
+  return parseArtifact(bytes, path);
+}
+
+Artifact parseArtifact(const std::string &bytes, const std::string &path) {
   auto fail = [&](const std::string &what) -> Error {
     return Error(path + ": not a valid StepJIT artifact: " + what);
   };
@@ -117,6 +128,14 @@ Artifact readArtifact(const std::string &path) {
                  "' lies outside the payload");
     a.sections[s.at("name").get<std::string>()] =
         bytes.substr(payloadAt + offset, size);
+  }
+  for (size_t i = 0;; ++i) {
+    auto it = a.sections.find("bucket." + std::to_string(i));
+    if (it == a.sections.end())
+      break;
+    a.buckets.push_back(
+        parseArtifact(it->second, path + " (bucket " + std::to_string(i) + ")"));
+    a.sections.erase(it);
   }
   return a;
 }

@@ -21,6 +21,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace step::rt {
 
@@ -33,6 +34,12 @@ struct Artifact {
   nlohmann::json meta = nlohmann::json::object();
   /// Binary sections by name.
   std::map<std::string, std::string> sections;
+  /// A model with symbolic dims compiled for several buckets
+  /// (docs/dynamic-shapes.md): this artifact is the largest bucket, these
+  /// are the others, each complete (its own plan, constants and kernels,
+  /// meta "bucket" giving its sizes). On disk each is the bytes of an
+  /// artifact file in section "bucket.<i>".
+  std::vector<Artifact> buckets;
 };
 
 /// FNV-1a 64 of `n` bytes.
@@ -42,6 +49,10 @@ uint64_t fnv1a64(const void *data, size_t n);
 void writeArtifact(const std::string &path, const Artifact &artifact);
 /// Reads and validates an artifact; throws Error on any defect.
 Artifact readArtifact(const std::string &path);
+/// The bytes of an artifact file, and their inverse (`what` names the
+/// source in errors).
+std::string artifactBytes(const Artifact &artifact);
+Artifact parseArtifact(const std::string &bytes, const std::string &what);
 
 } // namespace step::rt
 

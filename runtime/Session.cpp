@@ -12,11 +12,13 @@
 
 #include "runtime/Npy.h"
 #include "runtime/cpu/Executor.h"
+#include "runtime/cpu/Kernels.h"
 #ifdef STEP_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/DynamicSymbols.h"
 #endif
 
+#include <climits>
 #include <filesystem>
 
 namespace step {
@@ -96,7 +98,7 @@ void Session::startBackend(Backend requested) {
       !rt::cuda::hasDeviceCode(artifact_.plan))
     backend_ = Backend::Cpu;
   if (backend_ == Backend::Cuda)
-    cuda_ = std::make_shared<rt::cuda::CudaExecutor>(artifact_);
+    cuda_[0] = std::make_shared<rt::cuda::CudaExecutor>(artifact_);
 #else
   (void)requested;
 #endif
@@ -208,8 +210,83 @@ void Session::save_params(const std::string &dir) const {
     save(name);
 }
 
-double Session::step(const std::map<std::string, HostTensor> &batch) {
-  const rt::Plan &plan = artifact_.plan;
+size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
+                           std::map<std::string, HostTensor> &padded) const {
+  const nlohmann::json &dynamic = artifact_.meta["dynamic"];
+  // Valid lengths, read off the inputs' symbolic dims.
+  std::map<std::string, int64_t> lengths;
+  for (const auto &[name, dims] : dynamic["inputs"].items()) {
+    auto it = batch.find(name);
+    if (it == batch.end())
+      continue; // reported with the other missing inputs
+    const rt::Shape &shape = it->second.shape();
+    if (shape.size() != dims.size())
+      throw Error("step: input '" + name + "' has rank " +
+                  std::to_string(shape.size()) + ", expected " +
+                  std::to_string(dims.size()));
+    for (size_t d = 0; d < dims.size(); ++d) {
+      std::string symbol = dims[d].get<std::string>();
+      if (symbol.empty())
+        continue;
+      auto [at, fresh] = lengths.emplace(symbol, shape[d]);
+      if (!fresh && at->second != shape[d])
+        throw Error("step: input '" + name + "' has " + symbol + " = " +
+                    std::to_string(shape[d]) + " but another input has " +
+                    std::to_string(at->second));
+      int64_t max = dynamic["symbols"][symbol].get<int64_t>();
+      if (shape[d] < 1 || shape[d] > max)
+        throw Error("step: input '" + name + "' has " + symbol + " = " +
+                    std::to_string(shape[d]) + ", expected 1.." +
+                    std::to_string(max));
+    }
+  }
+  // The smallest bucket (by total size) that holds every length.
+  size_t best = 0;
+  int64_t bestSize = INT64_MAX;
+  for (size_t i = 0; i < bucketCount(); ++i) {
+    const nlohmann::json &sizes = bucket(i).meta["bucket"];
+    int64_t total = 1;
+    bool fits = true;
+    for (const auto &[symbol, len] : lengths) {
+      fits = fits && sizes[symbol].get<int64_t>() >= len;
+      total *= sizes[symbol].get<int64_t>();
+    }
+    if (fits && total < bestSize) {
+      best = i;
+      bestSize = total;
+    }
+  }
+  // Inputs zero-padded along their symbolic dims; len.S added.
+  const nlohmann::json &sizes = bucket(best).meta["bucket"];
+  padded = batch;
+  for (const auto &[name, dims] : dynamic["inputs"].items()) {
+    auto it = padded.find(name);
+    if (it == padded.end())
+      continue;
+    std::vector<int64_t> low(dims.size(), 0), high(dims.size(), 0);
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (!dims[d].get<std::string>().empty())
+        high[d] = sizes[dims[d].get<std::string>()].get<int64_t>() -
+                  it->second.shape()[d];
+    it->second = rt::cpu::pad(it->second, low, high, 0.0);
+  }
+  for (const auto &[symbol, len] : lengths) {
+    HostTensor n(rt::DType::I64, {});
+    n.data<int64_t>()[0] = len;
+    padded["len." + symbol] = n;
+  }
+  return best;
+}
+
+double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
+  std::map<std::string, HostTensor> paddedBatch;
+  size_t b = 0;
+  bool bucketed = artifact_.meta.contains("dynamic");
+  if (bucketed)
+    b = pickBucket(rawBatch, paddedBatch);
+  const auto &batch = bucketed ? paddedBatch : rawBatch;
+  const rt::Artifact &art = bucket(b);
+  const rt::Plan &plan = art.plan;
   for (const auto &[name, t] : batch) {
     auto it = argumentIds_.find(name);
     if (it == argumentIds_.end() ||
@@ -226,8 +303,12 @@ double Session::step(const std::map<std::string, HostTensor> &batch) {
       if (it == batch.end())
         throw Error("step: the batch has no input '" + b.name + "' (inputs: " +
                     joined(inputs_) + ")");
-      checkMatches("step", b.name, it->second);
-      args.push_back(&it->second);
+      const HostTensor &t = it->second;
+      if (t.dtype() != b.dtype || t.shape() != b.shape)
+        throw Error("step: input '" + b.name + "' expects " +
+                    typeStr(b.dtype, b.shape) + ", found " +
+                    typeStr(t.dtype(), t.shape()));
+      args.push_back(&t);
       continue;
     }
     auto it = values_.find(b.name);
@@ -239,11 +320,15 @@ double Session::step(const std::map<std::string, HostTensor> &batch) {
 
   std::vector<HostTensor> results;
 #ifdef STEP_HAVE_CUDA
-  if (cuda_)
-    results = cuda_->run(args);
-  else
+  if (!cuda_.empty()) {
+    auto &executor = cuda_[b];
+    if (!executor)
+      executor = std::make_shared<rt::cuda::CudaExecutor>(art);
+    results = executor->run(args);
+  } else
 #endif
-    results = rt::cpu::execute(artifact_, args);
+    results = rt::cpu::execute(art, args);
+  bucketsUsed_.insert(b);
 
   const HostTensor &loss = results[0];
   if (loss.numel() != 1)

@@ -24,6 +24,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,16 @@ public:
   /// the new params and state and returns the loss.
   double step(const std::map<std::string, rt::HostTensor> &batch);
 
+  /// Buckets (docs/dynamic-shapes.md): a model with symbolic dims has one
+  /// plan per bucket. step() takes inputs of any valid length up to the
+  /// largest bucket, runs the smallest bucket that holds them (inputs
+  /// zero-padded, `len.S` set) and returns outputs as the bucket computed
+  /// them. 1 for a static model.
+  size_t bucketCount() const { return 1 + artifact_.buckets.size(); }
+  /// How many distinct buckets steps have run: each is one plan prepared
+  /// (on the GPU, one CUDA graph), never more than bucketCount().
+  size_t bucketsUsed() const { return bucketsUsed_.size(); }
+
   /// A param, a state tensor, or another named result of the last step.
   const rt::HostTensor &get(const std::string &name) const;
   /// Replaces a param or state tensor; dtype and shape must match its buffer.
@@ -88,11 +99,21 @@ private:
   void checkMatches(const std::string &what, const std::string &name,
                     const rt::HostTensor &t) const;
 
+  /// The bucket `batch` needs (0: the artifact itself, i: buckets[i - 1])
+  /// and the batch padded to it with its `len.S` inputs added.
+  size_t pickBucket(const std::map<std::string, rt::HostTensor> &batch,
+                    std::map<std::string, rt::HostTensor> &padded) const;
+  const rt::Artifact &bucket(size_t i) const {
+    return i == 0 ? artifact_ : artifact_.buckets[i - 1];
+  }
+
   rt::Artifact artifact_;
   Backend backend_ = Backend::Cpu;
-  /// The CUDA backend's device state (Backend::Cuda only). Shared by copies
-  /// of the session, which must then not step concurrently.
-  std::shared_ptr<rt::cuda::CudaExecutor> cuda_;
+  /// The CUDA backend's device state (Backend::Cuda only), one per bucket,
+  /// made on the bucket's first step. Shared by copies of the session,
+  /// which must then not step concurrently.
+  std::map<size_t, std::shared_ptr<rt::cuda::CudaExecutor>> cuda_;
+  std::set<size_t> bucketsUsed_;
   std::vector<std::string> params_, state_, inputs_;
   /// step.name -> buffer id, for every argument.
   std::map<std::string, int64_t> argumentIds_;

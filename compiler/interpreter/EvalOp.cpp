@@ -45,6 +45,11 @@ rt::Shape broadcastShape(ops::BroadcastInDimOp op, const rt::HostTensor &x) {
   for (auto [k, d] : llvm::enumerate(op.getBroadcastDimensions()))
     if (ShapedType::isDynamic(shape[d]))
       shape[d] = x.shape()[k];
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (ShapedType::isDynamic(size))
+      throw rt::Error("result dim " + std::to_string(d) +
+                      " is dynamic and no operand dim gives its size; pad "
+                      "the model's symbolic dims first (step-pad-dynamic)");
   return shape;
 }
 

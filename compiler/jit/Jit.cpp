@@ -12,6 +12,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -86,9 +87,19 @@ rt::Artifact compileModel(const std::string &modelMlir,
   auto module = mlir::parseSourceString<mlir::ModuleOp>(modelMlir, &ctx);
   if (!module)
     throw rt::Error("the model does not parse:\n" + diags);
+  nlohmann::json dynamic = dynamicSignature(*module);
   if (mlir::failed(buildTrainStep(*module, options)))
     throw rt::Error("the training pipeline failed:\n" + diags);
   rt::Artifact artifact = planArtifact(*module, "train_step");
+  if (!dynamic.is_null()) {
+    nlohmann::json bucket = nlohmann::json::object();
+    for (const auto &[symbol, max] : dynamic["symbols"].items())
+      bucket[symbol] = options.buckets.count(symbol)
+                           ? options.buckets.at(symbol)
+                           : max.get<int64_t>();
+    artifact.meta["dynamic"] = dynamic;
+    artifact.meta["bucket"] = bucket;
+  }
 #ifdef STEP_HAVE_CODEGEN
   if (kernels) {
     codegen::NvrtcOptions nvrtc;
@@ -102,6 +113,67 @@ rt::Artifact compileModel(const std::string &modelMlir,
   (void)kernelCacheDir;
 #endif
   return artifact;
+}
+
+nlohmann::json dynamicSignature(mlir::ModuleOp module) {
+  auto f = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  auto symbols =
+      f ? f->getAttrOfType<mlir::DictionaryAttr>("step.symbols") : nullptr;
+  if (!symbols)
+    return nullptr;
+  nlohmann::json out = {{"symbols", nlohmann::json::object()},
+                        {"inputs", nlohmann::json::object()}};
+  for (mlir::NamedAttribute s : symbols)
+    out["symbols"][s.getName().str()] =
+        mlir::cast<mlir::IntegerAttr>(s.getValue()).getInt();
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    auto dims = f.getArgAttrOfType<mlir::ArrayAttr>(i, "step.dims");
+    auto name = f.getArgAttrOfType<mlir::StringAttr>(i, "step.name");
+    if (!dims || !name)
+      continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (mlir::Attribute d : dims)
+      list.push_back(mlir::cast<mlir::StringAttr>(d).str());
+    out["inputs"][name.str()] = list;
+  }
+  return out;
+}
+
+rt::Artifact compileBuckets(const std::string &modelMlir,
+                            const TrainOptions &options,
+                            std::vector<std::map<std::string, int64_t>> sizes,
+                            bool kernels, const std::string &kernelCacheDir) {
+  if (sizes.empty())
+    sizes.emplace_back(); // every symbol at its maximum
+  std::vector<rt::Artifact> built;
+  for (const auto &bucket : sizes) {
+    TrainOptions o = options;
+    o.buckets = bucket;
+    built.push_back(compileModel(modelMlir, o, kernels, kernelCacheDir));
+  }
+  // The largest bucket (by total size, symbols left out at their maximum)
+  // is the artifact, the others nest in the order given.
+  size_t largest = 0;
+  int64_t largestSize = -1;
+  for (size_t i = 0; i < built.size(); ++i) {
+    int64_t n = 1;
+    nlohmann::json bucket =
+        built[i].meta.value("bucket", nlohmann::json::object());
+    for (const auto &entry : bucket.items())
+      n *= entry.value().get<int64_t>();
+    if (n > largestSize) {
+      largest = i;
+      largestSize = n;
+    }
+  }
+  std::swap(built[0], built[largest]);
+  rt::Artifact out = std::move(built.front());
+  if (built.size() > 1 && !out.meta.contains("dynamic"))
+    throw rt::Error("buckets were given but the model has no symbolic dims "
+                    "(trace them with dyn(\"T\", max))");
+  for (size_t i = 1; i < built.size(); ++i)
+    out.buckets.push_back(std::move(built[i]));
+  return out;
 }
 
 Jit::Jit(ModelFn model, JitOptions options)

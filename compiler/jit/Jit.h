@@ -47,6 +47,23 @@ rt::Artifact compileModel(const std::string &modelMlir,
                           const TrainOptions &options, bool kernels = true,
                           const std::string &kernelCacheDir = "");
 
+/// For a model with symbolic dims (`step.symbols`): {"symbols": {S: max},
+/// "inputs": {name: ["", "S", ...]}} read off @forward; null otherwise.
+/// compileModel records it in the artifact's meta "dynamic", with the
+/// bucket's sizes in meta "bucket".
+nlohmann::json dynamicSignature(mlir::ModuleOp module);
+
+/// One artifact holding the model compiled for each bucket of `sizes`
+/// (symbol -> size; a symbol left out is padded to its maximum): the
+/// largest bucket is the artifact, the others are its `buckets`
+/// (docs/dynamic-shapes.md). Params and optimizer state are the same
+/// tensors in every bucket; step::Session picks the bucket per batch.
+rt::Artifact compileBuckets(const std::string &modelMlir,
+                            const TrainOptions &options,
+                            std::vector<std::map<std::string, int64_t>> sizes,
+                            bool kernels = true,
+                            const std::string &kernelCacheDir = "");
+
 class Jit {
 public:
   using ModelFn = std::function<void(trace::Graph &)>;

@@ -256,13 +256,9 @@ mlir::Value reshapeTo(GraphState &g, mlir::Value v,
 mlir::Value splat(GraphState &g, const Scalar &s, DType dtype,
                   llvm::ArrayRef<int64_t> shape, const SourceLoc &loc,
                   llvm::StringRef op) {
+  // A dynamic shape: a scalar constant broadcast to it.
   if (llvm::any_of(shape, ShapedType::isDynamic))
-    shapeError(op,
-               "cannot make a constant of dynamic shape " + shapeStr(shape) +
-                   ": step.constant and step.broadcast_in_dim need static "
-                   "result dims (a scalar can only combine with a tensor of "
-                   "static shape)",
-               loc);
+    return broadcastTo(g, splat(g, s, dtype, {}, loc, op), shape, loc, op);
   auto type = tensorType(g, shape, dtype);
   mlir::DenseElementsAttr value;
   if (isFloat(dtype)) {
@@ -338,21 +334,18 @@ mlir::Value broadcastTo(GraphState &g, mlir::Value v,
     needed = needed || (d == 1 && target[k + offset] != 1);
   if (!needed)
     return v;
-  // step.broadcast_in_dim has no shape operand: a dynamic result dim must
-  // be carried by a dynamic operand dim (its C4).
-  for (int64_t j = 0; j < static_cast<int64_t>(target.size()); ++j)
-    if (ShapedType::isDynamic(target[j]) &&
-        (j < offset || !ShapedType::isDynamic(dims[j - offset])))
-      shapeError(op,
-                 "cannot broadcast " + shapeStr(dims) + " to " +
-                     shapeStr(target) + ": result dim " + std::to_string(j) +
-                     " is dynamic, and step.broadcast_in_dim can only carry "
-                     "a dynamic dim over from its operand (C4); give that "
-                     "dim a static size",
-                 loc);
-  llvm::SmallVector<int64_t> map;
-  for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k)
+  // A size-1 operand dim cannot map to a dynamic result dim (C4): drop it,
+  // leaving that result dim unmapped (sized by what the result is combined
+  // with; step-pad-dynamic names its symbol).
+  llvm::SmallVector<int64_t> kept, map;
+  for (int64_t k = 0; k < static_cast<int64_t>(dims.size()); ++k) {
+    if (dims[k] == 1 && ShapedType::isDynamic(target[k + offset]))
+      continue;
+    kept.push_back(dims[k]);
     map.push_back(k + offset);
+  }
+  if (kept.size() != dims.size())
+    v = g.create<ops::ReshapeOp>(loc, op, tensorType(g, kept, dtypeOf(v)), v);
   return g.create<ops::BroadcastInDimOp>(
       loc, op, tensorType(g, target, dtypeOf(v)), v, map);
 }

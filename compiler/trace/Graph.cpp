@@ -192,8 +192,16 @@ mlir::ArrayAttr symbolDims(GraphState &g, const Shape &shape,
   llvm::SmallVector<mlir::Attribute> dims;
   for (auto [d, n] : llvm::zip(shape, names)) {
     dims.push_back(g.builder.getStringAttr(n));
-    if (!n.empty())
-      known.set(n, g.builder.getI64IntegerAttr(symbolOf(d).second));
+    if (n.empty())
+      continue;
+    int64_t max = symbolOf(d).second;
+    if (auto had = known.get(n))
+      if (llvm::cast<mlir::IntegerAttr>(had).getInt() != max)
+        throw std::invalid_argument(
+            "dyn: symbol '" + n + "' is used with maximum " +
+            std::to_string(llvm::cast<mlir::IntegerAttr>(had).getInt()) +
+            " and " + std::to_string(max) + " in one model");
+    known.set(n, g.builder.getI64IntegerAttr(max));
   }
   g.func->setAttr("step.symbols", known.getDictionary(&g.ctx));
   return g.builder.getArrayAttr(dims);
@@ -212,16 +220,9 @@ int64_t dyn(const std::string &name, int64_t max) {
                                 "' must be >= 1, got " + std::to_string(max));
   SymbolTable &t = symbols();
   std::lock_guard<std::mutex> lock(t.mutex);
-  for (size_t i = 0; i < t.entries.size(); ++i) {
-    if (t.entries[i].first != name)
-      continue;
-    if (t.entries[i].second != max)
-      throw std::invalid_argument(
-          "dyn: symbol '" + name + "' was declared with maximum " +
-          std::to_string(t.entries[i].second) + ", now " +
-          std::to_string(max));
-    return -2 - static_cast<int64_t>(i);
-  }
+  for (size_t i = 0; i < t.entries.size(); ++i)
+    if (t.entries[i] == std::make_pair(name, max))
+      return -2 - static_cast<int64_t>(i);
   t.entries.emplace_back(name, max);
   return -1 - static_cast<int64_t>(t.entries.size());
 }

@@ -60,8 +60,8 @@ inline constexpr int64_t kDynamic = -1;
 /// in place of a size; the IR gets a `?` named by `step.dims = ["", "T"]`,
 /// and @forward records each symbol's maximum in `step.symbols`.
 /// step-pad-dynamic (stepc --buckets) pads such dims to buckets and masks
-/// so results are exact (docs/dynamic-shapes.md). The same name always
-/// gives the same code; a name reused with another maximum throws
+/// so results are exact (docs/dynamic-shapes.md). The same name and maximum
+/// always give the same code; one model using a name with two maxima is an
 /// std::invalid_argument. Names are letters, digits and '_'.
 int64_t dyn(const std::string &name, int64_t max);
 /// Whether `d` is a code returned by dyn().

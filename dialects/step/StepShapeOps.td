@@ -36,7 +36,11 @@ def Step_BroadcastInDimOp : Step_Op<"broadcast_in_dim", [Pure]> {
     C1: `size(dims) == rank(operand)`.
     C2: `0 <= dims[k] < rank(result)` and `dims` is strictly increasing.
     C3: `dim(operand, k)` is 1 or equals `dim(result, dims[k])`.
-    C4: a dynamic result dimension is mapped from a dynamic operand dimension.
+    C4: a dynamic result dimension mapped from an operand dimension is
+        mapped from a dynamic one. One no operand dimension maps to is
+        sized by the value the result is combined with (a model with
+        symbolic dims, before `step-pad-dynamic`; the interpreter cannot
+        run it).
     C5: the element types are equal.
 
     ```mlir

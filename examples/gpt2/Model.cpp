@@ -123,14 +123,30 @@ Tensor splitHeads(const Tensor &x, const GPT2Config &cfg) {
 
 /// CausalSelfAttention: one fused c_attn for q, k, v (columns [0, C),
 /// [C, 2C), [2C, 3C) of its [C, 3C] weight, as GPT-2 splits them), causal
-/// scaled dot-product attention per head, heads merged back, c_proj.
+/// scaled dot-product attention per head, heads merged back, c_proj. With a
+/// symbolic T the columns of the weight are sliced instead of those of the
+/// [B, T, 3C] product (step.slice needs static limits on every dim): the
+/// same products, three matmuls instead of one.
 Tensor attention(Graph &g, const std::string &name, const Tensor &x,
                  const GPT2Config &cfg, double projStd) {
   int64_t c = cfg.width;
-  Tensor qkv = conv1d(g, name + ".c_attn", x, c, 3 * c, 0.02);
-  Tensor q = splitHeads(slice(qkv, 2, 0, c), cfg);
-  Tensor k = splitHeads(slice(qkv, 2, c, 2 * c), cfg);
-  Tensor v = splitHeads(slice(qkv, 2, 2 * c, 3 * c), cfg);
+  Tensor q, k, v;
+  if (cfg.dynamicContext) {
+    Tensor w = g.param(name + ".c_attn.weight", {c, 3 * c},
+                       init::normal(0, 0.02));
+    Tensor b = g.param(name + ".c_attn.bias", {3 * c}, init::zeros());
+    auto part = [&](int64_t i) {
+      return splitHeads(linear(x, slice(w, 1, i * c, (i + 1) * c),
+                               slice(b, 0, i * c, (i + 1) * c)),
+                        cfg);
+    };
+    q = part(0), k = part(1), v = part(2);
+  } else {
+    Tensor qkv = conv1d(g, name + ".c_attn", x, c, 3 * c, 0.02);
+    q = splitHeads(slice(qkv, 2, 0, c), cfg);
+    k = splitHeads(slice(qkv, 2, c, 2 * c), cfg);
+    v = splitHeads(slice(qkv, 2, 2 * c, 3 * c), cfg);
+  }
   Tensor y = scaled_dot_product_attention(q, k, v, /*causal=*/true);
   y = reshape(transpose(y, 1, 2), {cfg.batch, cfg.seqDim(), c});
   return conv1d(g, name + ".c_proj", y, c, c, projStd);

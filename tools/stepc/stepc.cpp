@@ -20,6 +20,7 @@
 #ifdef STEP_HAVE_CODEGEN
 #include "compiler/codegen/ArtifactKernels.h"
 #endif
+#include "compiler/jit/Jit.h"
 #include "compiler/pipeline/PlanBuilder.h"
 #include "compiler/pipeline/Train.h"
 #include "dialects/step/StepOps.h"
@@ -39,11 +40,14 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
-#include <cstdio>
-#include <iostream>
 
 namespace {
 struct Options {
@@ -56,6 +60,7 @@ struct Options {
   bool noKernels = false, noFuse = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
+  std::string buckets; ///< --buckets=T:128,256,...
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -103,6 +108,53 @@ void dumpKernelSources(mlir::func::FuncOp f, const std::string &dir) {
 #endif
 } // namespace
 
+/// `--buckets=T:8,16,32`: the model compiled once per bucket into one
+/// artifact (step::compileBuckets), which step::Session and step-run pick
+/// from per batch.
+int compileWithBuckets(const Options &o, const step::TrainOptions &train) {
+  size_t colon = o.buckets.find(':');
+  std::string symbol = o.buckets.substr(0, colon);
+  std::vector<std::map<std::string, int64_t>> sizes;
+  if (colon != std::string::npos && !symbol.empty()) {
+    std::stringstream list(o.buckets.substr(colon + 1));
+    for (std::string item; std::getline(list, item, ',');) {
+      char *end = nullptr;
+      long long v = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < 1) {
+        sizes.clear();
+        break;
+      }
+      sizes.push_back({{symbol, v}});
+    }
+  }
+  if (sizes.empty()) {
+    std::cerr << "stepc: --buckets=" << o.buckets
+              << " must be SYMBOL:SIZE,SIZE,... with sizes >= 1 (e.g. "
+                 "T:128,256,512)\n";
+    return 1;
+  }
+  if (!o.train || o.emit != "artifact") {
+    std::cerr << "stepc: --buckets needs --train and an artifact output\n";
+    return 1;
+  }
+  std::ifstream in(o.input);
+  if (!in) {
+    std::cerr << "stepc: cannot read " << o.input << "\n";
+    return 1;
+  }
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  try {
+    step::rt::Artifact a =
+        step::compileBuckets(text, train, sizes, !o.noKernels);
+    step::rt::writeArtifact(o.output, a);
+  } catch (const std::exception &e) {
+    std::cerr << "stepc: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Options o;
   CLI::App app{"StepJIT compiler: turns a model (@forward) into a training "
@@ -140,6 +192,9 @@ int main(int argc, char **argv) {
                  "auto | none | dynamic[,init=S,growth=G,backoff=B,"
                  "interval=N] (auto: dynamic for fp16)")
       ->capture_default_str();
+  app.add_option("--buckets", o.buckets,
+                 "bucket sizes of a symbolic dim, SYMBOL:SIZE,SIZE,... (one "
+                 "plan each in one artifact; docs/dynamic-shapes.md)");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -167,6 +222,9 @@ int main(int argc, char **argv) {
     train.clipNorm = o.clip;
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
+
+  if (!o.buckets.empty())
+    return compileWithBuckets(o, train);
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::step::StepDialect, mlir::func::FuncDialect,

@@ -841,13 +841,6 @@ func.func @broadcast_in_dim_c4_static_operand(%x: tensor<3xf32>) -> tensor<2x?xf
 
 // -----
 
-func.func @broadcast_in_dim_c4_new_dim(%x: tensor<3xf32>) -> tensor<?x3xf32> {
-  // expected-error @+1 {{'step.broadcast_in_dim' op result dim 0 of 'tensor<?x3xf32>' is dynamic but no operand dim maps to it (C4)}}
-  %0 = step.broadcast_in_dim %x, dims = [1] : tensor<3xf32> -> tensor<?x3xf32>
-  return %0 : tensor<?x3xf32>
-}
-
-// -----
 
 func.func @broadcast_in_dim_c5(%x: tensor<3xf32>) -> tensor<2x3xf16> {
   // expected-error @+1 {{'step.broadcast_in_dim' op operand 'tensor<3xf32>' and result 'tensor<2x3xf16>' have different element types (C5)}}
