@@ -101,8 +101,8 @@ sampleBatch(const std::vector<int64_t> &text, const GPT2Config &cfg,
 
 /// The traced training graph: inputs tokens, targets [B, T] i64; the loss.
 void traceModel(Graph &g, const GPT2Config &cfg) {
-  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
-  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.seqDim()}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.seqDim()}, DType::I64);
   g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
 }
 
@@ -118,8 +118,10 @@ int emitModel(const Options &o, const std::vector<int64_t> &text) {
   fs::create_directories(inputs);
   for (const auto &[name, t] : batch)
     rt::writeNpy((inputs / (name + ".npy")).string(), t);
-  // %.9g prints a float so that it reads back to the same bits.
-  std::printf("loss = %.9g\n", g.run(batch)[0].getAsDouble(0));
+  // %.9g prints a float so that it reads back to the same bits. A model
+  // with a symbolic T runs only once padded (stepc, step-bench).
+  if (!o.cfg.dynamicContext)
+    std::printf("loss = %.9g\n", g.run(batch)[0].getAsDouble(0));
   return 0;
 }
 
@@ -251,6 +253,9 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--batch", o.cfg.batch, "sequences per batch (B)")
       ->capture_default_str();
+  app.add_flag("--dynamic-context", o.cfg.dynamicContext,
+               "with --emit-model: T symbolic, dyn(\"T\", context) "
+               "(docs/dynamic-shapes.md)");
   app.add_option("--text", o.text, "training text (bytes are the tokens)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of params, batches and sampling")

@@ -3,6 +3,7 @@
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
+//              [--bucket=T:SIZE]
 //
 // Compiles the model's training step twice in this process, with its CUDA
 // kernels when built with the CUDA toolkit (cold: the first compile, with a
@@ -76,6 +77,11 @@ int main(int argc, char **argv) {
   app.add_flag("--no-fuse", noFuse, "compile without step-fuse (as stepc)");
   std::string amp;
   app.add_option("--amp", amp, "bf16 | fp16 (as stepc); default off");
+  std::string bucket;
+  app.add_option("--bucket", bucket,
+                 "SYMBOL:SIZE, the bucket of a model with a symbolic dim "
+                 "(default: its maximum); inputs of any valid length are "
+                 "padded to it (docs/dynamic-shapes.md)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -92,6 +98,14 @@ int main(int argc, char **argv) {
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
+    if (!bucket.empty()) {
+      size_t colon = bucket.find(':');
+      if (colon == std::string::npos || colon == 0)
+        throw step::rt::Error("--bucket=" + bucket +
+                              " must be SYMBOL:SIZE, e.g. T:128");
+      options.buckets[bucket.substr(0, colon)] =
+          std::stoll(bucket.substr(colon + 1));
+    }
 
     std::string cache = (fs::temp_directory_path() /
                          ("stepjit-bench-cache-" + std::to_string(::getpid())))
