@@ -15,6 +15,7 @@
 #include "compiler/trace/Trace.h"
 #include "examples/gpt2/Model.h"
 #include "passes/Passes.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -22,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 namespace {
@@ -121,20 +123,11 @@ struct Family {
   std::string optimizer;
 };
 
-/// `t` with dim 1 zero-padded to `size`.
+/// `t` with dim 1 zero-padded to `size` (the reference kernel of step.pad).
 rt::HostTensor padDim1(const rt::HostTensor &t, int64_t size) {
-  rt::Shape shape = t.shape();
-  int64_t outer = shape[0], len = shape[1], inner = 1;
-  for (size_t d = 2; d < shape.size(); ++d)
-    inner *= shape[d];
-  shape[1] = size;
-  rt::HostTensor out(t.dtype(), shape); // zero-filled
-  size_t bytes = rt::dtypeSize(t.dtype());
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char *>(out.raw()) + o * size * inner * bytes,
-                static_cast<const char *>(t.raw()) + o * len * inner * bytes,
-                len * inner * bytes);
-  return out;
+  std::vector<int64_t> low(t.shape().size(), 0), high = low;
+  high[1] = size - t.shape()[1];
+  return rt::cpu::pad(t, low, high, 0.0);
 }
 
 /// The batch of the padded step: every input padded along T (dim 1, for
@@ -151,12 +144,10 @@ Values paddedBatch(const Values &exact, int64_t len) {
 
 /// The first `rows` rows of `t`.
 rt::HostTensor leadingRows(const rt::HostTensor &t, int64_t rows) {
-  rt::Shape shape = t.shape();
-  int64_t rowBytes = t.byteSize() / shape[0];
-  shape[0] = rows;
-  rt::HostTensor out(t.dtype(), shape);
-  std::memcpy(out.raw(), t.raw(), rows * rowBytes);
-  return out;
+  std::vector<int64_t> start(t.shape().size(), 0), limit = t.shape(),
+                       stride(t.shape().size(), 1);
+  limit[0] = rows;
+  return rt::cpu::slice(t, start, limit, stride);
 }
 
 /// A dynamic model's param `d` whose leading rows are the reference's `r`
