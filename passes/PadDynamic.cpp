@@ -43,9 +43,12 @@
 #include "passes/Passes.h"
 #include "passes/SymbolLayouts.h"
 
+#include "dialects/step/VJPUtil.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -90,8 +93,7 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
       return signalPassFailure();
     addLengthArguments(f);
     retype(f);
-    if (failed(mask(f)))
-      return signalPassFailure();
+    mask(f);
     finish(f);
   }
 
@@ -177,8 +179,9 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
   }
 
   /// `x` where the symbolic factors of `dims` are valid, `neutral` elsewhere.
+  /// `x` itself when none of `dims` is padded.
   Value masked(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> dims,
-               Attribute neutral) {
+               double neutral) {
     Layout l = sym.layoutOf(x);
     SmallVector<int64_t> sorted;
     for (int64_t d : dims)
@@ -199,10 +202,10 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
       return x;
     auto i64 = b.getI64Type();
     Value mask;
-    for (auto &[pos, sym] : symbolic) {
+    for (auto &[pos, symbol] : symbolic) {
       auto idxType = RankedTensorType::get(expanded, i64);
       Value idx = b.create<IotaOp>(loc, idxType, b.getI64IntegerAttr(pos));
-      Value len = b.create<BroadcastInDimOp>(loc, idxType, lengths.at(sym),
+      Value len = b.create<BroadcastInDimOp>(loc, idxType, lengths.at(symbol),
                                              b.getDenseI64ArrayAttr({}));
       Value valid =
           b.create<CompareOp>(loc, ComparisonDirection::LT, idx, len);
@@ -215,21 +218,15 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
           loc, RankedTensorType::get(reduced, b.getI1Type()), mask);
     mask = b.create<BroadcastInDimOp>(loc, type.clone(b.getI1Type()), mask,
                                       b.getDenseI64ArrayAttr(sorted));
-    auto splat = DenseElementsAttr::get(type, neutral);
-    Value fill = b.create<ConstantOp>(loc, type, splat);
-    return b.create<SelectOp>(loc, mask, x, fill);
+    return b.create<SelectOp>(loc, mask, x, vjp::splat(b, loc, type, neutral));
   }
 
-  static Attribute zeroOf(OpBuilder &b, Type element) {
-    return isa<FloatType>(element) ? Attribute(b.getFloatAttr(element, 0.0))
-                                   : b.getIntegerAttr(element, 0);
-  }
-  static Attribute lowestOf(OpBuilder &b, Type element) {
-    if (auto ft = dyn_cast<FloatType>(element))
-      return b.getFloatAttr(
-          element, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true));
-    unsigned w = element.getIntOrFloatBitWidth();
-    return b.getIntegerAttr(element, APInt::getSignedMinValue(w));
+  /// The identity of max: -inf, or the integer type's minimum.
+  static double lowest(Value v) {
+    Type element = cast<RankedTensorType>(v.getType()).getElementType();
+    if (isa<FloatType>(element))
+      return -INFINITY;
+    return -std::ldexp(1.0, element.getIntOrFloatBitWidth() - 1);
   }
 
   /// Whether dim `d` of `v` has a symbolic factor.
@@ -238,63 +235,41 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     return it != sym.layouts.end() && isPadded(it->second[d]);
   }
 
-  LogicalResult mask(func::FuncOp f) {
+  /// Reads the operand of every op that mixes positions along a padded
+  /// dim through masked(); reduce_mean becomes a masked sum over a count.
+  void mask(func::FuncOp f) {
     SmallVector<Operation *> ops;
     f.walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops) {
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto elementOf = [](Value v) {
-        return cast<RankedTensorType>(v.getType()).getElementType();
-      };
-      auto paddedAmong = [&](Value v, ArrayRef<int64_t> dims) {
-        SmallVector<int64_t> out;
-        for (int64_t d : dims)
-          if (paddedDim(v, d))
-            out.push_back(d);
-        return out;
-      };
       if (auto r = dyn_cast<ReduceSumOp>(op)) {
-        auto dims = paddedAmong(r.getOperand(), r.getDims());
-        if (!dims.empty())
-          r->setOperand(0, masked(b, loc, r.getOperand(), dims,
-                                  zeroOf(b, elementOf(r.getOperand()))));
+        r->setOperand(0, masked(b, loc, r.getOperand(), r.getDims(), 0.0));
       } else if (auto r = dyn_cast<ReduceMaxOp>(op)) {
-        auto dims = paddedAmong(r.getOperand(), r.getDims());
-        if (!dims.empty())
-          r->setOperand(0, masked(b, loc, r.getOperand(), dims,
-                                  lowestOf(b, elementOf(r.getOperand()))));
+        r->setOperand(0, masked(b, loc, r.getOperand(), r.getDims(),
+                                lowest(r.getOperand())));
       } else if (auto r = dyn_cast<ReduceMeanOp>(op)) {
-        auto dims = paddedAmong(r.getOperand(), r.getDims());
-        if (!dims.empty())
+        if (llvm::any_of(r.getDims(),
+                         [&](int64_t d) { return paddedDim(r.getOperand(), d); }))
           replaceMean(b, r);
       } else if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
         Value x = op->getOperand(0);
-        auto d = static_cast<int64_t>(
-            op->getAttrOfType<IntegerAttr>("dimension").getInt());
-        if (paddedDim(x, d))
-          op->setOperand(0, masked(b, loc, x, {d}, lowestOf(b, elementOf(x))));
+        int64_t d = op->getAttrOfType<IntegerAttr>("dimension").getInt();
+        op->setOperand(0, masked(b, loc, x, {d}, lowest(x)));
       } else if (auto m = dyn_cast<MatmulOp>(op)) {
         int64_t ra = m.getLhs().getType().getRank();
         int64_t rb = m.getRhs().getType().getRank();
         int64_t ka = m.getTransposeA() ? ra - 2 : ra - 1;
         int64_t kb = m.getTransposeB() ? rb - 1 : rb - 2;
-        if (paddedDim(m.getLhs(), ka)) {
-          Value lhs = m.getLhs(), rhs = m.getRhs();
-          m->setOperand(0, masked(b, loc, lhs, {ka}, zeroOf(b, elementOf(lhs))));
-          m->setOperand(1, masked(b, loc, rhs, {kb}, zeroOf(b, elementOf(rhs))));
-        }
+        // K has one layout in both operands (SymbolLayouts checks it).
+        m->setOperand(0, masked(b, loc, m.getLhs(), {ka}, 0.0));
+        m->setOperand(1, masked(b, loc, m.getRhs(), {kb}, 0.0));
       } else if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
-        if (paddedDim(ce.getTargets(), 0) &&
-            ce.getReduction() != LossReduction::None) {
-          Type element = elementOf(ce.getTargets());
+        if (ce.getReduction() != LossReduction::None)
           ce->setOperand(1, masked(b, loc, ce.getTargets(), {0},
-                                   b.getIntegerAttr(
-                                       element, ce.getIgnoreIndexOrDefault())));
-        }
+                                   double(ce.getIgnoreIndexOrDefault())));
       }
     }
-    return success();
   }
 
   /// reduce_mean over padded dims -> reduce_sum(masked) / valid count.
@@ -304,7 +279,7 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     auto type = cast<RankedTensorType>(x.getType());
     Layout l = sym.layoutOf(x);
     Value sum = b.create<ReduceSumOp>(
-        loc, masked(b, loc, x, r.getDims(), zeroOf(b, type.getElementType())),
+        loc, masked(b, loc, x, r.getDims(), 0.0),
         r.getDimsAttr(), r.getKeepdim());
     // count = (static factors of the reduced dims) * len(S) per symbol.
     int64_t fixed = 1;
@@ -316,9 +291,7 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
         else
           syms.push_back(fa.symbol);
       }
-    auto i64 = RankedTensorType::get({}, b.getI64Type());
-    Value count = b.create<ConstantOp>(
-        loc, i64, DenseElementsAttr::get(i64, b.getI64IntegerAttr(fixed)));
+    Value count = vjp::scalar(b, loc, b.getI64Type(), double(fixed));
     for (const std::string &s : syms)
       count = b.create<MulOp>(loc, count, lengths.at(s));
     auto resultType = cast<RankedTensorType>(r.getResult().getType());

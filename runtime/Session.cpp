@@ -157,13 +157,20 @@ const BufferDesc &Session::argumentBuffer(const std::string &name) const {
   return artifact_.plan.buffers[it->second];
 }
 
-void Session::checkMatches(const std::string &what, const std::string &name,
-                           const HostTensor &t) const {
-  const BufferDesc &b = argumentBuffer(name);
+namespace {
+/// `t` must have buffer `b`'s dtype and shape.
+void checkMatches(const std::string &what, const BufferDesc &b,
+                  const HostTensor &t) {
   if (t.dtype() != b.dtype || t.shape() != b.shape)
-    throw Error(what + ": " + rt::bufferKindName(b.kind) + " '" + name +
+    throw Error(what + ": " + rt::bufferKindName(b.kind) + " '" + b.name +
                 "' expects " + typeStr(b.dtype, b.shape) + ", found " +
                 typeStr(t.dtype(), t.shape()));
+}
+} // namespace
+
+void Session::checkMatches(const std::string &what, const std::string &name,
+                           const HostTensor &t) const {
+  step::checkMatches(what, argumentBuffer(name), t);
 }
 
 void Session::load_params(const std::string &dir) {
@@ -303,12 +310,9 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
       if (it == batch.end())
         throw Error("step: the batch has no input '" + b.name + "' (inputs: " +
                     joined(inputs_) + ")");
-      const HostTensor &t = it->second;
-      if (t.dtype() != b.dtype || t.shape() != b.shape)
-        throw Error("step: input '" + b.name + "' expects " +
-                    typeStr(b.dtype, b.shape) + ", found " +
-                    typeStr(t.dtype(), t.shape()));
-      args.push_back(&t);
+      // The bucket's own buffer: its padded shape.
+      step::checkMatches("step", b, it->second);
+      args.push_back(&it->second);
       continue;
     }
     auto it = values_.find(b.name);
