@@ -98,7 +98,8 @@ void Session::startBackend(Backend requested) {
       !rt::cuda::hasDeviceCode(artifact_.plan))
     backend_ = Backend::Cpu;
   if (backend_ == Backend::Cuda)
-    cuda_[0] = std::make_shared<rt::cuda::CudaExecutor>(artifact_);
+    cuda_[bucketKey(artifact_)] =
+        std::make_shared<rt::cuda::CudaExecutor>(artifact_);
 #else
   (void)requested;
 #endif
@@ -217,10 +218,9 @@ void Session::save_params(const std::string &dir) const {
     save(name);
 }
 
-size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
-                           std::map<std::string, HostTensor> &padded) const {
-  const nlohmann::json &dynamic = artifact_.meta["dynamic"];
-  // Valid lengths, read off the inputs' symbolic dims.
+std::map<std::string, int64_t>
+Session::lengthsOf(const nlohmann::json &dynamic,
+                   const std::map<std::string, HostTensor> &batch) {
   std::map<std::string, int64_t> lengths;
   for (const auto &[name, dims] : dynamic["inputs"].items()) {
     auto it = batch.find(name);
@@ -247,6 +247,87 @@ size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
                     std::to_string(max));
     }
   }
+  return lengths;
+}
+
+std::string Session::bucketKey(const rt::Artifact &a) {
+  return a.meta.value("bucket", nlohmann::json::object()).dump();
+}
+
+namespace {
+nlohmann::json sizesJson(const std::map<std::string, int64_t> &sizes) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto &[symbol, size] : sizes)
+    j[symbol] = size;
+  return j;
+}
+} // namespace
+
+bool Session::hasBucket(const std::map<std::string, int64_t> &sizes) const {
+  std::string key = sizesJson(sizes).dump();
+  for (size_t i = 0; i < bucketCount(); ++i)
+    if (bucketKey(bucket(i)) == key)
+      return true;
+  return false;
+}
+
+void Session::addBucket(rt::Artifact b) {
+  b.plan.validate();
+  const char *what = "addBucket: ";
+  if (!artifact_.meta.contains("dynamic") ||
+      b.meta.value("dynamic", nlohmann::json()) != artifact_.meta["dynamic"])
+    throw Error(std::string(what) + "the bucket's symbolic signature " +
+                b.meta.value("dynamic", nlohmann::json()).dump() +
+                " differs from the session's " +
+                artifact_.meta.value("dynamic", nlohmann::json()).dump());
+  for (size_t i = 0; i < bucketCount(); ++i)
+    if (bucketKey(bucket(i)) == bucketKey(b))
+      throw Error(std::string(what) + "the session has bucket " +
+                  bucketKey(b) + " already");
+  const rt::Plan &mine = artifact_.plan;
+  if (b.plan.arguments != mine.arguments)
+    throw Error(std::string(what) + "the bucket's arguments are not the "
+                                    "session's (another model?)");
+  for (int64_t id : mine.arguments) {
+    const BufferDesc &x = mine.buffers.at(id), &y = b.plan.buffers.at(id);
+    bool same = x.name == y.name && x.kind == y.kind &&
+                (x.kind == BufferKind::Input ||
+                 (x.dtype == y.dtype && x.shape == y.shape));
+    if (!same)
+      throw Error(std::string(what) + "argument '" + x.name + "' (" +
+                  typeStr(x.dtype, x.shape) + ") is '" + y.name + "' (" +
+                  typeStr(y.dtype, y.shape) + ") in the bucket");
+  }
+  artifact_.buckets.push_back(std::move(b));
+}
+
+bool Session::dropBucket(const std::map<std::string, int64_t> &sizes) {
+  std::string key = sizesJson(sizes).dump();
+  if (bucketCount() < 2)
+    return false;
+  size_t i = 0;
+  while (i < bucketCount() && bucketKey(bucket(i)) != key)
+    ++i;
+  if (i == bucketCount())
+    return false;
+  cuda_.erase(key);
+  if (i > 0) {
+    artifact_.buckets.erase(artifact_.buckets.begin() + (i - 1));
+    return true;
+  }
+  // The session's own plan goes: its first nested bucket takes its place
+  // (same arguments, so argumentIds_ and the values stay valid).
+  std::vector<rt::Artifact> rest = std::move(artifact_.buckets);
+  artifact_ = std::move(rest.front());
+  rest.erase(rest.begin());
+  artifact_.buckets = std::move(rest);
+  return true;
+}
+
+size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
+                           std::map<std::string, HostTensor> &padded) const {
+  const nlohmann::json &dynamic = artifact_.meta["dynamic"];
+  std::map<std::string, int64_t> lengths = lengthsOf(dynamic, batch);
   // The smallest bucket (by total size) that holds every length.
   size_t best = 0;
   int64_t bestSize = INT64_MAX;
@@ -262,6 +343,16 @@ size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
       best = i;
       bestSize = total;
     }
+  }
+  if (bestSize == INT64_MAX) {
+    std::string have, need;
+    for (size_t i = 0; i < bucketCount(); ++i)
+      have += (i ? ", " : "") + bucket(i).meta["bucket"].dump();
+    for (const auto &[symbol, len] : lengths)
+      need += (need.empty() ? "" : ", ") + symbol + " = " +
+              std::to_string(len);
+    throw Error("step: no bucket holds " + need + " (buckets: " + have +
+                "); compile a larger one (stepc --buckets)");
   }
   // Inputs zero-padded along their symbolic dims; len.S added.
   const nlohmann::json &sizes = bucket(best).meta["bucket"];
@@ -324,15 +415,15 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
 
   std::vector<HostTensor> results;
 #ifdef STEP_HAVE_CUDA
-  if (!cuda_.empty()) {
-    auto &executor = cuda_[b];
+  if (backend_ == Backend::Cuda) {
+    auto &executor = cuda_[bucketKey(art)];
     if (!executor)
       executor = std::make_shared<rt::cuda::CudaExecutor>(art);
     results = executor->run(args);
   } else
 #endif
     results = rt::cpu::execute(art, args);
-  bucketsUsed_.insert(b);
+  bucketsUsed_.insert(bucketKey(art));
 
   const HostTensor &loss = results[0];
   if (loss.numel() != 1)

@@ -75,8 +75,29 @@ public:
   /// them. 1 for a static model.
   size_t bucketCount() const { return 1 + artifact_.buckets.size(); }
   /// How many distinct buckets steps have run: each is one plan prepared
-  /// (on the GPU, one CUDA graph), never more than bucketCount().
+  /// (on the GPU, one CUDA graph), never more than bucketCount() (buckets
+  /// dropped by dropBucket() still count).
   size_t bucketsUsed() const { return bucketsUsed_.size(); }
+
+  /// The valid length of each symbol in `batch`, read off the inputs'
+  /// symbolic dims (`dynamic` is the artifact's meta "dynamic"). Throws
+  /// rt::Error when an input's rank is wrong, a length is outside 1..max or
+  /// two inputs disagree on a symbol. Inputs `batch` lacks are skipped.
+  static std::map<std::string, int64_t>
+  lengthsOf(const nlohmann::json &dynamic,
+            const std::map<std::string, rt::HostTensor> &batch);
+  /// Whether a bucket of exactly these sizes (symbol -> size) is here.
+  bool hasBucket(const std::map<std::string, int64_t> &sizes) const;
+  /// Adds the plan of one more bucket (the JIT compiles buckets on first
+  /// use). It must be the same model: the same "dynamic" signature, the
+  /// same arguments under the same buffer ids, params and state of the same
+  /// dtype and shape; a bucket of the same sizes must not be here yet.
+  /// Throws rt::Error, changing nothing, otherwise.
+  void addBucket(rt::Artifact bucket);
+  /// Drops the bucket of these sizes and its device state (a bounded JIT
+  /// cache evicts so); params and state stay. The last bucket is kept:
+  /// returns false then, or when there is no such bucket.
+  bool dropBucket(const std::map<std::string, int64_t> &sizes);
 
   /// A param, a state tensor, or another named result of the last step.
   const rt::HostTensor &get(const std::string &name) const;
@@ -110,10 +131,12 @@ private:
   rt::Artifact artifact_;
   Backend backend_ = Backend::Cpu;
   /// The CUDA backend's device state (Backend::Cuda only), one per bucket,
-  /// made on the bucket's first step. Shared by copies of the session,
+  /// made on the bucket's first step, by bucketKey(). Shared by copies of the session,
   /// which must then not step concurrently.
-  std::map<size_t, std::shared_ptr<rt::cuda::CudaExecutor>> cuda_;
-  std::set<size_t> bucketsUsed_;
+  std::map<std::string, std::shared_ptr<rt::cuda::CudaExecutor>> cuda_;
+  /// Buckets by bucketKey() (their meta "bucket" as text).
+  std::set<std::string> bucketsUsed_;
+  static std::string bucketKey(const rt::Artifact &a);
   std::vector<std::string> params_, state_, inputs_;
   /// step.name -> buffer id, for every argument.
   std::map<std::string, int64_t> argumentIds_;

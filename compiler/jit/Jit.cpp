@@ -13,6 +13,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -74,19 +75,38 @@ std::mutex &memoryCacheMutex() {
 }
 } // namespace
 
+namespace {
+/// A context with the dialects a model uses, collecting diagnostics.
+struct ModelContext {
+  mlir::MLIRContext ctx;
+  std::string diags;
+  mlir::ScopedDiagnosticHandler handler{&ctx, [this](mlir::Diagnostic &d) {
+                                          diags += d.str() + "\n";
+                                          return mlir::success();
+                                        }};
+  ModelContext() {
+    ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> parse(const std::string &text) {
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+    if (!module)
+      throw rt::Error("the model does not parse:\n" + diags);
+    return module;
+  }
+};
+} // namespace
+
+nlohmann::json dynamicSignature(const std::string &modelMlir) {
+  ModelContext m;
+  return dynamicSignature(*m.parse(modelMlir));
+}
+
 rt::Artifact compileModel(const std::string &modelMlir,
                           const TrainOptions &options, bool kernels,
                           const std::string &kernelCacheDir) {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
-  std::string diags;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    diags += d.str() + "\n";
-    return mlir::success();
-  });
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(modelMlir, &ctx);
-  if (!module)
-    throw rt::Error("the model does not parse:\n" + diags);
+  ModelContext m;
+  auto module = m.parse(modelMlir);
+  std::string &diags = m.diags;
   nlohmann::json dynamic = dynamicSignature(*module);
   if (mlir::failed(buildTrainStep(*module, options)))
     throw rt::Error("the training pipeline failed:\n" + diags);
@@ -185,17 +205,54 @@ Jit::Jit(ModelFn model, JitOptions options)
 Jit::~Jit() = default;
 Jit::Jit(Jit &&) noexcept = default;
 
-std::string Jit::artifactPath() const {
-  return (fs::path(options_.cacheDir) / "artifacts" / (key_ + ".step"))
+namespace {
+/// "T=32,U=8" (a file-name-safe form when `safe`: "T32.U8").
+std::string describe(const std::map<std::string, int64_t> &sizes, bool safe) {
+  std::string s;
+  for (const auto &[symbol, size] : sizes) {
+    std::string name = symbol;
+    if (safe)
+      for (char &c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+          c = '_';
+    s += (s.empty() ? "" : safe ? "." : ",") + name + (safe ? "" : "=") +
+         std::to_string(size);
+  }
+  return s;
+}
+} // namespace
+
+std::string Jit::artifactPath(const Sizes &sizes) const {
+  std::string name = key_;
+  if (!sizes.empty())
+    name += "." + describe(sizes, /*safe=*/true);
+  return (fs::path(options_.cacheDir) / "artifacts" / (name + ".step"))
       .string();
 }
 
-void Jit::ensureCompiled() {
-  if (session_)
+std::vector<std::string> Jit::buckets() const {
+  std::vector<std::string> out;
+  for (const Sizes &s : lru_)
+    out.push_back(describe(s, /*safe=*/false));
+  return out;
+}
+
+void Jit::ensureTraced() {
+  if (traced_)
     return;
   trace::Graph g(options_.seed);
   model_(g);
   std::string text = g.mlir();
+  nlohmann::json dynamic = dynamicSignature(text);
+  std::string symbols;
+  if (!dynamic.is_null())
+    for (const auto &entry : dynamic["symbols"].items())
+      symbols += (symbols.empty() ? "" : ", ") + entry.key();
+  for (const auto &[symbol, policy] : options_.buckets)
+    if (dynamic.is_null() || !dynamic["symbols"].contains(symbol))
+      throw rt::Error("JitOptions::buckets names symbol '" + symbol +
+                      "', which the model does not have (symbols: " +
+                      (symbols.empty() ? "none" : symbols) + ")");
   std::string keyed = std::string(kFormatTag) + "\n" +
                       optionsText(options_.train, options_.kernels) + "\n" +
                       text;
@@ -204,19 +261,27 @@ void Jit::ensureCompiled() {
                 static_cast<unsigned long long>(
                     rt::fnv1a64(keyed.data(), keyed.size())));
   key_ = hex;
+  text_ = std::move(text);
+  initial_ = g.initialParams();
+  dynamic_ = std::move(dynamic);
+  traced_ = true;
+}
 
-  rt::Artifact artifact;
-  bool found = false;
+rt::Artifact Jit::loadOrCompile(const Sizes &sizes) {
+  std::string path = artifactPath(sizes);
+  std::string id = fs::path(path).filename().string();
+  ++loads_;
   {
     std::lock_guard<std::mutex> lock(memoryCacheMutex());
-    auto it = memoryCache().find(key_);
+    auto it = memoryCache().find(id);
     if (it != memoryCache().end()) {
-      artifact = it->second;
-      found = true;
+      fromCache_ = true;
+      return it->second;
     }
   }
-  std::string path = artifactPath();
-  if (!found && fs::exists(path)) {
+  rt::Artifact artifact;
+  bool found = false;
+  if (fs::exists(path)) {
     try {
       artifact = rt::readArtifact(path);
       found = true;
@@ -228,20 +293,73 @@ void Jit::ensureCompiled() {
   }
   fromCache_ = found;
   if (!found) {
-    artifact = compileModel(text, options_.train, options_.kernels,
+    TrainOptions train = options_.train;
+    train.buckets = sizes;
+    artifact = compileModel(text_, train, options_.kernels,
                             (fs::path(options_.cacheDir) / "kernels").string());
+    ++compiles_;
     fs::create_directories(fs::path(path).parent_path());
     rt::writeArtifact(path, artifact);
   }
-  {
-    std::lock_guard<std::mutex> lock(memoryCacheMutex());
-    memoryCache()[key_] = artifact;
+  std::lock_guard<std::mutex> lock(memoryCacheMutex());
+  memoryCache()[id] = artifact;
+  return artifact;
+}
+
+Jit::Sizes
+Jit::bucketOf(const std::map<std::string, rt::HostTensor> &batch) const {
+  Sizes out;
+  std::map<std::string, int64_t> lengths = Session::lengthsOf(dynamic_, batch);
+  for (const auto &entry : dynamic_["symbols"].items()) {
+    const std::string &symbol = entry.key();
+    int64_t max = entry.value().get<int64_t>();
+    auto length = lengths.find(symbol);
+    auto policy = options_.buckets.find(symbol);
+    try {
+      out[symbol] = length == lengths.end()
+                        ? max
+                        : (policy == options_.buckets.end()
+                               ? BucketPolicy()
+                               : policy->second)
+                              .round(length->second, max);
+    } catch (const std::invalid_argument &e) {
+      throw rt::Error("step: symbol " + symbol + ": " + e.what());
+    }
   }
-  auto session = std::make_unique<Session>(std::move(artifact),
-                                           options_.session);
-  for (const auto &[name, value] : g.initialParams())
-    session->set(name, value);
-  session_ = std::move(session);
+  return out;
+}
+
+void Jit::ensureBucket(const Sizes &sizes) {
+  auto at = std::find(lru_.begin(), lru_.end(), sizes);
+  if (session_ && at != lru_.end()) {
+    std::rotate(lru_.begin(), at, at + 1);
+    return;
+  }
+  rt::Artifact artifact = loadOrCompile(sizes);
+  if (!session_) {
+    auto session = std::make_unique<Session>(std::move(artifact),
+                                             options_.session);
+    for (const auto &[name, value] : initial_)
+      session->set(name, value);
+    session_ = std::move(session);
+  } else {
+    session_->addBucket(std::move(artifact));
+  }
+  lru_.insert(lru_.begin(), sizes);
+  size_t cap = std::max<size_t>(1, options_.maxBuckets);
+  while (lru_.size() > cap) {
+    Sizes victim = lru_.back();
+    lru_.pop_back();
+    session_->dropBucket(victim);
+    if (evictions_++ == 0)
+      std::cerr << "stepjit: warning: more than " << cap
+                << " buckets in use; dropped " << describe(victim, false)
+                << " (least recently used), which reloads from the artifact "
+                   "cache when used again. A coarser bucket policy "
+                   "(JitOptions::buckets) or a larger JitOptions::maxBuckets "
+                   "avoids this; later drops are counted by "
+                   "Jit::evictions(), not reported.\n";
+  }
 }
 
 void Jit::clearMemoryCache() {
@@ -250,12 +368,24 @@ void Jit::clearMemoryCache() {
 }
 
 Session &Jit::session() {
-  ensureCompiled();
+  ensureTraced();
+  if (!session_) {
+    // Before any step: the largest bucket (every symbol at its maximum).
+    Sizes sizes;
+    if (!dynamic_.is_null())
+      for (const auto &entry : dynamic_["symbols"].items())
+        sizes[entry.key()] = entry.value().get<int64_t>();
+    ensureBucket(sizes);
+    bucket_ = sizes;
+  }
   return *session_;
 }
 
 double Jit::step(const std::map<std::string, rt::HostTensor> &batch) {
-  ensureCompiled();
+  ensureTraced();
+  Sizes sizes = dynamic_.is_null() ? Sizes() : bucketOf(batch);
+  ensureBucket(sizes);
+  bucket_ = sizes;
   return session_->step(batch);
 }
 

@@ -15,10 +15,19 @@
 // then runs through the runtime (step::Session: CUDA when a device is
 // present, else the CPU backend). Params start from the traced initializers.
 //
+// A model with symbolic dims (dyn("T", max)) compiles per bucket, on first
+// use: each step rounds the batch's valid lengths up by the symbol's
+// BucketPolicy (default pow2: 16, 32, ..., max), compiles (or loads) that
+// bucket unless the session has it, and runs it; params and optimizer state
+// are shared by all buckets. At most `maxBuckets` plans stay in the session
+// (a CUDA graph each): one more evicts the least recently used, with a
+// warning on stderr, and it reloads from the artifact cache when used again.
+//
 //===----------------------------------------------------------------------===//
 #ifndef STEP_COMPILER_JIT_JIT_H
 #define STEP_COMPILER_JIT_JIT_H
 
+#include "compiler/jit/Buckets.h"
 #include "compiler/pipeline/Train.h"
 #include "compiler/trace/Trace.h"
 #include "runtime/Session.h"
@@ -38,6 +47,11 @@ struct JitOptions {
   std::string cacheDir;
   /// Compile CUDA kernels into the artifact (when built with the toolkit).
   bool kernels = true;
+  /// Symbolic dims: the bucket policy of each symbol; one not named here
+  /// gets the default BucketPolicy (pow2).
+  std::map<std::string, BucketPolicy> buckets;
+  /// Most bucket plans kept at once (LRU beyond; at least 1).
+  size_t maxBuckets = 8;
 };
 
 /// The artifact of `modelMlir` (a module with @forward) trained with
@@ -52,6 +66,8 @@ rt::Artifact compileModel(const std::string &modelMlir,
 /// compileModel records it in the artifact's meta "dynamic", with the
 /// bucket's sizes in meta "bucket".
 nlohmann::json dynamicSignature(mlir::ModuleOp module);
+/// The same, of a model's text; throws rt::Error if it does not parse.
+nlohmann::json dynamicSignature(const std::string &modelMlir);
 
 /// One artifact holding the model compiled for each bucket of `sizes`
 /// (symbol -> size; a symbol left out is padded to its maximum): the
@@ -76,24 +92,49 @@ public:
 
   /// The session (traces and compiles first if needed).
   Session &session();
-  /// Whether the artifact came from a cache (memory or disk) rather than a
-  /// compile; meaningful after the first step.
+  /// Whether the last artifact this Jit needed came from a cache (memory or
+  /// disk) rather than a compile; meaningful after the first step.
   bool fromCache() const { return fromCache_; }
-  /// The cache key and the artifact's path on disk.
+  /// The cache key (of the model and options) and the path on disk of the
+  /// artifact of the last step (a bucket's has the bucket in its name).
   const std::string &key() const { return key_; }
-  std::string artifactPath() const;
+  std::string artifactPath() const { return artifactPath(bucket_); }
+  /// Artifacts this Jit compiled (cache hits not counted) and loaded in all.
+  size_t compiles() const { return compiles_; }
+  size_t loads() const { return loads_; }
+  /// Buckets dropped to stay within maxBuckets (the first drop warns).
+  size_t evictions() const { return evictions_; }
+  /// The buckets in the session, most recently used first ("T=32").
+  std::vector<std::string> buckets() const;
 
   /// Forgets the artifacts compiled in this process (the disk cache stays).
   static void clearMemoryCache();
 
 private:
-  void ensureCompiled();
+  using Sizes = std::map<std::string, int64_t>;
+  void ensureTraced();
+  /// The session, holding (at least) the bucket of `sizes`.
+  void ensureBucket(const Sizes &sizes);
+  rt::Artifact loadOrCompile(const Sizes &sizes);
+  std::string artifactPath(const Sizes &sizes) const;
+  /// The bucket of `batch` under the policies.
+  Sizes bucketOf(const std::map<std::string, rt::HostTensor> &batch) const;
 
   ModelFn model_;
   JitOptions options_;
   std::unique_ptr<Session> session_;
+  /// The traced model: text, initial params, symbolic signature (null for
+  /// a static model).
+  std::string text_;
+  std::map<std::string, rt::HostTensor> initial_;
+  nlohmann::json dynamic_;
+  bool traced_ = false;
   std::string key_;
+  /// The last step's bucket; the session's buckets, most recent first.
+  Sizes bucket_;
+  std::vector<Sizes> lru_;
   bool fromCache_ = false;
+  size_t compiles_ = 0, loads_ = 0, evictions_ = 0;
 };
 
 inline Jit jit(Jit::ModelFn model, JitOptions options = {}) {

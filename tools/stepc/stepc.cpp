@@ -108,29 +108,15 @@ void dumpKernelSources(mlir::func::FuncOp f, const std::string &dir) {
 #endif
 } // namespace
 
-/// `--buckets=T:8,16,32`: the model compiled once per bucket into one
-/// artifact (step::compileBuckets), which step::Session and step-run pick
-/// from per batch.
+/// `--buckets=T:8,16,32` (or T:pow2, T:mult:64): the model compiled once
+/// per bucket into one artifact (step::compileBuckets), which step::Session
+/// and step-run pick from per batch.
 int compileWithBuckets(const Options &o, const step::TrainOptions &train) {
-  size_t colon = o.buckets.find(':');
-  std::string symbol = o.buckets.substr(0, colon);
-  std::vector<std::map<std::string, int64_t>> sizes;
-  if (colon != std::string::npos && !symbol.empty()) {
-    std::stringstream list(o.buckets.substr(colon + 1));
-    for (std::string item; std::getline(list, item, ',');) {
-      char *end = nullptr;
-      long long v = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || v < 1) {
-        sizes.clear();
-        break;
-      }
-      sizes.push_back({{symbol, v}});
-    }
-  }
-  if (sizes.empty()) {
-    std::cerr << "stepc: --buckets=" << o.buckets
-              << " must be SYMBOL:SIZE,SIZE,... with sizes >= 1 (e.g. "
-                 "T:128,256,512)\n";
+  std::pair<std::string, step::BucketPolicy> option;
+  try {
+    option = step::parseBucketOption(o.buckets);
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "stepc: --buckets: " << e.what() << "\n";
     return 1;
   }
   if (!o.train || o.emit != "artifact") {
@@ -145,6 +131,16 @@ int compileWithBuckets(const Options &o, const step::TrainOptions &train) {
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   try {
+    const auto &[symbol, policy] = option;
+    nlohmann::json dynamic = step::dynamicSignature(text);
+    if (dynamic.is_null() || !dynamic["symbols"].contains(symbol))
+      throw step::rt::Error(
+          "--buckets names symbol '" + symbol + "', which @forward does not "
+          "declare in step.symbols (trace it with dyn(\"" + symbol +
+          "\", max))");
+    std::vector<std::map<std::string, int64_t>> sizes;
+    for (int64_t size : policy.all(dynamic["symbols"][symbol].get<int64_t>()))
+      sizes.push_back({{symbol, size}});
     step::rt::Artifact a =
         step::compileBuckets(text, train, sizes, !o.noKernels);
     step::rt::writeArtifact(o.output, a);
@@ -193,8 +189,9 @@ int main(int argc, char **argv) {
                  "interval=N] (auto: dynamic for fp16)")
       ->capture_default_str();
   app.add_option("--buckets", o.buckets,
-                 "bucket sizes of a symbolic dim, SYMBOL:SIZE,SIZE,... (one "
-                 "plan each in one artifact; docs/dynamic-shapes.md)");
+                 "buckets of a symbolic dim, SYMBOL:SIZE,SIZE,... or "
+                 "SYMBOL:pow2[:MIN] or SYMBOL:mult:N (one plan each in one "
+                 "artifact; docs/dynamic-shapes.md)");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
