@@ -3,7 +3,8 @@
 // Each function below is one nn.Module of nanoGPT's model.py, written with
 // the tracing API; names of params follow GPT-2's checkpoints. The only op
 // built outside the API is the tied LM head's matmul with transpose_b
-// (matmulTransposeB).
+// (matmulTransposeB). Packed rows (GPT2Config::packed) replace
+// step.attention by its masked form written out (maskedAttention).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,9 @@ std::string GPT2Config::check() const {
   if (width % heads != 0)
     return "width (" + std::to_string(width) +
            ") must be a multiple of heads (" + std::to_string(heads) + ")";
+  if (packed && dynamicContext)
+    return "packed rows and a dynamic context exclude each other (packed "
+           "rows have the fixed length context, nothing is padded)";
   return "";
 }
 
@@ -121,14 +125,39 @@ Tensor splitHeads(const Tensor &x, const GPT2Config &cfg) {
   return transpose(reshape(x, {cfg.batch, cfg.seqDim(), cfg.heads, d}), 1, 2);
 }
 
+/// Block-diagonal causal attention of packed rows: softmax(q k^T / sqrt(D))
+/// v with the scores of keys that `visible` ([B, 1, T, T] i1) hides set to
+/// -inf, so they get probability exactly 0 (as keys past a causal mask do in
+/// step.attention). step.attention has no mask operand, so the scores are
+/// spelled out with matmul, where and softmax.
+///
+/// Cost: the [B, H, T, T] scores and probabilities are materialized (and the
+/// probabilities kept for the backward pass): B*H*T^2 floats per layer,
+/// where step.attention needs none of them on a GPU. At the example's tiny
+/// config (B = 8, H = 2, T = 32) that is 16 K floats per layer; at GPT-2's
+/// T = 1024, H = 12 it is 12.6 M floats (50 MB in f32) per row and layer. Packing pays this to fill
+/// every row with real tokens; padding (docs/dynamic-shapes.md) keeps the
+/// fused op.
+Tensor maskedAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                       const Tensor &visible) {
+  double scale = 1.0 / std::sqrt(static_cast<double>(q.dim(-1)));
+  Tensor scores = matmul(q, transpose(k, 2, 3)) * scale; // [B, H, T, T]
+  scores = where(visible, scores, -INFINITY);
+  // Key j = i is always visible (a token is in its own segment), so no row
+  // is all -inf and the softmax stays finite.
+  return matmul(softmax(scores, -1), v);
+}
+
 /// CausalSelfAttention: one fused c_attn for q, k, v (columns [0, C),
 /// [C, 2C), [2C, 3C) of its [C, 3C] weight, as GPT-2 splits them), causal
 /// scaled dot-product attention per head, heads merged back, c_proj. With a
 /// symbolic T the columns of the weight are sliced instead of those of the
 /// [B, T, 3C] product (step.slice needs static limits on every dim): the
-/// same products, three matmuls instead of one.
+/// same products, three matmuls instead of one. `visible` is null, or the
+/// packed rows' block-diagonal mask (maskedAttention).
 Tensor attention(Graph &g, const std::string &name, const Tensor &x,
-                 const GPT2Config &cfg, double projStd) {
+                 const GPT2Config &cfg, double projStd,
+                 const Tensor &visible) {
   int64_t c = cfg.width;
   Tensor q, k, v;
   if (cfg.dynamicContext) {
@@ -147,7 +176,8 @@ Tensor attention(Graph &g, const std::string &name, const Tensor &x,
     k = splitHeads(slice(qkv, 2, c, 2 * c), cfg);
     v = splitHeads(slice(qkv, 2, 2 * c, 3 * c), cfg);
   }
-  Tensor y = scaled_dot_product_attention(q, k, v, /*causal=*/true);
+  Tensor y = visible ? maskedAttention(q, k, v, visible)
+                     : scaled_dot_product_attention(q, k, v, /*causal=*/true);
   y = reshape(transpose(y, 1, 2), {cfg.batch, cfg.seqDim(), c});
   return conv1d(g, name + ".c_proj", y, c, c, projStd);
 }
@@ -161,22 +191,59 @@ Tensor mlp(Graph &g, const std::string &name, const Tensor &x,
   return conv1d(g, name + ".c_proj", h, 4 * c, c, projStd);
 }
 
-/// A pre-LN transformer block.
-Tensor block(Graph &g, int64_t i, const Tensor &x, const GPT2Config &cfg) {
+/// A pre-LN transformer block; `visible` as for attention().
+Tensor block(Graph &g, int64_t i, const Tensor &x, const GPT2Config &cfg,
+             const Tensor &visible) {
   std::string name = "h." + std::to_string(i);
   // nanoGPT scales the init of the residual projections by 1/sqrt(2 L):
   // each block adds two of them to the residual stream.
   double projStd = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.layers));
   Tensor h = x + attention(g, name + ".attn",
                            layerNorm(g, name + ".ln_1", x, cfg.width), cfg,
-                           projStd);
+                           projStd, visible);
   return h + mlp(g, name + ".mlp", layerNorm(g, name + ".ln_2", h, cfg.width),
                  cfg, projStd);
 }
 
+/// The [B, 1, T, T] i1 mask of packed rows: key j is visible to query i iff
+/// j <= i and both are in one segment. Built once, shared by every layer
+/// and head.
+Tensor blockDiagonalCausal(Graph &g, const GPT2Config &cfg,
+                           const Tensor &segments) {
+  int64_t b = cfg.batch, t = cfg.context;
+  Tensor same = eq(reshape(segments, {b, t, 1}), reshape(segments, {b, 1, t}));
+  Tensor causal = ge(g.iota({t, t}, 0), g.iota({t, t}, 1)); // i >= j
+  return reshape(where(causal, same, false), {b, 1, t, t});
+}
+
+/// Checks that `packed` matches `cfg.packed` and its tensors are [B, T] i64.
+void checkPackedInputs(const GPT2Config &cfg, const PackedInputs &packed) {
+  bool given = packed.positions || packed.segments;
+  if (!cfg.packed) {
+    if (given)
+      throw std::invalid_argument(
+          "gpt2: positions/segments given to a model without packed rows");
+    return;
+  }
+  for (auto [name, t] : {std::pair<const char *, const Tensor *>{
+                             "positions", &packed.positions},
+                         {"segments", &packed.segments}}) {
+    if (!*t)
+      throw std::invalid_argument(std::string("gpt2: a packed model needs "
+                                              "the ") + name + " input");
+    if (t->shape() != Shape{cfg.batch, cfg.context} ||
+        t->dtype() != DType::I64)
+      throw ShapeError(std::string("gpt2: ") + name +
+                       " must be [batch, context] = [" +
+                       std::to_string(cfg.batch) + ", " +
+                       std::to_string(cfg.context) + "] i64");
+  }
+}
+
 } // namespace
 
-Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens) {
+Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens,
+                  const PackedInputs &packed) {
   if (std::string err = cfg.check(); !err.empty())
     throw std::invalid_argument("gpt2: " + err);
   Shape want{cfg.batch, cfg.dynamicContext ? kDynamic : cfg.context};
@@ -185,22 +252,32 @@ Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens) {
                      std::to_string(cfg.batch) + ", " +
                      (cfg.dynamicContext ? "T" : std::to_string(cfg.context)) +
                      "]");
+  checkPackedInputs(cfg, packed);
   Tensor wte = g.param("wte", {cfg.vocab, cfg.width}, init::normal(0, 0.02));
   Tensor wpe = g.param("wpe", {cfg.context, cfg.width}, init::normal(0, 0.02));
-  Tensor tok = embedding(tokens, wte);                   // [B, T, C]
-  Tensor pos = embedding(g.iota({cfg.seqDim()}, 0), wpe); // [T, C]
-  Tensor x = tok + pos; // broadcast over the batch
+  Tensor tok = embedding(tokens, wte); // [B, T, C]
+  Tensor x, visible;
+  if (cfg.packed) {
+    // Each token's position within its own segment: every document starts
+    // at wpe row 0, as it would alone.
+    x = tok + embedding(packed.positions, wpe); // [B, T, C]
+    visible = blockDiagonalCausal(g, cfg, packed.segments);
+  } else {
+    Tensor pos = embedding(g.iota({cfg.seqDim()}, 0), wpe); // [T, C]
+    x = tok + pos; // broadcast over the batch
+  }
   for (int64_t i = 0; i < cfg.layers; ++i)
-    x = block(g, i, x, cfg);
+    x = block(g, i, x, cfg, visible);
   x = layerNorm(g, "ln_f", x, cfg.width);
   return matmulTransposeB(g, x, wte); // [B, T, V], weights tied to wte
 }
 
 Tensor buildGPT2(Graph &g, const GPT2Config &cfg, Tensor tokens,
-                 Tensor targets) {
-  Tensor logits = gpt2Logits(g, cfg, tokens);
+                 Tensor targets, const PackedInputs &packed) {
+  Tensor logits = gpt2Logits(g, cfg, tokens, packed);
   return cross_entropy(reshape(logits, {-1, cfg.vocab}),
-                       reshape(targets, {-1}));
+                       reshape(targets, {-1}), Reduction::Mean,
+                       kIgnoreTarget);
 }
 
 } // namespace gpt2

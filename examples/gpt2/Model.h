@@ -14,6 +14,13 @@
 // the layout of GPT-2's Conv1D, so the files load into a PyTorch GPT-2 with
 // the same transposes its checkpoints need.
 //
+// Packed rows (GPT2Config::packed, Packing.h): a row holds several documents
+// back to back. Two more inputs say where they are: `positions` (the index
+// of each token within its own segment) replaces arange(T) as the wpe index,
+// and `segments` (a document id per token) turns the causal mask into a
+// block-diagonal one: query i sees key j iff j <= i and segments[i] ==
+// segments[j]. Each document then computes exactly what it would alone.
+//
 //===----------------------------------------------------------------------===//
 #ifndef STEP_EXAMPLES_GPT2_MODEL_H
 #define STEP_EXAMPLES_GPT2_MODEL_H
@@ -37,6 +44,10 @@ struct GPT2Config {
   /// T symbolic (dyn("T", context)): sequences of any length up to
   /// `context`, padded to buckets by step-pad-dynamic (stepc --buckets).
   bool dynamicContext = false;
+  /// Packed rows: the model takes `positions` and `segments` ([B, T] i64)
+  /// besides tokens and attends block-diagonally (see the file comment).
+  /// Not with dynamicContext: packing fills every row to T, nothing pads.
+  bool packed = false;
 
   /// T as the tracing API takes it: `context`, or the dyn() code.
   int64_t seqDim() const;
@@ -45,19 +56,41 @@ struct GPT2Config {
   std::string check() const;
 };
 
+/// The target cross_entropy skips: its ignore_index (PyTorch's default,
+/// -100). buildGPT2 passes it explicitly; the packing loader writes it at
+/// the last token of every document and over filler.
+inline constexpr int64_t kIgnoreTarget = -100;
+
+/// The extra inputs of a packed model ([B, T] i64 each); both null for an
+/// unpacked one.
+struct PackedInputs {
+  /// Index of each token within its segment, 0 at a segment's first token;
+  /// selects the wpe row (so every entry must be < context).
+  step::trace::Tensor positions;
+  /// Segment id of each token within its row; tokens attend only to earlier
+  /// tokens of the same segment.
+  step::trace::Tensor segments;
+};
+
 /// Traces the logits [B, T, V] of `tokens` ([B, T] i64) into `g`, creating
 /// every param with its GPT-2/nanoGPT initializer: N(0, 0.02) for weights
 /// and both embeddings, N(0, 0.02 / sqrt(2 L)) for the two c_proj weights of
 /// each block (residual projections), zeros for biases, ones/zeros for layer
-/// norms. Throws std::invalid_argument if `cfg.check()` fails.
+/// norms. `packed` must hold both tensors iff `cfg.packed`. Throws
+/// std::invalid_argument if `cfg.check()` fails or `packed` does not match
+/// `cfg.packed`, ShapeError for inputs of the wrong shape or dtype.
 step::trace::Tensor gpt2Logits(step::trace::Graph &g, const GPT2Config &cfg,
-                               const step::trace::Tensor &tokens);
+                               const step::trace::Tensor &tokens,
+                               const PackedInputs &packed = {});
 
-/// The mean next-token cross-entropy of gpt2Logits(g, cfg, tokens) against
-/// `targets` ([B, T] i64), over the B*T positions flattened.
+/// The mean next-token cross-entropy of gpt2Logits(g, cfg, tokens, packed)
+/// against `targets` ([B, T] i64), over the B*T positions flattened;
+/// positions whose target is kIgnoreTarget count neither in the sum nor in
+/// the divisor.
 step::trace::Tensor buildGPT2(step::trace::Graph &g, const GPT2Config &cfg,
                               step::trace::Tensor tokens,
-                              step::trace::Tensor targets);
+                              step::trace::Tensor targets,
+                              const PackedInputs &packed = {});
 
 /// `x @ w^T` for x [..., K] and a rank-2 w [N, K] of `g`, as one
 /// step.matmul with transpose_b: the tracing API's matmul has no transpose

@@ -4,13 +4,18 @@
 //                [--width 32] [--batch 8] [--text FILE] [--seed 0]
 //                [--steps 200] [--lr 3e-3] [--warmup 20] [--min-lr-ratio 0.1]
 //                [--wd 0] [--clip 1] [--print-every 10] [--sample 0]
-//                [--out DIR] [--emit-model DIR]
+//                [--out DIR] [--emit-model DIR] [--pack]
 //
 // Traces GPT-2 (Model.h) for batches of B windows of T bytes of --text: the
 // tokens are the bytes, the targets the same windows shifted by one.
 //
+// --pack: batches of whole documents instead (the paragraphs of the text,
+// packed into rows by Packing.h), with the packed model (GPT2Config::packed:
+// positions and segments inputs, block-diagonal causal attention).
+//
 // --emit-model DIR writes DIR/model.mlir, DIR/params/<name>.npy (initial
-// params), one batch DIR/inputs/{tokens,targets}.npy ([B, T] i64), prints
+// params), one batch DIR/inputs/{tokens,targets}.npy ([B, T] i64; with
+// --pack also positions.npy and segments.npy), prints
 // `loss = <value>` of the forward pass on the reference interpreter, and
 // exits (gpt2_parity.py checks it against PyTorch).
 //
@@ -26,6 +31,7 @@
 #include "compiler/jit/Jit.h"
 #include "examples/common/LossPlot.h"
 #include "examples/gpt2/Model.h"
+#include "examples/gpt2/Packing.h"
 #include "runtime/Npy.h"
 
 #include <CLI/CLI.hpp>
@@ -38,6 +44,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 
 #ifndef GPT2_DEFAULT_TEXT
 #define GPT2_DEFAULT_TEXT "examples/gpt2/data/tiny.txt"
@@ -58,17 +65,20 @@ struct Options {
   double lr = 3e-3, minLrRatio = 0.1, wd = 0.0, clip = 1.0;
   std::string out = "gpt2-out", emitModel;
   std::string amp; ///< "", "bf16" or "fp16" (stepc --amp)
+  bool pack = false; ///< cfg.packed, with the packing loader
 };
 
-/// The bytes of `path`, as token ids; each must be < vocab.
+/// The bytes of `path`, as token ids; each must be < vocab. Random windows
+/// need more than context + 1 bytes; packing needs a document of 2 bytes
+/// (DocumentPacker checks that).
 std::vector<int64_t> readTokens(const std::string &path, int64_t vocab,
-                                int64_t context) {
+                                int64_t context, bool pack) {
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw std::runtime_error("cannot read --text " + path);
   std::string bytes((std::istreambuf_iterator<char>(f)),
                     std::istreambuf_iterator<char>());
-  if (static_cast<int64_t>(bytes.size()) < context + 2)
+  if (!pack && static_cast<int64_t>(bytes.size()) < context + 2)
     throw std::runtime_error(path + ": needs more than context + 1 = " +
                              std::to_string(context + 1) + " bytes");
   std::vector<int64_t> ids(bytes.size());
@@ -99,21 +109,78 @@ sampleBatch(const std::vector<int64_t> &text, const GPT2Config &cfg,
   return {{"tokens", tokens}, {"targets", targets}};
 }
 
-/// The traced training graph: inputs tokens, targets [B, T] i64; the loss.
+/// The batches of training: random windows, or packed documents (--pack).
+/// The stream is seeded apart from the params' (paramSeed(seed, name)), so
+/// changing the model never changes the data.
+class Batches {
+public:
+  Batches(const Options &o, const std::vector<int64_t> &text)
+      : cfg_(o.cfg), text_(text),
+        windows_(paramSeed(o.seed, "batch:windows")) {
+    if (!o.pack)
+      return;
+    try {
+      packer_.emplace(gpt2::splitDocuments(text), cfg_.batch, cfg_.context,
+                      paramSeed(o.seed, "batch:packed"));
+    } catch (const std::invalid_argument &e) {
+      throw std::runtime_error("--pack: " + o.text + ": " + e.what());
+    }
+  }
+
+  std::map<std::string, rt::HostTensor> next() {
+    if (!packer_)
+      return sampleBatch(text_, cfg_, windows_);
+    gpt2::PackedBatch b = packer_->next();
+    slots_ += b.rows * b.context;
+    filler_ += b.filler();
+    predictions_ += b.predictions();
+    return b.tensors();
+  }
+
+  /// One line about the documents and the slots used so far (--pack).
+  std::string packingSummary() const {
+    if (!packer_)
+      return "";
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "packing: %zu documents (%zu placed); %.1f%% of slots "
+                  "filler, %.1f%% with a counted target",
+                  packer_->documents().size(), packer_->placeable(),
+                  100.0 * static_cast<double>(filler_) /
+                      static_cast<double>(std::max<int64_t>(slots_, 1)),
+                  100.0 * static_cast<double>(predictions_) /
+                      static_cast<double>(std::max<int64_t>(slots_, 1)));
+    return line;
+  }
+
+private:
+  GPT2Config cfg_;
+  const std::vector<int64_t> &text_;
+  Rng windows_;
+  std::optional<gpt2::DocumentPacker> packer_;
+  int64_t slots_ = 0, filler_ = 0, predictions_ = 0;
+};
+
+/// The traced training graph: inputs tokens, targets [B, T] i64 (and, for
+/// packed rows, positions and segments [B, T] i64); the loss.
 void traceModel(Graph &g, const GPT2Config &cfg) {
   Tensor tokens = g.input("tokens", {cfg.batch, cfg.seqDim()}, DType::I64);
   Tensor targets = g.input("targets", {cfg.batch, cfg.seqDim()}, DType::I64);
-  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  gpt2::PackedInputs packed;
+  if (cfg.packed) {
+    packed.positions = g.input("positions", {cfg.batch, cfg.context},
+                               DType::I64);
+    packed.segments = g.input("segments", {cfg.batch, cfg.context},
+                              DType::I64);
+  }
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets, packed));
 }
 
 int emitModel(const Options &o, const std::vector<int64_t> &text) {
   Graph g(o.seed);
   traceModel(g, o.cfg);
   g.writeModel(o.emitModel);
-  // The batch stream is seeded apart from the params' (paramSeed(seed,
-  // name)), so changing the model never changes the data.
-  Rng rng(paramSeed(o.seed, "batch:windows"));
-  auto batch = sampleBatch(text, o.cfg, rng);
+  auto batch = Batches(o, text).next();
   fs::path inputs = fs::path(o.emitModel) / "inputs";
   fs::create_directories(inputs);
   for (const auto &[name, t] : batch)
@@ -131,6 +198,9 @@ std::string generate(const Options &o, const std::vector<int64_t> &text,
                      const std::map<std::string, rt::HostTensor> &params) {
   GPT2Config one = o.cfg;
   one.batch = 1;
+  // Generation feeds one window of the text: the unpacked model, which has
+  // the same params as the packed one.
+  one.packed = false;
   Graph g(o.seed);
   Tensor tokens = g.input("tokens", {1, one.context}, DType::I64);
   Tensor targets = g.input("targets", {1, one.context}, DType::I64);
@@ -182,6 +252,8 @@ int train(const Options &o, const std::vector<int64_t> &text) {
     t.clipNorm = o.clip;
   t.amp = step::AmpOptions::parse(o.amp, "", "auto");
 
+  // The data first: a text that gives no batch fails before compiling.
+  Batches batches(o, text);
   auto t0 = std::chrono::steady_clock::now();
   step::JitOptions jo;
   jo.train = t;
@@ -197,10 +269,9 @@ int train(const Options &o, const std::vector<int64_t> &text) {
               (long long)o.cfg.width, (long long)o.cfg.batch, text.size(),
               std::chrono::duration<double>(t1 - t0).count());
 
-  Rng rng(paramSeed(o.seed, "batch:windows"));
   std::vector<examples::LossPoint> curve;
   for (int64_t s = 0; s < o.steps; ++s) {
-    double loss = net.step(sampleBatch(text, o.cfg, rng));
+    double loss = net.step(batches.next());
     curve.push_back({s + 1, step::learningRate(t, s), loss});
     if (!std::isfinite(loss))
       throw std::runtime_error("loss is " + std::to_string(loss) +
@@ -215,6 +286,8 @@ int train(const Options &o, const std::vector<int64_t> &text) {
     }
   }
 
+  if (o.pack)
+    std::printf("%s\n", batches.packingSummary().c_str());
   fs::create_directories(o.out);
   examples::writeLossCsv((fs::path(o.out) / "loss.csv").string(), curve);
   char title[160];
@@ -256,6 +329,9 @@ int main(int argc, char **argv) {
   app.add_flag("--dynamic-context", o.cfg.dynamicContext,
                "with --emit-model: T symbolic, dyn(\"T\", context) "
                "(docs/dynamic-shapes.md)");
+  app.add_flag("--pack", o.pack,
+               "batches of whole documents (the text's paragraphs) packed "
+               "into rows, block-diagonal causal attention (README)");
   app.add_option("--text", o.text, "training text (bytes are the tokens)")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of params, batches and sampling")
@@ -283,6 +359,14 @@ int main(int argc, char **argv) {
                  "write model.mlir, params/ and inputs/ here and exit");
   CLI11_PARSE(app, argc, argv);
 
+  if (o.pack && o.cfg.dynamicContext) {
+    std::cerr << "gpt2-example: --pack and --dynamic-context exclude each "
+                 "other: packed rows have the fixed length --context (a "
+                 "tail no document fills is filler), nothing is padded to a "
+                 "bucket\n";
+    return 1;
+  }
+  o.cfg.packed = o.pack;
   if (std::string err = o.cfg.check(); !err.empty()) {
     std::cerr << "gpt2-example: " << err << "\n";
     return 1;
@@ -295,7 +379,12 @@ int main(int argc, char **argv) {
   }
   try {
     std::vector<int64_t> text =
-        readTokens(o.text, o.cfg.vocab, o.cfg.context);
+        readTokens(o.text, o.cfg.vocab, o.cfg.context, o.pack);
+    if (o.sample > 0 && static_cast<int64_t>(text.size()) < o.cfg.context)
+      throw std::runtime_error("--sample starts from the first context = " +
+                               std::to_string(o.cfg.context) +
+                               " bytes of the text, which has only " +
+                               std::to_string(text.size()));
     return o.emitModel.empty() ? train(o, text) : emitModel(o, text);
   } catch (const std::exception &e) {
     std::cerr << "gpt2-example: error: " << e.what() << "\n";

@@ -1,6 +1,8 @@
 # ctest e2e.gpt2_train_smoke: trains the tiny GPT-2 for a few steps and
 # checks that the last loss of loss.csv is below the first.
-#   cmake -DGPT2=<gpt2-example> -DOUT=<dir> [-DSTEPS=30] -P train_smoke.cmake
+#   cmake -DGPT2=<gpt2-example> -DOUT=<dir> [-DSTEPS=30] [-DEXTRA=--pack]
+#         -P train_smoke.cmake
+# EXTRA: one more flag for gpt2-example (e2e.gpt2_pack_smoke: --pack).
 if(NOT GPT2 OR NOT OUT)
   message(FATAL_ERROR "usage: cmake -DGPT2=... -DOUT=... -P train_smoke.cmake")
 endif()
@@ -9,7 +11,7 @@ if(NOT STEPS)
 endif()
 file(REMOVE_RECURSE ${OUT})
 execute_process(COMMAND ${GPT2} --steps ${STEPS} --warmup 5 --print-every 10
-                        --out ${OUT}
+                        --out ${OUT} ${EXTRA}
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "FAIL: gpt2-example exited with ${rc}")
