@@ -27,16 +27,21 @@
 //   cross_entropy over padded rows: targets -> ignore_index (a mean counts
 //   valid rows only). Causal attention whose keys are padded like its
 //   queries needs no mask: a valid query never sees a later (padded) key.
+//   Other attention over padded keys is written out (q k^T, scale, causal
+//   mask, softmax, @ v) and masked as those ops; layer_norm over a padded
+//   dim is written out with masked mean and variance (its weight and bias
+//   must have the normalized dims' layout).
 // Ops that would move valid data across padding (slice, pad and concat
-// along a padded dim), layer_norm over a padded dim, non-causal attention
-// over padded keys and dropout of a padded value (its mask is a function
-// of the element index, which padding changes) are refused with an error.
+// along a padded dim) and dropout of a padded value (its mask is a
+// function of the element index, which padding changes) are refused with
+// an error.
 //
 // Cost: one scalar argument per symbol; per masked op an iota, a compare
 // and a select over the mixed dims (shared masks are CSE'd; step-fuse
-// folds them into the consuming kernel). What the padding itself costs in
-// FLOPs is the bucket's size over the valid length. Skipping padded tiles
-// inside kernels is left to codegen.
+// folds them into the consuming kernel); a written-out attention keeps its
+// [.., Tq, Tk] scores in memory. What the padding itself costs in FLOPs is
+// the bucket's size over the valid length. Skipping padded tiles inside
+// kernels is left to codegen.
 //
 //===----------------------------------------------------------------------===//
 
@@ -257,19 +262,166 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
         int64_t d = op->getAttrOfType<IntegerAttr>("dimension").getInt();
         op->setOperand(0, masked(b, loc, x, {d}, lowest(x)));
       } else if (auto m = dyn_cast<MatmulOp>(op)) {
-        int64_t ra = m.getLhs().getType().getRank();
-        int64_t rb = m.getRhs().getType().getRank();
-        int64_t ka = m.getTransposeA() ? ra - 2 : ra - 1;
-        int64_t kb = m.getTransposeB() ? rb - 1 : rb - 2;
-        // K has one layout in both operands (SymbolLayouts checks it).
-        m->setOperand(0, masked(b, loc, m.getLhs(), {ka}, 0.0));
-        m->setOperand(1, masked(b, loc, m.getRhs(), {kb}, 0.0));
+        maskMatmul(m);
       } else if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
         if (ce.getReduction() != LossReduction::None)
           ce->setOperand(1, masked(b, loc, ce.getTargets(), {0},
                                    double(ce.getIgnoreIndexOrDefault())));
+      } else if (auto at = dyn_cast<AttentionOp>(op)) {
+        int64_t keys = at.getKey().getType().getRank() - 2;
+        bool hidden = at.getCausal() && sym.layoutOf(at.getQuery())[keys] ==
+                                            sym.layoutOf(at.getKey())[keys];
+        if (paddedDim(at.getKey(), keys) && !hidden)
+          decomposeAttention(b, at);
+      } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+        int64_t rank = ln.getOperand().getType().getRank();
+        int64_t lead = rank - ln.getWeight().getType().getRank();
+        for (int64_t d = lead; d < rank; ++d)
+          if (paddedDim(ln.getOperand(), d)) {
+            decomposeLayerNorm(b, ln);
+            break;
+          }
       }
     }
+  }
+
+  /// A matmul contracting a padded K reads 0 in both operands' padding
+  /// (the masks go right before `m`).
+  void maskMatmul(MatmulOp m) {
+    OpBuilder b(m);
+    int64_t ra = m.getLhs().getType().getRank();
+    int64_t rb = m.getRhs().getType().getRank();
+    int64_t ka = m.getTransposeA() ? ra - 2 : ra - 1;
+    int64_t kb = m.getTransposeB() ? rb - 1 : rb - 2;
+    // K has one layout in both operands (SymbolLayouts checks it).
+    m->setOperand(0, masked(b, m.getLoc(), m.getLhs(), {ka}, 0.0));
+    m->setOperand(1, masked(b, m.getLoc(), m.getRhs(), {kb}, 0.0));
+  }
+
+  /// `v` with layout `l` (for values the rewrite creates).
+  Value laidOut(Value v, const Layout &l) {
+    sym.layouts[v] = l;
+    return v;
+  }
+
+  /// Attention whose padded keys no causal mask hides, written out so the
+  /// masks above apply: S = q k^T * scale (+ the causal mask), softmax over
+  /// the keys with padded keys at -inf, then P V with padded rows of V at 0.
+  /// Costs the [.., Tq, Tk] scores in memory, which the fused op avoids.
+  void decomposeAttention(OpBuilder &b, AttentionOp at) {
+    Location loc = at.getLoc();
+    Value q = at.getQuery(), k = at.getKey();
+    auto qType = at.getQuery().getType();
+    int64_t rank = qType.getRank();
+    int64_t tq = qType.getDimSize(rank - 2);
+    int64_t tk = at.getKey().getType().getDimSize(rank - 2);
+    double scale =
+        at.getScale() ? at.getScale()->convertToDouble()
+                      : 1.0 / std::sqrt(double(qType.getDimSize(rank - 1)));
+    Layout sl = sym.layoutOf(q);
+    sl.back() = sym.layoutOf(k)[rank - 2];
+    auto qk = b.create<MatmulOp>(loc, q, k, /*transpose_a=*/false,
+                                 /*transpose_b=*/true);
+    sym.layouts[qk] = sl;
+    maskMatmul(qk);
+    Value s = laidOut(vjp::scale(b, loc, qk, scale), sl);
+    if (at.getCausal()) {
+      // Key j is hidden from query i iff j > i (top-left aligned).
+      auto index = RankedTensorType::get({tq, tk}, b.getI64Type());
+      Value row = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(0));
+      Value col = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(1));
+      Value hide = b.create<CompareOp>(loc, ComparisonDirection::GT, col, row);
+      auto sType = cast<RankedTensorType>(s.getType());
+      if (rank > 2)
+        hide = b.create<BroadcastInDimOp>(
+            loc, sType.clone(b.getI1Type()), hide,
+            b.getDenseI64ArrayAttr({rank - 2, rank - 1}));
+      s = laidOut(b.create<SelectOp>(loc, hide, vjp::splat(b, loc, sType,
+                                                           -INFINITY),
+                                     s),
+                  sl);
+    }
+    s = masked(b, loc, s, {rank - 1}, -INFINITY);
+    Value p = laidOut(b.create<SoftmaxOp>(loc, s, b.getI64IntegerAttr(rank - 1)),
+                      sl);
+    auto out = b.create<MatmulOp>(loc, p, at.getValue(), /*transpose_a=*/false,
+                                  /*transpose_b=*/false);
+    maskMatmul(out);
+    replaceWith(at, out);
+  }
+
+  /// layer_norm over padded dims, written out with masked statistics: the
+  /// mean and the (biased) variance sum the valid positions only and divide
+  /// by their count; then (x - mean) * rstd * weight + bias as the op.
+  void decomposeLayerNorm(OpBuilder &b, LayerNormOp ln) {
+    Location loc = ln.getLoc();
+    Value x = ln.getOperand();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> norm, lead;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < rank - ln.getWeight().getType().getRank() ? lead : norm).push_back(d);
+    Layout xl = sym.layoutOf(x), rl;
+    for (int64_t d : lead)
+      rl.push_back(xl[d]);
+    Value count = validCount(b, loc, xl, norm, type.getElementType());
+    auto stat = [&](Value v) { // masked mean over `norm`, broadcast back
+      Value sum = laidOut(
+          b.create<ReduceSumOp>(loc, masked(b, loc, v, norm, 0.0),
+                                b.getDenseI64ArrayAttr(norm), false),
+          rl);
+      auto sumType = cast<RankedTensorType>(sum.getType());
+      Value n = sumType.getRank() == 0
+                    ? count
+                    : b.create<BroadcastInDimOp>(loc, sumType, count,
+                                                 b.getDenseI64ArrayAttr({}));
+      return laidOut(b.create<DivOp>(loc, sum, n), rl);
+    };
+    auto back = [&](Value v, ArrayRef<int64_t> dims) {
+      return laidOut(b.create<BroadcastInDimOp>(loc, type, v,
+                                                b.getDenseI64ArrayAttr(dims)),
+                     xl);
+    };
+    Value centered = laidOut(b.create<SubOp>(loc, x, back(stat(x), lead)), xl);
+    Value var =
+        stat(laidOut(b.create<MulOp>(loc, centered, centered), xl));
+    Value eps = vjp::splatLike(b, loc, var, ln.getEpsilon().convertToDouble());
+    Value rstd = laidOut(
+        b.create<RsqrtOp>(loc, laidOut(b.create<AddOp>(loc, var, eps), rl)),
+        rl);
+    Value y = laidOut(b.create<MulOp>(loc, centered, back(rstd, lead)), xl);
+    y = laidOut(b.create<MulOp>(loc, y, back(ln.getWeight(), norm)), xl);
+    y = laidOut(b.create<AddOp>(loc, y, back(ln.getBias(), norm)), xl);
+    replaceWith(ln, y);
+  }
+
+  /// Replaces `op`'s one result by `v`, which takes its layout.
+  void replaceWith(Operation *op, Value v) {
+    Value old = op->getResult(0);
+    if (sym.layouts.count(old))
+      sym.layouts[v] = sym.layouts[old];
+    old.replaceAllUsesWith(v);
+    sym.layouts.erase(old);
+    op->erase();
+  }
+
+  /// The number of valid positions in `dims` of a value of layout `l`:
+  /// static factors times len(S) per symbol, as a rank-0 `element`.
+  Value validCount(OpBuilder &b, Location loc, const Layout &l,
+                   ArrayRef<int64_t> dims, Type element) {
+    int64_t fixed = 1;
+    SmallVector<std::string> syms;
+    for (int64_t d : dims)
+      for (const Factor &fa : l[d]) {
+        if (fa.symbol.empty())
+          fixed *= fa.size;
+        else
+          syms.push_back(fa.symbol);
+      }
+    Value count = vjp::scalar(b, loc, b.getI64Type(), double(fixed));
+    for (const std::string &s : syms)
+      count = b.create<MulOp>(loc, count, lengths.at(s));
+    return b.create<CastOp>(loc, RankedTensorType::get({}, element), count);
   }
 
   /// reduce_mean over padded dims -> reduce_sum(masked) / valid count.
@@ -281,32 +433,15 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     Value sum = b.create<ReduceSumOp>(
         loc, masked(b, loc, x, r.getDims(), 0.0),
         r.getDimsAttr(), r.getKeepdim());
-    // count = (static factors of the reduced dims) * len(S) per symbol.
-    int64_t fixed = 1;
-    SmallVector<std::string> syms;
-    for (int64_t d : r.getDims())
-      for (const Factor &fa : l[d]) {
-        if (fa.symbol.empty())
-          fixed *= fa.size;
-        else
-          syms.push_back(fa.symbol);
-      }
-    Value count = vjp::scalar(b, loc, b.getI64Type(), double(fixed));
-    for (const std::string &s : syms)
-      count = b.create<MulOp>(loc, count, lengths.at(s));
     auto resultType = cast<RankedTensorType>(r.getResult().getType());
-    Value n = b.create<CastOp>(
-        loc, RankedTensorType::get({}, type.getElementType()), count);
+    Value n = validCount(b, loc, l, r.getDims(), type.getElementType());
     if (resultType.getRank() > 0)
       n = b.create<BroadcastInDimOp>(loc, resultType, n,
                                      b.getDenseI64ArrayAttr({}));
     Value mean = b.create<DivOp>(loc, sum, n);
-    r.getResult().replaceAllUsesWith(mean);
-    if (sym.layouts.count(r.getResult())) {
-      sym.layouts[mean] = sym.layouts[r.getResult()];
+    if (sym.layouts.count(r.getResult()))
       sym.layouts[sum] = sym.layouts[r.getResult()];
-    }
-    r.erase();
+    replaceWith(r, mean);
   }
 
   void finish(func::FuncOp f) {

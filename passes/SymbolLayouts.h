@@ -399,26 +399,27 @@ public:
       return success();
     }
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
-      int64_t rank = ln.getOperand().getType().getRank();
-      int64_t norm = ln.getWeight().getType().getRank();
-      for (int64_t d = rank - norm; d < rank; ++d)
-        if (failed(requireUnpadded(
-                op, ln.getOperand(), d,
-                "layer_norm over a padded dim is not supported (its "
-                "weight would be padded too)")))
-          return failure();
-      setLayout(result, layoutOf(ln.getOperand()));
+      // Weight and bias have the layout of the normalized dims (a padded
+      // one is masked by step-pad-dynamic's decomposition).
+      Layout x = layoutOf(ln.getOperand());
+      int64_t lead = x.size() - ln.getWeight().getType().getRank();
+      for (Value v : {ln.getWeight(), ln.getBias()}) {
+        Layout w = layoutOf(v);
+        for (size_t d = 0; d < w.size(); ++d)
+          if (!(w[d] == x[lead + d]))
+            return refuse(op, "dim " + std::to_string(d) + " of the " +
+                                  (v == ln.getWeight() ? "weight" : "bias") +
+                                  " is " + describe(w[d]) +
+                                  " but the normalized dim it scales is " +
+                                  describe(x[lead + d]));
+      }
+      setLayout(result, x);
       return success();
     }
     if (auto at = dyn_cast<AttentionOp>(op)) {
-      Layout q = layoutOf(at.getQuery()), k = layoutOf(at.getKey());
-      int64_t rank = q.size();
-      if (isPadded(k[rank - 2]) &&
-          !(at.getCausal() && q[rank - 2] == k[rank - 2]))
-        return refuse(op, "attention over padded keys (" +
-                              describe(k[rank - 2]) +
-                              ") needs causal = true and queries padded "
-                              "like the keys; a key mask is not supported");
+      // Padded keys are masked (step-pad-dynamic decomposes the op) unless
+      // the causal mask already hides them.
+      Layout q = layoutOf(at.getQuery());
       Layout out = q;
       out.back() = layoutOf(at.getValue()).back();
       setLayout(result, out);
@@ -457,6 +458,15 @@ public:
   /// `v`, when that operand was analyzed already.
   std::optional<DimLayout> layoutFromUsers(Value v, int64_t d) {
     for (Operation *user : v.getUsers()) {
+      // A layer_norm's weight or bias: the normalized dim it scales.
+      if (auto ln = dyn_cast<LayerNormOp>(user)) {
+        Value x = ln.getOperand();
+        if (v != x && layouts.count(x)) {
+          const Layout &l = layouts[x];
+          return l[l.size() - ln.getWeight().getType().getRank() + d];
+        }
+        continue;
+      }
       if (!isSameShape(user))
         continue;
       for (Value other : user->getOperands())

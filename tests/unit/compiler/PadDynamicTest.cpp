@@ -69,6 +69,47 @@ Traced seqModel(int64_t T) {
   });
 }
 
+/// An encoder-style model for the ops step-pad-dynamic writes out:
+/// non-causal attention over padded keys, and a layer_norm over T (of
+/// [B, C, T]) whose weight and bias vary with the position. With
+/// `writtenOut` both are traced as the pass writes them (matmul, softmax;
+/// mean, variance, rsqrt), the reference of the masks' exactness: the fused
+/// kernels round differently from the written-out ops (see
+/// WrittenOutOpsAgreeWithTheFusedOnes).
+Traced encModel(int64_t T, bool writtenOut) {
+  return traced(7, [&](Graph &g) {
+    Tensor x = g.input("x", {kBatch, T, 4});
+    Tensor y = g.input("y", {kBatch, T}, DType::I64);
+    Tensor w1 = g.param("w1", {4, 8}, init::normal(0, 0.5));
+    Tensor b1 = g.param("b1", {8}, init::normal(0, 0.5));
+    Tensor wq = g.param("wq", {8, 8}, init::normal(0, 0.5));
+    Tensor w2 = g.param("w2", {8, 5}, init::normal(0, 0.5));
+    Tensor gamma = g.param("gamma", {}, init::normal(1, 0.1));
+    Tensor beta = g.param("beta", {}, init::normal(0, 0.1));
+    Tensor h = gelu(linear(x, w1, b1), GeluApprox::Tanh); // [B, T, 8]
+    Tensor q = matmul(h, wq);
+    Tensor a = writtenOut ? matmul(softmax(matmul(q, transpose(h, 1, 2)) *
+                                               (1.0 / std::sqrt(8.0)),
+                                           2),
+                                   h)
+                          : scaled_dot_product_attention(q, h, h);
+    Tensor pos = cast(g.iota({T}, 0), DType::F32); // [T]
+    Tensor weight = gamma * (1.0 + 0.01 * pos), bias = beta + 0.001 * pos;
+    Tensor at = transpose(a, 1, 2); // [B, 8, T], normalized over T
+    Tensor n;
+    if (writtenOut) {
+      Tensor centered = at - mean(at, {2}, /*keepdim=*/true);
+      Tensor var = mean(centered * centered, {2}, /*keepdim=*/true);
+      n = centered * rsqrt(var + 1e-5) * weight + bias;
+    } else {
+      n = layer_norm(at, weight, bias);
+    }
+    Tensor z = transpose(n, 1, 2) + h;
+    g.output(cross_entropy(reshape(matmul(z, w2), {-1, 5}),
+                           reshape(y, {-1})));
+  });
+}
+
 /// The tiny GPT-2 of examples/gpt2. The static reference of length L has
 /// wpe [L, C]: it gets the first L rows of the dynamic model's wpe
 /// [kMax, C] (see compareParams).
@@ -114,6 +155,8 @@ Values gptInputs(int64_t len, uint64_t seed) {
 struct Family {
   std::string name;
   std::function<Traced(int64_t)> model;
+  /// The exact-length reference (null: `model` at the length).
+  std::function<Traced(int64_t)> reference;
   std::function<Values(int64_t len, uint64_t seed)> inputs;
   /// stepc --optimizer. GPT-2 trains with SGD + momentum: its attention key
   /// bias has a gradient that is zero in exact arithmetic (softmax ignores
@@ -228,13 +271,17 @@ void PrintTo(const Family &f, std::ostream *os) { *os << f.name; }
 
 class PadDynamicDiff : public ::testing::TestWithParam<Family> {};
 
-TEST_P(PadDynamicDiff, GradientsEqualTheExactLengthModel) {
-  const Family &fam = GetParam();
-  Traced padModel = fam.model(dyn("T", kMax));
+/// For each valid length: `padModel` padded to kBucket and differentiated
+/// vs `reference(len)` differentiated, loss and every gradient within
+/// `tol` (normwise relative).
+void expectGradientsMatch(const Traced &padModel,
+                          const std::function<Traced(int64_t)> &reference,
+                          const std::function<Values(int64_t, uint64_t)> &inputs,
+                          double tol) {
   for (int64_t len : lengths(17)) {
     SCOPED_TRACE("valid length " + std::to_string(len));
-    Traced ref = fam.model(len);
-    Values exact = fam.inputs(len, 100 + len);
+    Traced ref = reference(len);
+    Values exact = inputs(len, 100 + len);
     Values refValues = exact, dynValues = paddedBatch(exact, len);
     for (const auto &[n, t] : ref.params)
       refValues[n] = t;
@@ -256,9 +303,29 @@ TEST_P(PadDynamicDiff, GradientsEqualTheExactLengthModel) {
           ASSERT_EQ(g.getAsDouble(i), 0.0) << dynNames[r] << " #" << i;
         g = leadingRows(g, want[r].shape()[0]);
       }
-      EXPECT_LE(relErr(g, want[r]), kTol) << dynNames[r];
+      EXPECT_LE(relErr(g, want[r]), tol) << dynNames[r];
     }
   }
+}
+
+TEST_P(PadDynamicDiff, GradientsEqualTheExactLengthModel) {
+  const Family &fam = GetParam();
+  expectGradientsMatch(fam.model(dyn("T", kMax)),
+                       fam.reference ? fam.reference : fam.model, fam.inputs,
+                       kTol);
+}
+
+// The attention and layer_norm that step-pad-dynamic writes out, against
+// the fused ops of the model traced at the exact length: the same values
+// up to f32 rounding, which differs (other summation orders; layer_norm's
+// VJP recomputes its statistics where autodiff of the written-out form
+// reuses them, and 1/std amplifies the difference). Seen: up to 8.8e-6
+// relative in a gradient; bound 5e-5. The masks' exactness is checked at
+// 1e-6 by the Enc family above, whose reference writes the ops out too.
+TEST(PadDynamicWrittenOut, WrittenOutOpsAgreeWithTheFusedOnes) {
+  expectGradientsMatch(
+      encModel(dyn("T", kMax), false),
+      [](int64_t T) { return encModel(T, false); }, seqInputs, 5e-5);
 }
 
 // Three optimizer steps (weight decay on, clipping on) through the whole
@@ -276,7 +343,7 @@ TEST_P(PadDynamicDiff, TrainingStepsEqualTheExactLengthModel) {
   rt::Artifact artifact = compileModel(padModel.mlir, padded, /*kernels=*/false);
   for (int64_t len : {int64_t(1), int64_t(7), kBucket}) {
     SCOPED_TRACE("valid length " + std::to_string(len));
-    Traced ref = fam.model(len);
+    Traced ref = fam.reference ? fam.reference(len) : fam.model(len);
     Values dynParams;
     for (const auto &[n, t] : padModel.params)
       dynParams[n] = withReferenceRows(t, ref.params.at(n));
@@ -310,8 +377,12 @@ TEST_P(PadDynamicDiff, TrainingStepsEqualTheExactLengthModel) {
 INSTANTIATE_TEST_SUITE_P(
     Models, PadDynamicDiff,
     ::testing::Values(
-        Family{"Seq", seqModel, seqInputs, "adamw,lr=1e-2,wd=0.1"},
-        Family{"GPT2", gptModel, gptInputs, "sgd,lr=0.1,momentum=0.9,wd=0.01"}),
+        Family{"Seq", seqModel, nullptr, seqInputs, "adamw,lr=1e-2,wd=0.1"},
+        Family{"Enc", [](int64_t T) { return encModel(T, false); },
+               [](int64_t T) { return encModel(T, true); }, seqInputs,
+               "adamw,lr=1e-2,wd=0.1"},
+        Family{"GPT2", gptModel, nullptr, gptInputs,
+               "sgd,lr=0.1,momentum=0.9,wd=0.01"}),
     [](const ::testing::TestParamInfo<Family> &info) {
       return info.param.name;
     });
@@ -416,13 +487,13 @@ TEST(Dyn, RejectsBadSymbols) {
 }
 
 TEST(Dyn, PipelineErrorsNameTheOp) {
-  // Attention over padded keys without the causal mask would need a key
-  // mask: the pipeline refuses it.
+  // Dropout of a padded value would draw another mask than the exact
+  // step: the pipeline refuses it, naming the op.
   std::string text =
       traced(1, [](Graph &g) {
         Tensor x = g.input("x", {1, dyn("T", 8), 4});
         Tensor w = g.param("w", {4}, init::ones());
-        g.output(sum(scaled_dot_product_attention(x, x, x, false) * w));
+        g.output(sum(dropout(x, 0.1, 1) * w));
       }).mlir;
   TrainOptions options;
   try {
@@ -430,8 +501,8 @@ TEST(Dyn, PipelineErrorsNameTheOp) {
     ADD_FAILURE() << "expected rt::Error";
   } catch (const rt::Error &e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "step-pad-dynamic: attention over padded keys (T) needs "
-                  "causal = true"),
+                  "step-pad-dynamic: dropout of a padded value would draw "
+                  "a different mask"),
               std::string::npos)
         << e.what();
   }

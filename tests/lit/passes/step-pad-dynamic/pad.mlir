@@ -143,3 +143,74 @@ func.func @forward(%q: tensor<1x?x8xf32> {step.kind = "input", step.name = "q", 
   %c = step.constant dense<0.0> : tensor<f32>
   return %c, %i, %o : tensor<f32>, tensor<?xi64>, tensor<1x?x8xf32>
 }
+
+// -----
+
+// Non-causal attention over padded keys is written out: q k^T, the scale,
+// padded keys at -inf before the softmax, and P @ V with padded rows 0.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: step.attention
+// CHECK: %[[S:.*]] = step.matmul %arg0, %arg0 transpose_b : tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x16xf32>
+// CHECK: %[[SC:.*]] = step.mul %[[S]], %{{.*}} : tensor<2x16x16xf32>
+// CHECK: %[[I:.*]] = step.iota dim = 0 : tensor<16xi64>
+// CHECK: %[[V:.*]] = step.compare lt, %[[I]], %{{.*}} : tensor<16xi64>
+// CHECK: %[[M:.*]] = step.broadcast_in_dim %[[V]], dims = [2] : tensor<16xi1> -> tensor<2x16x16xi1>
+// CHECK: %[[NI:.*]] = step.constant dense<0xFF800000> : tensor<2x16x16xf32>
+// CHECK: %[[MS:.*]] = step.select %[[M]], %[[SC]], %[[NI]]
+// CHECK: %[[P:.*]] = step.softmax %[[MS]] dim = 2
+// CHECK: %[[MV:.*]] = step.select %{{.*}}, %arg0, %{{.*}} : tensor<2x16x8xi1>, tensor<2x16x8xf32>
+// CHECK: step.matmul %{{.*}}, %[[MV]] : tensor<2x16x16xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+// CHECK-NOT: step.attention
+func.func @forward(%q: tensor<2x?x8xf32> {step.kind = "input", step.name = "q", step.dims = ["", "T", ""]})
+    -> tensor<2x?x8xf32> attributes {step.symbols = {T = 64 : i64}} {
+  %o = step.attention %q, %q, %q : tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x?x8xf32>
+  return %o : tensor<2x?x8xf32>
+}
+
+// -----
+
+// Causal attention of static queries over padded keys: the causal mask
+// (key j > query i hidden) and the padding mask both apply.
+// CHECK-LABEL: func.func @forward
+// CHECK: step.matmul %arg0, %arg1 transpose_b : tensor<2x4x8xf32>, tensor<2x16x8xf32> -> tensor<2x4x16xf32>
+// CHECK: %[[R:.*]] = step.iota dim = 0 : tensor<4x16xi64>
+// CHECK: %[[C:.*]] = step.iota dim = 1 : tensor<4x16xi64>
+// CHECK: step.compare gt, %[[C]], %[[R]] : tensor<4x16xi64>
+// CHECK: step.compare lt
+// CHECK: step.softmax
+// CHECK: step.matmul {{.*}} -> tensor<2x4x8xf32>
+// CHECK-NOT: step.attention
+func.func @forward(%q: tensor<2x4x8xf32> {step.kind = "input", step.name = "q"},
+                   %k: tensor<2x?x8xf32> {step.kind = "input", step.name = "k", step.dims = ["", "T", ""]})
+    -> tensor<2x4x8xf32> attributes {step.symbols = {T = 64 : i64}} {
+  %o = step.attention %q, %k, %k causal : tensor<2x4x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// layer_norm over a padded dim: mean and variance sum valid positions only
+// and divide by len.T; the weight (a scalar broadcast) takes T's layout.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: %[[LEN:[a-z0-9]+]]: tensor<i64> {step.kind = "input", step.len_of = "T"
+// CHECK-NOT: step.layer_norm
+// CHECK: %[[W:.*]] = step.broadcast_in_dim %arg1, dims = [] : tensor<f32> -> tensor<16xf32>
+// CHECK: %[[N:.*]] = step.mul %{{.*}}, %[[LEN]] : tensor<i64>
+// CHECK: %[[NF:.*]] = step.cast %[[N]] : tensor<i64> -> tensor<f32>
+// CHECK: %[[X0:.*]] = step.select %{{.*}}, %arg0, %{{.*}} : tensor<4x16xi1>, tensor<4x16xf32>
+// CHECK: %[[SUM:.*]] = step.reduce_sum %[[X0]] dims = [1] : tensor<4x16xf32> -> tensor<4xf32>
+// CHECK: %[[MEAN:.*]] = step.div %[[SUM]], %{{.*}} : tensor<4xf32>
+// CHECK: %[[CEN:.*]] = step.sub %arg0, %{{.*}} : tensor<4x16xf32>
+// CHECK: %[[SQ:.*]] = step.mul %[[CEN]], %[[CEN]]
+// CHECK: %[[SQ0:.*]] = step.select %{{.*}}, %[[SQ]], %{{.*}} : tensor<4x16xi1>, tensor<4x16xf32>
+// CHECK: step.reduce_sum %[[SQ0]] dims = [1]
+// CHECK: step.rsqrt
+// CHECK: step.broadcast_in_dim %[[W]], dims = [1] : tensor<16xf32> -> tensor<4x16xf32>
+// CHECK-NOT: step.layer_norm
+func.func @forward(%x: tensor<4x?xf32> {step.kind = "input", step.name = "x", step.dims = ["", "T"]},
+                   %g: tensor<f32> {step.kind = "param", step.name = "g"})
+    -> tensor<4x?xf32> attributes {step.symbols = {T = 64 : i64}} {
+  %w = step.broadcast_in_dim %g, dims = [] : tensor<f32> -> tensor<?xf32>
+  %o = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x?xf32>, tensor<?xf32>, tensor<?xf32>
+  return %o : tensor<4x?xf32>
+}
