@@ -313,8 +313,6 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     Value q = at.getQuery(), k = at.getKey();
     auto qType = at.getQuery().getType();
     int64_t rank = qType.getRank();
-    int64_t tq = qType.getDimSize(rank - 2);
-    int64_t tk = at.getKey().getType().getDimSize(rank - 2);
     double scale =
         at.getScale() ? at.getScale()->convertToDouble()
                       : 1.0 / std::sqrt(double(qType.getDimSize(rank - 1)));
@@ -325,22 +323,8 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
     sym.layouts[qk] = sl;
     maskMatmul(qk);
     Value s = laidOut(vjp::scale(b, loc, qk, scale), sl);
-    if (at.getCausal()) {
-      // Key j is hidden from query i iff j > i (top-left aligned).
-      auto index = RankedTensorType::get({tq, tk}, b.getI64Type());
-      Value row = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(0));
-      Value col = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(1));
-      Value hide = b.create<CompareOp>(loc, ComparisonDirection::GT, col, row);
-      auto sType = cast<RankedTensorType>(s.getType());
-      if (rank > 2)
-        hide = b.create<BroadcastInDimOp>(
-            loc, sType.clone(b.getI1Type()), hide,
-            b.getDenseI64ArrayAttr({rank - 2, rank - 1}));
-      s = laidOut(b.create<SelectOp>(loc, hide, vjp::splat(b, loc, sType,
-                                                           -INFINITY),
-                                     s),
-                  sl);
-    }
+    if (at.getCausal())
+      s = laidOut(vjp::hideFutureKeys(b, loc, s), sl);
     s = masked(b, loc, s, {rank - 1}, -INFINITY);
     Value p = laidOut(b.create<SoftmaxOp>(loc, s, b.getI64IntegerAttr(rank - 1)),
                       sl);

@@ -231,8 +231,7 @@ FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
   Location loc = op->getLoc();
   auto qType = attn.getQuery().getType();
   int64_t rank = qType.getRank();
-  int64_t tq = qType.getDimSize(rank - 2), depth = qType.getDimSize(rank - 1);
-  int64_t tk = attn.getKey().getType().getDimSize(rank - 2);
+  int64_t depth = qType.getDimSize(rank - 1);
   double sc = attn.getScale() ? attn.getScale()->convertToDouble()
                               : 1.0 / std::sqrt(static_cast<double>(depth));
 
@@ -245,23 +244,8 @@ FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
                   b.create<MatmulOp>(loc, q, k, /*transpose_a=*/false,
                                      /*transpose_b=*/true),
                   sc);
-  if (attn.getCausal()) {
-    // Key j is hidden from query i iff j > i (top-left aligned, as the
-    // forward kernel). -inf, as PyTorch's masked_fill, makes exp() exactly
-    // 0 there; key 0 is always visible, so no row is all -inf.
-    auto index = RankedTensorType::get({tq, tk}, b.getI64Type());
-    Value row = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(0));
-    Value col = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(1));
-    Value hidden = b.create<CompareOp>(loc, ComparisonDirection::GT, col, row);
-    auto sType = cast<RankedTensorType>(s.getType());
-    if (rank > 2)
-      hidden = b.create<BroadcastInDimOp>(
-          loc, sType.clone(b.getI1Type()), hidden,
-          b.getDenseI64ArrayAttr({rank - 2, rank - 1}));
-    Value negInf =
-        splatLike(b, loc, s, -std::numeric_limits<double>::infinity());
-    s = b.create<SelectOp>(loc, hidden, negInf, s);
-  }
+  if (attn.getCausal())
+    s = hideFutureKeys(b, loc, s);
   Value p = b.create<SoftmaxOp>(loc, s, b.getI64IntegerAttr(rank - 1));
 
   Grads grads(3);

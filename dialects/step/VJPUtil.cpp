@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace mlir::step::vjp {
 
@@ -22,6 +23,23 @@ Value splat(OpBuilder &b, Location loc, Type type, double value) {
 
 Value splatLike(OpBuilder &b, Location loc, Value like, double value) {
   return splat(b, loc, like.getType(), value);
+}
+
+Value hideFutureKeys(OpBuilder &b, Location loc, Value s) {
+  auto sType = cast<RankedTensorType>(s.getType());
+  int64_t rank = sType.getRank();
+  auto index = RankedTensorType::get(
+      {sType.getDimSize(rank - 2), sType.getDimSize(rank - 1)},
+      b.getI64Type());
+  Value row = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(0));
+  Value col = b.create<IotaOp>(loc, index, b.getI64IntegerAttr(1));
+  Value hidden = b.create<CompareOp>(loc, ComparisonDirection::GT, col, row);
+  if (rank > 2)
+    hidden = b.create<BroadcastInDimOp>(
+        loc, sType.clone(b.getI1Type()), hidden,
+        b.getDenseI64ArrayAttr({rank - 2, rank - 1}));
+  Value negInf = splatLike(b, loc, s, -std::numeric_limits<double>::infinity());
+  return b.create<SelectOp>(loc, hidden, negInf, s);
 }
 
 Value scalar(OpBuilder &b, Location loc, Type element, double value) {

@@ -48,6 +48,12 @@ Value castTo(OpBuilder &b, Location loc, Value value, Type element);
 /// `value` with its last two dims swapped (rank >= 2).
 Value transposeLastTwo(OpBuilder &b, Location loc, Value value);
 
+/// Attention scores `s` ([..., Tq, Tk], static) with the causal mask
+/// applied: key j is hidden from query i iff j > i (top-left aligned, as
+/// step.attention), by -inf, as PyTorch's masked_fill, so exp() gives
+/// exactly 0 there; key 0 is always visible, so no row is all -inf.
+Value hideFutureKeys(OpBuilder &b, Location loc, Value s);
+
 /// `value / count` for a float `value`, rounded once as PyTorch divides by
 /// an integer count: directly when `count` is exact in the element type,
 /// else in f32 and cast back (f16/bf16 cannot hold every count).

@@ -11,6 +11,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/trace/Trace.h"
+#include "TraceTestUtil.h"
 #include "examples/gpt2/Model.h"
 #include "examples/gpt2/Packing.h"
 #include "passes/Passes.h"
@@ -28,6 +29,7 @@
 namespace {
 using namespace step;
 using namespace step::trace;
+using step::trace::test::relErr;
 using gpt2::DocumentPacker;
 using gpt2::GPT2Config;
 using gpt2::kIgnoreTarget;
@@ -357,18 +359,6 @@ Outcome run(const GPT2Config &cfg, const Values &inputs, const Values &params) {
   return out;
 }
 
-/// Max |a - b| over max |b| (normwise).
-double relErr(const rt::HostTensor &a, const rt::HostTensor &b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape())
-    return INFINITY;
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    diff = std::max(diff, std::fabs(a.getAsDouble(i) - b.getAsDouble(i)));
-    scale = std::max(scale, std::fabs(b.getAsDouble(i)));
-  }
-  return diff / std::max(scale, 1e-30);
-}
 
 /// A piece's [1, L] slice of a [B, T] i64 input.
 rt::HostTensor pieceOf(const rt::HostTensor &t, const Piece &p) {

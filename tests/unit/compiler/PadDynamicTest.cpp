@@ -13,6 +13,7 @@
 #include "compiler/jit/Jit.h"
 #include "compiler/pipeline/Train.h"
 #include "compiler/trace/Trace.h"
+#include "TraceTestUtil.h"
 #include "examples/gpt2/Model.h"
 #include "passes/Passes.h"
 #include "runtime/cpu/Kernels.h"
@@ -29,6 +30,7 @@
 namespace {
 using namespace step;
 using namespace step::trace;
+using step::trace::test::relErr;
 using Values = std::map<std::string, rt::HostTensor>;
 
 constexpr int64_t kBatch = 3, kMax = 24, kBucket = 16;
@@ -202,18 +204,6 @@ rt::HostTensor withReferenceRows(rt::HostTensor d, const rt::HostTensor &r) {
   return d;
 }
 
-/// Max |a - b| over max |b| (normwise), for one tensor.
-double relErr(const rt::HostTensor &a, const rt::HostTensor &b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape())
-    return INFINITY;
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    diff = std::max(diff, std::fabs(a.getAsDouble(i) - b.getAsDouble(i)));
-    scale = std::max(scale, std::fabs(b.getAsDouble(i)));
-  }
-  return diff / std::max(scale, 1e-30);
-}
 
 /// Parses `model`, runs `pipeline`, interprets @forward_backward.
 std::pair<std::vector<std::string>, std::vector<rt::HostTensor>>

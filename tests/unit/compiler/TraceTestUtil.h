@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -90,6 +92,20 @@ inline void expectNear(const rt::HostTensor &t, const Shape &shape,
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], expected[i], tol) << "element " << i;
+}
+
+/// max |a - b| over max |b| (normwise relative error), for one tensor;
+/// infinity (and a failure) when the shapes differ.
+inline double relErr(const rt::HostTensor &a, const rt::HostTensor &b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape())
+    return INFINITY;
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    diff = std::max(diff, std::fabs(a.getAsDouble(i) - b.getAsDouble(i)));
+    scale = std::max(scale, std::fabs(b.getAsDouble(i)));
+  }
+  return diff / std::max(scale, 1e-30);
 }
 
 } // namespace step::trace::test
