@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Activations.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -44,13 +45,6 @@ struct Interval {
   Value value;
   int64_t bytes, first, last, offset = -1;
 };
-
-int64_t byteSize(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  int64_t elemBytes = bits == 1 ? 1 : bits / 8;
-  return tensor.getNumElements() * elemBytes;
-}
 
 struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
   using MemoryPlanBase::MemoryPlanBase;
@@ -96,7 +90,7 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
                          << " must be a tensor of static shape";
           return signalPassFailure();
         }
-        intervals.push_back({r, byteSize(type), index[&op], index[&op]});
+        intervals.push_back({r, tensorBytes(type), index[&op], index[&op]});
       }
     }
     llvm::DenseMap<Value, size_t> intervalOf;

@@ -12,6 +12,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Activations.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -371,37 +372,50 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   return cleanup.run(module);
 }
 
-static int64_t bytesOf(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
-}
-
 nlohmann::json describeFusions(func::FuncOp func) {
   nlohmann::json groups = nlohmann::json::array();
-  int64_t read = 0, written = 0, ops = 0;
+  int64_t read = 0, written = 0, fused = 0;
   for (auto fusion : func.getOps<ops::FusionOp>()) {
     nlohmann::json names = nlohmann::json::array();
     for (Operation &op : fusion.getBlock().without_terminator())
       names.push_back(op.getName().stripDialect().str());
     int64_t in = 0, out = 0;
     for (Value v : fusion.getInputs())
-      in += bytesOf(v.getType());
+      in += ops::tensorBytes(v.getType());
     for (Value v : fusion.getResults())
-      out += bytesOf(v.getType());
+      out += ops::tensorBytes(v.getType());
     read += in;
     written += out;
-    ops += static_cast<int64_t>(names.size());
+    fused += static_cast<int64_t>(names.size());
     groups.push_back({{"kind", fusion.getKind().str()},
                       {"ops", names},
                       {"bytes_read", in},
                       {"bytes_written", out}});
   }
   return {{"count", groups.size()},
-          {"fused_ops", ops},
+          {"fused_ops", fused},
           {"bytes_read", read},
           {"bytes_written", written},
           {"groups", groups}};
+}
+
+nlohmann::json describeActivations(func::FuncOp func, size_t largest) {
+  ops::SavedActivations a = ops::savedActivations(func);
+  std::vector<Value> bySize(a.saved.begin(), a.saved.end());
+  // Largest first; ties in program order (stable).
+  std::stable_sort(bySize.begin(), bySize.end(), [](Value x, Value y) {
+    return ops::tensorBytes(x.getType()) > ops::tensorBytes(y.getType());
+  });
+  nlohmann::json top = nlohmann::json::array();
+  for (size_t i = 0; i < bySize.size() && i < largest; ++i) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << bySize[i].getType();
+    top.push_back({{"op", bySize[i].getDefiningOp()->getName().stripDialect().str()},
+                   {"type", type},
+                   {"bytes", ops::tensorBytes(bySize[i].getType())}});
+  }
+  return {{"saved", a.saved.size()}, {"saved_bytes", a.bytes}, {"largest", top}};
 }
 
 //===----------------------------------------------------------------------===//

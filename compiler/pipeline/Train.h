@@ -135,6 +135,12 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
 /// writes (its results), plus totals.
 nlohmann::json describeFusions(mlir::func::FuncOp func);
 
+/// The saved activations of a train step (passes/Activations.h) for
+/// `stepc --report`: how many, their bytes, and the `largest` biggest (op,
+/// type, bytes).
+nlohmann::json describeActivations(mlir::func::FuncOp func,
+                                   size_t largest = 8);
+
 /// Trains on the reference interpreter: parses a model (the text of a
 /// module with @forward), builds its train step once, and keeps params and
 /// optimizer state between calls of step().

@@ -73,7 +73,8 @@ std::string moduleText(mlir::ModuleOp module) {
 nlohmann::json reportJson(const Options &o,
                           const std::vector<step::PassRecord> &records,
                           double seconds,
-                          const nlohmann::json &fusions = nullptr) {
+                          const nlohmann::json &fusions = nullptr,
+                          const nlohmann::json &activations = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -90,7 +91,7 @@ nlohmann::json reportJson(const Options &o,
           {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
           {"fuse", !o.noFuse},         {"amp", o.amp},
           {"loss_scale", o.lossScale}, {"passes", passes},
-          {"fusions", fusions}};
+          {"fusions", fusions},        {"activations", activations}};
 }
 #ifdef STEP_HAVE_CODEGEN
 /// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
@@ -266,6 +267,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   nlohmann::json fusions = step::describeFusions(funcOp);
+  nlohmann::json activations =
+      o.train ? step::describeActivations(funcOp) : nlohmann::json();
   if (!o.dumpKernels.empty()) {
 #ifdef STEP_HAVE_CODEGEN
     try {
@@ -329,7 +332,7 @@ int main(int argc, char **argv) {
       step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
       step::rt::writeFileAtomic(
-          o.report, reportJson(o, records, seconds, fusions).dump(2) + "\n",
+          o.report, reportJson(o, records, seconds, fusions, activations).dump(2) + "\n",
           "stepc");
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";
