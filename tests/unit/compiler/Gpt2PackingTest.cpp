@@ -11,6 +11,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/trace/Trace.h"
+#include "PipelineTestUtil.h"
 #include "TraceTestUtil.h"
 #include "examples/gpt2/Model.h"
 #include "examples/gpt2/Packing.h"
@@ -311,32 +312,12 @@ Values merged(const Values &a, const Values &b) {
 /// Gradients of @forward's loss: step-autodiff, then @forward_backward on
 /// the interpreter; results named grad.<param>.
 Values gradients(const std::string &model, const Values &values) {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(model, &ctx);
-  if (!module) {
-    ADD_FAILURE() << "the model does not parse";
-    return {};
-  }
-  mlir::PassManager pm(&ctx);
-  pm.addPass(mlir::step::createAutodiff());
-  if (mlir::failed(pm.run(*module))) {
-    ADD_FAILURE() << "step-autodiff failed";
-    return {};
-  }
-  auto f = module->lookupSymbol<mlir::func::FuncOp>("forward_backward");
-  std::vector<rt::HostTensor> args;
-  for (unsigned i = 0; i < f.getNumArguments(); ++i)
-    args.push_back(values.at(argumentName(f, i)));
-  auto results = interpret(f, args);
-  if (mlir::failed(results)) {
-    ADD_FAILURE() << "the interpreter failed";
-    return {};
-  }
+  auto [names, results] = step::test::interpretAfter(
+      model, "step-autodiff", "forward_backward", values);
   Values grads;
-  for (unsigned r = 0; r < f.getNumResults(); ++r)
-    if (std::string name = resultName(f, r); name.rfind("grad.", 0) == 0)
-      grads[name.substr(5)] = (*results)[r];
+  for (size_t r = 0; r < names.size(); ++r)
+    if (names[r].rfind("grad.", 0) == 0)
+      grads[names[r].substr(5)] = results[r];
   return grads;
 }
 

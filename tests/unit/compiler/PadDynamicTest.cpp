@@ -13,6 +13,7 @@
 #include "compiler/jit/Jit.h"
 #include "compiler/pipeline/Train.h"
 #include "compiler/trace/Trace.h"
+#include "PipelineTestUtil.h"
 #include "TraceTestUtil.h"
 #include "examples/gpt2/Model.h"
 #include "passes/Passes.h"
@@ -209,35 +210,8 @@ rt::HostTensor withReferenceRows(rt::HostTensor d, const rt::HostTensor &r) {
 std::pair<std::vector<std::string>, std::vector<rt::HostTensor>>
 gradients(const std::string &model, const std::string &pipeline,
           const Values &values) {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
-  mlir::step::registerStepPasses();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(model, &ctx);
-  if (!module) {
-    ADD_FAILURE() << "the model does not parse";
-    return {};
-  }
-  mlir::PassManager pm(&ctx);
-  EXPECT_TRUE(mlir::succeeded(mlir::parsePassPipeline(pipeline, pm)));
-  if (mlir::failed(pm.run(*module))) {
-    ADD_FAILURE() << "the pipeline failed: " << pipeline;
-    return {};
-  }
-  auto f = module->lookupSymbol<mlir::func::FuncOp>("forward_backward");
-  std::vector<rt::HostTensor> args;
-  for (unsigned i = 0; i < f.getNumArguments(); ++i)
-    args.push_back(values.at(argumentName(f, i)));
-  auto results = interpret(f, args);
-  if (mlir::failed(results)) {
-    ADD_FAILURE() << "the interpreter failed";
-    return {};
-  }
-  std::vector<std::string> names;
-  for (unsigned r = 0; r < f.getNumResults(); ++r) {
-    auto name = f.getResultAttrOfType<mlir::StringAttr>(r, "step.name");
-    names.push_back(name ? name.str() : "result" + std::to_string(r));
-  }
-  return {names, *results};
+  return step::test::interpretAfter(model, pipeline, "forward_backward",
+                                    values);
 }
 
 /// Valid lengths to try: 1, the bucket itself, and random ones between.
