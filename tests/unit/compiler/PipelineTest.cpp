@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/interpreter/Interpreter.h"
+#include "PipelineTestUtil.h"
 #include "compiler/pipeline/Train.h"
 #include "compiler/trace/Trace.h"
 #include "passes/Passes.h"
@@ -158,33 +159,7 @@ std::vector<rt::HostTensor>
 run(const std::string &model, const std::string &pipeline,
     const std::string &func,
     const std::map<std::string, rt::HostTensor> &values) {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
-  mlir::step::registerStepPasses();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(model, &ctx);
-  if (!module) {
-    ADD_FAILURE() << "the model does not parse:\n" << model;
-    return {};
-  }
-  mlir::PassManager pm(&ctx);
-  if (!pipeline.empty()) {
-    EXPECT_TRUE(mlir::succeeded(mlir::parsePassPipeline(pipeline, pm)));
-  }
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  auto f = module->lookupSymbol<mlir::func::FuncOp>(func);
-  if (!f) {
-    ADD_FAILURE() << "no @" << func;
-    return {};
-  }
-  std::vector<rt::HostTensor> args;
-  for (unsigned i = 0; i < f.getNumArguments(); ++i)
-    args.push_back(values.at(argumentName(f, i)));
-  auto results = interpret(f, args);
-  if (mlir::failed(results)) {
-    ADD_FAILURE() << "the interpreter failed on @" << func;
-    return {};
-  }
-  return *results;
+  return step::test::interpretAfter(model, pipeline, func, values).second;
 }
 
 TEST(Differential, AutodiffKeepsTheForwardLoss) {
