@@ -18,6 +18,7 @@
 #ifndef STEP_PASSES_ACTIVATIONS_H
 #define STEP_PASSES_ACTIVATIONS_H
 
+#include "dialects/step/Fusion.h"
 #include "dialects/step/StepOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -78,6 +79,56 @@ inline SavedActivations savedActivations(func::FuncOp f) {
     }
   }
   return out;
+}
+
+/// Floating-point operations of one op, the cost model of step-remat and
+/// of the FLOP figures in `stepc --report`: a matmul is 2*M*N*K per batch
+/// element, attention 4*Tq*Tk*D per head (two matmuls) plus 5 per score
+/// (scale, max, exp, sum, divide), a row op (softmax, layer_norm, the
+/// losses) 5 per input element, an optimizer update 10 per element, a
+/// fusion the sum of its body, and anything else 1 per result element (a
+/// reduction: per input element). Only matmuls and attention matter for
+/// the ratios the report quotes; the rest keeps cheap ops from being free.
+inline int64_t opFlops(Operation *op) {
+  auto numel = [](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() ? t.getNumElements() : int64_t(0);
+  };
+  if (isa<ConstantOp>(op))
+    return 0;
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    auto lhs = cast<RankedTensorType>(mm.getLhs().getType()).getShape();
+    int64_t k = lhs[lhs.size() - (mm.getTransposeA() ? 2 : 1)];
+    return 2 * numel(mm.getResult()) * k;
+  }
+  if (auto at = dyn_cast<AttentionOp>(op)) {
+    auto q = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+    auto k = cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
+    int64_t heads = 1;
+    for (size_t i = 0; i + 2 < q.size(); ++i)
+      heads *= q[i];
+    int64_t scores = heads * q[q.size() - 2] * k[k.size() - 2];
+    return scores * (4 * q.back() + 5);
+  }
+  if (auto fusion = dyn_cast<FusionOp>(op)) {
+    int64_t sum = 0;
+    for (Operation &inner : fusion.getBlock().without_terminator())
+      sum += opFlops(&inner);
+    return sum;
+  }
+  int64_t out = 0;
+  for (Value r : op->getResults())
+    out += numel(r);
+  switch (fusionRole(op)) {
+  case FusionRole::Reduce:
+    return op->getNumOperands() ? numel(op->getOperand(0)) : out;
+  case FusionRole::RowOp:
+    return 5 * (op->getNumOperands() ? numel(op->getOperand(0)) : out);
+  case FusionRole::Update:
+    return 10 * out;
+  default:
+    return out;
+  }
 }
 
 } // namespace mlir::step

@@ -28,6 +28,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/MemoryPlan.h"
+
 #include "passes/Activations.h"
 #include "passes/Passes.h"
 
@@ -46,6 +48,37 @@ struct Interval {
   int64_t bytes, first, last, offset = -1;
 };
 
+int64_t alignUp(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
+
+void place(std::vector<Interval> &intervals, int64_t alignment) {
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return intervals[a].bytes > intervals[b].bytes;
+  });
+  // Placed intervals sorted by offset.
+  std::vector<const Interval *> placed;
+  for (size_t i : order) {
+    Interval &iv = intervals[i];
+    int64_t candidate = 0;
+    for (const Interval *p : placed) {
+      bool liveTogether = p->first <= iv.last && iv.first <= p->last;
+      if (!liveTogether)
+        continue;
+      if (p->offset >= candidate + alignUp(iv.bytes, alignment))
+        break; // fits in the gap before p
+      candidate = std::max(candidate, alignUp(p->offset + p->bytes, alignment));
+    }
+    iv.offset = candidate;
+    auto at = std::upper_bound(placed.begin(), placed.end(), &iv,
+                               [](const Interval *x, const Interval *y) {
+                                 return x->offset < y->offset;
+                               });
+    placed.insert(at, &iv);
+  }
+}
+
 struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
   using MemoryPlanBase::MemoryPlanBase;
 
@@ -63,103 +96,77 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
                     << " must be a power of two";
       return signalPassFailure();
     }
-    Block &body = f.getBody().front();
-    llvm::DenseMap<Operation *, int64_t> index;
-    std::vector<Interval> intervals;
-    // A view's storage is its operand's (transitively).
-    llvm::DenseMap<Value, Value> storageOf;
-    auto storage = [&](Value v) {
-      auto it = storageOf.find(v);
-      return it == storageOf.end() ? v : it->second;
-    };
-    for (Operation &op : body) {
-      index[&op] = static_cast<int64_t>(index.size());
-      if (isa<ConstantOp>(op))
-        continue;
-      if (isa<ReshapeOp, StopGradientOp>(op)) {
-        Operation *d = op.getOperand(0).getDefiningOp();
-        if (d && !isa<ConstantOp>(d)) {
-          storageOf[op.getResult(0)] = storage(op.getOperand(0));
-          continue;
-        }
-      }
-      for (Value r : op.getResults()) {
-        auto type = dyn_cast<RankedTensorType>(r.getType());
-        if (!type || !type.hasStaticShape()) {
-          op.emitError() << "step-memory-plan: result type " << r.getType()
-                         << " must be a tensor of static shape";
-          return signalPassFailure();
-        }
-        intervals.push_back({r, tensorBytes(type), index[&op], index[&op]});
-      }
-    }
-    llvm::DenseMap<Value, size_t> intervalOf;
-    for (auto [i, iv] : llvm::enumerate(intervals))
-      intervalOf[iv.value] = i;
-    for (Operation &op : body)
-      for (Value r : op.getResults())
-        if (intervalOf.count(storage(r))) {
-          Interval &iv = intervals[intervalOf[storage(r)]];
-          for (Operation *user : r.getUsers())
-            iv.last = std::max(iv.last, index.lookup(user));
-        }
-
-    place(intervals);
-    int64_t peak = 0, total = 0;
-    llvm::DenseMap<Value, int64_t> offsetOf;
-    for (const Interval &iv : intervals) {
-      peak = std::max(peak, iv.offset + iv.bytes);
-      total += alignUp(iv.bytes);
-      offsetOf[iv.value] = iv.offset;
-    }
-    Builder b(module.getContext());
-    for (Operation &op : body) {
-      if (isa<ConstantOp>(op) || op.getNumResults() == 0)
-        continue;
-      SmallVector<int64_t> offsets;
-      for (Value r : op.getResults())
-        offsets.push_back(offsetOf.lookup(storage(r)));
-      op.setAttr("step.offsets", b.getDenseI64ArrayAttr(offsets));
-    }
-    f->setAttr("step.arena_bytes", b.getI64IntegerAttr(peak));
-    f->setAttr("step.arena_bytes_no_reuse", b.getI64IntegerAttr(total));
-  }
-
-  int64_t alignUp(int64_t n) const {
-    int64_t a = alignment;
-    return (n + a - 1) / a * a;
-  }
-
-  void place(std::vector<Interval> &intervals) const {
-    std::vector<size_t> order(intervals.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return intervals[a].bytes > intervals[b].bytes;
-    });
-    // Placed intervals sorted by offset.
-    std::vector<const Interval *> placed;
-    for (size_t i : order) {
-      Interval &iv = intervals[i];
-      int64_t candidate = 0;
-      for (const Interval *p : placed) {
-        bool liveTogether = p->first <= iv.last && iv.first <= p->last;
-        if (!liveTogether)
-          continue;
-        if (p->offset >= candidate + alignUp(iv.bytes))
-          break; // fits in the gap before p
-        candidate = std::max(candidate, alignUp(p->offset + p->bytes));
-      }
-      iv.offset = candidate;
-      auto at = std::upper_bound(
-          placed.begin(), placed.end(), &iv,
-          [](const Interval *x, const Interval *y) {
-            return x->offset < y->offset;
-          });
-      placed.insert(at, &iv);
-    }
+    if (failed(planArena(f, alignment, /*annotate=*/true)))
+      return signalPassFailure();
   }
 };
 
 } // namespace
+
+FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
+                               bool annotate) {
+  Block &body = f.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> index;
+  std::vector<Interval> intervals;
+  // A view's storage is its operand's (transitively).
+  llvm::DenseMap<Value, Value> storageOf;
+  auto storage = [&](Value v) {
+    auto it = storageOf.find(v);
+    return it == storageOf.end() ? v : it->second;
+  };
+  for (Operation &op : body) {
+    index[&op] = static_cast<int64_t>(index.size());
+    if (isa<ConstantOp>(op))
+      continue;
+    if (isa<ReshapeOp, StopGradientOp>(op)) {
+      Operation *d = op.getOperand(0).getDefiningOp();
+      if (d && !isa<ConstantOp>(d)) {
+        storageOf[op.getResult(0)] = storage(op.getOperand(0));
+        continue;
+      }
+    }
+    for (Value r : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(r.getType());
+      if (!type || !type.hasStaticShape())
+        return op.emitError() << "step-memory-plan: result type "
+                              << r.getType()
+                              << " must be a tensor of static shape";
+      intervals.push_back({r, tensorBytes(type), index[&op], index[&op]});
+    }
+  }
+  llvm::DenseMap<Value, size_t> intervalOf;
+  for (auto [i, iv] : llvm::enumerate(intervals))
+    intervalOf[iv.value] = i;
+  for (Operation &op : body)
+    for (Value r : op.getResults())
+      if (intervalOf.count(storage(r))) {
+        Interval &iv = intervals[intervalOf[storage(r)]];
+        for (Operation *user : r.getUsers())
+          iv.last = std::max(iv.last, index.lookup(user));
+      }
+
+  place(intervals, alignment);
+  ArenaPlan plan;
+  llvm::DenseMap<Value, int64_t> offsetOf;
+  for (const Interval &iv : intervals) {
+    plan.peak = std::max(plan.peak, iv.offset + iv.bytes);
+    plan.noReuse += alignUp(iv.bytes, alignment);
+    offsetOf[iv.value] = iv.offset;
+  }
+  if (!annotate)
+    return plan;
+  Builder b(f.getContext());
+  for (Operation &op : body) {
+    if (isa<ConstantOp>(op) || op.getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> offsets;
+    for (Value r : op.getResults())
+      offsets.push_back(offsetOf.lookup(storage(r)));
+    op.setAttr("step.offsets", b.getDenseI64ArrayAttr(offsets));
+  }
+  f->setAttr("step.arena_bytes", b.getI64IntegerAttr(plan.peak));
+  f->setAttr("step.arena_bytes_no_reuse", b.getI64IntegerAttr(plan.noReuse));
+  return plan;
+}
+
 } // namespace mlir::step

@@ -214,6 +214,52 @@ def Amp : Pass<"step-amp", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
+  let summary = "Recomputes forward values in the backward to fit a budget";
+  let description = [{
+    On a one-block training step (`@train_step` after canonicalize and CSE,
+    before step-fuse), chooses which forward values the backward keeps and
+    which it recomputes: the recomputed ones get a clone of their defining
+    ops (marked `step.recomputed`) placed just before their first backward
+    use, so the forward value dies at its last forward use.
+
+    Modes: `none` applies only checkpoint scopes of the tracing API (ops
+    carrying `step.checkpoint`); `auto` also recomputes elementwise and view
+    ops where a min-cut says it saves bytes (no matmul is recomputed);
+    `max` recomputes whole segments (the forward between two single-value
+    cuts) to minimize the planned peak; `budget` recomputes the fewest
+    segments whose plan fits `budget` bytes of arena. Every choice is
+    checked against the real memory plan (after step-fuse when `fuse`).
+    The function gets a `step.remat` dictionary of what was done.
+
+    ```mlir
+    %h2 = step.tanh %h {step.recomputed} : tensor<4x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none | auto | max | budget">,
+    Option<"budget", "budget", "int64_t", "0",
+           "arena bytes the plan must fit (mode budget)">,
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+    Option<"fuse", "fuse", "bool", "true",
+           "measure each candidate's plan after step-fuse (as the pipeline "
+           "will run it)">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "byte alignment of the memory plan measured">,
+    Option<"exactLimit", "exact-limit", "int64_t", "6",
+           "at most this many candidate segments: try every subset (exact); "
+           "more: the greedy by bytes per FLOP">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // step-fuse
 //===----------------------------------------------------------------------===//
 

@@ -23,6 +23,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -193,6 +194,43 @@ AmpOptions AmpOptions::parse(const std::string &dtype,
   return a;
 }
 
+RematOptions RematOptions::parse(const std::string &mode,
+                                 const std::string &budget) {
+  RematOptions r;
+  if (mode != "" && mode != "none" && mode != "auto" && mode != "max")
+    throw std::invalid_argument("--remat: unknown mode '" + mode +
+                                "', expected none, auto or max");
+  r.mode = mode.empty() ? "none" : mode;
+  if (budget.empty())
+    return r;
+  if (r.mode != "none")
+    throw std::invalid_argument("--remat=" + r.mode +
+                                " and --remat-budget exclude each other: a "
+                                "budget is its own mode");
+  static const std::pair<const char *, double> units[] = {
+      {"KiB", 1024.0},       {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"K", 1e3},  {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}};
+  std::string number = budget;
+  double scale = 1;
+  for (const auto &[suffix, factor] : units) {
+    llvm::StringRef ref(budget);
+    if (ref.ends_with(suffix) && ref.size() > std::strlen(suffix)) {
+      number = budget.substr(0, budget.size() - std::strlen(suffix));
+      scale = factor;
+      break;
+    }
+  }
+  double v = toDouble("--remat-budget", "bytes", number) * scale;
+  if (!(v >= 1) || v > 9e18)
+    throw std::invalid_argument("--remat-budget: " + budget +
+                                " is not a positive byte count (e.g. "
+                                "2GiB, 1.5e9)");
+  r.mode = "budget";
+  r.budget = static_cast<int64_t>(v);
+  return r;
+}
+
 double learningRate(const TrainOptions &options, int64_t s) {
   const ScheduleOptions &sc = options.schedule;
   double lr = options.optimizer.lr.value_or(1e-3);
@@ -252,6 +290,12 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
         if (auto kind = f.getArgAttrOfType<StringAttr>(i, "step.kind");
             kind && kind.getValue() == "state")
           ++r.counts["state_tensors"];
+  } else if (r.pass == "step-remat") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+      if (auto d = f->getAttrOfType<DictionaryAttr>("step.remat"))
+        for (const char *key : {"recomputed_ops", "peak_before", "peak_after"})
+          if (auto v = d.getAs<IntegerAttr>(key))
+            r.counts[key] = v.getInt();
   } else if (r.pass == "step-fuse") {
     if (auto f = module.lookupSymbol<func::FuncOp>("train_step")) {
       r.counts["top_level_ops"] = static_cast<int64_t>(
@@ -364,6 +408,17 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   PassManager cleanup(ctx);
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
+  bool hints = false;
+  module.walk([&](Operation *op) {
+    hints = hints || op->hasAttr("step.checkpoint");
+  });
+  if (options.remat.mode != "none" || hints) {
+    ops::RematOptions remat;
+    remat.mode = options.remat.mode;
+    remat.budget = options.remat.budget;
+    remat.fuse = options.fuse;
+    cleanup.addPass(ops::createRemat(remat));
+  }
   if (options.fuse)
     cleanup.addPass(ops::createFuse());
   if (report)
@@ -416,6 +471,30 @@ nlohmann::json describeActivations(func::FuncOp func, size_t largest) {
                    {"bytes", ops::tensorBytes(bySize[i].getType())}});
   }
   return {{"saved", a.saved.size()}, {"saved_bytes", a.bytes}, {"largest", top}};
+}
+
+nlohmann::json describeRemat(func::FuncOp func) {
+  auto d = func->getAttrOfType<DictionaryAttr>("step.remat");
+  if (!d)
+    return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (NamedAttribute a : d) {
+    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      out[a.getName().str()] = i.getInt();
+    else if (auto s = dyn_cast<StringAttr>(a.getValue()))
+      out[a.getName().str()] = s.getValue().str();
+  }
+  int64_t stepFlops = out.value("step_flops", int64_t(0));
+  out["flop_overhead"] =
+      stepFlops > 0 ? static_cast<double>(out.value("recomputed_flops", 0.0)) /
+                          static_cast<double>(stepFlops)
+                    : 0.0;
+  int64_t before = out.value("peak_before", int64_t(0));
+  out["peak_ratio"] =
+      before > 0 ? static_cast<double>(out.value("peak_after", int64_t(0))) /
+                       static_cast<double>(before)
+                 : 1.0;
+  return out;
 }
 
 //===----------------------------------------------------------------------===//

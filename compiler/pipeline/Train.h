@@ -95,6 +95,20 @@ struct AmpOptions {
                           const std::string &lossScale);
 };
 
+/// Recomputation (step-remat, docs/remat.md): `--remat=none|auto|max` or
+/// `--remat-budget=BYTES`, the arena bytes the step's memory plan must fit.
+struct RematOptions {
+  std::string mode = "none"; ///< none | auto | max | budget
+  int64_t budget = 0;        ///< bytes, mode budget only
+
+  /// Parses `--remat` and `--remat-budget` (a byte count: digits with an
+  /// optional K/M/G/T (x1000) or KiB/MiB/GiB/TiB (x1024) suffix, e.g.
+  /// 2GiB, 1.5e9). A budget sets mode budget; with another mode than none
+  /// it is an error. Throws std::invalid_argument naming the bad flag.
+  static RematOptions parse(const std::string &mode,
+                            const std::string &budget);
+};
+
 struct TrainOptions {
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
@@ -109,6 +123,9 @@ struct TrainOptions {
   /// Bucket size per symbolic dim (step-pad-dynamic, docs/dynamic-shapes.md);
   /// a symbol left out is padded to its maximum. Ignored by static models.
   std::map<std::string, int64_t> buckets;
+  /// What step-remat recomputes; it runs after CSE, before step-fuse (and
+  /// also in mode none when the model has checkpoint scopes).
+  RematOptions remat;
 };
 
 /// The learning rate that update s (0-based) uses, in double: the formula
@@ -140,6 +157,12 @@ nlohmann::json describeFusions(mlir::func::FuncOp func);
 /// type, bytes).
 nlohmann::json describeActivations(mlir::func::FuncOp func,
                                    size_t largest = 8);
+
+/// What step-remat did to a train step (its `step.remat` dictionary) for
+/// `stepc --report`: mode, planned peak before/after, saved bytes
+/// before/after, recomputed ops and FLOPs and their share of the step's.
+/// Null when the pass did not run.
+nlohmann::json describeRemat(mlir::func::FuncOp func);
 
 /// Trains on the reference interpreter: parses a model (the text of a
 /// module with @forward), builds its train step once, and keeps params and

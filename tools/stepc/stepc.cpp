@@ -4,7 +4,7 @@
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
 //         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
-//         [--dump-kernels=DIR]
+//         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -61,6 +61,7 @@ struct Options {
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string buckets; ///< --buckets=T:128,256,...
+  std::string remat, rematBudget;
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -74,7 +75,8 @@ nlohmann::json reportJson(const Options &o,
                           const std::vector<step::PassRecord> &records,
                           double seconds,
                           const nlohmann::json &fusions = nullptr,
-                          const nlohmann::json &activations = nullptr) {
+                          const nlohmann::json &activations = nullptr,
+                          const nlohmann::json &remat = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -91,7 +93,8 @@ nlohmann::json reportJson(const Options &o,
           {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
           {"fuse", !o.noFuse},         {"amp", o.amp},
           {"loss_scale", o.lossScale}, {"passes", passes},
-          {"fusions", fusions},        {"activations", activations}};
+          {"fusions", fusions},        {"activations", activations},
+          {"remat", remat}};
 }
 #ifdef STEP_HAVE_CODEGEN
 /// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
@@ -193,6 +196,12 @@ int main(int argc, char **argv) {
                  "buckets of a symbolic dim, SYMBOL:SIZE,SIZE,... or "
                  "SYMBOL:pow2[:MIN] or SYMBOL:mult:N (one plan each in one "
                  "artifact; docs/dynamic-shapes.md)");
+  app.add_option("--remat", o.remat,
+                 "recompute activations: none | auto (elementwise only, no "
+                 "extra matmuls) | max (lowest planned peak); docs/remat.md");
+  app.add_option("--remat-budget", o.rematBudget,
+                 "recompute until the planned arena fits BYTES (2GiB, 1.5e9, "
+                 "...), or fail with the smallest peak found");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -212,6 +221,7 @@ int main(int argc, char **argv) {
     train.optimizer = step::OptimizerOptions::parse(o.optimizer);
     train.schedule = step::ScheduleOptions::parse(o.schedule);
     train.amp = step::AmpOptions::parse(o.amp, o.ampKeepF32, o.lossScale);
+    train.remat = step::RematOptions::parse(o.remat, o.rematBudget);
   } catch (const std::invalid_argument &e) {
     std::cerr << "stepc: " << e.what() << "\n";
     return 1;
@@ -269,6 +279,7 @@ int main(int argc, char **argv) {
   nlohmann::json fusions = step::describeFusions(funcOp);
   nlohmann::json activations =
       o.train ? step::describeActivations(funcOp) : nlohmann::json();
+  nlohmann::json remat = step::describeRemat(funcOp);
   if (!o.dumpKernels.empty()) {
 #ifdef STEP_HAVE_CODEGEN
     try {
@@ -332,7 +343,8 @@ int main(int argc, char **argv) {
       step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
       step::rt::writeFileAtomic(
-          o.report, reportJson(o, records, seconds, fusions, activations).dump(2) + "\n",
+          o.report, reportJson(o, records, seconds, fusions, activations, remat)
+                          .dump(2) + "\n",
           "stepc");
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";

@@ -36,8 +36,9 @@ interpretAfter(const std::string &model, const std::string &pipeline,
     return {};
   }
   mlir::PassManager pm(&ctx);
-  if (!pipeline.empty())
+  if (!pipeline.empty()) {
     EXPECT_TRUE(mlir::succeeded(mlir::parsePassPipeline(pipeline, pm)));
+  }
   if (mlir::failed(pm.run(*module))) {
     ADD_FAILURE() << "the pipeline failed: " << pipeline;
     return {};

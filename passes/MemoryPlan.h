@@ -1,0 +1,29 @@
+//===- MemoryPlan.h - The arena plan as a function --------------*- C++ -*-===//
+//
+// The algorithm of step-memory-plan (MemoryPlan.cpp) for passes that must
+// check a candidate function against the real plan (step-remat does, for
+// every choice it weighs) without running a pass manager.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_PASSES_MEMORYPLAN_H
+#define STEP_PASSES_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::step {
+
+struct ArenaPlan {
+  int64_t peak = 0;    ///< step.arena_bytes: the planned peak
+  int64_t noReuse = 0; ///< step.arena_bytes_no_reuse
+};
+
+/// Plans the transient values of `f` (one block) with byte `alignment` (a
+/// power of two). With `annotate`, writes step.offsets on every op and the
+/// two step.arena_bytes* attributes on `f`, exactly as step-memory-plan.
+/// Fails (with an error on the op) on a result of non-static type.
+FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
+                               bool annotate);
+
+} // namespace mlir::step
+
+#endif // STEP_PASSES_MEMORYPLAN_H

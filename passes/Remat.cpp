@@ -1,0 +1,629 @@
+//===- Remat.cpp - Recompute forward values to fit a memory budget --------===//
+//
+// step-remat decides which forward values of a one-block training step the
+// backward keeps (they live from the forward into the backward) and which
+// it recomputes from kept ones, just before their first backward use.
+//
+// Guarantees:
+//   * Results are bit-identical: a recomputed value is a clone of the op
+//     that computed it, on the same operands (kept values or clones of the
+//     same ops), and every step op is pure and deterministic (dropout is
+//     counter-based and seeded). No op is moved, removed or reordered.
+//   * In mode `budget`, the arena of the function's memory plan
+//     (passes/MemoryPlan.h, measured after step-fuse when `fuse`) is at
+//     most `budget`; if no choice the pass weighs fits, it fails with the
+//     smallest peak it found. Every mode records what it chose in the
+//     function's `step.remat` dictionary: the mode, the planned peak
+//     before and after, the saved bytes before and after, the recomputed
+//     ops and their FLOPs (Activations.h's cost model) against the step's.
+//
+// Algorithm:
+//   1. Forward values and saved activations (Activations.h). A forward op is
+//     *recomputable* if it has no regions (step.fusion: run step-remat
+//     before step-fuse).
+//   2. Hints: a value computed inside a checkpoint scope (`step.checkpoint`
+//     = id) whose users are all in the same scope (or in the backward) is
+//     recomputed; the scope's outputs and inputs are kept, as
+//     torch.utils.checkpoint. Every mode applies the hints.
+//   3. `auto` and up: a min-cut (as the min-cut partitioner of
+//     torch.compile): each forward value v is an edge v_in -> v_out whose
+//     capacity is its bytes (0 for arguments and constants, which live
+//     anyway; unbounded for hinted values, which are never kept); operand
+//     -> result edges are unbounded; values whose op is not elementwise or
+//     a view (matmul, attention, reductions, row ops, gathers) are fed from
+//     the source, i.e. never recomputed; saved values and function results
+//     drain into the sink. A minimum cut (Dinic's max-flow) is the set of
+//     values to keep with the fewest bytes; everything on the sink side is
+//     recomputed, by elementwise ops that step-fuse folds into the backward
+//     kernels that read them (one pass over memory, no extra kernel).
+//   4. `max` and `budget`: segments. A forward value is a *cut point* if,
+//     right after it is computed, it is the only forward value a later
+//     forward op still reads (the residual stream between transformer
+//     sub-blocks, a chain of the loss head). The forward ops between two
+//     cut points form a segment; recomputing a segment means recomputing
+//     every value it computes (matmuls too) from its input cut point,
+//     which stays kept. Consecutive recomputed segments may be grouped (up
+//     to g of them): the cut points inside a group are recomputed too, so
+//     fewer are kept, and a group's values are live together during its
+//     backward. A segment none of whose values the backward reads is no
+//     candidate (the loss head's chain of cut points).
+//     The choice is a subset of segments and g. With at most `exact-limit`
+//     candidates every subset and g in 1..4 is measured (exact over this
+//     space). Otherwise segments are taken greedily by saved bytes per
+//     FLOP: `max` recomputes them all and keeps the g with the lowest
+//     planned peak; `budget` binary-searches the shortest prefix of the
+//     greedy order whose plan fits (a prefix's FLOPs grow with its length,
+//     so the cheapest fitting prefix is found; the peak is assumed to fall
+//     with it, which the final check does not assume). Its gap to the
+//     exact choice is measured on small models by the tests (RematTest)
+//     and reported in docs/remat.md.
+//   5. Apply: walk the backward ops in order; each operand in the recompute
+//     set is replaced by its clone, made (with its own recomputed operands,
+//     recursively) just before the first backward op needing it and shared
+//     by the later ones.
+//
+// Cost: the analysis and the min-cut are O(V * E) at worst (Dinic on a
+// graph of 2V nodes; near-linear on training steps). Each candidate choice
+// is measured by cloning the function, applying it, fusing and planning:
+// O(N log N) for N ops; `max` measures 5 choices, `budget` about 4 log2(S)
+// for S segments, the exact search 4 * 2^S (S <= exact-limit).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Activations.h"
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <deque>
+#include <limits>
+#include <optional>
+
+namespace mlir::step {
+#define GEN_PASS_DEF_REMAT
+#include "passes/Passes.h.inc"
+
+namespace {
+
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
+
+/// Dinic's maximum flow and the minimum cut it proves.
+class MaxFlow {
+public:
+  explicit MaxFlow(int nodes) : adj(nodes), level(nodes), next(nodes) {}
+
+  void edge(int from, int to, int64_t capacity) {
+    adj[from].push_back(static_cast<int>(edges.size()));
+    edges.push_back({to, capacity});
+    adj[to].push_back(static_cast<int>(edges.size()));
+    edges.push_back({from, 0});
+  }
+
+  int64_t run(int source, int sink) {
+    int64_t flow = 0;
+    while (levels(source, sink)) {
+      std::fill(next.begin(), next.end(), 0);
+      while (int64_t f = augment(source, sink, kUnbounded))
+        flow += f;
+    }
+    return flow;
+  }
+
+  /// After run(): the nodes with a path to the sink in the residual graph,
+  /// the sink side of the minimum cut closest to the sink.
+  std::vector<bool> sinkSide(int sink) const {
+    std::vector<bool> seen(adj.size(), false);
+    seen[sink] = true;
+    std::deque<int> queue{sink};
+    while (!queue.empty()) {
+      int v = queue.front();
+      queue.pop_front();
+      for (int e : adj[v]) { // edges[e ^ 1] runs from edges[e].to into v
+        int u = edges[e].to;
+        if (!seen[u] && edges[e ^ 1].capacity > 0) {
+          seen[u] = true;
+          queue.push_back(u);
+        }
+      }
+    }
+    return seen;
+  }
+
+private:
+  struct Edge {
+    int to;
+    int64_t capacity;
+  };
+
+  /// BFS levels over edges with capacity left; whether the sink is reached.
+  bool levels(int source, int sink) {
+    std::fill(level.begin(), level.end(), -1);
+    level[source] = 0;
+    std::deque<int> queue{source};
+    while (!queue.empty()) {
+      int u = queue.front();
+      queue.pop_front();
+      for (int e : adj[u])
+        if (edges[e].capacity > 0 && level[edges[e].to] < 0) {
+          level[edges[e].to] = level[u] + 1;
+          queue.push_back(edges[e].to);
+        }
+    }
+    return level[sink] >= 0;
+  }
+
+  int64_t augment(int u, int sink, int64_t limit) {
+    if (u == sink)
+      return limit;
+    for (int &i = next[u]; i < static_cast<int>(adj[u].size()); ++i) {
+      Edge &e = edges[adj[u][i]];
+      if (e.capacity <= 0 || level[e.to] != level[u] + 1)
+        continue;
+      if (int64_t f = augment(e.to, sink, std::min(limit, e.capacity))) {
+        e.capacity -= f;
+        edges[adj[u][i] ^ 1].capacity += f;
+        return f;
+      }
+    }
+    return 0;
+  }
+
+  std::vector<std::vector<int>> adj;
+  std::vector<Edge> edges;
+  std::vector<int> level, next;
+};
+
+using ValueSet = llvm::DenseSet<Value>;
+
+bool recomputable(Operation *op) {
+  return op->getNumRegions() == 0 && !isa<ConstantOp>(op);
+}
+
+bool elementwiseOrView(Operation *op) {
+  FusionRole role = fusionRole(op);
+  return role == FusionRole::Elementwise || role == FusionRole::View;
+}
+
+/// Replaces every use of a value of `recompute` by a non-forward op with a
+/// clone made just before the first such op; returns the clones' FLOPs.
+/// `isForward` tells forward ops (read before any clone exists).
+struct Applied {
+  int64_t ops = 0, flops = 0;
+};
+Applied apply(func::FuncOp f, const ValueSet &recompute,
+              const SavedActivations &fwd) {
+  Block &body = f.getBody().front();
+  SmallVector<Operation *> backward;
+  for (Operation &op : body)
+    if (!isa<func::ReturnOp>(op) &&
+        llvm::none_of(op.getResults(),
+                      [&](Value r) { return fwd.forward.contains(r); }))
+      backward.push_back(&op);
+  llvm::DenseMap<Value, Value> cloneOf;
+  Applied applied;
+  std::function<Value(Value, Operation *)> materialize = [&](Value v,
+                                                             Operation *at) {
+    if (auto it = cloneOf.find(v); it != cloneOf.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    IRMapping map;
+    for (Value operand : def->getOperands())
+      if (recompute.contains(operand))
+        map.map(operand, materialize(operand, at));
+    OpBuilder b(at);
+    Operation *clone = b.clone(*def, map);
+    clone->setAttr("step.recomputed", b.getUnitAttr());
+    ++applied.ops;
+    applied.flops += opFlops(clone);
+    for (auto [r, c] : llvm::zip(def->getResults(), clone->getResults()))
+      cloneOf[r] = c;
+    return cloneOf[v];
+  };
+  for (Operation *op : backward)
+    for (OpOperand &use : op->getOpOperands())
+      if (recompute.contains(use.get()))
+        use.set(materialize(use.get(), op));
+  return applied;
+}
+
+/// A run of forward ops between two cut points.
+struct Segment {
+  SmallVector<Value> values; ///< recomputable results, the cut point last
+  Value cut;                 ///< the value ending the segment (kept)
+  int64_t savedBytes = 0;    ///< of its values the backward reads (not cut)
+  int64_t flops = 0;         ///< of recomputing its values
+  /// Whether recomputing it can save anything (savedBytes > 0).
+  bool candidate() const { return savedBytes > 0; }
+};
+
+/// One choice: the segments recomputed and the most per group.
+struct Choice {
+  llvm::SmallVector<bool> segments;
+  int64_t group = 1;
+};
+
+struct Measured {
+  int64_t peak = 0;
+  Applied applied;
+  int64_t savedBytes = 0;
+};
+
+struct RematPass : impl::RematBase<RematPass> {
+  using RematBase::RematBase;
+
+  void runOnOperation() override;
+
+private:
+  func::FuncOp f;
+  SavedActivations fwd;
+  SmallVector<Operation *> forwardOps;
+  ValueSet base; ///< hints (+ the min-cut from auto on)
+  SmallVector<Segment> segments;
+
+  void collectForward();
+  ValueSet hinted();
+  void minCut(ValueSet &out);
+  void findSegments();
+  ValueSet recomputeSet(const Choice &c) const;
+  FailureOr<Measured> measure(const ValueSet &recompute);
+  std::optional<std::pair<Choice, Measured>>
+  search(bool minimizePeak, std::optional<int64_t> budget,
+         int64_t &smallestPeak);
+};
+
+void RematPass::collectForward() {
+  fwd = savedActivations(f);
+  forwardOps.clear();
+  for (Operation &op : f.getBody().front())
+    if (!isa<ConstantOp>(op) &&
+        llvm::any_of(op.getResults(),
+                     [&](Value r) { return fwd.forward.contains(r); }))
+      forwardOps.push_back(&op);
+}
+
+ValueSet RematPass::hinted() {
+  ValueSet out;
+  auto scopeOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto id = op->getAttrOfType<IntegerAttr>("step.checkpoint"))
+      return id.getInt();
+    return std::nullopt;
+  };
+  for (Operation *op : forwardOps) {
+    std::optional<int64_t> scope = scopeOf(op);
+    if (!scope || !recomputable(op))
+      continue;
+    for (Value r : op->getResults()) {
+      // An output of the scope: read by a forward op outside it, or returned.
+      bool output = llvm::any_of(r.getUsers(), [&](Operation *user) {
+        if (isa<func::ReturnOp>(user))
+          return true;
+        bool forwardUser = llvm::any_of(user->getResults(), [&](Value u) {
+          return fwd.forward.contains(u);
+        });
+        return forwardUser && scopeOf(user) != scope;
+      });
+      if (!output)
+        out.insert(r);
+    }
+  }
+  return out;
+}
+
+void RematPass::minCut(ValueSet &out) {
+  // Nodes: 0 source, 1 sink, 2i / 2i + 1 the in / out of forward value i.
+  llvm::DenseMap<Value, int> id;
+  SmallVector<Value> values;
+  for (Operation *op : forwardOps)
+    for (Value operand : op->getOperands())
+      if (!id.count(operand)) {
+        id[operand] = static_cast<int>(values.size()) + 1;
+        values.push_back(operand);
+      }
+  for (Operation *op : forwardOps)
+    for (Value r : op->getResults())
+      if (!id.count(r)) {
+        id[r] = static_cast<int>(values.size()) + 1;
+        values.push_back(r);
+      }
+  auto in = [&](Value v) { return 2 * id[v]; };
+  auto outNode = [&](Value v) { return 2 * id[v] + 1; };
+  MaxFlow flow(2 * static_cast<int>(values.size()) + 2);
+  ValueSet saved(fwd.saved.begin(), fwd.saved.end());
+  for (Value v : values) {
+    Operation *def = v.getDefiningOp();
+    bool free = !def || isa<ConstantOp>(def);
+    bool hint = base.contains(v);
+    flow.edge(in(v), outNode(v),
+              free ? 0 : hint ? kUnbounded : tensorBytes(v.getType()));
+    if (free || (!hint && !(recomputable(def) && elementwiseOrView(def))))
+      flow.edge(0, in(v), kUnbounded);
+    bool returned = llvm::any_of(v.getUsers(), [](Operation *u) {
+      return isa<func::ReturnOp>(u);
+    });
+    if (saved.contains(v) || returned)
+      flow.edge(outNode(v), 1, kUnbounded);
+  }
+  for (Operation *op : forwardOps)
+    for (Value operand : op->getOperands())
+      for (Value r : op->getResults())
+        flow.edge(outNode(operand), in(r), kUnbounded);
+  flow.run(0, 1);
+  // Of the minimum cuts, the one closest to the sink: ties between keeping
+  // a value and keeping what it is computed from go to keeping the value.
+  std::vector<bool> sinkSide = flow.sinkSide(1);
+  for (Value v : values)
+    if (sinkSide[in(v)])
+      out.insert(v);
+}
+
+void RematPass::findSegments() {
+  segments.clear();
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (auto [i, op] : llvm::enumerate(forwardOps))
+    index[op] = static_cast<int64_t>(i);
+  // The last forward op reading each value (returned: never dies).
+  llvm::DenseMap<Value, int64_t> lastRead;
+  for (Operation *op : forwardOps)
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers()) {
+        int64_t at = isa<func::ReturnOp>(user) ? kUnbounded
+                     : index.count(user)       ? index[user]
+                                               : -1;
+        lastRead[r] = std::max(lastRead.lookup(r), at);
+      }
+  ValueSet saved(fwd.saved.begin(), fwd.saved.end());
+  // Values computed from params, state and constants alone (a param's
+  // 16-bit copy, a broadcast bias) are no part of the activation chain:
+  // they do not count as live. Inputs (the batch) are.
+  ValueSet fromArgs;
+  ValueSet live;
+  Segment current;
+  for (auto [i, op] : llvm::enumerate(forwardOps)) {
+    bool argsOnly = llvm::all_of(op->getOperands(), [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        auto kind = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                   "step.kind");
+        return !kind || kind.getValue() != "input";
+      }
+      return isa<ConstantOp>(v.getDefiningOp()) || fromArgs.contains(v);
+    });
+    for (Value operand : op->getOperands())
+      if (lastRead.lookup(operand) == static_cast<int64_t>(i))
+        live.erase(operand);
+    for (Value r : op->getResults()) {
+      if (argsOnly)
+        fromArgs.insert(r);
+      else if (lastRead.lookup(r) > static_cast<int64_t>(i))
+        live.insert(r);
+      if (recomputable(op))
+        current.values.push_back(r);
+    }
+    if (recomputable(op))
+      current.flops += opFlops(op);
+    if (live.size() == 1 && op->getNumResults() == 1 &&
+        live.contains(op->getResult(0))) {
+      current.cut = op->getResult(0);
+      for (Value v : current.values)
+        if (v != current.cut && saved.contains(v))
+          current.savedBytes += tensorBytes(v.getType());
+      segments.push_back(current);
+      current = Segment();
+    }
+  }
+}
+
+ValueSet RematPass::recomputeSet(const Choice &c) const {
+  ValueSet out = base;
+  int64_t run = 0;
+  for (auto [i, s] : llvm::enumerate(segments)) {
+    if (!c.segments[i]) {
+      run = 0;
+      continue;
+    }
+    out.insert(s.values.begin(), s.values.end());
+    // The cut point starting a group is kept (it may be in the min-cut's
+    // set); the one ending it too, unless the next segment joins the group.
+    if (run == 0 && i > 0)
+      out.erase(segments[i - 1].cut);
+    ++run;
+    if (i + 1 < segments.size() && c.segments[i + 1] && run < c.group)
+      continue;
+    out.erase(s.cut);
+    run = 0;
+  }
+  return out;
+}
+
+FailureOr<Measured> RematPass::measure(const ValueSet &recompute) {
+  IRMapping map;
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(f.getLoc());
+  auto copy = cast<func::FuncOp>(f->clone(map));
+  scratch->push_back(copy);
+  ValueSet mapped;
+  for (Value v : recompute)
+    mapped.insert(map.lookup(v));
+  SavedActivations copyFwd = savedActivations(copy);
+  Measured m;
+  m.applied = apply(copy, mapped, copyFwd);
+  m.savedBytes = savedActivations(copy).bytes;
+  if (fuse) {
+    PassManager pm(f.getContext());
+    pm.addPass(createFuse());
+    if (failed(pm.run(*scratch)))
+      return failure();
+  }
+  FailureOr<ArenaPlan> plan = planArena(copy, alignment, false);
+  if (failed(plan))
+    return failure();
+  m.peak = plan->peak;
+  return m;
+}
+
+std::optional<std::pair<Choice, Measured>>
+RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
+                  int64_t &smallestPeak) {
+  SmallVector<size_t> candidates;
+  for (auto [i, s] : llvm::enumerate(segments))
+    if (s.candidate())
+      candidates.push_back(i);
+  std::optional<std::pair<Choice, Measured>> best;
+  bool broken = false;
+  auto consider = [&](const Choice &c) -> std::optional<Measured> {
+    FailureOr<Measured> m = measure(recomputeSet(c));
+    if (failed(m)) {
+      broken = true;
+      return std::nullopt;
+    }
+    smallestPeak = std::min(smallestPeak, m->peak);
+    bool fits = !budget || m->peak <= *budget;
+    auto key = [&](const Measured &x) {
+      return minimizePeak ? std::make_pair(x.peak, x.applied.flops)
+                          : std::make_pair(x.applied.flops, x.peak);
+    };
+    if (fits && (!best || key(*m) < key(best->second)))
+      best = std::make_pair(c, *m);
+    return *m;
+  };
+  auto choiceOf = [&](ArrayRef<size_t> chosen, int64_t group) {
+    Choice c;
+    c.segments.assign(segments.size(), false);
+    for (size_t i : chosen)
+      c.segments[i] = true;
+    c.group = group;
+    return c;
+  };
+  const int64_t maxGroup = 4;
+  size_t n = candidates.size();
+  if (static_cast<int64_t>(n) <= exactLimit) {
+    for (uint64_t mask = 1; mask < (uint64_t(1) << n) && !broken; ++mask) {
+      SmallVector<size_t> chosen;
+      for (size_t b = 0; b < n; ++b)
+        if (mask >> b & 1)
+          chosen.push_back(candidates[b]);
+      for (int64_t g = 1; g <= std::min<int64_t>(maxGroup, chosen.size());
+           ++g)
+        consider(choiceOf(chosen, g));
+    }
+    return broken ? std::nullopt : best;
+  }
+  // Greedy order: saved bytes per FLOP, largest first (ties: later first,
+  // whose backward comes first).
+  SmallVector<size_t> order(candidates.rbegin(), candidates.rend());
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Segment &x = segments[a], &y = segments[b];
+    return static_cast<double>(x.savedBytes) * static_cast<double>(std::max<int64_t>(1, y.flops)) >
+           static_cast<double>(y.savedBytes) * static_cast<double>(std::max<int64_t>(1, x.flops));
+  });
+  // The lowest peak over the group sizes for the first k of the order.
+  auto prefix = [&](size_t k) -> int64_t {
+    int64_t low = kUnbounded;
+    ArrayRef<size_t> chosen(order.data(), k);
+    for (int64_t g = 1; g <= std::min<int64_t>(maxGroup, k); ++g)
+      if (std::optional<Measured> m = consider(choiceOf(chosen, g)))
+        low = std::min(low, m->peak);
+    return low;
+  };
+  if (!budget) {
+    prefix(n);
+    return broken ? std::nullopt : best;
+  }
+  if (prefix(n) > *budget || broken)
+    return std::nullopt;
+  size_t lo = 1, hi = n; // prefix(hi) fits
+  while (lo < hi && !broken) {
+    size_t mid = (lo + hi) / 2;
+    if (prefix(mid) <= *budget)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return broken ? std::nullopt : best;
+}
+
+void RematPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  f = module.lookupSymbol<func::FuncOp>(funcName);
+  if (!f || f.isExternal()) {
+    module.emitError() << "step-remat: no function @" << funcName
+                       << " with a body";
+    return signalPassFailure();
+  }
+  if (mode != "none" && mode != "auto" && mode != "max" && mode != "budget") {
+    f.emitError() << "step-remat: unknown mode '" << mode
+                  << "', expected none, auto, max or budget";
+    return signalPassFailure();
+  }
+  if ((mode == "budget") != (budget > 0)) {
+    f.emitError() << "step-remat: mode budget needs budget > 0 bytes and "
+                     "only it takes one (found mode "
+                  << mode << ", budget " << static_cast<int64_t>(budget)
+                  << ")";
+    return signalPassFailure();
+  }
+  if (!f.getBody().hasOneBlock() || !f.getOps<FusionOp>().empty()) {
+    f.emitError() << "step-remat: @" << funcName
+                  << " must be one block without step.fusion (run "
+                     "step-remat before step-fuse)";
+    return signalPassFailure();
+  }
+  collectForward();
+  int64_t stepFlops = 0;
+  for (Operation &op : f.getBody().front())
+    stepFlops += opFlops(&op);
+  base = hinted();
+  if (mode != "none")
+    minCut(base);
+  findSegments();
+
+  FailureOr<Measured> before = measure({});
+  FailureOr<Measured> chosen = measure(base);
+  if (failed(before) || failed(chosen))
+    return signalPassFailure();
+  Choice choice;
+  choice.segments.assign(segments.size(), false);
+  bool searchSegments = mode == "max" || (mode == "budget" && chosen->peak > budget);
+  if (searchSegments) {
+    int64_t smallest = chosen->peak;
+    std::optional<int64_t> limit;
+    if (mode == "budget")
+      limit = static_cast<int64_t>(budget);
+    auto found = search(mode == "max", limit, smallest);
+    if (found && (mode == "budget" || found->second.peak < chosen->peak)) {
+      choice = found->first;
+      chosen = found->second;
+    } else if (mode == "budget") {
+      f.emitError() << "step-remat: no plan fits the budget of "
+                    << static_cast<int64_t>(budget)
+                    << " bytes: the smallest planned peak found is "
+                    << smallest << " bytes (without recomputation: "
+                    << before->peak << " bytes)";
+      return signalPassFailure();
+    }
+  }
+  Applied applied = apply(f, recomputeSet(choice), fwd);
+
+  int64_t recomputedSegments = llvm::count(choice.segments, true);
+  int64_t candidates = llvm::count_if(
+      segments, [](const Segment &s) { return s.candidate(); });
+  Builder b(f.getContext());
+  auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  f->setAttr("step.remat",
+             b.getDictionaryAttr({
+                 b.getNamedAttr("mode", b.getStringAttr(mode)),
+                 b.getNamedAttr("peak_before", i64(before->peak)),
+                 b.getNamedAttr("peak_after", i64(chosen->peak)),
+                 b.getNamedAttr("saved_bytes_before", i64(before->savedBytes)),
+                 b.getNamedAttr("saved_bytes_after", i64(chosen->savedBytes)),
+                 b.getNamedAttr("recomputed_ops", i64(applied.ops)),
+                 b.getNamedAttr("recomputed_flops", i64(applied.flops)),
+                 b.getNamedAttr("step_flops", i64(stepFlops)),
+                 b.getNamedAttr("segments", i64(candidates)),
+                 b.getNamedAttr("segments_recomputed", i64(recomputedSegments)),
+                 b.getNamedAttr("group", i64(choice.group)),
+             }));
+}
+
+} // namespace
+} // namespace mlir::step
