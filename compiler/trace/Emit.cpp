@@ -72,6 +72,10 @@ void GraphState::check(mlir::Operation *op, llvm::StringRef what,
   if (ok) {
     if (autocastOff > 0) // ops a step-amp must leave in f32
       op->setAttr("step.amp", mlir::StringAttr::get(&ctx, "f32"));
+    if (checkpoint > 0) // values step-remat recomputes in the backward
+      op->setAttr("step.checkpoint",
+                  mlir::IntegerAttr::get(mlir::IntegerType::get(&ctx, 64),
+                                         checkpoint));
     return;
   }
   op->erase();

@@ -473,6 +473,12 @@ AutocastOff::AutocastOff(Graph &g) : graph_(g) {
 }
 AutocastOff::~AutocastOff() { --graph_.state_->autocastOff; }
 
+Checkpoint::Checkpoint(Graph &g)
+    : graph_(g), outer_(g.state_->checkpoint) {
+  graph_.state_->checkpoint = ++graph_.state_->checkpoints;
+}
+Checkpoint::~Checkpoint() { graph_.state_->checkpoint = outer_; }
+
 uint64_t Graph::seed() const { return state_ ? state_->seed : 0; }
 bool Graph::finished() const { return state_ && state_->finished; }
 mlir::MLIRContext *Graph::context() const { return &state_->ctx; }

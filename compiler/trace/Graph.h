@@ -257,6 +257,7 @@ public:
 
 private:
   friend class AutocastOff;
+  friend class Checkpoint;
   std::unique_ptr<detail::GraphState> state_;
 };
 
@@ -275,6 +276,33 @@ public:
 private:
   Graph &graph_;
 };
+
+/// `torch.utils.checkpoint` for the tracer: the values computed while a
+/// scope is alive are not kept for the backward but recomputed there from
+/// the scope's inputs (step-remat, docs/remat.md); the scope's outputs are
+/// kept. Ops traced inside carry `step.checkpoint = <scope id>`; every
+/// --remat mode honors them, and the solver of `max` and `--remat-budget`
+/// may recompute more. An inner scope is a scope of its own.
+///
+///   { trace::Checkpoint ckpt(g); x = block(g, i, x, cfg); }
+class Checkpoint {
+public:
+  explicit Checkpoint(Graph &g);
+  ~Checkpoint();
+  Checkpoint(const Checkpoint &) = delete;
+  Checkpoint &operator=(const Checkpoint &) = delete;
+
+private:
+  Graph &graph_;
+  int64_t outer_;
+};
+
+/// Runs `block()` inside a Checkpoint scope and returns what it returns:
+/// `x = checkpoint(g, [&] { return block(g, i, x, cfg); });`
+template <typename F> auto checkpoint(Graph &g, F &&block) {
+  Checkpoint scope(g);
+  return block();
+}
 
 } // namespace step::trace
 

@@ -45,6 +45,9 @@ struct GraphState {
   bool finished = false;
   /// Live AutocastOff scopes: while > 0, traced ops get step.amp = "f32".
   int autocastOff = 0;
+  /// The innermost live Checkpoint scope's id (0: none); traced ops get
+  /// step.checkpoint = id. Ids count from 1 in the order scopes open.
+  int64_t checkpoint = 0, checkpoints = 0;
 
   /// loc("op"("file":line:0)): the traced function's name and the user's
   /// line, so diagnostics of later passes point at the model source.

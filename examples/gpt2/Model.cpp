@@ -18,6 +18,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 using namespace step::trace;
@@ -266,8 +267,12 @@ Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens,
     Tensor pos = embedding(g.iota({cfg.seqDim()}, 0), wpe); // [T, C]
     x = tok + pos; // broadcast over the batch
   }
-  for (int64_t i = 0; i < cfg.layers; ++i)
+  for (int64_t i = 0; i < cfg.layers; ++i) {
+    std::optional<Checkpoint> scope;
+    if (cfg.checkpointBlocks)
+      scope.emplace(g);
     x = block(g, i, x, cfg, visible);
+  }
   x = layerNorm(g, "ln_f", x, cfg.width);
   return matmulTransposeB(g, x, wte); // [B, T, V], weights tied to wte
 }

@@ -48,6 +48,10 @@ struct GPT2Config {
   /// besides tokens and attends block-diagonally (see the file comment).
   /// Not with dynamicContext: packing fills every row to T, nothing pads.
   bool packed = false;
+  /// Each transformer block traced in a trace::Checkpoint scope, as
+  /// `torch.utils.checkpoint` around nanoGPT's blocks: the backward
+  /// recomputes a block's activations from its input (docs/remat.md).
+  bool checkpointBlocks = false;
 
   /// T as the tracing API takes it: `context`, or the dyn() code.
   int64_t seqDim() const;

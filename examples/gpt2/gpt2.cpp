@@ -329,6 +329,9 @@ int main(int argc, char **argv) {
   app.add_flag("--dynamic-context", o.cfg.dynamicContext,
                "with --emit-model: T symbolic, dyn(\"T\", context) "
                "(docs/dynamic-shapes.md)");
+  app.add_flag("--checkpoint", o.cfg.checkpointBlocks,
+               "each block in a checkpoint scope: its activations are "
+               "recomputed in the backward (docs/remat.md)");
   app.add_flag("--pack", o.pack,
                "batches of whole documents (the text's paragraphs) packed "
                "into rows, block-diagonal causal attention (README)");

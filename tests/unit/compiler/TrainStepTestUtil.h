@@ -1,0 +1,194 @@
+//===- TrainStepTestUtil.h - Run a train step two ways, compare bits
+//-------===//
+//
+// Helpers of the differential tests that compare a compiled training step
+// with a rewritten one bit for bit (step-fuse: FuseDiffTest, step-remat:
+// RematTest): small models traced with their params, deterministic
+// arguments, the interpreter and the CPU backend, and a bitwise comparison
+// naming the first differing element.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_TESTS_TRAINSTEPTESTUTIL_H
+#define STEP_TESTS_TRAINSTEPTESTUTIL_H
+
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/pipeline/PlanBuilder.h"
+#include "compiler/pipeline/Train.h"
+#include "compiler/trace/Trace.h"
+#include "examples/gpt2/Model.h"
+#include "examples/mlp/MLP.h"
+#include "passes/Passes.h"
+#include "runtime/cpu/Executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+
+namespace step::test {
+using mlir::ModuleOp;
+using mlir::OwningOpRef;
+using mlir::func::FuncOp;
+
+inline std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::step::registerStepPasses();
+  auto ctx = std::make_unique<mlir::MLIRContext>();
+  ctx->loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+  ctx->disableMultithreading(); // 2-core CI: threads only add overhead
+  return ctx;
+}
+
+/// Bitwise equality of two result lists; the message names the first
+/// differing result and element with both values.
+inline testing::AssertionResult
+sameBits(const std::vector<rt::HostTensor> &want,
+         const std::vector<rt::HostTensor> &got,
+         const std::vector<std::string> &names) {
+  if (want.size() != got.size())
+    return testing::AssertionFailure()
+           << got.size() << " results, expected " << want.size();
+  for (size_t r = 0; r < want.size(); ++r) {
+    if (want[r].bitwiseEqual(got[r]))
+      continue;
+    std::string name = r < names.size() ? names[r] : "#" + std::to_string(r);
+    if (want[r].dtype() != got[r].dtype() || want[r].shape() != got[r].shape())
+      return testing::AssertionFailure()
+             << "result " << name << ": " << rt::dtypeName(got[r].dtype())
+             << rt::shapeToString(got[r].shape()) << ", expected "
+             << rt::dtypeName(want[r].dtype())
+             << rt::shapeToString(want[r].shape());
+    size_t size = rt::dtypeSize(want[r].dtype());
+    const auto *a = static_cast<const uint8_t *>(want[r].raw());
+    const auto *b = static_cast<const uint8_t *>(got[r].raw());
+    int64_t differ = 0, first = -1;
+    for (int64_t i = 0; i < want[r].numel(); ++i)
+      if (std::memcmp(a + i * size, b + i * size, size) != 0) {
+        ++differ;
+        if (first < 0)
+          first = i;
+      }
+    return testing::AssertionFailure()
+           << "result " << name << ": " << differ << " of " << want[r].numel()
+           << " elements differ, first #" << first << ": "
+           << got[r].getAsDouble(first) << ", expected "
+           << want[r].getAsDouble(first);
+  }
+  return testing::AssertionSuccess();
+}
+
+inline std::vector<std::string> resultNames(FuncOp f) {
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    names.push_back(resultName(f, i));
+  return names;
+}
+
+/// Interprets `f`; empty (with a failure) if the interpreter fails.
+inline std::vector<rt::HostTensor>
+interpretOrFail(FuncOp f, const std::vector<rt::HostTensor> &args) {
+  auto r = interpret(f, args);
+  if (mlir::failed(r)) {
+    ADD_FAILURE() << "the interpreter failed on @" << f.getName().str();
+    return {};
+  }
+  return *r;
+}
+
+/// Plans @`func` of `module` (adding step.offsets to it); nullopt (with a
+/// failure) on an rt::Error.
+inline std::optional<rt::Artifact> planOrFail(ModuleOp module,
+                                              const std::string &func) {
+  try {
+    return planArtifact(module, func);
+  } catch (const rt::Error &e) {
+    ADD_FAILURE() << "planArtifact: " << e.what();
+    return std::nullopt;
+  }
+}
+
+/// Runs `artifact` on the CPU backend; empty (with a failure) on an
+/// rt::Error or without an artifact.
+inline std::vector<rt::HostTensor>
+cpuOrFail(const std::optional<rt::Artifact> &a,
+          const std::vector<rt::HostTensor> &args) {
+  if (!a)
+    return {};
+  try {
+    return rt::cpu::execute(*a, args);
+  } catch (const rt::Error &e) {
+    ADD_FAILURE() << "CPU backend: " << e.what();
+    return {};
+  }
+}
+
+struct Model {
+  std::string mlir;
+  std::map<std::string, rt::HostTensor> params;
+  int64_t classes = 0; ///< integer inputs are drawn from [0, classes)
+};
+
+inline Model mlpModel() {
+  trace::Graph g(3);
+  mlp::Sizes s;
+  s.in = 12, s.hidden1 = 16, s.hidden2 = 8, s.classes = 5, s.batch = 4;
+  mlp::traceMLP(g, s);
+  return {g.mlir(), g.initialParams(), s.classes};
+}
+
+inline Model gpt2Model() {
+  using namespace step::trace;
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 32, cfg.context = 8, cfg.layers = 2, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = 2;
+  Graph g(5);
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  return {g.mlir(), g.initialParams(), cfg.vocab};
+}
+
+/// The arguments of @train_step: the model's params, zero optimizer state
+/// (as at the start of training) and deterministic inputs.
+inline std::vector<rt::HostTensor> trainArgs(FuncOp f, const Model &model) {
+  std::vector<rt::HostTensor> args;
+  uint64_t lcg = 12345;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    std::string name = argumentName(f, i);
+    auto it = model.params.find(name);
+    if (it != model.params.end()) {
+      args.push_back(it->second);
+      continue;
+    }
+    auto type = mlir::cast<mlir::RankedTensorType>(f.getArgumentTypes()[i]);
+    rt::HostTensor t(*toDType(type.getElementType()),
+                     rt::Shape(type.getShape().begin(), type.getShape().end()));
+    if (name.rfind("opt.", 0) != 0)
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t bits = lcg >> 33;
+        t.setFromDouble(k, rt::isFloat(t.dtype())
+                               ? static_cast<double>(bits % 2001) / 1000 - 1
+                               : static_cast<double>(bits % model.classes));
+      }
+    args.push_back(std::move(t));
+  }
+  return args;
+}
+
+/// The arguments of the next update: each result replaces the argument of
+/// its name (params and state), inputs stay.
+inline std::vector<rt::HostTensor>
+nextArgs(FuncOp f, std::vector<rt::HostTensor> args,
+         const std::vector<rt::HostTensor> &out) {
+  std::map<std::string, const rt::HostTensor *> byName;
+  for (unsigned r = 0; r < out.size(); ++r)
+    byName[resultName(f, r)] = &out[r];
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (auto it = byName.find(argumentName(f, i)); it != byName.end())
+      args[i] = *it->second;
+  return args;
+}
+
+} // namespace step::test
+
+#endif // STEP_TESTS_TRAINSTEPTESTUTIL_H
