@@ -39,14 +39,16 @@
 //   4. `max` and `budget`: segments. A forward value is a *cut point* if,
 //     right after it is computed, it is the only forward value a later
 //     forward op still reads (the residual stream between transformer
-//     sub-blocks, a chain of the loss head). The forward ops between two
-//     cut points form a segment; recomputing a segment means recomputing
-//     every value it computes (matmuls too) from its input cut point,
-//     which stays kept. Consecutive recomputed segments may be grouped (up
-//     to g of them): the cut points inside a group are recomputed too, so
-//     fewer are kept, and a group's values are live together during its
-//     backward. A segment none of whose values the backward reads is no
-//     candidate (the loss head's chain of cut points).
+//     sub-blocks, every value of a chain). A segment is the run of forward
+//     ops from one cut point to the next cut point at which the run holds
+//     a value the backward reads (so the head of a chain joins the next
+//     segment; forward ops after the last one are in none). Recomputing a
+//     segment recomputes every value it computes (matmuls too) in the
+//     backward. Recomputed segments form groups of at most g consecutive
+//     ones; a group is recomputed from its input, the cut point before it,
+//     which is kept, and its values are live together during its backward
+//     (g = 2 on GPT-2: a whole block from its input, half the residuals
+//     kept).
 //     The choice is a subset of segments and g. With at most `exact-limit`
 //     candidates every subset and g in 1..4 is measured (exact over this
 //     space). Otherwise segments are taken greedily by saved bytes per
@@ -69,7 +71,8 @@
 // is measured by cloning the function, applying it, fusing and planning:
 // O(N log N) for N ops; for S candidate segments `max` measures 6 + S
 // choices, `budget` about 4 log2(S) + S, the exact search 4 * 2^S
-// (S <= exact-limit). GPT-2 small (27 segments): about 0.7 s a choice.
+// (S <= exact-limit). GPT-2 small (28 segments): the whole compile takes
+// 6.9 s with max against 6.1 s without (docs/remat.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -234,8 +237,8 @@ Applied apply(func::FuncOp f, const ValueSet &recompute,
 /// A run of forward ops between two cut points.
 struct Segment {
   SmallVector<Value> values; ///< recomputable results, the cut point last
-  Value cut;                 ///< the value ending the segment (kept)
-  int64_t savedBytes = 0;    ///< of its values the backward reads (not cut)
+  Value cut;                 ///< the value ending the segment
+  int64_t savedBytes = 0;    ///< of its values the backward reads
   int64_t flops = 0;         ///< of recomputing its values
   /// Whether recomputing it can save anything (savedBytes > 0).
   bool candidate() const { return savedBytes > 0; }
@@ -408,18 +411,28 @@ void RematPass::findSegments() {
       current.flops += opFlops(op);
     if (live.size() == 1 && op->getNumResults() == 1 &&
         live.contains(op->getResult(0))) {
-      current.cut = op->getResult(0);
+      // A segment ends at a cut point once the backward reads something
+      // of it; until then it grows (the head of a chain is no segment).
+      int64_t bytes = 0;
       for (Value v : current.values)
-        if (v != current.cut && saved.contains(v))
-          current.savedBytes += tensorBytes(v.getType());
-      segments.push_back(current);
-      current = Segment();
+        if (saved.contains(v))
+          bytes += tensorBytes(v.getType());
+      if (bytes > 0) {
+        current.cut = op->getResult(0);
+        current.savedBytes = bytes;
+        segments.push_back(current);
+        current = Segment();
+      }
     }
   }
 }
 
 ValueSet RematPass::recomputeSet(const Choice &c) const {
   ValueSet out = base;
+  // Recomputed segments form groups of at most c.group consecutive ones;
+  // each group is recomputed from its input, the cut point before it,
+  // which is kept (even where the min-cut would recompute it).
+  SmallVector<Value> inputs;
   int64_t run = 0;
   for (auto [i, s] : llvm::enumerate(segments)) {
     if (!c.segments[i]) {
@@ -427,16 +440,13 @@ ValueSet RematPass::recomputeSet(const Choice &c) const {
       continue;
     }
     out.insert(s.values.begin(), s.values.end());
-    // The cut point starting a group is kept (it may be in the min-cut's
-    // set); the one ending it too, unless the next segment joins the group.
     if (run == 0 && i > 0)
-      out.erase(segments[i - 1].cut);
-    ++run;
-    if (i + 1 < segments.size() && c.segments[i + 1] && run < c.group)
-      continue;
-    out.erase(s.cut);
-    run = 0;
+      inputs.push_back(segments[i - 1].cut);
+    if (++run == c.group)
+      run = 0;
   }
+  for (Value v : inputs)
+    out.erase(v);
   return out;
 }
 
@@ -530,38 +540,55 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
         low = std::min(low, m->peak);
     return low;
   };
-  std::optional<int64_t> limit = budget;
-  if (!budget) {
-    prefix(n);
-  } else {
-    if (prefix(n) > *budget || broken)
-      return std::nullopt;
-    size_t lo = 1, hi = n; // prefix(hi) fits
-    while (lo < hi && !broken) {
-      size_t mid = (lo + hi) / 2;
-      if (prefix(mid) <= *budget)
-        hi = mid;
-      else
-        lo = mid + 1;
+  // Pruning: drop each chosen segment of `from` again (the least bytes
+  // per FLOP first) if `keep` accepts the plan without it.
+  auto prune = [&](std::pair<Choice, Measured> from, auto keep) {
+    for (size_t i : llvm::reverse(order)) {
+      if (!from.first.segments[i] || broken)
+        continue;
+      Choice c = from.first;
+      c.segments[i] = false;
+      if (std::optional<Measured> m = consider(c); m && keep(*m, from.second))
+        from = std::make_pair(c, *m);
     }
+    return from;
+  };
+  // The lowest peak: everything recomputed, then drops that do not raise
+  // the peak (recomputing more can lengthen the life of a kept input).
+  std::optional<std::pair<Choice, Measured>> lowest;
+  for (int64_t g = 1; g <= std::min<int64_t>(maxGroup, n); ++g) {
+    Choice c = choiceOf(order, g);
+    if (std::optional<Measured> m = consider(c);
+        m && (!lowest || m->peak < lowest->second.peak))
+      lowest = std::make_pair(c, *m);
+  }
+  if (broken || !lowest)
+    return std::nullopt;
+  if (!budget || lowest->second.peak > *budget) {
+    lowest = prune(*lowest, [](const Measured &m, const Measured &now) {
+      return m.peak < now.peak ||
+             (m.peak == now.peak && m.applied.flops <= now.applied.flops);
+    });
+    if (broken || (budget && lowest->second.peak > *budget))
+      return std::nullopt;
+    return lowest;
+  }
+  // A budget the full choice meets: the shortest fitting prefix, pruned.
+  size_t lo = 1, hi = n; // prefix(hi) fits
+  while (lo < hi && !broken) {
+    size_t mid = (lo + hi) / 2;
+    if (prefix(mid) <= *budget)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   if (broken || !best)
     return std::nullopt;
-  // Pruning: drop a chosen segment (the least bytes per FLOP first) if the
-  // plan still fits the budget, or (max) its peak does not rise.
-  int64_t bound = limit ? *limit : best->second.peak;
-  for (size_t i : llvm::reverse(order)) {
-    if (!best->first.segments[i])
-      continue;
-    Choice c = best->first;
-    c.segments[i] = false;
-    FailureOr<Measured> m = measure(recomputeSet(c));
-    if (failed(m))
-      return std::nullopt;
-    if (m->peak <= bound && m->applied.flops <= best->second.applied.flops)
-      best = std::make_pair(c, *m);
-  }
-  return best;
+  int64_t limit = *budget;
+  best = prune(*best, [&](const Measured &m, const Measured &now) {
+    return m.peak <= limit && m.applied.flops <= now.applied.flops;
+  });
+  return broken ? std::nullopt : best;
 }
 
 void RematPass::runOnOperation() {

@@ -111,6 +111,10 @@ rt::Artifact compileModel(const std::string &modelMlir,
   if (mlir::failed(buildTrainStep(*module, options)))
     throw rt::Error("the training pipeline failed:\n" + diags);
   rt::Artifact artifact = planArtifact(*module, "train_step");
+  nlohmann::json remat =
+      describeRemat(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
+  if (!remat.is_null())
+    artifact.meta["remat"] = remat;
   if (!dynamic.is_null()) {
     nlohmann::json bucket = nlohmann::json::object();
     for (const auto &[symbol, max] : dynamic["symbols"].items())

@@ -3,7 +3,8 @@
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
-//              [--bucket=T:SIZE]
+//              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
+//   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--out FILE.json]
 //
 // Compiles the model's training step twice in this process, with its CUDA
 // kernels when built with the CUDA toolkit (cold: the first compile, with a
@@ -12,8 +13,14 @@
 // timed steps through the runtime (runtime/Session.h) and prints one JSON
 // object: compile seconds cold and warm, step seconds (median, min, max over
 // N), plan steps, kernel launches, planned peak arena bytes (and without
-// reuse), the backend and the machine. A benchmark, not a test: medians of
-// repeated runs are the figures to quote.
+// reuse), what step-remat did, the backend and the machine. A benchmark,
+// not a test: medians of repeated runs are the figures to quote.
+//
+// --remat-sweep=N compiles only (no kernels, no steps, so it runs anywhere):
+// without recomputation, with --remat=auto and max, and with N budgets evenly
+// between their planned peaks, printing each plan's peak and recomputed
+// FLOPs (the memory/FLOPs curve of docs/remat.md; tools/dev/plot-remat.py
+// draws it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +54,47 @@ std::map<std::string, step::rt::HostTensor> readDir(const std::string &dir) {
       m[e.path().stem().string()] = step::rt::readNpy(e.path().string());
   return m;
 }
+/// One compile of the sweep: the remat report plus the artifact's peak.
+nlohmann::json sweepPoint(const std::string &text, step::TrainOptions options,
+                          const std::string &mode, int64_t budget) {
+  options.remat.mode = mode;
+  options.remat.budget = budget;
+  auto t0 = Clock::now();
+  step::rt::Artifact a = step::compileModel(text, options, /*kernels=*/false);
+  nlohmann::json r = a.meta.value("remat", nlohmann::json::object());
+  r["budget"] = budget;
+  r["planned_peak_bytes"] = a.plan.arenaBytes;
+  r["compile_seconds"] = since(t0);
+  return r;
+}
+
+int rematSweep(const std::string &model, const std::string &text,
+               const step::TrainOptions &options, int64_t n,
+               const std::string &out) {
+  nlohmann::json none = sweepPoint(text, options, "none", 0);
+  none["mode"] = "none";
+  none["recomputed_flops"] = 0;
+  nlohmann::json max = sweepPoint(text, options, "max", 0);
+  int64_t high = none["planned_peak_bytes"], low = max["peak_after"];
+  nlohmann::json points = nlohmann::json::array();
+  points.push_back(none);
+  points.push_back(sweepPoint(text, options, "auto", 0));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t budget = high - (high - low) * (i + 1) / (n + 1);
+    points.push_back(sweepPoint(text, options, "budget", budget));
+  }
+  points.push_back(max);
+  nlohmann::json j = {{"model", model},
+                      {"amp", options.amp.dtype.empty() ? "off"
+                                                        : options.amp.dtype},
+                      {"peak_without_remat", high},
+                      {"remat_sweep", points}};
+  std::string dump = j.dump(2) + "\n";
+  std::cout << dump;
+  if (!out.empty())
+    step::rt::writeFileAtomic(out, dump, "step-bench");
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -57,9 +105,8 @@ int main(int argc, char **argv) {
   CLI::App app{"Benchmarks compiling and running a model's training step; "
                "prints JSON."};
   app.add_option("model", model, "model .mlir file")->required();
-  app.add_option("--params", params, "folder of <param>.npy")->required();
-  app.add_option("--inputs", inputs, "folder of <input>.npy (one batch)")
-      ->required();
+  app.add_option("--params", params, "folder of <param>.npy");
+  app.add_option("--inputs", inputs, "folder of <input>.npy (one batch)");
   app.add_option("--optimizer", optimizer, "as stepc")->capture_default_str();
   app.add_option("--schedule", schedule, "as stepc")->capture_default_str();
   app.add_option("--clip", clip, "as stepc");
@@ -82,7 +129,20 @@ int main(int argc, char **argv) {
                  "SYMBOL:SIZE, the bucket of a model with a symbolic dim "
                  "(default: its maximum); inputs of any valid length are "
                  "padded to it (docs/dynamic-shapes.md)");
+  std::string remat, rematBudget;
+  app.add_option("--remat", remat, "none | auto | max (as stepc)");
+  app.add_option("--remat-budget", rematBudget, "BYTES (as stepc)");
+  int64_t sweep = 0;
+  app.add_option("--remat-sweep", sweep,
+                 "compile only: N budgets between no recomputation and "
+                 "--remat=max")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  if (!sweep && (params.empty() || inputs.empty())) {
+    std::cerr << "step-bench: --params and --inputs are required (except "
+                 "with --remat-sweep)\n";
+    return 1;
+  }
 
   try {
     std::ifstream in(model);
@@ -98,6 +158,7 @@ int main(int argc, char **argv) {
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
+    options.remat = step::RematOptions::parse(remat, rematBudget);
     if (!bucket.empty()) {
       size_t colon = bucket.find(':');
       if (colon == std::string::npos || colon == 0)
@@ -106,6 +167,9 @@ int main(int argc, char **argv) {
       options.buckets[bucket.substr(0, colon)] =
           std::stoll(bucket.substr(colon + 1));
     }
+
+    if (sweep)
+      return rematSweep(model, text.str(), options, sweep, out);
 
     std::string cache = (fs::temp_directory_path() /
                          ("stepjit-bench-cache-" + std::to_string(::getpid())))
@@ -159,6 +223,7 @@ int main(int argc, char **argv) {
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},
+        {"remat", artifact.meta.value("remat", nlohmann::json())},
         {"machine",
          {{"host", host}, {"cores", std::thread::hardware_concurrency()}}}};
     std::string dump = j.dump(2) + "\n";
