@@ -194,7 +194,6 @@ bool elementwiseOrView(Operation *op) {
 
 /// Replaces every use of a value of `recompute` by a non-forward op with a
 /// clone made just before the first such op; returns the clones' FLOPs.
-/// `isForward` tells forward ops (read before any clone exists).
 struct Applied {
   int64_t ops = 0, flops = 0;
 };
@@ -240,8 +239,6 @@ struct Segment {
   Value cut;                 ///< the value ending the segment
   int64_t savedBytes = 0;    ///< of its values the backward reads
   int64_t flops = 0;         ///< of recomputing its values
-  /// Whether recomputing it can save anything (savedBytes > 0).
-  bool candidate() const { return savedBytes > 0; }
 };
 
 /// One choice: the segments recomputed and the most per group.
@@ -478,10 +475,6 @@ FailureOr<Measured> RematPass::measure(const ValueSet &recompute) {
 std::optional<std::pair<Choice, Measured>>
 RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
                   int64_t &smallestPeak) {
-  SmallVector<size_t> candidates;
-  for (auto [i, s] : llvm::enumerate(segments))
-    if (s.candidate())
-      candidates.push_back(i);
   std::optional<std::pair<Choice, Measured>> best;
   bool broken = false;
   auto consider = [&](const Choice &c) -> std::optional<Measured> {
@@ -509,13 +502,14 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
     return c;
   };
   const int64_t maxGroup = 4;
-  size_t n = candidates.size();
+  // Every segment holds a saved value (findSegments): each is a candidate.
+  size_t n = segments.size();
   if (static_cast<int64_t>(n) <= exactLimit) {
     for (uint64_t mask = 1; mask < (uint64_t(1) << n) && !broken; ++mask) {
       SmallVector<size_t> chosen;
       for (size_t b = 0; b < n; ++b)
         if (mask >> b & 1)
-          chosen.push_back(candidates[b]);
+          chosen.push_back(b);
       for (int64_t g = 1; g <= std::min<int64_t>(maxGroup, chosen.size()); ++g)
         consider(choiceOf(chosen, g));
     }
@@ -523,7 +517,9 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
   }
   // Greedy order: saved bytes per FLOP, largest first (ties: later first,
   // whose backward comes first).
-  SmallVector<size_t> order(candidates.rbegin(), candidates.rend());
+  SmallVector<size_t> order;
+  for (size_t i = n; i-- > 0;)
+    order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Segment &x = segments[a], &y = segments[b];
     return static_cast<double>(x.savedBytes) *
@@ -654,8 +650,6 @@ void RematPass::runOnOperation() {
   Applied applied = apply(f, recomputeSet(choice), fwd);
 
   int64_t recomputedSegments = llvm::count(choice.segments, true);
-  int64_t candidates =
-      llvm::count_if(segments, [](const Segment &s) { return s.candidate(); });
   Builder b(f.getContext());
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   f->setAttr("step.remat",
@@ -668,7 +662,7 @@ void RematPass::runOnOperation() {
                  b.getNamedAttr("recomputed_ops", i64(applied.ops)),
                  b.getNamedAttr("recomputed_flops", i64(applied.flops)),
                  b.getNamedAttr("step_flops", i64(stepFlops)),
-                 b.getNamedAttr("segments", i64(candidates)),
+                 b.getNamedAttr("segments", i64(segments.size())),
                  b.getNamedAttr("segments_recomputed", i64(recomputedSegments)),
                  b.getNamedAttr("group", i64(choice.group)),
              }));

@@ -316,35 +316,18 @@ TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
             << stats.kinds["multi_tensor"] << ", matmul "
             << stats.kinds["matmul"] << ")\n";
 
-  std::vector<std::string> names = resultNames(f);
-  std::vector<rt::HostTensor> args = trainArgs(f, model);
-  std::vector<std::vector<rt::HostTensor>> interpreted;
-  // Two updates: the second starts from non-zero optimizer state.
-  for (int update = 0; update < 2; ++update) {
-    SCOPED_TRACE("interpreter, update " + std::to_string(update));
-    std::vector<rt::HostTensor> want = interpretOrFail(f, args);
-    std::vector<rt::HostTensor> got = interpretOrFail(ff, args);
-    ASSERT_FALSE(want.empty());
-    ASSERT_TRUE(std::isfinite(want[0].getAsDouble(0)));
-    ASSERT_TRUE(sameBits(want, got, names));
-    interpreted.push_back(want);
-    args = nextArgs(f, args, want);
-  }
-
+  std::vector<std::vector<rt::HostTensor>> interpreted, cpu;
+  expectSameUpdates(f, model, "interpreter", interpreterOf(f),
+                    interpreterOf(ff), &interpreted);
   std::optional<rt::Artifact> plain = planOrFail(*ref, "train_step");
   std::optional<rt::Artifact> withFusions = planOrFail(*fused, "train_step");
   ASSERT_TRUE(plain && withFusions);
-  args = trainArgs(f, model);
-  for (int update = 0; update < 2; ++update) {
-    SCOPED_TRACE("CPU backend, update " + std::to_string(update));
-    std::vector<rt::HostTensor> want = cpuOrFail(plain, args);
-    std::vector<rt::HostTensor> got = cpuOrFail(withFusions, args);
-    ASSERT_FALSE(want.empty());
-    ASSERT_TRUE(sameBits(want, got, names));
-    EXPECT_TRUE(sameBits(interpreted[update], want, names))
-        << "CPU backend vs interpreter";
-    args = nextArgs(f, args, want);
-  }
+  expectSameUpdates(f, model, "CPU backend", cpuOf(plain), cpuOf(withFusions),
+                    &cpu);
+  ASSERT_EQ(cpu.size(), interpreted.size());
+  for (size_t update = 0; update < cpu.size(); ++update)
+    EXPECT_TRUE(sameBits(interpreted[update], cpu[update], resultNames(f)))
+        << "CPU backend vs interpreter, update " << update;
 }
 
 // The MLP step has no reduction fusion: its only reductions are the loss

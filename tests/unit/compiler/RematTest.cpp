@@ -103,17 +103,8 @@ TrainOptions optionsFor(const std::string &mode, int64_t budget = 0,
 /// backend, every result compared bit for bit.
 void expectSameSteps(Built &want, Built &got, const Model &model) {
   FuncOp f = want.step(), g = got.step();
-  std::vector<std::string> names = resultNames(f);
-  std::vector<rt::HostTensor> args = trainArgs(f, model);
-  for (int update = 0; update < 2; ++update) {
-    SCOPED_TRACE("interpreter, update " + std::to_string(update));
-    std::vector<rt::HostTensor> a = interpretOrFail(f, args);
-    std::vector<rt::HostTensor> b = interpretOrFail(g, args);
-    ASSERT_FALSE(a.empty());
-    ASSERT_TRUE(std::isfinite(a[0].getAsDouble(0)));
-    ASSERT_TRUE(sameBits(a, b, names));
-    args = nextArgs(f, args, a);
-  }
+  expectSameUpdates(f, model, "interpreter", interpreterOf(f),
+                    interpreterOf(g));
   std::optional<rt::Artifact> plain = planOrFail(*want.module, "train_step");
   std::optional<rt::Artifact> remat = planOrFail(*got.module, "train_step");
   ASSERT_TRUE(plain && remat);
@@ -122,15 +113,7 @@ void expectSameSteps(Built &want, Built &got, const Model &model) {
     EXPECT_EQ(remat->plan.arenaBytes, got.get("peak_after"));
     EXPECT_EQ(plain->plan.arenaBytes, got.get("peak_before"));
   }
-  args = trainArgs(f, model);
-  for (int update = 0; update < 2; ++update) {
-    SCOPED_TRACE("CPU backend, update " + std::to_string(update));
-    std::vector<rt::HostTensor> a = cpuOrFail(plain, args);
-    std::vector<rt::HostTensor> b = cpuOrFail(remat, args);
-    ASSERT_FALSE(a.empty());
-    ASSERT_TRUE(sameBits(a, b, names));
-    args = nextArgs(f, args, a);
-  }
+  expectSameUpdates(f, model, "CPU backend", cpuOf(plain), cpuOf(remat));
 }
 
 struct RematCase {

@@ -22,7 +22,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 namespace step::test {
@@ -187,6 +189,45 @@ nextArgs(FuncOp f, std::vector<rt::HostTensor> args,
     if (auto it = byName.find(argumentName(f, i)); it != byName.end())
       args[i] = *it->second;
   return args;
+}
+
+/// One way of running a train step: its results for the given arguments.
+using StepRunner = std::function<std::vector<rt::HostTensor>(
+    const std::vector<rt::HostTensor> &)>;
+
+/// Two updates (the second starts from non-zero optimizer state) from
+/// trainArgs, each with the arguments `want`'s previous results give
+/// (nextArgs); `got`'s results must equal `want`'s bit for bit. `want`'s
+/// results per update are appended to `wanted` when given.
+inline void
+expectSameUpdates(FuncOp f, const Model &model, const std::string &what,
+                  const StepRunner &want, const StepRunner &got,
+                  std::vector<std::vector<rt::HostTensor>> *wanted = nullptr) {
+  std::vector<std::string> names = resultNames(f);
+  std::vector<rt::HostTensor> args = trainArgs(f, model);
+  for (int update = 0; update < 2; ++update) {
+    SCOPED_TRACE(what + ", update " + std::to_string(update));
+    std::vector<rt::HostTensor> a = want(args);
+    std::vector<rt::HostTensor> b = got(args);
+    ASSERT_FALSE(a.empty());
+    ASSERT_TRUE(std::isfinite(a[0].getAsDouble(0)));
+    ASSERT_TRUE(sameBits(a, b, names));
+    if (wanted)
+      wanted->push_back(a);
+    args = nextArgs(f, args, a);
+  }
+}
+
+/// The interpreter on `f`, and the CPU backend on `a`, as StepRunners.
+inline StepRunner interpreterOf(FuncOp f) {
+  return [f](const std::vector<rt::HostTensor> &args) {
+    return interpretOrFail(f, args);
+  };
+}
+inline StepRunner cpuOf(const std::optional<rt::Artifact> &a) {
+  return [&a](const std::vector<rt::HostTensor> &args) {
+    return cpuOrFail(a, args);
+  };
 }
 
 } // namespace step::test
