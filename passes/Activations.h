@@ -10,7 +10,9 @@
 //
 // A multi-output fusion that computes the loss together with backward
 // values is a forward op for the loss and a backward op for the rest: only
-// its results in the forward count as forward values.
+// its results in the forward count as forward values. A value read only by
+// forward ops and `step.offload` (step-offload moved it to host memory for
+// the backward) is not saved: its device memory dies in the forward.
 //
 // Cost: O(V + E) over the block.
 //
@@ -70,7 +72,7 @@ inline SavedActivations savedActivations(func::FuncOp f) {
       if (!out.forward.contains(r))
         continue;
       bool used = llvm::any_of(r.getUsers(), [&](Operation *user) {
-        return !isa<func::ReturnOp>(user) && !computesForward(user);
+        return !isa<func::ReturnOp, OffloadOp>(user) && !computesForward(user);
       });
       if (used) {
         out.saved.push_back(r);

@@ -10,6 +10,10 @@
 // plan step moves nothing (codegen emits no kernel for it); every offset
 // is a multiple of `alignment`; `step.arena_bytes` is
 // the end of the highest placed value (the planned peak of transient memory).
+// The results of `step.offload` live in host memory: they are placed the
+// same way in a second arena (`step.host_bytes`), each live from the op
+// that computes the offloaded value (the copy starts right after it) to
+// its last `step.reload`; their step.offsets are host offsets.
 // The plan is deterministic.
 //
 // Algorithm: the function is one block, so a live range is the interval
@@ -107,7 +111,7 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
                                bool annotate) {
   Block &body = f.getBody().front();
   llvm::DenseMap<Operation *, int64_t> index;
-  std::vector<Interval> intervals;
+  std::vector<Interval> intervals, host;
   // A view's storage is its operand's (transitively).
   llvm::DenseMap<Value, Value> storageOf;
   auto storage = [&](Value v) {
@@ -131,26 +135,38 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
         return op.emitError() << "step-memory-plan: result type "
                               << r.getType()
                               << " must be a tensor of static shape";
+      if (isa<OffloadOp>(op)) {
+        // The copy into host memory starts when the value is computed.
+        Operation *src = storage(op.getOperand(0)).getDefiningOp();
+        int64_t first = src ? index.lookup(src) : 0;
+        host.push_back({r, tensorBytes(type), first, index[&op]});
+        continue;
+      }
       intervals.push_back({r, tensorBytes(type), index[&op], index[&op]});
     }
   }
-  llvm::DenseMap<Value, size_t> intervalOf;
-  for (auto [i, iv] : llvm::enumerate(intervals))
-    intervalOf[iv.value] = i;
+  llvm::DenseMap<Value, Interval *> intervalOf;
+  for (Interval &iv : intervals)
+    intervalOf[iv.value] = &iv;
+  for (Interval &iv : host)
+    intervalOf[iv.value] = &iv;
   for (Operation &op : body)
     for (Value r : op.getResults())
-      if (intervalOf.count(storage(r))) {
-        Interval &iv = intervals[intervalOf[storage(r)]];
+      if (Interval *iv = intervalOf.lookup(storage(r)))
         for (Operation *user : r.getUsers())
-          iv.last = std::max(iv.last, index.lookup(user));
-      }
+          iv->last = std::max(iv->last, index.lookup(user));
 
   place(intervals, alignment);
+  place(host, alignment);
   ArenaPlan plan;
   llvm::DenseMap<Value, int64_t> offsetOf;
   for (const Interval &iv : intervals) {
     plan.peak = std::max(plan.peak, iv.offset + iv.bytes);
     plan.noReuse += alignUp(iv.bytes, alignment);
+    offsetOf[iv.value] = iv.offset;
+  }
+  for (const Interval &iv : host) {
+    plan.host = std::max(plan.host, iv.offset + iv.bytes);
     offsetOf[iv.value] = iv.offset;
   }
   if (!annotate)
@@ -166,6 +182,8 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
   }
   f->setAttr("step.arena_bytes", b.getI64IntegerAttr(plan.peak));
   f->setAttr("step.arena_bytes_no_reuse", b.getI64IntegerAttr(plan.noReuse));
+  if (plan.host > 0)
+    f->setAttr("step.host_bytes", b.getI64IntegerAttr(plan.host));
   return plan;
 }
 

@@ -15,11 +15,14 @@ namespace mlir::step {
 struct ArenaPlan {
   int64_t peak = 0;    ///< step.arena_bytes: the planned peak
   int64_t noReuse = 0; ///< step.arena_bytes_no_reuse
+  int64_t host = 0;    ///< step.host_bytes: the host arena (step.offload)
 };
 
 /// Plans the transient values of `f` (one block) with byte `alignment` (a
-/// power of two). With `annotate`, writes step.offsets on every op and the
-/// two step.arena_bytes* attributes on `f`, exactly as step-memory-plan.
+/// power of two), and the step.offload results in a host arena of their
+/// own. With `annotate`, writes step.offsets on every op, the two
+/// step.arena_bytes* attributes and step.host_bytes on `f`, exactly as
+/// step-memory-plan.
 /// Fails (with an error on the op) on a result of non-static type.
 FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
                                bool annotate);

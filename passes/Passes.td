@@ -217,6 +217,52 @@ def Amp : Pass<"step-amp", "::mlir::ModuleOp"> {
 // Memory
 //===----------------------------------------------------------------------===//
 
+def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
+  let summary = "Moves saved activations to host memory between forward and backward";
+  let description = [{
+    On a one-block training step (after step-remat, before step-fuse),
+    copies forward values that the backward reads into host memory with
+    `step.offload` right after they are computed and brings them back with
+    `step.reload` ahead of their first backward use, on copy streams
+    overlapped with compute, so they hold no device memory in between.
+
+    Modes: `none` offloads nothing; `auto` offloads the largest values
+    whose copies a cost model (FLOPs and bytes per op against
+    `device-flops`, `memory-bandwidth` and `link-bandwidth`) hides under
+    compute, within `max-exposed` of the modeled step time; `all` offloads
+    every value that frees device memory. The result is checked against
+    the memory plan (undone if the arena does not shrink) and recorded in a
+    `step.offload` dictionary on the function.
+
+    ```mlir
+    %h = step.offload %x : tensor<8x768xbf16>
+    ...
+    %x2 = step.reload %h : tensor<8x768xbf16>
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"", "none | auto | all">,
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+    Option<"linkBandwidth", "link-bandwidth", "double", "25e9",
+           "host<->device bytes per second, each direction (PCIe 4.0 x16)">,
+    Option<"deviceFlops", "device-flops", "double", "200e12",
+           "FLOP/s the device sustains on matmuls">,
+    Option<"memoryBandwidth", "memory-bandwidth", "double", "2e12",
+           "device memory bytes per second">,
+    Option<"maxExposed", "max-exposed", "double", "0.0",
+           "mode auto: the share of the modeled step time copies may add">,
+    Option<"minBytes", "min-bytes", "int64_t", "0",
+           "values smaller than this stay on the device">,
+    Option<"fuse", "fuse", "bool", "true",
+           "measure the plan after step-fuse (as the pipeline will run it)">,
+    Option<"alignment", "alignment", "int64_t", "256",
+           "byte alignment of the memory plan measured">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
   let summary = "Recomputes forward values in the backward to fit a budget";
   let description = [{

@@ -202,7 +202,8 @@ Applied apply(func::FuncOp f, const ValueSet &recompute,
   Block &body = f.getBody().front();
   SmallVector<Operation *> backward;
   for (Operation &op : body)
-    if (!isa<func::ReturnOp>(op) &&
+    // An offload reads the forward value itself, in the forward.
+    if (!isa<func::ReturnOp, OffloadOp>(op) &&
         llvm::none_of(op.getResults(),
                       [&](Value r) { return fwd.forward.contains(r); }))
       backward.push_back(&op);

@@ -5,8 +5,9 @@
 namespace step::rt {
 
 namespace {
-constexpr const char *kKindNames[] = {"param", "state", "input", "constant",
-                                      "transient"};
+constexpr const char *kKindNames[] = {"param",     "state", "input",
+                                      "constant",  "transient", "host"};
+constexpr int kKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
 
 DType dtypeFromName(const std::string &name) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64,
@@ -22,7 +23,7 @@ const char *bufferKindName(BufferKind k) {
 }
 
 BufferKind bufferKindFromName(const std::string &name) {
-  for (int k = 0; k < 5; ++k)
+  for (int k = 0; k < kKinds; ++k)
     if (name == kKindNames[k])
       return static_cast<BufferKind>(k);
   throw Error("plan: unknown buffer kind '" + name + "'");
@@ -69,7 +70,7 @@ nlohmann::json toJson(const Plan &plan) {
   return {{"function", plan.function},  {"buffers", buffers},
           {"steps", steps},             {"arguments", plan.arguments},
           {"results", plan.results},    {"result_names", plan.resultNames},
-          {"arena_bytes", plan.arenaBytes}};
+          {"arena_bytes", plan.arenaBytes}, {"host_bytes", plan.hostBytes}};
 }
 
 Plan planFromJson(const nlohmann::json &j) {
@@ -100,6 +101,8 @@ Plan planFromJson(const nlohmann::json &j) {
     plan.results = j.at("results").get<std::vector<int64_t>>();
     plan.resultNames = j.at("result_names").get<std::vector<std::string>>();
     plan.arenaBytes = j.at("arena_bytes").get<int64_t>();
+    // Artifacts written before step-offload have no host arena.
+    plan.hostBytes = j.value("host_bytes", int64_t(0));
     return plan;
   } catch (const nlohmann::json::exception &e) {
     throw Error(std::string("plan: malformed manifest: ") + e.what());
@@ -151,7 +154,15 @@ void Plan::validate(bool isBody) const {
                   std::to_string(b.offset) + " (" + std::to_string(b.bytes()) +
                   " bytes) is outside the arena of " +
                   std::to_string(arenaBytes) + " bytes");
+    if (b.kind == BufferKind::Host &&
+        (b.offset < 0 || b.offset + b.bytes() > hostBytes))
+      throw Error("plan: host buffer '" + b.name + "' at offset " +
+                  std::to_string(b.offset) + " (" + std::to_string(b.bytes()) +
+                  " bytes) is outside the host arena of " +
+                  std::to_string(hostBytes) + " bytes");
   }
+  if (hostBytes < 0)
+    throw Error("plan: negative host arena size " + std::to_string(hostBytes));
   for (size_t i = 0; i < buffers.size(); ++i)
     defined[i] = buffers[i].kind == BufferKind::Constant;
   for (int64_t id : arguments) {
@@ -160,16 +171,41 @@ void Plan::validate(bool isBody) const {
   }
   for (size_t k = 0; k < steps.size(); ++k) {
     std::string where = "step " + std::to_string(k) + " (" + steps[k].op + ")";
-    for (int64_t id : steps[k].operands) {
+    // Host bytes are touched by copies only: step.offload writes them
+    // and step.reload reads them, one buffer each.
+    bool offload = steps[k].op == "step.offload";
+    bool reload = steps[k].op == "step.reload";
+    auto hostAt = [&](const std::vector<int64_t> &ids, size_t i) {
+      return i < ids.size() && buffers[ids[i]].kind == BufferKind::Host;
+    };
+    for (size_t i = 0; i < steps[k].operands.size(); ++i) {
+      int64_t id = steps[k].operands[i];
       check(id, where);
       if (!defined[id])
         throw Error("plan: " + where + " reads buffer '" + buffers[id].name +
                     "' before it is written");
+      if (hostAt(steps[k].operands, i) && !reload)
+        throw Error("plan: " + where + " reads host buffer '" +
+                    buffers[id].name + "'; only step.reload may");
     }
-    for (int64_t id : steps[k].results) {
+    for (size_t i = 0; i < steps[k].results.size(); ++i) {
+      int64_t id = steps[k].results[i];
       check(id, where);
       defined[id] = true;
+      if (hostAt(steps[k].results, i) && !offload)
+        throw Error("plan: " + where + " writes host buffer '" +
+                    buffers[id].name + "'; only step.offload may");
     }
+    if ((offload || reload) &&
+        (steps[k].operands.size() != 1 || steps[k].results.size() != 1 ||
+         hostAt(steps[k].operands, 0) != reload ||
+         hostAt(steps[k].results, 0) != offload ||
+         buffers[steps[k].operands[0]].bytes() !=
+             buffers[steps[k].results[0]].bytes()))
+      throw Error("plan: " + where + " must copy one " +
+                  (offload ? "device buffer into a host buffer"
+                           : "host buffer into a device buffer") +
+                  " of the same size");
     if ((steps[k].op == "step.fusion") != (steps[k].body != nullptr))
       throw Error("plan: " + where +
                   (steps[k].body ? " has a body but is not a fusion"
@@ -184,6 +220,9 @@ void Plan::validate(bool isBody) const {
                 std::to_string(resultNames.size()) + " result names");
   for (int64_t id : results) {
     check(id, "a result");
+    if (buffers[id].kind == BufferKind::Host)
+      throw Error("plan: result buffer '" + buffers[id].name +
+                  "' is a host buffer");
     if (!defined[id])
       throw Error("plan: result buffer '" + buffers[id].name +
                   "' is never written");

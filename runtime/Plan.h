@@ -30,6 +30,7 @@ enum class BufferKind : uint8_t {
   Input,     ///< batch data, supplied per step (step.kind = "input")
   Constant,  ///< bytes in the artifact's "constants" section
   Transient, ///< produced and consumed inside one step, in the arena
+  Host,      ///< a step.offload result: transient, in the host arena
 };
 const char *bufferKindName(BufferKind k);
 BufferKind bufferKindFromName(const std::string &name);
@@ -39,8 +40,8 @@ struct BufferDesc {
   BufferKind kind = BufferKind::Transient;
   DType dtype = DType::F32;
   Shape shape;
-  /// Transient: byte offset in the arena. Constant: byte offset in the
-  /// constants section. -1 otherwise.
+  /// Transient: byte offset in the arena. Host: byte offset in the host
+  /// arena. Constant: byte offset in the constants section. -1 otherwise.
   int64_t offset = -1;
 
   int64_t bytes() const {
@@ -70,10 +71,14 @@ struct Plan {
   std::vector<int64_t> results;   ///< buffer ids, in function order
   std::vector<std::string> resultNames;
   int64_t arenaBytes = 0;
+  /// The host arena (pinned memory on a GPU) holding the Host buffers,
+  /// the values step-offload moves out of the device arena (0: none).
+  int64_t hostBytes = 0;
 
   /// Checks internal consistency (ids in range, every operand defined before
-  /// use, transient buffers inside the arena, fusion bodies whose signature
-  /// is their step's); throws Error naming the first violation. Called by
+  /// use, transient buffers inside the arena, host buffers inside the host
+  /// arena and only written by step.offload and read by step.reload, fusion
+  /// bodies whose signature is their step's); throws Error naming the first violation. Called by
   /// the artifact reader. `isBody`: this is a fusion body (no arena).
   void validate(bool isBody = false) const;
 };

@@ -115,6 +115,10 @@ rt::Artifact compileModel(const std::string &modelMlir,
       describeRemat(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
   if (!remat.is_null())
     artifact.meta["remat"] = remat;
+  nlohmann::json offload =
+      describeOffload(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
+  if (!offload.is_null())
+    artifact.meta["offload"] = offload;
   if (!dynamic.is_null()) {
     nlohmann::json bucket = nlohmann::json::object();
     for (const auto &[symbol, max] : dynamic["symbols"].items())

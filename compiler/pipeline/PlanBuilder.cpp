@@ -116,6 +116,8 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     throw rt::Error("@" + plan.function +
                     " has no step.arena_bytes: run step-memory-plan first");
   plan.arenaBytes = arena.getInt();
+  if (auto host = f->getAttrOfType<IntegerAttr>("step.host_bytes"))
+    plan.hostBytes = host.getInt();
 
   llvm::DenseMap<Value, int64_t> bufferOf;
   auto addBuffer = [&](Value v, rt::BufferDesc d) {
@@ -177,7 +179,8 @@ rt::Artifact buildArtifact(func::FuncOp f) {
       step.operands.push_back(bufferOf.lookup(v));
     for (auto [i, r] : llvm::enumerate(op.getResults())) {
       rt::BufferDesc d;
-      d.kind = rt::BufferKind::Transient;
+      d.kind = isa<ops::OffloadOp>(op) ? rt::BufferKind::Host
+                                       : rt::BufferKind::Transient;
       d.offset = offsets[i];
       step.results.push_back(addBuffer(r, d));
     }
@@ -204,6 +207,8 @@ rt::Artifact planArtifact(ModuleOp module, const std::string &func,
     for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})
       r.counts[key] =
           f->getAttrOfType<IntegerAttr>(std::string("step.") + key).getInt();
+    if (auto host = f->getAttrOfType<IntegerAttr>("step.host_bytes"))
+      r.counts["host_bytes"] = host.getInt();
     report->push_back(r);
   }
   return buildArtifact(f);

@@ -231,6 +231,35 @@ RematOptions RematOptions::parse(const std::string &mode,
   return r;
 }
 
+OffloadOptions OffloadOptions::parse(const std::string &spec) {
+  OffloadOptions o;
+  const std::string what = "--offload";
+  auto [mode, kv] = splitSpec(spec.empty() ? "none" : spec, what);
+  if (mode != "none" && mode != "auto" && mode != "all")
+    throw std::invalid_argument(what + ": unknown mode '" + mode +
+                                "', expected none, auto or all");
+  o.mode = mode;
+  for (auto &[key, value] : kv) {
+    double *target = key == "link"          ? &o.linkBandwidth
+                     : key == "flops"       ? &o.deviceFlops
+                     : key == "hbm"         ? &o.memoryBandwidth
+                     : key == "max_exposed" ? &o.maxExposed
+                                            : nullptr;
+    if (key == "min_bytes")
+      o.minBytes = toCount(what, key, value);
+    else if (!target)
+      throw std::invalid_argument(what + ": unknown key '" + key +
+                                  "', expected link, flops, hbm, "
+                                  "max_exposed or min_bytes");
+    else
+      *target = toDouble(what, key, value);
+    if (target && (*target < 0 || (*target == 0 && key != "max_exposed")))
+      throw std::invalid_argument(what + ": " + key + " = " + value +
+                                  " must be positive");
+  }
+  return o;
+}
+
 double learningRate(const TrainOptions &options, int64_t s) {
   const ScheduleOptions &sc = options.schedule;
   double lr = options.optimizer.lr.value_or(1e-3);
@@ -294,6 +323,13 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
     if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
       if (auto d = f->getAttrOfType<DictionaryAttr>("step.remat"))
         for (const char *key : {"recomputed_ops", "peak_before", "peak_after"})
+          if (auto v = d.getAs<IntegerAttr>(key))
+            r.counts[key] = v.getInt();
+  } else if (r.pass == "step-offload") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+      if (auto d = f->getAttrOfType<DictionaryAttr>("step.offload"))
+        for (const char *key : {"offloaded", "offloaded_bytes", "peak_before",
+                                "peak_after"})
           if (auto v = d.getAs<IntegerAttr>(key))
             r.counts[key] = v.getInt();
   } else if (r.pass == "step-fuse") {
@@ -412,12 +448,35 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   module.walk([&](Operation *op) {
     hints = hints || op->hasAttr("step.checkpoint");
   });
-  if (options.remat.mode != "none" || hints) {
+  // Recomputation that costs nothing (hints, the min-cut's elementwise
+  // ops) comes first, then offloading what the copy streams hide, then
+  // the segment search (max, budget), which pays FLOPs, for the rest.
+  const std::string &mode = options.remat.mode;
+  bool offload = options.offload.mode != "none";
+  bool segments = mode == "max" || mode == "budget";
+  auto addRemat = [&](const std::string &m) {
     ops::RematOptions remat;
-    remat.mode = options.remat.mode;
-    remat.budget = options.remat.budget;
+    remat.mode = m;
+    remat.budget = m == "budget" ? options.remat.budget : 0;
     remat.fuse = options.fuse;
     cleanup.addPass(ops::createRemat(remat));
+  };
+  if (offload) {
+    if (mode != "none" || hints)
+      addRemat(segments ? "auto" : mode);
+    ops::OffloadOptions o;
+    o.mode = options.offload.mode;
+    o.linkBandwidth = options.offload.linkBandwidth;
+    o.deviceFlops = options.offload.deviceFlops;
+    o.memoryBandwidth = options.offload.memoryBandwidth;
+    o.maxExposed = options.offload.maxExposed;
+    o.minBytes = options.offload.minBytes;
+    o.fuse = options.fuse;
+    cleanup.addPass(ops::createOffload(o));
+    if (segments)
+      addRemat(mode);
+  } else if (mode != "none" || hints) {
+    addRemat(mode);
   }
   if (options.fuse)
     cleanup.addPass(ops::createFuse());
@@ -471,6 +530,22 @@ nlohmann::json describeActivations(func::FuncOp func, size_t largest) {
                    {"bytes", ops::tensorBytes(bySize[i].getType())}});
   }
   return {{"saved", a.saved.size()}, {"saved_bytes", a.bytes}, {"largest", top}};
+}
+
+nlohmann::json describeOffload(func::FuncOp func) {
+  auto d = func->getAttrOfType<DictionaryAttr>("step.offload");
+  if (!d)
+    return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (NamedAttribute a : d) {
+    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+      out[a.getName().str()] = i.getInt();
+    else if (auto f = dyn_cast<FloatAttr>(a.getValue()))
+      out[a.getName().str()] = f.getValueAsDouble();
+    else if (auto s = dyn_cast<StringAttr>(a.getValue()))
+      out[a.getName().str()] = s.getValue().str();
+  }
+  return out;
 }
 
 nlohmann::json describeRemat(func::FuncOp func) {

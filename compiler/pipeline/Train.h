@@ -109,6 +109,20 @@ struct RematOptions {
                             const std::string &budget);
 };
 
+/// Offloading (step-offload, docs/remat.md): `--offload=none|auto|all`
+/// with the cost model's machine figures as `key=value` (link, flops, hbm
+/// in per-second units; max_exposed a share of the modeled step time).
+struct OffloadOptions {
+  std::string mode = "none"; ///< none | auto | all
+  double linkBandwidth = 25e9, deviceFlops = 200e12, memoryBandwidth = 2e12;
+  double maxExposed = 0;
+  int64_t minBytes = 0;
+
+  /// Parses `MODE[,link=B/s,flops=F/s,hbm=B/s,max_exposed=X,min_bytes=N]`;
+  /// throws std::invalid_argument naming the flag and the bad part.
+  static OffloadOptions parse(const std::string &spec);
+};
+
 struct TrainOptions {
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
@@ -126,6 +140,9 @@ struct TrainOptions {
   /// What step-remat recomputes; it runs after CSE, before step-fuse (and
   /// also in mode none when the model has checkpoint scopes).
   RematOptions remat;
+  /// What step-offload moves to host memory: after step-remat's min-cut
+  /// and before its segment search (docs/remat.md).
+  OffloadOptions offload;
 };
 
 /// The learning rate that update s (0-based) uses, in double: the formula
@@ -163,6 +180,12 @@ nlohmann::json describeActivations(mlir::func::FuncOp func,
 /// before/after, recomputed ops and FLOPs and their share of the step's.
 /// Null when the pass did not run.
 nlohmann::json describeRemat(mlir::func::FuncOp func);
+
+/// What step-offload did (its `step.offload` dictionary) for
+/// `stepc --report`: mode, values and bytes offloaded, planned peak before
+/// and after, host arena, modeled step time and exposed copy time. Null
+/// when the pass did not run.
+nlohmann::json describeOffload(mlir::func::FuncOp func);
 
 /// Trains on the reference interpreter: parses a model (the text of a
 /// module with @forward), builds its train step once, and keeps params and

@@ -236,3 +236,59 @@ def Step_LambUpdateOp : Step_AdamLikeOp<"lamb_update", "1.0e-6"> {
     ```
   }];
 }
+
+//===----------------------------------------------------------------------===//
+// Memory placement
+//===----------------------------------------------------------------------===//
+
+def Step_OffloadOp : Step_Op<"offload",
+    [Pure, InferTypeOpInterface]>, Step_SameAsFirstOperandInference {
+  let summary = "copy of a device value into host memory";
+  let description = [{
+    Returns its operand unchanged, held in (pinned) host memory instead of
+    the device arena: `step-offload` puts a forward value the backward reads
+    there, so its device bytes are free between the forward and the
+    backward. The copy starts as soon as the operand is computed (on a copy
+    stream, overlapped with the ops that follow) and has finished when this
+    op is reached, so the operand's device memory lives until here. Only
+    `step.reload` may read the result. Identity for every dtype; its VJP
+    passes the gradient through.
+
+    C1: the result type equals the operand type.
+    C2: every user of the result is a `step.reload` (so a host value is
+        never offloaded again, and no fusion reads one).
+
+    ```mlir
+    %h = step.offload %x : tensor<8x768xbf16>
+    ```
+  }];
+  let arguments = (ins Step_Tensor:$operand);
+  let results = (outs Step_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let extraClassDeclaration = inferDecl;
+  let hasVerifier = 1;
+}
+
+def Step_ReloadOp : Step_Op<"reload",
+    [Pure, InferTypeOpInterface]>, Step_SameAsFirstOperandInference {
+  let summary = "copy of an offloaded value back into device memory";
+  let description = [{
+    Returns its operand, a host value made by `step.offload`, in the device
+    arena again. The copy starts when this op is reached (its result's
+    device memory lives from here) and runs on a copy stream while the
+    following ops compute; the first op reading the result waits for it.
+    Identity for every dtype; its VJP passes the gradient through.
+
+    C1: the result type equals the operand type.
+    C2: the operand is the result of a `step.offload`.
+
+    ```mlir
+    %x2 = step.reload %h : tensor<8x768xbf16>
+    ```
+  }];
+  let arguments = (ins Step_Tensor:$operand);
+  let results = (outs Step_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let extraClassDeclaration = inferDecl;
+  let hasVerifier = 1;
+}

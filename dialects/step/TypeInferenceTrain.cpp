@@ -176,3 +176,25 @@ LogicalResult SgdUpdateOp::verify() {
 STEP_ADAM_LIKE(AdamwUpdateOp)
 STEP_ADAM_LIKE(LambUpdateOp)
 #undef STEP_ADAM_LIKE
+
+//===----------------------------------------------------------------------===//
+// step.offload, step.reload
+//===----------------------------------------------------------------------===//
+
+LogicalResult OffloadOp::verify() {
+  for (Operation *user : getResult().getUsers())
+    if (!isa<ReloadOp>(user))
+      return emitOpError("C2: the host value may only be read by "
+                         "step.reload, found a use by '")
+             << user->getName() << "'";
+  return success();
+}
+
+LogicalResult ReloadOp::verify() {
+  if (!getOperand().getDefiningOp<OffloadOp>())
+    return emitOpError("C2: the operand must be the result of step.offload "
+                       "(a host value)");
+  if ((*this)->getParentOfType<FusionOp>())
+    return emitOpError("C3: may not be inside a step.fusion");
+  return success();
+}

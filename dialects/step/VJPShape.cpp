@@ -260,6 +260,18 @@ FailureOr<Grads> matmulVJP(OpBuilder &b, Operation *op, Value grad,
   return grads;
 }
 
+//===----------------------------------------------------------------------===//
+// step.offload, step.reload
+//===----------------------------------------------------------------------===//
+
+/// Both are identities that only move a value between device and host
+/// memory: the gradient passes through unchanged (step-offload runs after
+/// autodiff, so this rule only matters for hand-written IR).
+FailureOr<Grads> identityVJP(OpBuilder &, Operation *, Value grad,
+                             ArrayRef<bool>) {
+  return Grads{grad};
+}
+
 } // namespace
 
 void registerShapeRules(llvm::StringMap<VJPRule> &rules) {
@@ -269,6 +281,8 @@ void registerShapeRules(llvm::StringMap<VJPRule> &rules) {
   rules[SliceOp::getOperationName()] = sliceVJP;
   rules[ConcatOp::getOperationName()] = concatVJP;
   rules[PadOp::getOperationName()] = padVJP;
+  rules[OffloadOp::getOperationName()] = identityVJP;
+  rules[ReloadOp::getOperationName()] = identityVJP;
   rules[ReduceSumOp::getOperationName()] = reduceSumVJP;
   rules[ReduceMeanOp::getOperationName()] = reduceMeanVJP;
   rules[ReduceMaxOp::getOperationName()] = reduceMaxVJP;

@@ -255,6 +255,10 @@ const std::map<std::string, OpInfo> &opTable() {
     });
     // Training.
     add("stop_gradient", 1, 1, [](const Ctx &c) { return one(c.in[0]); });
+    // Memory placement: the executor stores the result in the host or
+    // device arena by its buffer's kind; the value is the operand.
+    add("offload", 1, 1, [](const Ctx &c) { return one(c.in[0]); });
+    add("reload", 1, 1, [](const Ctx &c) { return one(c.in[0]); });
     add("embedding_grad", 2, 2, [](const Ctx &c) {
       return one(embeddingGrad(c.in[0], c.in[1], c.i64("num_embeddings")));
     });

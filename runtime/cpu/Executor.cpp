@@ -1,7 +1,9 @@
 //===- Executor.cpp - Runs an execution plan on the CPU kernels -----------===//
 //
 // Memory says where each buffer's bytes live during one run: the arena for
-// transients, the caller's tensors for arguments, owned copies for constants
+// transients, the host arena for step.offload results (on the CPU both are
+// host memory, but kept apart so a plan's two arenas are checked as the GPU
+// uses them), the caller's tensors for arguments, owned copies for constants
 // (and for any non-transient buffer a step writes). Each step's kernel runs
 // through evalStep (EvalStep.cpp).
 //
@@ -35,6 +37,7 @@ class Memory {
 public:
   explicit Memory(const Plan &plan)
       : plan_(plan), arena_(static_cast<size_t>(plan.arenaBytes)),
+        host_(static_cast<size_t>(plan.hostBytes)),
         external_(plan.buffers.size(), nullptr), owned_(plan.buffers.size()),
         defined_(plan.buffers.size(), 0) {}
 
@@ -44,12 +47,13 @@ public:
     defined_[id] = 1;
   }
 
-  /// Stores `t` as buffer `id`: transients into their arena slot.
+  /// Stores `t` as buffer `id`: transients into their arena slot, host
+  /// buffers into theirs in the host arena.
   void write(int64_t id, HostTensor t) {
     const BufferDesc &b = plan_.buffers[id];
-    if (b.kind == BufferKind::Transient) {
+    if (uint8_t *slot = slotOf(b)) {
       if (t.byteSize())
-        std::memcpy(arena_.data() + b.offset, t.raw(), t.byteSize());
+        std::memcpy(slot, t.raw(), t.byteSize());
     } else {
       owned_[id] = std::move(t);
       external_[id] = nullptr;
@@ -63,18 +67,27 @@ public:
     if (!defined_[id])
       throw Error(bufferStr(plan_, id) + " is read before anything defines it");
     const BufferDesc &b = plan_.buffers[id];
-    if (b.kind == BufferKind::Transient) {
+    if (const uint8_t *slot = slotOf(b)) {
       HostTensor t(b.dtype, b.shape);
       if (t.byteSize())
-        std::memcpy(t.raw(), arena_.data() + b.offset, t.byteSize());
+        std::memcpy(t.raw(), slot, t.byteSize());
       return t;
     }
     return external_[id] ? *external_[id] : *owned_[id];
   }
 
 private:
+  /// The arena bytes of a transient or host buffer; null for the others.
+  uint8_t *slotOf(const BufferDesc &b) const {
+    if (b.kind == BufferKind::Transient)
+      return const_cast<uint8_t *>(arena_.data()) + b.offset;
+    if (b.kind == BufferKind::Host)
+      return const_cast<uint8_t *>(host_.data()) + b.offset;
+    return nullptr;
+  }
+
   const Plan &plan_;
-  std::vector<uint8_t> arena_;
+  std::vector<uint8_t> arena_, host_;
   std::vector<const HostTensor *> external_;
   std::vector<std::optional<HostTensor>> owned_;
   std::vector<char> defined_;
@@ -93,15 +106,17 @@ void checkBufferId(const Plan &plan, int64_t id, const std::string &where) {
 
 /// Every byte range the run will touch lies inside its arena or section.
 void checkLayout(const Plan &plan, const Artifact &artifact) {
-  if (plan.arenaBytes < 0)
+  if (plan.arenaBytes < 0 || plan.hostBytes < 0)
     throw Error("plan: negative arena size " +
-                std::to_string(plan.arenaBytes));
+                std::to_string(std::min(plan.arenaBytes, plan.hostBytes)));
   auto section = artifact.sections.find("constants");
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
     const BufferDesc &b = plan.buffers[id];
     int64_t limit;
     if (b.kind == BufferKind::Transient)
       limit = plan.arenaBytes;
+    else if (b.kind == BufferKind::Host)
+      limit = plan.hostBytes;
     else if (b.kind == BufferKind::Constant && section != artifact.sections.end())
       limit = static_cast<int64_t>(section->second.size());
     else if (b.kind == BufferKind::Constant)
@@ -114,7 +129,9 @@ void checkLayout(const Plan &plan, const Artifact &artifact) {
       throw Error("plan: " + bufferStr(plan, id) + " of " +
                   std::to_string(b.bytes()) + " bytes at offset " +
                   std::to_string(b.offset) + " does not fit in the " +
-                  (b.kind == BufferKind::Transient ? "arena" : "constants section") +
+                  (b.kind == BufferKind::Transient ? "arena"
+                   : b.kind == BufferKind::Host    ? "host arena"
+                                                   : "constants section") +
                   " of " + std::to_string(limit) + " bytes");
   }
 }

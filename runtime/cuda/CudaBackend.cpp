@@ -6,6 +6,13 @@
 // is prepared as an Op holding the exact device pointers it uses; arguments
 // live in fixed buffers, so the captured graph stays valid across runs.
 //
+// Offload and reload copies are Ops too, placed in the list where
+// copySchedule says: a fork (an event recorded on the compute stream, waited
+// for by a copy stream, then the copy and its `done` event) and a join (the
+// compute stream waits for `done`). Fork/join through events is what stream
+// capture records as graph edges; the copy streams are joined once more at
+// the end of the list, so every capture ends with all its streams joined.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaBackend.h"
@@ -40,9 +47,18 @@ cudaDataType_t cudaType(DType t, const std::string &where) {
   }
 }
 
-/// One prepared launch.
+/// One prepared launch, or a copy-stream fork or join.
 struct Op {
-  enum Kind { Kernel, Matmul, Copy, Zero } kind = Kernel;
+  enum Kind {
+    Kernel,
+    Matmul,
+    Copy,
+    Zero,
+    CopyOut, ///< step.offload: device `src` to `host` on the d2h stream
+    CopyIn,  ///< step.reload: `host` to device `dst` on the h2d stream
+    Wait,    ///< the compute stream waits for `done`
+    Join,    ///< `done` recorded on `copyStream`, waited for by compute
+  } kind = Kernel;
   std::string where; ///< "plan step 3 (step.add)"
   // Kernel.
   CUfunction fn = nullptr;
@@ -51,9 +67,15 @@ struct Op {
   std::vector<void *> params;
   // Matmul: index into Impl::matmuls.
   size_t matmul = 0;
-  // Copy / Zero.
+  // Copy / Zero / CopyOut / CopyIn.
   CUdeviceptr dst = 0, src = 0;
   size_t bytes = 0;
+  // CopyOut / CopyIn / Wait / Join.
+  void *host = nullptr;            ///< in the pinned host arena
+  CUevent ready = nullptr;         ///< the fork, on the compute stream
+  CUevent done = nullptr;          ///< the copy finished, on its stream
+  std::vector<CUevent> after;      ///< reload copies to finish first
+  CUstream copyStream = nullptr;   ///< Join only
 };
 
 /// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
@@ -95,10 +117,16 @@ struct CudaExecutor::Impl {
   CUdevice device = 0;
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;
+  /// Copy streams for step.offload (device to host) and step.reload (host
+  /// to device); created only for a plan that has such steps.
+  CUstream d2h = nullptr, h2d = nullptr;
+  std::vector<CUevent> events; ///< every event the Ops name, owned here
   std::string arch;
   int ccMajor = 0, ccMinor = 0; ///< compute capability
   std::vector<CUdeviceptr> allocations;
   std::vector<CUdeviceptr> ptrOf; ///< device address of every buffer
+  uint8_t *hostArena = nullptr;    ///< pinned, plan.hostBytes; null if 0
+  std::vector<void *> hostOf;      ///< Host buffers: their host address
   CUdeviceptr workspace = 0;
   std::map<std::string, CUmodule> modules;
   std::map<std::string, CUfunction> functions;
@@ -115,8 +143,11 @@ struct CudaExecutor::Impl {
 
   void ck(CUresult r, const std::string &what) const { check(*d, r, what); }
   CUdeviceptr alloc(int64_t bytes);
+  CUevent event();
   void init();
   void allocate();
+  bool prepareStep(int64_t k, Op &op);
+  void prepareOps(const CopySchedule &sched);
   CUfunction function(const std::string &kernel);
   void prepareKernel(const PlanStep &s, Op &op);
   void prepareMatmul(const MatmulCall &call, Op &op);
@@ -130,8 +161,9 @@ CudaExecutor::Impl::~Impl() {
   // Errors are ignored: a destructor cannot report them, and the context
   // may already be unusable after a failed run.
   d->cuCtxSetCurrent(ctx);
-  if (stream)
-    d->cuStreamSynchronize(stream);
+  for (CUstream s : {stream, d2h, h2d})
+    if (s)
+      d->cuStreamSynchronize(s);
   if (graphExec)
     d->cuGraphExecDestroy(graphExec);
   if (graph)
@@ -148,8 +180,13 @@ CudaExecutor::Impl::~Impl() {
     d->cuModuleUnload(module);
   for (CUdeviceptr p : allocations)
     d->cuMemFree(p);
-  if (stream)
-    d->cuStreamDestroy(stream);
+  if (hostArena)
+    d->cuMemFreeHost(hostArena);
+  for (CUevent e : events)
+    d->cuEventDestroy(e);
+  for (CUstream s : {stream, d2h, h2d})
+    if (s)
+      d->cuStreamDestroy(s);
   if (ctx)
     d->cuDevicePrimaryCtxRelease(device);
 }
@@ -162,6 +199,14 @@ CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes) {
      "cuMemAlloc(" + std::to_string(bytes) + " bytes)");
   allocations.push_back(p);
   return p;
+}
+
+CUevent CudaExecutor::Impl::event() {
+  CUevent e = nullptr;
+  // No timing: a timing event would make every wait on it costlier.
+  ck(d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  events.push_back(e);
+  return e;
 }
 
 void CudaExecutor::Impl::init() {
@@ -186,17 +231,32 @@ void CudaExecutor::Impl::init() {
 void CudaExecutor::Impl::allocate() {
   if (plan.arenaBytes < 0)
     throw Error("plan: negative arena size " + std::to_string(plan.arenaBytes));
+  if (plan.hostBytes < 0)
+    throw Error("plan: negative host arena size " +
+                std::to_string(plan.hostBytes));
   CUdeviceptr arena = alloc(plan.arenaBytes);
+  if (plan.hostBytes > 0) {
+    // Pinned: an async copy from pageable memory is neither asynchronous
+    // nor capturable into a graph.
+    void *p = nullptr;
+    ck(d->cuMemHostAlloc(&p, static_cast<size_t>(plan.hostBytes), 0),
+       "cuMemHostAlloc(" + std::to_string(plan.hostBytes) +
+           " bytes of pinned host arena)");
+    hostArena = static_cast<uint8_t *>(p);
+  }
   auto constants = artifact->sections.find("constants");
   ptrOf.assign(plan.buffers.size(), 0);
+  hostOf.assign(plan.buffers.size(), nullptr);
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
     const BufferDesc &b = plan.buffers[id];
-    if (b.kind != BufferKind::Transient && b.kind != BufferKind::Constant) {
+    bool transient = b.kind == BufferKind::Transient;
+    bool host = b.kind == BufferKind::Host;
+    if (!transient && !host && b.kind != BufferKind::Constant) {
       ptrOf[id] = alloc(b.bytes());
       continue;
     }
-    bool transient = b.kind == BufferKind::Transient;
     int64_t limit = transient ? plan.arenaBytes
+                    : host    ? plan.hostBytes
                     : constants != artifact->sections.end()
                         ? static_cast<int64_t>(constants->second.size())
                         : -1;
@@ -208,8 +268,15 @@ void CudaExecutor::Impl::allocate() {
       throw Error("plan: " + bufferStr(plan, id) + " of " +
                   std::to_string(b.bytes()) + " bytes at offset " +
                   std::to_string(b.offset) + " does not fit in the " +
-                  (transient ? "arena" : "constants section") + " of " +
-                  std::to_string(limit) + " bytes");
+                  (transient ? "arena"
+                   : host    ? "host arena"
+                             : "constants section") +
+                  " of " + std::to_string(limit) + " bytes");
+    if (host) {
+      // Copies need no alignment; only a kernel would.
+      hostOf[id] = hostArena ? hostArena + b.offset : nullptr;
+      continue;
+    }
     if (!transient) {
       ptrOf[id] = alloc(b.bytes());
       if (b.bytes())
@@ -455,6 +522,32 @@ void CudaExecutor::Impl::record() {
       ck(d->cuMemsetD8Async(op.dst, 0, op.bytes, stream),
          op.where + ": cuMemsetD8Async");
       break;
+    case Op::CopyOut:
+    case Op::CopyIn: {
+      bool out = op.kind == Op::CopyOut;
+      CUstream copy = out ? d2h : h2d;
+      ck(d->cuEventRecord(op.ready, stream), op.where + ": cuEventRecord");
+      ck(d->cuStreamWaitEvent(copy, op.ready, 0),
+         op.where + ": cuStreamWaitEvent");
+      for (CUevent e : op.after)
+        ck(d->cuStreamWaitEvent(copy, e, 0), op.where + ": cuStreamWaitEvent");
+      if (op.bytes && out)
+        ck(d->cuMemcpyDtoHAsync(op.host, op.src, op.bytes, copy),
+           op.where + ": cuMemcpyDtoHAsync");
+      if (op.bytes && !out)
+        ck(d->cuMemcpyHtoDAsync(op.dst, op.host, op.bytes, copy),
+           op.where + ": cuMemcpyHtoDAsync");
+      ck(d->cuEventRecord(op.done, copy), op.where + ": cuEventRecord");
+      break;
+    }
+    case Op::Join:
+      ck(d->cuEventRecord(op.done, op.copyStream),
+         op.where + ": cuEventRecord");
+      [[fallthrough]];
+    case Op::Wait:
+      ck(d->cuStreamWaitEvent(stream, op.done, 0),
+         op.where + ": cuStreamWaitEvent");
+      break;
     }
   }
 }
@@ -477,6 +570,162 @@ void CudaExecutor::Impl::capture() {
 }
 
 //===----------------------------------------------------------------------===//
+// The Op list: launches, copy forks and joins
+//===----------------------------------------------------------------------===//
+
+/// Prepares the launch of plan step `k` (not a copy) into `op`; false when
+/// the step moves nothing (an alias view, an empty copy).
+bool CudaExecutor::Impl::prepareStep(int64_t k, Op &op) {
+  const PlanStep &s = plan.steps[k];
+  try {
+    if (!s.kernel.empty()) {
+      prepareKernel(s, op);
+    } else if (s.op == "step.matmul") {
+      if (s.operands.size() != 2 || s.results.size() != 1)
+        throw Error(op.where + ": expected 2 operands and 1 result");
+      MatmulCall call;
+      call.lhs = s.operands[0];
+      call.rhs = s.operands[1];
+      call.result = s.results[0];
+      call.attrs = &s.attrs;
+      prepareMatmul(call, op);
+    } else if (isMatmulFusion(s)) {
+      // One cuBLASLt call with an epilogue (MatmulEpilogue.h).
+      FusedMatmul f = readMatmulFusion(s, op.where);
+      MatmulCall call;
+      call.lhs = s.operands.at(f.lhs);
+      call.rhs = s.operands.at(f.rhs);
+      call.result = s.results.at(0);
+      call.bias = f.bias >= 0 ? s.operands.at(f.bias) : -1;
+      call.attrs = &f.matmul->attrs;
+      call.epilogue = f.epilogue;
+      prepareMatmul(call, op);
+    } else if ((s.op == "step.reshape" || s.op == "step.stop_gradient") &&
+               s.operands.size() == 1 && s.results.size() == 1) {
+      const BufferDesc &in = plan.buffers[s.operands[0]];
+      const BufferDesc &out = plan.buffers[s.results[0]];
+      if (in.bytes() != out.bytes() || in.dtype != out.dtype)
+        throw Error(op.where + ": copies " + typeStr(in.dtype, in.shape) +
+                    " into " + typeStr(out.dtype, out.shape));
+      op.kind = Op::Copy;
+      op.src = ptrOf[s.operands[0]];
+      op.dst = ptrOf[s.results[0]];
+      op.bytes = static_cast<size_t>(in.bytes());
+      if (op.src == op.dst || op.bytes == 0)
+        return false; // an alias: nothing to move
+    } else {
+      throw Error(op.where + ": the artifact has no CUDA kernel for this "
+                  "step and the CUDA backend has no library call for it; "
+                  "recompile with a stepc built with the CUDA toolkit (not "
+                  "--no-kernels) or use --backend=cpu");
+    }
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(op.where + ": bad launch configuration in meta.kernels: " +
+                e.what());
+  }
+  return true;
+}
+
+/// Builds the whole Op list: the steps' launches with the copies' forks and
+/// joins placed where `sched` says.
+void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
+  auto n = static_cast<int64_t>(plan.steps.size());
+  auto where = [&](int64_t k) {
+    return "plan step " + std::to_string(k) + " (" + plan.steps[k].op + ")";
+  };
+  // A stream that never joins a capture must not be joined into it either
+  // (waiting on an event recorded outside the capture is an isolation
+  // error): only streams with copies exist.
+  if (!sched.offloads.empty())
+    ck(d->cuStreamCreate(&d2h, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (!sched.reloads.empty())
+    ck(d->cuStreamCreate(&h2d, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  // The fork of each copy, by step; offloads name reloads' `done` events,
+  // so reloads come first.
+  std::map<int64_t, Op> fork;
+  for (const CopySchedule::Reload &r : sched.reloads) {
+    const PlanStep &s = plan.steps[r.step];
+    Op &op = fork[r.step];
+    op.kind = Op::CopyIn;
+    op.where = where(r.step);
+    op.host = hostOf[s.operands[0]];
+    op.dst = ptrOf[s.results[0]];
+    op.bytes = static_cast<size_t>(plan.buffers[s.results[0]].bytes());
+    op.ready = event();
+    op.done = event();
+  }
+  for (const CopySchedule::Offload &o : sched.offloads) {
+    const PlanStep &s = plan.steps[o.step];
+    Op &op = fork[o.step];
+    op.kind = Op::CopyOut;
+    op.where = where(o.step);
+    op.src = ptrOf[s.operands[0]];
+    op.host = hostOf[s.results[0]];
+    op.bytes = static_cast<size_t>(plan.buffers[s.results[0]].bytes());
+    op.ready = event();
+    op.done = event();
+    for (int64_t r : o.afterReloads)
+      op.after.push_back(fork.at(r).done);
+  }
+  // Offload forks after step k go to issueAt[k + 1] (slot 0: the start);
+  // reload joins before step k to joinAt[k] (slot n: the end).
+  std::vector<std::vector<int64_t>> issueAt(n + 1), joinAt(n + 1);
+  for (const CopySchedule::Offload &o : sched.offloads)
+    issueAt[o.issueAfter + 1].push_back(o.step);
+  for (const CopySchedule::Reload &r : sched.reloads)
+    joinAt[r.waitBefore].push_back(r.step);
+  auto wait = [&](int64_t copy, const std::string &when) {
+    Op op;
+    op.kind = Op::Wait;
+    op.where = where(copy) + ": joining its copy " + when;
+    op.done = fork.at(copy).done;
+    ops.push_back(std::move(op));
+  };
+  auto issue = [&](int64_t slot) {
+    for (int64_t k : issueAt[slot])
+      ops.push_back(fork.at(k));
+  };
+  issue(0);
+  for (int64_t k = 0; k < n; ++k) {
+    for (int64_t r : joinAt[k])
+      wait(r, "before " + where(k));
+    const PlanStep &s = plan.steps[k];
+    if (s.op == "step.offload") {
+      // The memory plan frees the operand's bytes after this step.
+      wait(k, "at its position");
+    } else if (s.op == "step.reload") {
+      ops.push_back(fork.at(k));
+    } else {
+      Op op;
+      op.where = where(k);
+      for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
+        for (int64_t id : *ids)
+          if (plan.buffers[id].kind == BufferKind::Host)
+            throw Error(op.where + ": names host " + bufferStr(plan, id) +
+                        "; only step.offload and step.reload may");
+      if (prepareStep(k, op))
+        ops.push_back(std::move(op));
+    }
+    issue(k + 1);
+  }
+  for (int64_t r : joinAt[n])
+    wait(r, "at the end of the run");
+  // Every copy was joined through its `done`; joining the streams' last
+  // state too keeps a capture valid whatever they recorded after it.
+  for (CUstream s : {d2h, h2d})
+    if (s) {
+      Op op;
+      op.kind = Op::Join;
+      op.where = std::string("joining the ") +
+                 (s == d2h ? "device-to-host" : "host-to-device") +
+                 " copy stream";
+      op.copyStream = s;
+      op.done = event();
+      ops.push_back(std::move(op));
+    }
+}
+
+//===----------------------------------------------------------------------===//
 // CudaExecutor
 //===----------------------------------------------------------------------===//
 
@@ -485,69 +734,30 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
   Impl &x = *impl_;
   const Plan &plan = artifact.plan;
   x.init();
+  // A malformed copy (or a buffer id out of range) is the plan's fault:
+  // say so before allocating anything.
+  CopySchedule sched = copySchedule(plan);
+  for (const std::vector<int64_t> *ids : {&plan.arguments, &plan.results})
+    for (int64_t id : *ids) {
+      std::string what = ids == &plan.arguments ? "an argument" : "a result";
+      if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
+        throw Error("plan: " + what + " names buffer " + std::to_string(id) +
+                    ", which is out of range");
+      if (plan.buffers[id].kind == BufferKind::Host)
+        throw Error("plan: host " + bufferStr(plan, id) + " is " + what +
+                    "; host buffers live between a step.offload and its "
+                    "step.reload only");
+    }
   x.allocate();
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const PlanStep &s = plan.steps[k];
-    Op op;
-    op.where = "plan step " + std::to_string(k) + " (" + s.op + ")";
-    for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
-      for (int64_t id : *ids)
-        if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
-          throw Error(op.where + ": buffer id " + std::to_string(id) +
-                      " is out of range");
-    for (int64_t id : s.results)
+  for (size_t k = 0; k < plan.steps.size(); ++k)
+    for (int64_t id : plan.steps[k].results)
       if (plan.buffers[id].kind == BufferKind::Constant)
-        throw Error(op.where + ": writes constant " + bufferStr(plan, id) +
+        throw Error("plan step " + std::to_string(k) + " (" +
+                    plan.steps[k].op + "): writes constant " +
+                    bufferStr(plan, id) +
                     ", which is uploaded once; the CUDA backend cannot run "
                     "this plan");
-    try {
-      if (!s.kernel.empty()) {
-        x.prepareKernel(s, op);
-      } else if (s.op == "step.matmul") {
-        if (s.operands.size() != 2 || s.results.size() != 1)
-          throw Error(op.where + ": expected 2 operands and 1 result");
-        MatmulCall call;
-        call.lhs = s.operands[0];
-        call.rhs = s.operands[1];
-        call.result = s.results[0];
-        call.attrs = &s.attrs;
-        x.prepareMatmul(call, op);
-      } else if (isMatmulFusion(s)) {
-        // One cuBLASLt call with an epilogue (MatmulEpilogue.h).
-        FusedMatmul f = readMatmulFusion(s, op.where);
-        MatmulCall call;
-        call.lhs = s.operands.at(f.lhs);
-        call.rhs = s.operands.at(f.rhs);
-        call.result = s.results.at(0);
-        call.bias = f.bias >= 0 ? s.operands.at(f.bias) : -1;
-        call.attrs = &f.matmul->attrs;
-        call.epilogue = f.epilogue;
-        x.prepareMatmul(call, op);
-      } else if ((s.op == "step.reshape" || s.op == "step.stop_gradient") &&
-                 s.operands.size() == 1 && s.results.size() == 1) {
-        const BufferDesc &in = plan.buffers[s.operands[0]];
-        const BufferDesc &out = plan.buffers[s.results[0]];
-        if (in.bytes() != out.bytes() || in.dtype != out.dtype)
-          throw Error(op.where + ": copies " + typeStr(in.dtype, in.shape) +
-                      " into " + typeStr(out.dtype, out.shape));
-        op.kind = Op::Copy;
-        op.src = x.ptrOf[s.operands[0]];
-        op.dst = x.ptrOf[s.results[0]];
-        op.bytes = static_cast<size_t>(in.bytes());
-        if (op.src == op.dst || op.bytes == 0)
-          continue; // an alias: nothing to move
-      } else {
-        throw Error(op.where + ": the artifact has no CUDA kernel for this "
-                    "step and the CUDA backend has no library call for it; "
-                    "recompile with a stepc built with the CUDA toolkit (not "
-                    "--no-kernels) or use --backend=cpu");
-      }
-    } catch (const nlohmann::json::exception &e) {
-      throw Error(op.where + ": bad launch configuration in meta.kernels: " +
-                  e.what());
-    }
-    x.ops.push_back(std::move(op));
-  }
+  x.prepareOps(sched);
   // Kernel params point into op.ptrs; re-point them now that ops stopped
   // moving.
   for (Op &op : x.ops) {

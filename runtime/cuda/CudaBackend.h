@@ -14,11 +14,17 @@
 //
 // Kernel ABI (docs/codegen.md): pointer parameters in0.., out0.. are the
 // step's operands and results; grid, block and dynamic shared bytes come from
-// the manifest's meta.kernels. One stream: a kernel never runs concurrently
-// with itself.
+// the manifest's meta.kernels. One compute stream: a kernel never runs
+// concurrently with itself.
 //
-// The pure parts (kernel image selection, cuBLASLt layouts) are exposed for
-// tests that run without a GPU.
+// Offloading (step-offload): Host buffers live in one pinned host arena of
+// plan.hostBytes. step.offload and step.reload are copies on two more
+// streams (device to host, host to device), forked from and joined back into
+// the compute stream through events where copySchedule says, so the copies
+// overlap the compute steps around them and the whole run is still one graph.
+//
+// The pure parts (kernel image selection, cuBLASLt layouts, the copy
+// schedule) are exposed for tests that run without a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_RUNTIME_CUDA_CUDABACKEND_H
@@ -88,14 +94,58 @@ MatmulLayout matmulLayout(const Shape &lhs, const Shape &rhs, bool transposeA,
                           bool transposeB);
 
 //===----------------------------------------------------------------------===//
+// step.offload / step.reload on the copy streams
+//===----------------------------------------------------------------------===//
+
+/// Where the copies of a plan's step.offload and step.reload steps meet the
+/// compute stream. Step indices are into plan.steps.
+struct CopySchedule {
+  struct Offload {
+    int64_t step = 0; ///< the step.offload
+    /// The device-to-host copy is issued right after this step (-1: at the
+    /// start of the run): after the last earlier step that has the operand
+    /// among its results, or later when it overwrites host bytes that an
+    /// earlier offload forked later or an earlier reload still reads (see
+    /// `afterReloads`). The compute stream waits for the copy at `step`.
+    int64_t issueAfter = -1;
+    /// Earlier step.reload steps whose copies must finish before this copy
+    /// starts: those reading host bytes this copy overwrites (a reused host
+    /// arena slot), and those still writing the device bytes it reads (the
+    /// operand is a reload's result the compute stream has not yet waited
+    /// for). Ascending.
+    std::vector<int64_t> afterReloads;
+  };
+  struct Reload {
+    int64_t step = 0; ///< the step.reload; its copy is issued there
+    /// The compute stream waits for the host-to-device copy before this
+    /// step: the first later step with an operand or result whose device
+    /// arena bytes overlap the destination's (a view of it included).
+    /// plan.steps.size() when none does: joined at the end of the run.
+    int64_t waitBefore = 0;
+  };
+  std::vector<Offload> offloads; ///< in step order
+  std::vector<Reload> reloads;   ///< in step order
+};
+
+/// Computes the copy schedule of `plan`. Pure: no GPU. Throws rt::Error
+/// naming the step when a copy is malformed: a step.offload that does not
+/// copy one device buffer into one Host buffer of the same size, a
+/// step.reload that does not copy one Host buffer into one Transient buffer
+/// of the same size, a reload whose Host operand no earlier step.offload
+/// wrote, or whose host bytes a later step.offload overwrote before it, or a
+/// buffer id out of range. Cost: O(steps x buffers per step) per copy,
+/// plus O(copies^2) for the host slot checks.
+CopySchedule copySchedule(const Plan &plan);
+
+//===----------------------------------------------------------------------===//
 // CudaExecutor
 //===----------------------------------------------------------------------===//
 
 /// Whether every step of `plan` has a CUDA implementation here: a generated
 /// kernel, or a matmul, `matmul` fusion (one cuBLASLt call with an
-/// epilogue, MatmulEpilogue.h), reshape or stop_gradient the backend runs
-/// itself. False
-/// for an artifact compiled without kernels (stepc --no-kernels).
+/// epilogue, MatmulEpilogue.h), reshape, stop_gradient, offload or reload
+/// the backend runs itself. False for an artifact compiled without kernels
+/// (stepc --no-kernels).
 bool hasDeviceCode(const Plan &plan);
 
 struct CudaExecutorOptions {
@@ -111,9 +161,10 @@ struct CudaExecutorOptions {
 class CudaExecutor {
 public:
   /// Loads the kernels of `artifact` for the device, allocates device memory
-  /// and uploads the constants. Throws rt::Error when the driver, a device,
-  /// cuBLASLt (if the plan has a matmul) or a kernel image is missing, or the
-  /// plan uses a step this backend cannot run.
+  /// (and the pinned host arena) and uploads the constants. Throws rt::Error
+  /// when the driver, a device, cuBLASLt (if the plan has a matmul) or a
+  /// kernel image is missing, or the plan uses a step this backend cannot
+  /// run or a malformed copy (copySchedule).
   explicit CudaExecutor(const Artifact &artifact,
                         CudaExecutorOptions options = {});
   ~CudaExecutor();

@@ -5,6 +5,7 @@
 //         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
+//         [--offload=none|auto|all[,link=B/s,...]]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -62,6 +63,7 @@ struct Options {
   std::string dumpKernels;
   std::string buckets; ///< --buckets=T:128,256,...
   std::string remat, rematBudget;
+  std::string offload;
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -76,7 +78,8 @@ nlohmann::json reportJson(const Options &o,
                           double seconds,
                           const nlohmann::json &fusions = nullptr,
                           const nlohmann::json &activations = nullptr,
-                          const nlohmann::json &remat = nullptr) {
+                          const nlohmann::json &remat = nullptr,
+                          const nlohmann::json &offload = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -94,7 +97,7 @@ nlohmann::json reportJson(const Options &o,
           {"fuse", !o.noFuse},         {"amp", o.amp},
           {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions},        {"activations", activations},
-          {"remat", remat}};
+          {"remat", remat},            {"offload", offload}};
 }
 #ifdef STEP_HAVE_CODEGEN
 /// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
@@ -202,6 +205,10 @@ int main(int argc, char **argv) {
   app.add_option("--remat-budget", o.rematBudget,
                  "recompute until the planned arena fits BYTES (2GiB, 1.5e9, "
                  "...), or fail with the smallest peak found");
+  app.add_option("--offload", o.offload,
+                 "move saved activations to host memory: none | auto (copies "
+                 "the cost model hides) | all, then ,link=B/s,flops=F/s,"
+                 "hbm=B/s,max_exposed=X,min_bytes=N; docs/remat.md");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -222,6 +229,7 @@ int main(int argc, char **argv) {
     train.schedule = step::ScheduleOptions::parse(o.schedule);
     train.amp = step::AmpOptions::parse(o.amp, o.ampKeepF32, o.lossScale);
     train.remat = step::RematOptions::parse(o.remat, o.rematBudget);
+    train.offload = step::OffloadOptions::parse(o.offload);
   } catch (const std::invalid_argument &e) {
     std::cerr << "stepc: " << e.what() << "\n";
     return 1;
@@ -280,6 +288,7 @@ int main(int argc, char **argv) {
   nlohmann::json activations =
       o.train ? step::describeActivations(funcOp) : nlohmann::json();
   nlohmann::json remat = step::describeRemat(funcOp);
+  nlohmann::json offload = step::describeOffload(funcOp);
   if (!o.dumpKernels.empty()) {
 #ifdef STEP_HAVE_CODEGEN
     try {
@@ -343,8 +352,10 @@ int main(int argc, char **argv) {
       step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
     if (!o.report.empty())
       step::rt::writeFileAtomic(
-          o.report, reportJson(o, records, seconds, fusions, activations, remat)
-                          .dump(2) + "\n",
+          o.report, reportJson(o, records, seconds, fusions, activations, remat,
+                                     offload)
+                              .dump(2) +
+                          "\n",
           "stepc");
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";

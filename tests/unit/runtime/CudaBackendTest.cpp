@@ -1,12 +1,13 @@
 //===- CudaBackendTest.cpp - The CUDA backend (runtime/cuda) --------------===//
 //
-// Two groups. CudaSymbols/CudaLayout/CudaKernelImage run everywhere: library
-// loading and its failure reasons (against the toolkit's driver stub, which
-// exports every symbol but has no driver behind it), kernel image selection
-// and the cuBLASLt layouts, all without a GPU. CudaDevice needs a GPU (ctest
+// Two groups. CudaSymbols/CudaLayout/CudaKernelImage/CudaCopySchedule run
+// everywhere: library loading and its failure reasons (against the toolkit's
+// driver stub, which exports every symbol but has no driver behind it),
+// kernel image selection, the cuBLASLt layouts and where offload/reload
+// copies fork and join, all without a GPU. CudaDevice needs a GPU (ctest
 // label `gpu`) and skips with the reason from available() otherwise: it runs
-// a hand-built plan (a PTX kernel and three matmuls) on the GPU and the CPU
-// reference backend and compares them.
+// hand-built plans (a PTX kernel and three matmuls; the kernel with offloads
+// and reloads) on the GPU and the CPU reference backend and compares them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -208,6 +209,234 @@ TEST(CudaLayout, DeviceCodeCoversPlan) {
   for (PlanStep &s : a.plan.steps)
     s.kernel = "k";
   EXPECT_TRUE(hasDeviceCode(a.plan));
+  // Copies need no generated kernel.
+  a.plan.steps.back().op = "step.offload";
+  a.plan.steps.front().op = "step.reload";
+  a.plan.steps.back().kernel = a.plan.steps.front().kernel = "";
+  EXPECT_TRUE(hasDeviceCode(a.plan));
+}
+
+//===----------------------------------------------------------------------===//
+// step.offload / step.reload: where copies fork from and join compute
+//===----------------------------------------------------------------------===//
+
+TEST(CudaCopySchedule, OffloadForksAfterItsProducer) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {4});
+  int64_t a = p.transient(F32, {4}, 0);
+  int64_t b = p.transient(F32, {4}, 16), c = p.transient(F32, {4}, 32);
+  int64_t d = p.transient(F32, {4}, 48);
+  // step.test_pair stands for any op with two results; the schedule reads
+  // only buffer ids and offsets.
+  p.step("step.add", {}, {x, x}, {a});                     // 0
+  p.step("step.test_pair", {}, {x}, {b, c});               // 1: c is 2nd
+  p.step("step.add", {}, {a, c}, {d});                     // 2
+  p.step("step.offload", {}, {a}, {p.host(F32, {4}, 0)});  // 3
+  p.step("step.offload", {}, {c}, {p.host(F32, {4}, 16)}); // 4
+  p.step("step.offload", {}, {x}, {p.host(F32, {4}, 32)}); // 5: argument
+  p.step("step.offload", {}, {d}, {p.host(F32, {4}, 48)}); // 6
+  p.result(d, "d");
+  ASSERT_NO_THROW(p.plan.validate());
+  CopySchedule s = copySchedule(p.plan);
+  EXPECT_TRUE(s.reloads.empty());
+  ASSERT_EQ(s.offloads.size(), 4u);
+  std::vector<int64_t> steps, after;
+  for (const CopySchedule::Offload &o : s.offloads) {
+    steps.push_back(o.step);
+    after.push_back(o.issueAfter);
+    EXPECT_TRUE(o.afterReloads.empty()) << "offload at step " << o.step;
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 4, 5, 6}));
+  EXPECT_EQ(after, (std::vector<int64_t>{0, 1, -1, 2}));
+}
+
+TEST(CudaCopySchedule, ReloadJoinsBeforeAViewOfItsBytes) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {4});
+  int64_t a = p.transient(F32, {4}, 0);
+  int64_t ha = p.host(F32, {4}, 0);
+  int64_t b = p.transient(F32, {4}, 16);
+  int64_t r = p.transient(F32, {4}, 0); // a's bytes, free after the offload
+  int64_t c = p.transient(F32, {4}, 32);
+  int64_t v = p.transient(F32, {2, 2}, 0); // a view of r
+  int64_t e = p.transient(F32, {2, 2}, 48);
+  p.step("step.add", {}, {x, x}, {a});       // 0
+  p.step("step.offload", {}, {a}, {ha});     // 1
+  p.step("step.add", {}, {x, x}, {b});       // 2: other bytes
+  p.step("step.reload", {}, {ha}, {r});      // 3
+  p.step("step.add", {}, {b, x}, {c});       // 4: other bytes
+  p.step("step.reshape", {}, {r}, {v});      // 5: the first toucher
+  p.step("step.add", {}, {v, v}, {e});       // 6
+  p.result(e, "e");
+  p.result(c, "c");
+  ASSERT_NO_THROW(p.plan.validate());
+  ASSERT_TRUE(isView(p.plan, p.plan.steps[5]));
+  CopySchedule s = copySchedule(p.plan);
+  ASSERT_EQ(s.offloads.size(), 1u);
+  EXPECT_EQ(s.offloads[0].issueAfter, 0);
+  ASSERT_EQ(s.reloads.size(), 1u);
+  EXPECT_EQ(s.reloads[0].step, 3);
+  EXPECT_EQ(s.reloads[0].waitBefore, 5);
+}
+
+TEST(CudaCopySchedule, ReloadJoinsBeforeAWriterOfOverlappingBytes) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {4});
+  int64_t a = p.transient(F32, {4}, 64);
+  int64_t ha = p.host(F32, {4}, 0);
+  int64_t r = p.transient(F32, {4}, 16);  // bytes [16, 32)
+  int64_t below = p.transient(F32, {4}, 0), above = p.transient(F32, {4}, 32);
+  int64_t tail = p.transient(F32, {2}, 24); // bytes [24, 32): overlaps r
+  p.step("step.add", {}, {x, x}, {a});             // 0
+  p.step("step.offload", {}, {a}, {ha});           // 1
+  p.step("step.reload", {}, {ha}, {r});            // 2
+  p.step("step.add", {}, {x, x}, {below});         // 3: ends where r starts
+  p.step("step.add", {}, {x, x}, {above});         // 4: starts where r ends
+  p.step("step.test_slice", {}, {above}, {tail});  // 5: r is dead; reuses it
+  p.result(tail, "tail");
+  p.result(below, "below");
+  ASSERT_NO_THROW(p.plan.validate());
+  CopySchedule s = copySchedule(p.plan);
+  ASSERT_EQ(s.reloads.size(), 1u);
+  EXPECT_EQ(s.reloads[0].waitBefore, 5);
+}
+
+TEST(CudaCopySchedule, ReloadWithNoLaterToucherJoinsAtTheEnd) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {4});
+  int64_t hx = p.host(F32, {4}, 0);
+  int64_t r = p.transient(F32, {4}, 0), y = p.transient(F32, {4}, 16);
+  p.step("step.offload", {}, {x}, {hx});   // 0
+  p.step("step.reload", {}, {hx}, {r});    // 1
+  p.step("step.add", {}, {x, x}, {y});     // 2: other bytes
+  p.result(r, "r"); // downloaded after the run: the end join covers it
+  p.result(y, "y");
+  ASSERT_NO_THROW(p.plan.validate());
+  CopySchedule s = copySchedule(p.plan);
+  ASSERT_EQ(s.offloads.size(), 1u);
+  EXPECT_EQ(s.offloads[0].issueAfter, -1);
+  ASSERT_EQ(s.reloads.size(), 1u);
+  EXPECT_EQ(s.reloads[0].waitBefore, 3); // plan.steps.size()
+}
+
+TEST(CudaCopySchedule, ReusedHostSlotWaitsForTheReloadReadingIt) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {4});
+  int64_t a = p.transient(F32, {4}, 0), b = p.transient(F32, {4}, 16);
+  int64_t ha = p.host(F32, {4}, 0);
+  int64_t ra = p.transient(F32, {4}, 0);
+  int64_t c = p.transient(F32, {4}, 32);
+  int64_t hb = p.host(F32, {4}, 0); // ha's slot: ha is dead after step 3
+  int64_t rb = p.transient(F32, {4}, 16);
+  int64_t hr = p.host(F32, {4}, 16);
+  p.step("step.add", {}, {x, x}, {a});      // 0
+  p.step("step.add", {}, {x, x}, {b});      // 1: b's producer
+  p.step("step.offload", {}, {a}, {ha});    // 2
+  p.step("step.reload", {}, {ha}, {ra});    // 3: reads the slot
+  p.step("step.add", {}, {ra, x}, {c});     // 4
+  p.step("step.offload", {}, {b}, {hb});    // 5: overwrites the slot
+  p.step("step.reload", {}, {hb}, {rb});    // 6
+  p.step("step.offload", {}, {rb}, {hr});   // 7: reads the reload's result
+  p.result(c, "c");
+  ASSERT_NO_THROW(p.plan.validate());
+  CopySchedule s = copySchedule(p.plan);
+  ASSERT_EQ(s.offloads.size(), 3u);
+  EXPECT_EQ(s.offloads[0].issueAfter, 0);
+  // Not after step 1: the slot is read by the reload of step 3 until then.
+  EXPECT_EQ(s.offloads[1].issueAfter, 3);
+  EXPECT_EQ(s.offloads[1].afterReloads, (std::vector<int64_t>{3}));
+  // Forks right after the reload it copies back out, so it waits for it.
+  EXPECT_EQ(s.offloads[2].issueAfter, 6);
+  EXPECT_EQ(s.offloads[2].afterReloads, (std::vector<int64_t>{6}));
+  ASSERT_EQ(s.reloads.size(), 2u);
+  EXPECT_EQ(s.reloads[0].waitBefore, 4);
+  EXPECT_EQ(s.reloads[1].waitBefore, 7);
+}
+
+TEST(CudaCopySchedule, RejectsMalformedCopies) {
+  constexpr auto F32 = DType::F32;
+  // Filled in place: a PlanBuilder holds a reference into itself, so it is
+  // never returned by value.
+  auto base = [](PlanBuilder &p) {
+    p.argument("x", BufferKind::Input, F32, {4}); // 0
+    p.transient(F32, {4}, 0);                     // 1
+    p.host(F32, {4}, 0);                          // 2
+    p.host(F32, {2}, 16);                         // 3
+    p.transient(F32, {4}, 16);                    // 4
+  };
+  {
+    PlanBuilder p;
+    base(p); // nothing ever wrote buffer 2
+    p.step("step.reload", {}, {2}, {1});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 0 (step.reload): reads host buffer 2 ('%2', "
+                  "host), which no earlier step.offload writes"});
+  }
+  {
+    PlanBuilder p;
+    base(p); // written, but only after the reload
+    p.step("step.reload", {}, {2}, {1});
+    p.step("step.offload", {}, {0}, {2});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 0 (step.reload)", "no earlier step.offload"});
+  }
+  {
+    PlanBuilder p;
+    base(p);
+    p.step("step.offload", {}, {0}, {1});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 0 (step.offload): must copy a device buffer into "
+                  "a host buffer; it copies buffer 0 ('x', input) into "
+                  "buffer 1 ('%1', transient)"});
+  }
+  {
+    PlanBuilder p;
+    base(p);
+    p.step("step.offload", {}, {0}, {2});
+    p.step("step.reload", {}, {2}, {0}); // into an input, not the arena
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 1 (step.reload): must copy a host buffer into "
+                  "a transient buffer"});
+  }
+  {
+    PlanBuilder p;
+    base(p);
+    p.step("step.offload", {}, {0, 1}, {2});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"a copy takes 1 operand and gives 1 result; it has 2 and 1"});
+  }
+  {
+    PlanBuilder p;
+    base(p);
+    p.step("step.offload", {}, {0}, {3});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 0 (step.offload): copies 16 bytes into a buffer "
+                  "of 8"});
+  }
+  {
+    PlanBuilder p;
+    base(p);
+    p.step("step.add", {}, {0, 99}, {1});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 0 (step.add): buffer id 99 is out of range"});
+  }
+  {
+    PlanBuilder p;
+    base(p); // buffer 5 reuses buffer 2's host bytes early
+    p.host(F32, {4}, 0);
+    p.step("step.offload", {}, {0}, {2});
+    p.step("step.offload", {}, {4}, {5});
+    p.step("step.reload", {}, {2}, {1});
+    EXPECT_ERROR(copySchedule(p.plan),
+                 {"plan step 2 (step.reload): reads host buffer 2",
+                  "written by plan step 0 (step.offload), but plan step 1 "
+                  "(step.offload) overwrites its host bytes in between"});
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -283,6 +512,76 @@ Artifact devicePlan() {
   return p.artifact;
 }
 
+/// The PTX add with activations offloaded and reloaded, laid out as
+/// step-offload and step-memory-plan would (every value is f32 [2, 3]):
+///   0 h = x + c      @0         5 r = reload(hh)  @32 (y's bytes)
+///   1 hx = offload(x) host @32  6 v = reshape(r)  @32 (a view: the join)
+///   2 y = x + h      @32        7 w = z + r       @64
+///   3 hh = offload(h) host @0   8 rx = reload(hx) @96 (joined at the end)
+///   4 z = y + y      @0 (h's bytes, free after step 3)
+Artifact offloadPlan() {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t x = p.argument("x", BufferKind::Input, F32, {2, 3});
+  int64_t c = p.constant(make(F32, {2, 3}, {0.5, -1, 2, 0.25, 3, -0.75}));
+  int64_t h = p.transient(F32, {2, 3}, 0);
+  int64_t hx = p.host(F32, {2, 3}, 32);
+  int64_t y = p.transient(F32, {2, 3}, 32);
+  int64_t hh = p.host(F32, {2, 3}, 0);
+  int64_t z = p.transient(F32, {2, 3}, 0);
+  int64_t r = p.transient(F32, {2, 3}, 32);
+  int64_t v = p.transient(F32, {6}, 32);
+  int64_t w = p.transient(F32, {2, 3}, 64);
+  int64_t rx = p.transient(F32, {2, 3}, 96);
+  auto add = [&](int64_t a, int64_t b, int64_t out) {
+    p.step("step.add", {}, {a, b}, {out});
+    p.plan.steps.back().kernel = "step_test_add";
+  };
+  add(x, c, h);
+  p.step("step.offload", {}, {x}, {hx});
+  add(x, h, y);
+  p.step("step.offload", {}, {h}, {hh});
+  add(y, y, z);
+  p.step("step.reload", {}, {hh}, {r});
+  p.step("step.reshape", {}, {r}, {v});
+  add(z, r, w);
+  p.step("step.reload", {}, {hx}, {rx});
+  p.result(w, "w");
+  p.result(z, "z");
+  p.result(v, "v");
+  p.result(rx, "rx");
+  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
+  p.artifact.meta["kernels"]["step_test_add"] = {
+      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
+      {"params", {"in0", "in1", "out0"}}};
+  return p.artifact;
+}
+
+// The GPU test's plan, checked where there is no GPU: it is valid, its
+// copies fork and join where the comments above say, and the CPU backend
+// runs it.
+TEST(CudaCopySchedule, OffloadDevicePlanIsWellFormed) {
+  Artifact a = offloadPlan();
+  ASSERT_NO_THROW(a.plan.validate());
+  EXPECT_TRUE(hasDeviceCode(a.plan));
+  CopySchedule s = copySchedule(a.plan);
+  ASSERT_EQ(s.offloads.size(), 2u);
+  EXPECT_EQ(s.offloads[0].issueAfter, -1);
+  EXPECT_EQ(s.offloads[1].issueAfter, 0);
+  ASSERT_EQ(s.reloads.size(), 2u);
+  EXPECT_EQ(s.reloads[0].waitBefore, 6);
+  EXPECT_EQ(s.reloads[1].waitBefore, 9);
+  HostTensor x = make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  std::vector<HostTensor> out = cpu::execute(a, {x});
+  ASSERT_EQ(out.size(), 4u);
+  // h = x + c; y = x + h; z = 2y; w = z + h (reloaded); v = h; rx = x.
+  test::expectValues(out[0], DType::F32, {2, 3},
+                     {6.5, 7, 21, 20.75, 34, 27.75});
+  test::expectValues(out[1], DType::F32, {2, 3}, {5, 6, 16, 16.5, 26, 22.5});
+  test::expectValues(out[2], DType::F32, {6}, {1.5, 1, 5, 4.25, 8, 5.25});
+  test::expectValues(out[3], DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+}
+
 std::vector<HostTensor> deviceArgs(double shift) {
   auto seq = [&](Shape s) {
     HostTensor t(DType::F32, s);
@@ -333,6 +632,24 @@ TEST_F(CudaDevice, MatchesCpuBackendWithoutGraph) {
   CudaExecutor gpu(a, o);
   std::vector<HostTensor> args = deviceArgs(0.25);
   expectClose(gpu.run(args), cpu::execute(a, args));
+}
+
+// Offload and reload copies forked onto the copy streams and joined back:
+// the graph (captured once, replayed with other inputs) and the eager
+// launches give what the CPU backend gives.
+TEST_F(CudaDevice, OffloadAndReloadMatchCpuBackend) {
+  Artifact a = offloadPlan();
+  for (bool useGraph : {true, false}) {
+    CudaExecutorOptions o;
+    o.useGraph = useGraph;
+    CudaExecutor gpu(a, o);
+    for (double shift : {0.0, 0.5, -0.25}) {
+      std::vector<HostTensor> args = {deviceArgs(shift)[2]}; // f32 [2, 3]
+      SCOPED_TRACE(std::string(useGraph ? "graph" : "eager") + ", shift " +
+                   std::to_string(shift));
+      expectClose(gpu.run(args), cpu::execute(a, args));
+    }
+  }
 }
 
 TEST_F(CudaDevice, RefusesStepsWithoutDeviceCode) {

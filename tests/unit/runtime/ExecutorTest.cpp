@@ -93,6 +93,85 @@ TEST(Executor, OverlappingLifetimesCorruptResultsAsOnTheDevice) {
   expectExact(r[0], F32, {2, 3}, {1, -18, -57, -116, -195, -294});
 }
 
+/// t0 = x + y goes to the host and comes back after t1 = x * y has taken
+/// its arena bytes; with `clobber`, a second offload writes t1 into the
+/// host bytes of t0 while they are live (a broken host plan).
+void offloadPlan(PlanBuilder &p, bool clobber) {
+  int64_t x = p.argument("x", In, F32, {2, 3});
+  int64_t y = p.argument("y", In, F32, {2, 3});
+  int64_t t0 = p.transient(F32, {2, 3}, 0);
+  int64_t h0 = p.host(F32, {2, 3}, 0);
+  int64_t t1 = p.transient(F32, {2, 3}, 0);
+  int64_t back = p.transient(F32, {2, 3}, 24);
+  int64_t out = p.transient(F32, {2, 3}, 48);
+  p.step("step.add", {}, {x, y}, {t0});
+  p.step("step.offload", {}, {t0}, {h0});
+  p.step("step.mul", {}, {x, y}, {t1});
+  if (clobber)
+    p.step("step.offload", {}, {t1}, {p.host(F32, {2, 3}, 0)});
+  p.step("step.reload", {}, {h0}, {back});
+  p.step("step.sub", {}, {back, t1}, {out});
+  p.result(out, "out");
+}
+
+TEST(Executor, OffloadedValuesLiveInTheHostArena) {
+  // out = t0 - t1 is exact only because the host copy kept t0.
+  PlanBuilder p;
+  offloadPlan(p, false);
+  p.plan.validate();
+  auto r = cpu::execute(p.artifact, {x23(), y23()});
+  expectExact(r[0], F32, {2, 3}, {1, -18, -57, -116, -195, -294});
+  // The broken host plan corrupts the reloaded value as on the device.
+  PlanBuilder q;
+  offloadPlan(q, true);
+  r = cpu::execute(q.artifact, {x23(), y23()});
+  expectExact(r[0], F32, {2, 3}, {0, 0, 0, 0, 0, 0});
+}
+
+/// x -> neg -> offload -> reload -> out.
+void roundTripPlan(PlanBuilder &p) {
+  int64_t x = p.argument("x", In, F32, {2, 3});
+  int64_t t0 = p.transient(F32, {2, 3}, 0);
+  int64_t h = p.host(F32, {2, 3}, 0);
+  int64_t back = p.transient(F32, {2, 3}, 0);
+  p.step("step.neg", {}, {x}, {t0});
+  p.step("step.offload", {}, {t0}, {h});
+  p.step("step.reload", {}, {h}, {back});
+  p.result(back, "out");
+}
+
+TEST(Executor, HostBuffersAreOnlyCopied) {
+  PlanBuilder good;
+  roundTripPlan(good);
+  good.plan.validate();
+  Plan back = planFromJson(toJson(good.plan));
+  EXPECT_EQ(back.hostBytes, 24);
+  EXPECT_EQ(back.buffers[2].kind, BufferKind::Host);
+
+  PlanBuilder readByKernel;
+  roundTripPlan(readByKernel);
+  readByKernel.plan.steps[2].op = "step.neg";
+  EXPECT_ERROR(readByKernel.plan.validate(),
+               {"step 2 (step.neg) reads host buffer '%2'; only step.reload may"});
+  PlanBuilder intoDevice;
+  roundTripPlan(intoDevice);
+  intoDevice.plan.buffers[2].kind = BufferKind::Transient;
+  EXPECT_ERROR(intoDevice.plan.validate(),
+               {"step 1 (step.offload) must copy one device buffer into a "
+                "host buffer of the same size"});
+  PlanBuilder outside;
+  roundTripPlan(outside);
+  outside.plan.hostBytes = 16;
+  EXPECT_ERROR(outside.plan.validate(),
+               {"host buffer '%2' at offset 0 (24 bytes) is outside the host "
+                "arena of 16 bytes"});
+  PlanBuilder returned;
+  roundTripPlan(returned);
+  returned.plan.results[0] = 2;
+  EXPECT_ERROR(returned.plan.validate(),
+               {"result buffer '%2' is a host buffer"});
+}
+
 TEST(Executor, ArgumentsAreChecked) {
   PlanBuilder p;
   int64_t w = p.argument("w", BufferKind::Param, F32, {2, 3});
@@ -129,8 +208,8 @@ TEST(Executor, EveryDialectOpHasAKernel) {
       "cross_entropy_grad", "div", "dropout", "embedding", "embedding_grad", "erf", "exp", "fusion", "gelu",
       "iota",
       "lamb_update", "layer_norm", "log", "log_softmax", "matmul", "max", "min",
-      "mul", "neg", "pad", "pow", "reduce_max", "reduce_mean", "reduce_sum",
-      "relu", "reshape", "rsqrt", "select", "sgd_update", "sigmoid", "sin",
+      "mul", "neg", "offload", "pad", "pow", "reduce_max", "reduce_mean", "reduce_sum",
+      "relu", "reload", "reshape", "rsqrt", "select", "sgd_update", "sigmoid", "sin",
       "slice", "softmax", "sqrt", "stop_gradient", "sub", "tanh", "transpose"};
   std::vector<std::string> supported = cpu::supportedOps();
   for (const std::string &op : ops)

@@ -56,6 +56,14 @@ struct PlanBuilder {
         std::max(plan.arenaBytes, offset + plan.buffers[id].bytes());
     return id;
   }
+  /// A host buffer (a step.offload result) at `offset` in the host arena;
+  /// the host arena grows to hold it.
+  int64_t host(DType dtype, Shape shape, int64_t offset) {
+    int64_t id = buffer("%" + std::to_string(plan.buffers.size()),
+                        BufferKind::Host, dtype, std::move(shape), offset);
+    plan.hostBytes = std::max(plan.hostBytes, offset + plan.buffers[id].bytes());
+    return id;
+  }
   /// A constant holding `t`, appended to the "constants" section at the
   /// next multiple of 16 bytes (the section starts with 16 bytes of padding
   /// so offsets are never trivially 0).

@@ -2290,3 +2290,57 @@ func.func @yield_parent(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'step.yield' op expects parent op 'step.fusion'}}
   step.yield %x : tensor<4xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// step.offload, step.reload
+//===----------------------------------------------------------------------===//
+
+func.func @offload_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+2 {{'step.offload' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %h = "step.offload"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  %y = step.reload %h : tensor<4xf16>
+  return %y : tensor<4xf16>
+}
+
+// -----
+
+func.func @offload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, found a use by 'step.exp'}}
+  %h = step.offload %x : tensor<4xf32>
+  %y = step.exp %h : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @offload_c2_twice(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, found a use by 'step.offload'}}
+  %h = step.offload %x : tensor<4xf32>
+  %h2 = step.offload %h : tensor<4xf32>
+  %y = step.reload %h2 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @offload_in_fusion(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape and iota, found 'step.offload'}}
+  %r = step.fusion "loop" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %h = step.offload %a : tensor<4xf32>
+    %b = step.reload %h : tensor<4xf32>
+    step.yield %b : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @reload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'step.reload' op C2: the operand must be the result of step.offload (a host value)}}
+  %y = step.reload %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

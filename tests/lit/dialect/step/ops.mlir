@@ -1134,3 +1134,24 @@ func.func @adam_like_update(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf
   // CHECK-NEXT: return %[[A0]], %[[A1]], %[[A2]], %{{.+}}, %[[L0]], %[[L1]]
   return %a#0, %a#1, %a#2, %b#0, %c#0, %d#0 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<?x4xf16>, tensor<8xf32>, tensor<8xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Memory placement: step.offload, step.reload
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @offload_reload
+func.func @offload_reload(%x: tensor<4x8xbf16>, %i: tensor<3xi64>) -> (tensor<4x8xbf16>, tensor<3xi64>, tensor<3xi64>) {
+  // CHECK-NEXT: %[[H:.+]] = step.offload %arg0 : tensor<4x8xbf16>{{$}}
+  %h = step.offload %x : tensor<4x8xbf16>
+  // CHECK-NEXT: %[[X:.+]] = step.reload %[[H]] : tensor<4x8xbf16>{{$}}
+  %x2 = step.reload %h : tensor<4x8xbf16>
+  // Generic form; a host value may be reloaded twice.
+  // CHECK-NEXT: %[[G:.+]] = step.offload %arg1 : tensor<3xi64>{{$}}
+  %g = "step.offload"(%i) : (tensor<3xi64>) -> tensor<3xi64>
+  // CHECK-NEXT: %[[I1:.+]] = step.reload %[[G]] : tensor<3xi64>{{$}}
+  %i1 = "step.reload"(%g) : (tensor<3xi64>) -> tensor<3xi64>
+  // CHECK-NEXT: %[[I2:.+]] = step.reload %[[G]] : tensor<3xi64>{{$}}
+  %i2 = step.reload %g : tensor<3xi64>
+  // CHECK-NEXT: return %[[X]], %[[I1]], %[[I2]]
+  return %x2, %i1, %i2 : tensor<4x8xbf16>, tensor<3xi64>, tensor<3xi64>
+}

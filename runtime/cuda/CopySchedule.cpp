@@ -1,0 +1,158 @@
+//===- CopySchedule.cpp - When offload and reload copies meet compute -----===//
+//
+// step-offload moves activations to a pinned host arena and back. On the GPU
+// each copy runs on a copy stream; this file decides, from the plan alone,
+// where each copy forks from the compute stream and where the compute stream
+// joins it again. A step.offload forks right after its operand is produced
+// (so the transfer overlaps the steps up to the offload's position, where
+// the memory plan frees the device bytes) and joins at its position. A
+// step.reload forks at its position (where the memory plan hands it the
+// destination bytes) and joins before the first later step touching those
+// bytes in the device arena, or at the end of the run.
+//
+// Two hazards live outside the device arena's liveness, and both are
+// resolved here rather than left to the executor: a host arena slot reused
+// by a later offload must not be overwritten while an earlier reload still
+// reads it (the later offload forks no earlier than that reload and waits
+// for its copy), and an offload of a reload's result must not read the
+// destination before that reload's copy lands. Pure: no GPU, no CUDA header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaBackend.h"
+
+#include <algorithm>
+
+namespace step::rt::cuda {
+namespace {
+
+std::string stepStr(const Plan &plan, int64_t k) {
+  return "plan step " + std::to_string(k) + " (" + plan.steps[k].op + ")";
+}
+
+std::string bufferStr(const Plan &plan, int64_t id) {
+  const BufferDesc &b = plan.buffers[id];
+  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
+         bufferKindName(b.kind) + ")";
+}
+
+/// Whether two buffers of the same arena (both Transient, or both Host)
+/// share a byte. Empty buffers share none.
+bool overlap(const BufferDesc &a, const BufferDesc &b) {
+  return a.kind == b.kind && a.offset < b.offset + b.bytes() &&
+         b.offset < a.offset + a.bytes();
+}
+
+bool names(const std::vector<int64_t> &ids, int64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+/// Checks the shape of a copy step: one operand, one result, the kinds a
+/// copy in this direction takes, and equal sizes.
+void checkCopy(const Plan &plan, int64_t k, bool offload) {
+  const PlanStep &s = plan.steps[k];
+  std::string where = stepStr(plan, k);
+  if (s.operands.size() != 1 || s.results.size() != 1)
+    throw Error(where + ": a copy takes 1 operand and gives 1 result; it has " +
+                std::to_string(s.operands.size()) + " and " +
+                std::to_string(s.results.size()));
+  const BufferDesc &in = plan.buffers[s.operands[0]];
+  const BufferDesc &out = plan.buffers[s.results[0]];
+  bool kindsOk = offload ? in.kind != BufferKind::Host &&
+                               out.kind == BufferKind::Host
+                         : in.kind == BufferKind::Host &&
+                               out.kind == BufferKind::Transient;
+  if (!kindsOk)
+    throw Error(where + ": must copy " +
+                (offload ? "a device buffer into a host buffer"
+                         : "a host buffer into a transient buffer") +
+                "; it copies " + bufferStr(plan, s.operands[0]) + " into " +
+                bufferStr(plan, s.results[0]));
+  if (in.bytes() != out.bytes())
+    throw Error(where + ": copies " + std::to_string(in.bytes()) +
+                " bytes into a buffer of " + std::to_string(out.bytes()));
+}
+
+} // namespace
+
+CopySchedule copySchedule(const Plan &plan) {
+  auto n = static_cast<int64_t>(plan.steps.size());
+  auto buffers = static_cast<int64_t>(plan.buffers.size());
+  for (int64_t k = 0; k < n; ++k)
+    for (const std::vector<int64_t> *ids :
+         {&plan.steps[k].operands, &plan.steps[k].results})
+      for (int64_t id : *ids)
+        if (id < 0 || id >= buffers)
+          throw Error(stepStr(plan, k) + ": buffer id " + std::to_string(id) +
+                      " is out of range (the plan has " +
+                      std::to_string(buffers) + " buffers)");
+
+  CopySchedule sched;
+  for (int64_t k = 0; k < n; ++k) {
+    const PlanStep &s = plan.steps[k];
+    if (s.op == "step.offload") {
+      checkCopy(plan, k, /*offload=*/true);
+      int64_t src = s.operands[0];
+      const BufferDesc &in = plan.buffers[src];
+      const BufferDesc &out = plan.buffers[s.results[0]];
+      CopySchedule::Offload o;
+      o.step = k;
+      for (int64_t j = k - 1; j >= 0 && o.issueAfter < 0; --j)
+        if (names(plan.steps[j].results, src))
+          o.issueAfter = j;
+      // A reused host slot: the copy stream runs earlier offloads in order,
+      // so forking no earlier than they did keeps their writes first; an
+      // earlier reload of those bytes must have forked, and finished.
+      for (const CopySchedule::Offload &e : sched.offloads)
+        if (overlap(plan.buffers[plan.steps[e.step].results[0]], out))
+          o.issueAfter = std::max(o.issueAfter, e.issueAfter);
+      for (const CopySchedule::Reload &r : sched.reloads)
+        if (overlap(plan.buffers[plan.steps[r.step].operands[0]], out)) {
+          o.issueAfter = std::max(o.issueAfter, r.step);
+          o.afterReloads.push_back(r.step);
+        }
+      // The source is still being written by a reload the compute stream
+      // has not joined yet (it is that reload's result, or a view of it).
+      for (const CopySchedule::Reload &r : sched.reloads)
+        if (r.step <= o.issueAfter && r.waitBefore > o.issueAfter &&
+            overlap(plan.buffers[plan.steps[r.step].results[0]], in) &&
+            !names(o.afterReloads, r.step))
+          o.afterReloads.push_back(r.step);
+      std::sort(o.afterReloads.begin(), o.afterReloads.end());
+      sched.offloads.push_back(std::move(o));
+    } else if (s.op == "step.reload") {
+      checkCopy(plan, k, /*offload=*/false);
+      int64_t host = s.operands[0];
+      const BufferDesc &in = plan.buffers[host];
+      const BufferDesc &out = plan.buffers[s.results[0]];
+      int64_t writer = -1;
+      for (const CopySchedule::Offload &e : sched.offloads)
+        if (plan.steps[e.step].results[0] == host)
+          writer = e.step;
+      if (writer < 0)
+        throw Error(stepStr(plan, k) + ": reads host " + bufferStr(plan, host) +
+                    ", which no earlier step.offload writes");
+      for (const CopySchedule::Offload &e : sched.offloads)
+        if (e.step > writer &&
+            overlap(plan.buffers[plan.steps[e.step].results[0]], in))
+          throw Error(stepStr(plan, k) + ": reads host " +
+                      bufferStr(plan, host) + ", written by " +
+                      stepStr(plan, writer) + ", but " +
+                      stepStr(plan, e.step) +
+                      " overwrites its host bytes in between");
+      CopySchedule::Reload r;
+      r.step = k;
+      r.waitBefore = n;
+      for (int64_t j = k + 1; j < n && r.waitBefore == n; ++j)
+        for (const std::vector<int64_t> *ids :
+             {&plan.steps[j].operands, &plan.steps[j].results})
+          for (int64_t id : *ids)
+            if (overlap(plan.buffers[id], out))
+              r.waitBefore = j;
+      sched.reloads.push_back(r);
+    }
+  }
+  return sched;
+}
+
+} // namespace step::rt::cuda
