@@ -4,7 +4,9 @@
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
-//   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--out FILE.json]
+//              [--offload=none|auto|all[,...]]
+//   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
+//              [--out FILE.json]
 //
 // Compiles the model's training step twice in this process, with its CUDA
 // kernels when built with the CUDA toolkit (cold: the first compile, with a
@@ -64,6 +66,8 @@ nlohmann::json sweepPoint(const std::string &text, step::TrainOptions options,
   nlohmann::json r = a.meta.value("remat", nlohmann::json::object());
   r["budget"] = budget;
   r["planned_peak_bytes"] = a.plan.arenaBytes;
+  r["host_bytes"] = a.plan.hostBytes;
+  r["offload"] = a.meta.value("offload", nlohmann::json());
   r["compile_seconds"] = since(t0);
   return r;
 }
@@ -132,6 +136,10 @@ int main(int argc, char **argv) {
   std::string remat, rematBudget;
   app.add_option("--remat", remat, "none | auto | max (as stepc)");
   app.add_option("--remat-budget", rematBudget, "BYTES (as stepc)");
+  std::string offload;
+  app.add_option("--offload", offload,
+                 "none | auto | all[,link=B/s,flops=F/s,...] (as stepc; "
+                 "with --remat-sweep, at every point)");
   int64_t sweep = 0;
   app.add_option("--remat-sweep", sweep,
                  "compile only: N budgets between no recomputation and "
@@ -159,6 +167,7 @@ int main(int argc, char **argv) {
     options.fuse = !noFuse;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
+    options.offload = step::OffloadOptions::parse(offload);
     if (!bucket.empty()) {
       size_t colon = bucket.find(':');
       if (colon == std::string::npos || colon == 0)
@@ -224,6 +233,8 @@ int main(int argc, char **argv) {
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},
         {"remat", artifact.meta.value("remat", nlohmann::json())},
+        {"offload", artifact.meta.value("offload", nlohmann::json())},
+        {"host_bytes", artifact.plan.hostBytes},
         {"machine",
          {{"host", host}, {"cores", std::thread::hardware_concurrency()}}}};
     std::string dump = j.dump(2) + "\n";

@@ -1,0 +1,199 @@
+//===- OffloadTest.cpp - step-offload changes memory, never a result ------===//
+//
+// Differential tests of step-offload (passes/Offload.cpp): the training
+// step built with offloading (alone, and around step-remat's segment
+// search) runs two updates on the reference interpreter and on the CPU
+// backend next to the step built without either, and every result (loss,
+// params, optimizer state) must be bit-identical: offload and reload are
+// copies. Tolerance: none. The CPU backend keeps host and device arenas
+// apart, so a host plan that lets two live host values share bytes would
+// change a result here.
+//
+// Besides: the artifact's arena and host arena are what the pass
+// reported; the planned peak falls when something is offloaded; `auto`
+// offloads nothing a copy cannot hide on a fast device and something on a
+// slow one; the parsing of --offload.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepTestUtil.h"
+
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+namespace {
+using namespace step;
+using namespace step::test;
+
+/// GPT-2 whose activations outweigh its params (as in RematTest).
+Model gpt2Wide() {
+  using namespace step::trace;
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 64, cfg.context = 32, cfg.layers = 3, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = 4;
+  Graph g(7);
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  return {g.mlir(), g.initialParams(), cfg.vocab};
+}
+
+struct Built {
+  OwningOpRef<ModuleOp> module;
+  std::string errors;
+  mlir::DictionaryAttr offload, remat;
+
+  FuncOp step() { return module->lookupSymbol<FuncOp>("train_step"); }
+  static int64_t get(mlir::DictionaryAttr d, const char *key) {
+    auto v = d ? d.getAs<mlir::IntegerAttr>(key) : nullptr;
+    return v ? v.getInt() : -1;
+  }
+  int64_t off(const char *key) const { return get(offload, key); }
+};
+
+Built build(mlir::MLIRContext *ctx, const Model &model, const TrainOptions &t) {
+  Built b;
+  mlir::ScopedDiagnosticHandler capture(ctx, [&](mlir::Diagnostic &d) {
+    b.errors += d.str() + "\n";
+    return mlir::success();
+  });
+  b.module = mlir::parseSourceString<ModuleOp>(model.mlir, ctx);
+  if (!b.module || mlir::failed(buildTrainStep(*b.module, t))) {
+    b.module = nullptr;
+    return b;
+  }
+  b.offload = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.offload");
+  b.remat = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.remat");
+  return b;
+}
+
+TrainOptions optionsFor(const std::string &offload, const std::string &remat,
+                        const std::string &amp = "") {
+  TrainOptions t;
+  t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
+  t.clipNorm = 0.5;
+  t.amp = AmpOptions::parse(amp, "", "auto");
+  t.remat.mode = remat;
+  t.offload = OffloadOptions::parse(offload);
+  return t;
+}
+
+struct OffloadCase {
+  const char *name;
+  Model (*model)();
+  const char *offload, *remat, *amp;
+  bool offloads; ///< whether something must be offloaded
+};
+void PrintTo(const OffloadCase &c, std::ostream *os) { *os << c.name; }
+
+class OffloadDiff : public testing::TestWithParam<OffloadCase> {};
+
+TEST_P(OffloadDiff, SameBitsAsOnTheDevice) {
+  const OffloadCase &c = GetParam();
+  Model model = c.model();
+  auto ctx = makeContext();
+  Built want = build(ctx.get(), model, optionsFor("none", "none", c.amp));
+  ASSERT_TRUE(want.module) << want.errors;
+  ASSERT_FALSE(want.offload);
+  Built got = build(ctx.get(), model, optionsFor(c.offload, c.remat, c.amp));
+  ASSERT_TRUE(got.module) << got.errors;
+  ASSERT_TRUE(got.offload);
+  std::cout << "[offload] " << c.name << ": " << got.off("offloaded") << "/"
+            << got.off("candidates") << " values, "
+            << got.off("offloaded_bytes") << " B; peak "
+            << got.off("peak_before") << " -> " << got.off("peak_after")
+            << " B; host arena " << got.off("host_bytes") << " B\n";
+  if (c.offloads) {
+    EXPECT_GT(got.off("offloaded"), 0);
+    EXPECT_LT(got.off("peak_after"), got.off("peak_before"));
+  }
+  EXPECT_LE(got.off("peak_after"), got.off("peak_before"));
+
+  FuncOp f = want.step(), g = got.step();
+  expectSameUpdates(f, model, "interpreter", interpreterOf(f),
+                    interpreterOf(g));
+  std::optional<rt::Artifact> plain = planOrFail(*want.module, "train_step");
+  std::optional<rt::Artifact> moved = planOrFail(*got.module, "train_step");
+  ASSERT_TRUE(plain && moved);
+  // The plans the passes measured are the artifact's.
+  EXPECT_EQ(moved->plan.hostBytes, got.off("host_bytes"));
+  if (std::string(c.remat) == "max" || std::string(c.remat) == "budget")
+    EXPECT_EQ(moved->plan.arenaBytes, Built::get(got.remat, "peak_after"));
+  else
+    EXPECT_EQ(moved->plan.arenaBytes, got.off("peak_after"));
+  int64_t copies = 0;
+  for (const rt::PlanStep &s : moved->plan.steps)
+    copies += s.op == "step.offload" || s.op == "step.reload";
+  EXPECT_EQ(copies, 2 * got.off("offloaded"));
+  expectSameUpdates(f, model, "CPU backend", cpuOf(plain), cpuOf(moved));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, OffloadDiff,
+    testing::Values(
+        OffloadCase{"MLP_All", mlpModel, "all", "none", "", false},
+        OffloadCase{"GPT2Tiny_All", gpt2Model, "all", "none", "", false},
+        OffloadCase{"GPT2_All", gpt2Wide, "all", "none", "", true},
+        OffloadCase{"GPT2_All_Bf16", gpt2Wide, "all", "none", "bf16", true},
+        // A slow device (1 MFLOP/s) with a fast link hides every copy.
+        OffloadCase{"GPT2_Auto_SlowDevice", gpt2Wide,
+                    "auto,flops=1e6,hbm=1e9,link=1e12", "none", "", true},
+        // Offloading first, then recomputation of what is left: both
+        // rewrite the same step.
+        OffloadCase{"GPT2_Auto_Then_Remat_Max", gpt2Wide,
+                    "auto,flops=1e6,hbm=1e9,link=1e12", "max", "", true},
+        OffloadCase{"GPT2_All_Then_Remat_Max", gpt2Wide, "all", "max", "",
+                    true}),
+    [](const testing::TestParamInfo<OffloadCase> &info) {
+      return std::string(info.param.name);
+    });
+
+// On the default machine (200 TFLOP/s, 25 GB/s) the tiny GPT-2's ops take
+// nanoseconds and a copy at least 5 us: auto hides nothing and offloads
+// nothing, while all offloads and reports the exposed time.
+TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
+  Model model = gpt2Wide();
+  auto ctx = makeContext();
+  Built autoBuilt = build(ctx.get(), model, optionsFor("auto", "none"));
+  ASSERT_TRUE(autoBuilt.module) << autoBuilt.errors;
+  EXPECT_GT(autoBuilt.off("candidates"), 0);
+  EXPECT_EQ(autoBuilt.off("offloaded"), 0);
+  EXPECT_EQ(autoBuilt.off("peak_after"), autoBuilt.off("peak_before"));
+  Built all = build(ctx.get(), model, optionsFor("all", "none"));
+  ASSERT_TRUE(all.module) << all.errors;
+  auto exposed = all.offload.getAs<mlir::FloatAttr>("exposed_seconds");
+  ASSERT_TRUE(exposed);
+  EXPECT_GT(exposed.getValueAsDouble(), 0);
+}
+
+TEST(OffloadOptions, Parse) {
+  OffloadOptions o = OffloadOptions::parse(
+      "auto,link=5e10,flops=1e15,hbm=3e12,max_exposed=0.05,min_bytes=4096");
+  EXPECT_EQ(o.mode, "auto");
+  EXPECT_EQ(o.linkBandwidth, 5e10);
+  EXPECT_EQ(o.deviceFlops, 1e15);
+  EXPECT_EQ(o.memoryBandwidth, 3e12);
+  EXPECT_EQ(o.maxExposed, 0.05);
+  EXPECT_EQ(o.minBytes, 4096);
+  EXPECT_EQ(OffloadOptions::parse("").mode, "none");
+  auto error = [](const std::string &spec) {
+    try {
+      OffloadOptions::parse(spec);
+    } catch (const std::invalid_argument &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("most"),
+            "--offload: unknown mode 'most', expected none, auto or all");
+  EXPECT_EQ(error("auto,speed=1"),
+            "--offload: unknown key 'speed', expected link, flops, hbm, "
+            "max_exposed or min_bytes");
+  EXPECT_EQ(error("auto,link=0"), "--offload: link = 0 must be positive");
+  EXPECT_EQ(error("auto,link=fast"), "--offload: link=fast is not a number");
+}
+
+} // namespace
