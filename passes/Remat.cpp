@@ -66,6 +66,11 @@
 //     recursively) just before the first backward op needing it and shared
 //     by the later ones.
 //
+// After step-offload (the pipeline runs it between this pass's min-cut and
+// its segment search): a value read only by the forward and step.offload
+// is not saved (Activations.h), and an offload keeps reading the forward
+// value, never a recomputed clone.
+//
 // Cost: the analysis and the min-cut are O(V * E) at worst (Dinic on a
 // graph of 2V nodes; near-linear on training steps). Each candidate choice
 // is measured by cloning the function, applying it, fusing and planning:

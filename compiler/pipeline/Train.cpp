@@ -444,46 +444,78 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   PassManager cleanup(ctx);
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
+  if (report)
+    cleanup.addInstrumentation(
+        std::make_unique<ReportInstrumentation>(*report));
+  if (failed(cleanup.run(module)))
+    return failure();
   bool hints = false;
   module.walk([&](Operation *op) {
     hints = hints || op->hasAttr("step.checkpoint");
   });
-  // Recomputation that costs nothing (hints, the min-cut's elementwise
-  // ops) comes first, then offloading what the copy streams hide, then
-  // the segment search (max, budget), which pays FLOPs, for the rest.
   const std::string &mode = options.remat.mode;
   bool offload = options.offload.mode != "none";
-  bool segments = mode == "max" || mode == "budget";
-  auto addRemat = [&](const std::string &m) {
-    ops::RematOptions remat;
-    remat.mode = m;
-    remat.budget = m == "budget" ? options.remat.budget : 0;
-    remat.fuse = options.fuse;
-    cleanup.addPass(ops::createRemat(remat));
-  };
-  if (offload) {
-    if (mode != "none" || hints)
-      addRemat(segments ? "auto" : mode);
-    ops::OffloadOptions o;
-    o.mode = options.offload.mode;
-    o.linkBandwidth = options.offload.linkBandwidth;
-    o.deviceFlops = options.offload.deviceFlops;
-    o.memoryBandwidth = options.offload.memoryBandwidth;
-    o.maxExposed = options.offload.maxExposed;
-    o.minBytes = options.offload.minBytes;
-    o.fuse = options.fuse;
-    cleanup.addPass(ops::createOffload(o));
-    if (segments)
+  // The memory passes and step-fuse in one of two orders:
+  //  - offloadFirst: free recomputation (hints, the min-cut's elementwise
+  //    ops), then offloading what the copy streams hide, then the segment
+  //    search (budget), which pays FLOPs, for what is left;
+  //  - otherwise step-remat in its mode, then step-offload on what it
+  //    kept (also max: recomputed segments make no reloads, so this order
+  //    reaches the lower peak, docs/remat.md).
+  auto memoryPasses = [&](bool offloadFirst) {
+    auto pm = std::make_unique<PassManager>(ctx);
+    auto addRemat = [&](const std::string &m) {
+      ops::RematOptions remat;
+      remat.mode = m;
+      remat.budget = m == "budget" ? options.remat.budget : 0;
+      remat.fuse = options.fuse;
+      pm->addPass(ops::createRemat(remat));
+    };
+    if (offloadFirst)
+      addRemat("auto");
+    else if (mode != "none" || hints)
       addRemat(mode);
-  } else if (mode != "none" || hints) {
-    addRemat(mode);
+    if (offload) {
+      ops::OffloadOptions o;
+      o.mode = options.offload.mode;
+      o.linkBandwidth = options.offload.linkBandwidth;
+      o.deviceFlops = options.offload.deviceFlops;
+      o.memoryBandwidth = options.offload.memoryBandwidth;
+      o.maxExposed = options.offload.maxExposed;
+      o.minBytes = options.offload.minBytes;
+      o.fuse = options.fuse;
+      pm->addPass(ops::createOffload(o));
+    }
+    if (offloadFirst)
+      addRemat(mode);
+    if (options.fuse)
+      pm->addPass(ops::createFuse());
+    if (report)
+      pm->addInstrumentation(
+          std::make_unique<ReportInstrumentation>(*report));
+    return pm;
+  };
+  if (offload && mode == "budget") {
+    // Try offloading first on a copy, silently; a budget that order cannot
+    // meet (reloads can keep a value the search would drop) falls back to
+    // recomputation first.
+    OwningOpRef<ModuleOp> attempt = module.clone();
+    size_t records = report ? report->size() : 0;
+    LogicalResult done = failure();
+    {
+      ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+      done = memoryPasses(true)->run(*attempt);
+    }
+    if (succeeded(done)) {
+      module.getBody()->getOperations().clear();
+      module.getBody()->getOperations().splice(
+          module.getBody()->end(), attempt->getBody()->getOperations());
+      return success();
+    }
+    if (report)
+      report->resize(records);
   }
-  if (options.fuse)
-    cleanup.addPass(ops::createFuse());
-  if (report)
-    cleanup.addInstrumentation(
-        std::make_unique<ReportInstrumentation>(*report));
-  return cleanup.run(module);
+  return memoryPasses(false)->run(module);
 }
 
 nlohmann::json describeFusions(func::FuncOp func) {

@@ -140,8 +140,9 @@ struct TrainOptions {
   /// What step-remat recomputes; it runs after CSE, before step-fuse (and
   /// also in mode none when the model has checkpoint scopes).
   RematOptions remat;
-  /// What step-offload moves to host memory: after step-remat's min-cut
-  /// and before its segment search (docs/remat.md).
+  /// What step-offload moves to host memory: after step-remat, except with
+  /// a budget, where it runs between the min-cut and the segment search
+  /// if that order meets the budget (docs/remat.md).
   OffloadOptions offload;
 };
 
