@@ -564,10 +564,9 @@ nlohmann::json describeActivations(func::FuncOp func, size_t largest) {
   return {{"saved", a.saved.size()}, {"saved_bytes", a.bytes}, {"largest", top}};
 }
 
-nlohmann::json describeOffload(func::FuncOp func) {
-  auto d = func->getAttrOfType<DictionaryAttr>("step.offload");
-  if (!d)
-    return nullptr;
+namespace {
+/// A pass's summary dictionary as JSON: integers, floats and strings.
+nlohmann::json dictionaryToJson(DictionaryAttr d) {
   nlohmann::json out = nlohmann::json::object();
   for (NamedAttribute a : d) {
     if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
@@ -579,18 +578,18 @@ nlohmann::json describeOffload(func::FuncOp func) {
   }
   return out;
 }
+} // namespace
+
+nlohmann::json describeOffload(func::FuncOp func) {
+  auto d = func->getAttrOfType<DictionaryAttr>("step.offload");
+  return d ? dictionaryToJson(d) : nlohmann::json();
+}
 
 nlohmann::json describeRemat(func::FuncOp func) {
   auto d = func->getAttrOfType<DictionaryAttr>("step.remat");
   if (!d)
     return nullptr;
-  nlohmann::json out = nlohmann::json::object();
-  for (NamedAttribute a : d) {
-    if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
-      out[a.getName().str()] = i.getInt();
-    else if (auto s = dyn_cast<StringAttr>(a.getValue()))
-      out[a.getName().str()] = s.getValue().str();
-  }
+  nlohmann::json out = dictionaryToJson(d);
   int64_t stepFlops = out.value("step_flops", int64_t(0));
   out["flop_overhead"] =
       stepFlops > 0 ? static_cast<double>(out.value("recomputed_flops", 0.0)) /

@@ -28,18 +28,7 @@ namespace {
 using namespace step;
 using namespace step::test;
 
-/// GPT-2 whose activations outweigh its params (as in RematTest).
-Model gpt2Wide() {
-  using namespace step::trace;
-  gpt2::GPT2Config cfg;
-  cfg.vocab = 64, cfg.context = 32, cfg.layers = 3, cfg.heads = 2,
-  cfg.width = 16, cfg.batch = 4;
-  Graph g(7);
-  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
-  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
-  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
-  return {g.mlir(), g.initialParams(), cfg.vocab};
-}
+Model gpt2Default() { return gpt2Wide(); }
 
 struct Built {
   OwningOpRef<ModuleOp> module;
@@ -152,18 +141,18 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         OffloadCase{"MLP_All", mlpModel, "all", "none", "", false},
         OffloadCase{"GPT2Tiny_All", gpt2Model, "all", "none", "", false},
-        OffloadCase{"GPT2_All", gpt2Wide, "all", "none", "", true},
-        OffloadCase{"GPT2_All_Bf16", gpt2Wide, "all", "none", "bf16", true},
+        OffloadCase{"GPT2_All", gpt2Default, "all", "none", "", true},
+        OffloadCase{"GPT2_All_Bf16", gpt2Default, "all", "none", "bf16", true},
         // A slow device (1 MFLOP/s) with a fast link hides every copy.
-        OffloadCase{"GPT2_Auto_SlowDevice", gpt2Wide,
+        OffloadCase{"GPT2_Auto_SlowDevice", gpt2Default,
                     "auto,flops=1e6,hbm=1e9,link=1e12", "none", "", true},
         // Both passes rewrite the same step: after --remat=max, and before
         // the segment search of a budget.
-        OffloadCase{"GPT2_Remat_Max_Then_Auto", gpt2Wide,
+        OffloadCase{"GPT2_Remat_Max_Then_Auto", gpt2Default,
                     "auto,flops=1e6,hbm=1e9,link=1e12", "max", "", true},
-        OffloadCase{"GPT2_Remat_Max_Then_All", gpt2Wide, "all", "max", "",
+        OffloadCase{"GPT2_Remat_Max_Then_All", gpt2Default, "all", "max", "",
                     true},
-        OffloadCase{"GPT2_Auto_Then_Remat_Budget60", gpt2Wide,
+        OffloadCase{"GPT2_Auto_Then_Remat_Budget60", gpt2Default,
                     "auto,flops=1e6,hbm=1e9,link=1e12", "budget", "", true,
                     0.6}),
     [](const testing::TestParamInfo<OffloadCase> &info) {
@@ -174,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
 // nanoseconds and a copy at least 5 us: auto hides nothing and offloads
 // nothing, while all offloads and reports the exposed time.
 TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
-  Model model = gpt2Wide();
+  Model model = gpt2Default();
   auto ctx = makeContext();
   Built autoBuilt = build(ctx.get(), model, optionsFor("auto", "none"));
   ASSERT_TRUE(autoBuilt.module) << autoBuilt.errors;

@@ -30,23 +30,6 @@ namespace {
 using namespace step;
 using namespace step::test;
 
-/// GPT-2 whose activations outweigh its params (B*T = 128 rows of width
-/// 16 against ~25k params), so recomputation moves the planned peak; with
-/// 3 layers its forward has 9 candidate segments, with 2 layers 7 (both
-/// past the default exact-limit of 6: the greedy solver's side).
-Model gpt2Wide(bool checkpointBlocks = false, int64_t layers = 3) {
-  using namespace step::trace;
-  gpt2::GPT2Config cfg;
-  cfg.vocab = 64, cfg.context = 32, cfg.layers = layers, cfg.heads = 2,
-  cfg.width = 16, cfg.batch = 4;
-  cfg.checkpointBlocks = checkpointBlocks;
-  Graph g(7);
-  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
-  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
-  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
-  return {g.mlir(), g.initialParams(), cfg.vocab};
-}
-
 Model gpt2Hinted() { return gpt2Wide(true); }
 Model gpt2Plain() { return gpt2Wide(false); }
 

@@ -137,16 +137,34 @@ inline Model mlpModel() {
   return {g.mlir(), g.initialParams(), s.classes};
 }
 
-inline Model gpt2Model() {
+/// GPT-2 of `cfg` traced with params seeded by `seed`.
+inline Model tracedGPT2(const gpt2::GPT2Config &cfg, uint64_t seed) {
   using namespace step::trace;
-  gpt2::GPT2Config cfg;
-  cfg.vocab = 32, cfg.context = 8, cfg.layers = 2, cfg.heads = 2,
-  cfg.width = 16, cfg.batch = 2;
-  Graph g(5);
+  Graph g(seed);
   Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
   Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
   g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
   return {g.mlir(), g.initialParams(), cfg.vocab};
+}
+
+inline Model gpt2Model() {
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 32, cfg.context = 8, cfg.layers = 2, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = 2;
+  return tracedGPT2(cfg, 5);
+}
+
+/// GPT-2 whose activations outweigh its params (B*T = 128 rows of width
+/// 16 against ~25k params), so recomputation and offloading move the
+/// planned peak; with 3 layers its forward has 9 candidate segments, with
+/// 2 layers 7 (both past step-remat's default exact-limit of 6: the
+/// greedy solver's side).
+inline Model gpt2Wide(bool checkpointBlocks = false, int64_t layers = 3) {
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 64, cfg.context = 32, cfg.layers = layers, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = 4;
+  cfg.checkpointBlocks = checkpointBlocks;
+  return tracedGPT2(cfg, 7);
 }
 
 /// The arguments of @train_step: the model's params, zero optimizer state
