@@ -24,10 +24,30 @@
 #include "dialects/step/StepOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::step {
+
+/// The function @`name` of `module` that a memory pass (`pass`:
+/// "step-remat", "step-offload") rewrites: one block, not yet fused. Emits
+/// an error naming the pass and fails otherwise.
+inline FailureOr<func::FuncOp> unfusedStep(ModuleOp module, StringRef name,
+                                           StringRef pass) {
+  auto f = module.lookupSymbol<func::FuncOp>(name);
+  if (!f || f.isExternal()) {
+    module.emitError() << pass << ": no function @" << name << " with a body";
+    return failure();
+  }
+  if (!f.getBody().hasOneBlock() || !f.getOps<FusionOp>().empty()) {
+    f.emitError() << pass << ": @" << name
+                  << " must be one block without step.fusion (run " << pass
+                  << " before step-fuse)";
+    return failure();
+  }
+  return f;
+}
 
 /// Bytes of a static tensor type (i1 as one byte, as the memory plan).
 inline int64_t tensorBytes(Type type) {

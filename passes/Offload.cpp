@@ -106,14 +106,13 @@ private:
 
 double OffloadPass::opSeconds(Operation *op) const {
   int64_t bytes = 0;
-  for (Value v : op->getOperands())
-    if (auto t = dyn_cast<RankedTensorType>(v.getType());
-        t && t.hasStaticShape())
-      bytes += tensorBytes(t);
-  for (Value v : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(v.getType());
-        t && t.hasStaticShape())
-      bytes += tensorBytes(t);
+  auto add = [&](TypeRange types) {
+    for (Type type : types)
+      if (auto t = dyn_cast<RankedTensorType>(type); t && t.hasStaticShape())
+        bytes += tensorBytes(t);
+  };
+  add(op->getOperandTypes());
+  add(op->getResultTypes());
   return std::max(static_cast<double>(opFlops(op)) / deviceFlops,
                   static_cast<double>(bytes) / memoryBandwidth);
 }
@@ -262,13 +261,11 @@ FailureOr<ArenaPlan> OffloadPass::measure(ArrayRef<const Candidate *> chosen) {
 }
 
 void OffloadPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  f = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!f || f.isExternal()) {
-    module.emitError() << "step-offload: no function @" << funcName
-                       << " with a body";
+  FailureOr<func::FuncOp> step =
+      unfusedStep(getOperation(), funcName, "step-offload");
+  if (failed(step))
     return signalPassFailure();
-  }
+  f = *step;
   if (mode != "none" && mode != "auto" && mode != "all") {
     f.emitError() << "step-offload: unknown mode '" << mode
                   << "', expected none, auto or all";
@@ -281,12 +278,6 @@ void OffloadPass::runOnOperation() {
                   << ") and memory-bandwidth (" << memoryBandwidth
                   << ") must be > 0 and max-exposed (" << maxExposed
                   << ") >= 0";
-    return signalPassFailure();
-  }
-  if (!f.getBody().hasOneBlock() || !f.getOps<FusionOp>().empty()) {
-    f.emitError() << "step-offload: @" << funcName
-                  << " must be one block without step.fusion (run "
-                     "step-offload before step-fuse)";
     return signalPassFailure();
   }
   ops.clear();

@@ -594,13 +594,11 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
 }
 
 void RematPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  f = module.lookupSymbol<func::FuncOp>(funcName);
-  if (!f || f.isExternal()) {
-    module.emitError() << "step-remat: no function @" << funcName
-                       << " with a body";
+  FailureOr<func::FuncOp> step =
+      unfusedStep(getOperation(), funcName, "step-remat");
+  if (failed(step))
     return signalPassFailure();
-  }
+  f = *step;
   if (mode != "none" && mode != "auto" && mode != "max" && mode != "budget") {
     f.emitError() << "step-remat: unknown mode '" << mode
                   << "', expected none, auto, max or budget";
@@ -610,12 +608,6 @@ void RematPass::runOnOperation() {
     f.emitError() << "step-remat: mode budget needs budget > 0 bytes and "
                      "only it takes one (found mode "
                   << mode << ", budget " << static_cast<int64_t>(budget) << ")";
-    return signalPassFailure();
-  }
-  if (!f.getBody().hasOneBlock() || !f.getOps<FusionOp>().empty()) {
-    f.emitError() << "step-remat: @" << funcName
-                  << " must be one block without step.fusion (run "
-                     "step-remat before step-fuse)";
     return signalPassFailure();
   }
   collectForward();

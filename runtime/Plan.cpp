@@ -167,6 +167,9 @@ void Plan::validate(bool isBody) const {
     defined[i] = buffers[i].kind == BufferKind::Constant;
   for (int64_t id : arguments) {
     check(id, "an argument");
+    if (buffers[id].kind == BufferKind::Host)
+      throw Error("plan: argument buffer '" + buffers[id].name +
+                  "' is a host buffer");
     defined[id] = true;
   }
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -200,11 +203,13 @@ void Plan::validate(bool isBody) const {
         (steps[k].operands.size() != 1 || steps[k].results.size() != 1 ||
          hostAt(steps[k].operands, 0) != reload ||
          hostAt(steps[k].results, 0) != offload ||
+         (reload &&
+          buffers[steps[k].results[0]].kind != BufferKind::Transient) ||
          buffers[steps[k].operands[0]].bytes() !=
              buffers[steps[k].results[0]].bytes()))
       throw Error("plan: " + where + " must copy one " +
                   (offload ? "device buffer into a host buffer"
-                           : "host buffer into a device buffer") +
+                           : "host buffer into a transient buffer") +
                   " of the same size");
     if ((steps[k].op == "step.fusion") != (steps[k].body != nullptr))
       throw Error("plan: " + where +

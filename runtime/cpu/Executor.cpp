@@ -78,12 +78,14 @@ public:
 
 private:
   /// The arena bytes of a transient or host buffer; null for the others.
-  uint8_t *slotOf(const BufferDesc &b) const {
-    if (b.kind == BufferKind::Transient)
-      return const_cast<uint8_t *>(arena_.data()) + b.offset;
-    if (b.kind == BufferKind::Host)
-      return const_cast<uint8_t *>(host_.data()) + b.offset;
-    return nullptr;
+  uint8_t *slotOf(const BufferDesc &b) {
+    std::vector<uint8_t> *arena = b.kind == BufferKind::Transient ? &arena_
+                                  : b.kind == BufferKind::Host    ? &host_
+                                                                  : nullptr;
+    return arena ? arena->data() + b.offset : nullptr;
+  }
+  const uint8_t *slotOf(const BufferDesc &b) const {
+    return const_cast<Memory *>(this)->slotOf(b);
   }
 
   const Plan &plan_;

@@ -47,51 +47,18 @@ bool names(const std::vector<int64_t> &ids, int64_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-/// Checks the shape of a copy step: one operand, one result, the kinds a
-/// copy in this direction takes, and equal sizes.
-void checkCopy(const Plan &plan, int64_t k, bool offload) {
-  const PlanStep &s = plan.steps[k];
-  std::string where = stepStr(plan, k);
-  if (s.operands.size() != 1 || s.results.size() != 1)
-    throw Error(where + ": a copy takes 1 operand and gives 1 result; it has " +
-                std::to_string(s.operands.size()) + " and " +
-                std::to_string(s.results.size()));
-  const BufferDesc &in = plan.buffers[s.operands[0]];
-  const BufferDesc &out = plan.buffers[s.results[0]];
-  bool kindsOk = offload ? in.kind != BufferKind::Host &&
-                               out.kind == BufferKind::Host
-                         : in.kind == BufferKind::Host &&
-                               out.kind == BufferKind::Transient;
-  if (!kindsOk)
-    throw Error(where + ": must copy " +
-                (offload ? "a device buffer into a host buffer"
-                         : "a host buffer into a transient buffer") +
-                "; it copies " + bufferStr(plan, s.operands[0]) + " into " +
-                bufferStr(plan, s.results[0]));
-  if (in.bytes() != out.bytes())
-    throw Error(where + ": copies " + std::to_string(in.bytes()) +
-                " bytes into a buffer of " + std::to_string(out.bytes()));
-}
-
 } // namespace
 
 CopySchedule copySchedule(const Plan &plan) {
+  // Ids in range, copies of one buffer into one of the same size and the
+  // right kinds, host bytes touched by copies only, every read after its
+  // write (so a reload's host operand has an earlier offload).
+  plan.validate();
   auto n = static_cast<int64_t>(plan.steps.size());
-  auto buffers = static_cast<int64_t>(plan.buffers.size());
-  for (int64_t k = 0; k < n; ++k)
-    for (const std::vector<int64_t> *ids :
-         {&plan.steps[k].operands, &plan.steps[k].results})
-      for (int64_t id : *ids)
-        if (id < 0 || id >= buffers)
-          throw Error(stepStr(plan, k) + ": buffer id " + std::to_string(id) +
-                      " is out of range (the plan has " +
-                      std::to_string(buffers) + " buffers)");
-
   CopySchedule sched;
   for (int64_t k = 0; k < n; ++k) {
     const PlanStep &s = plan.steps[k];
     if (s.op == "step.offload") {
-      checkCopy(plan, k, /*offload=*/true);
       int64_t src = s.operands[0];
       const BufferDesc &in = plan.buffers[src];
       const BufferDesc &out = plan.buffers[s.results[0]];
@@ -121,17 +88,13 @@ CopySchedule copySchedule(const Plan &plan) {
       std::sort(o.afterReloads.begin(), o.afterReloads.end());
       sched.offloads.push_back(std::move(o));
     } else if (s.op == "step.reload") {
-      checkCopy(plan, k, /*offload=*/false);
       int64_t host = s.operands[0];
       const BufferDesc &in = plan.buffers[host];
       const BufferDesc &out = plan.buffers[s.results[0]];
-      int64_t writer = -1;
+      int64_t writer = -1; // exists: validate() saw the host buffer written
       for (const CopySchedule::Offload &e : sched.offloads)
         if (plan.steps[e.step].results[0] == host)
           writer = e.step;
-      if (writer < 0)
-        throw Error(stepStr(plan, k) + ": reads host " + bufferStr(plan, host) +
-                    ", which no earlier step.offload writes");
       for (const CopySchedule::Offload &e : sched.offloads)
         if (e.step > writer &&
             overlap(plan.buffers[plan.steps[e.step].results[0]], in))

@@ -643,27 +643,26 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
   // The fork of each copy, by step; offloads name reloads' `done` events,
   // so reloads come first.
   std::map<int64_t, Op> fork;
-  for (const CopySchedule::Reload &r : sched.reloads) {
-    const PlanStep &s = plan.steps[r.step];
-    Op &op = fork[r.step];
-    op.kind = Op::CopyIn;
-    op.where = where(r.step);
-    op.host = hostOf[s.operands[0]];
-    op.dst = ptrOf[s.results[0]];
-    op.bytes = static_cast<size_t>(plan.buffers[s.results[0]].bytes());
+  // A copy of step k's operand into its result: device addresses from
+  // ptrOf, host ones from hostOf (each step has one host side).
+  auto copy = [&](int64_t k, Op::Kind kind) -> Op & {
+    const PlanStep &s = plan.steps[k];
+    Op &op = fork[k];
+    op.kind = kind;
+    op.where = where(k);
+    int64_t in = s.operands[0], out = s.results[0];
+    op.host = kind == Op::CopyIn ? hostOf[in] : hostOf[out];
+    op.src = ptrOf[in];
+    op.dst = ptrOf[out];
+    op.bytes = static_cast<size_t>(plan.buffers[out].bytes());
     op.ready = event();
     op.done = event();
-  }
+    return op;
+  };
+  for (const CopySchedule::Reload &r : sched.reloads)
+    copy(r.step, Op::CopyIn);
   for (const CopySchedule::Offload &o : sched.offloads) {
-    const PlanStep &s = plan.steps[o.step];
-    Op &op = fork[o.step];
-    op.kind = Op::CopyOut;
-    op.where = where(o.step);
-    op.src = ptrOf[s.operands[0]];
-    op.host = hostOf[s.results[0]];
-    op.bytes = static_cast<size_t>(plan.buffers[s.results[0]].bytes());
-    op.ready = event();
-    op.done = event();
+    Op &op = copy(o.step, Op::CopyOut);
     for (int64_t r : o.afterReloads)
       op.after.push_back(fork.at(r).done);
   }
@@ -698,11 +697,6 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
     } else {
       Op op;
       op.where = where(k);
-      for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
-        for (int64_t id : *ids)
-          if (plan.buffers[id].kind == BufferKind::Host)
-            throw Error(op.where + ": names host " + bufferStr(plan, id) +
-                        "; only step.offload and step.reload may");
       if (prepareStep(k, op))
         ops.push_back(std::move(op));
     }
@@ -734,20 +728,9 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
   Impl &x = *impl_;
   const Plan &plan = artifact.plan;
   x.init();
-  // A malformed copy (or a buffer id out of range) is the plan's fault:
-  // say so before allocating anything.
+  // A malformed plan (Plan::validate, which copySchedule runs) is the
+  // plan's fault: say so before allocating anything.
   CopySchedule sched = copySchedule(plan);
-  for (const std::vector<int64_t> *ids : {&plan.arguments, &plan.results})
-    for (int64_t id : *ids) {
-      std::string what = ids == &plan.arguments ? "an argument" : "a result";
-      if (id < 0 || id >= static_cast<int64_t>(plan.buffers.size()))
-        throw Error("plan: " + what + " names buffer " + std::to_string(id) +
-                    ", which is out of range");
-      if (plan.buffers[id].kind == BufferKind::Host)
-        throw Error("plan: host " + bufferStr(plan, id) + " is " + what +
-                    "; host buffers live between a step.offload and its "
-                    "step.reload only");
-    }
   x.allocate();
   for (size_t k = 0; k < plan.steps.size(); ++k)
     for (int64_t id : plan.steps[k].results)

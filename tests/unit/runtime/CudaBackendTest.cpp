@@ -358,6 +358,7 @@ TEST(CudaCopySchedule, ReusedHostSlotWaitsForTheReloadReadingIt) {
   EXPECT_EQ(s.reloads[1].waitBefore, 7);
 }
 
+// copySchedule runs Plan::validate: malformed copies get its messages.
 TEST(CudaCopySchedule, RejectsMalformedCopies) {
   constexpr auto F32 = DType::F32;
   // Filled in place: a PlanBuilder holds a reference into itself, so it is
@@ -374,8 +375,8 @@ TEST(CudaCopySchedule, RejectsMalformedCopies) {
     base(p); // nothing ever wrote buffer 2
     p.step("step.reload", {}, {2}, {1});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 0 (step.reload): reads host buffer 2 ('%2', "
-                  "host), which no earlier step.offload writes"});
+                 {"plan: step 0 (step.reload) reads buffer '%2' before it is "
+                  "written"});
   }
   {
     PlanBuilder p;
@@ -383,16 +384,15 @@ TEST(CudaCopySchedule, RejectsMalformedCopies) {
     p.step("step.reload", {}, {2}, {1});
     p.step("step.offload", {}, {0}, {2});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 0 (step.reload)", "no earlier step.offload"});
+                 {"plan: step 0 (step.reload)", "before it is written"});
   }
   {
     PlanBuilder p;
     base(p);
     p.step("step.offload", {}, {0}, {1});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 0 (step.offload): must copy a device buffer into "
-                  "a host buffer; it copies buffer 0 ('x', input) into "
-                  "buffer 1 ('%1', transient)"});
+                 {"plan: step 0 (step.offload) must copy one device buffer "
+                  "into a host buffer of the same size"});
   }
   {
     PlanBuilder p;
@@ -400,37 +400,37 @@ TEST(CudaCopySchedule, RejectsMalformedCopies) {
     p.step("step.offload", {}, {0}, {2});
     p.step("step.reload", {}, {2}, {0}); // into an input, not the arena
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 1 (step.reload): must copy a host buffer into "
-                  "a transient buffer"});
+                 {"plan: step 1 (step.reload) must copy one host buffer into "
+                  "a transient buffer of the same size"});
   }
   {
     PlanBuilder p;
     base(p);
-    p.step("step.offload", {}, {0, 1}, {2});
+    p.step("step.offload", {}, {0, 0}, {2});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"a copy takes 1 operand and gives 1 result; it has 2 and 1"});
+                 {"plan: step 0 (step.offload) must copy one device buffer"});
   }
   {
     PlanBuilder p;
     base(p);
     p.step("step.offload", {}, {0}, {3});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 0 (step.offload): copies 16 bytes into a buffer "
-                  "of 8"});
+                 {"plan: step 0 (step.offload) must copy one device buffer "
+                  "into a host buffer of the same size"});
   }
   {
     PlanBuilder p;
     base(p);
     p.step("step.add", {}, {0, 99}, {1});
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan step 0 (step.add): buffer id 99 is out of range"});
+                 {"plan: step 0 (step.add) names buffer 99, but the plan has"});
   }
   {
     PlanBuilder p;
     base(p); // buffer 5 reuses buffer 2's host bytes early
     p.host(F32, {4}, 0);
     p.step("step.offload", {}, {0}, {2});
-    p.step("step.offload", {}, {4}, {5});
+    p.step("step.offload", {}, {0}, {5});
     p.step("step.reload", {}, {2}, {1});
     EXPECT_ERROR(copySchedule(p.plan),
                  {"plan step 2 (step.reload): reads host buffer 2",
