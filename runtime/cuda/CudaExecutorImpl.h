@@ -1,0 +1,132 @@
+//===- CudaExecutorImpl.h - The CUDA executor's state -------*- C++ -*-===//
+//
+// Internal to runtime/cuda: the prepared Op list and the state of a
+// CudaExecutor, shared by CudaBackend.cpp (allocation, the Op list, copies,
+// runs) and CudaMatmul.cpp (cuBLASLt descriptors and heuristics).
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_CUDA_CUDAEXECUTORIMPL_H
+#define STEP_RUNTIME_CUDA_CUDAEXECUTORIMPL_H
+
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/DynamicSymbols.h"
+#include "runtime/cuda/MatmulEpilogue.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace step::rt::cuda {
+namespace detail {
+
+inline std::string bufferStr(const Plan &plan, int64_t id) {
+  const BufferDesc &b = plan.buffers.at(id);
+  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
+         bufferKindName(b.kind) + ")";
+}
+
+inline std::string typeStr(DType t, const Shape &s) {
+  return std::string(dtypeName(t)) + " " + shapeToString(s);
+}
+
+/// One prepared launch, or a copy-stream fork or join.
+struct Op {
+  enum Kind {
+    Kernel,
+    Matmul,
+    Copy,
+    Zero,
+    CopyOut, ///< step.offload: device `src` to `host` on the d2h stream
+    CopyIn,  ///< step.reload: `host` to device `dst` on the h2d stream
+    Wait,    ///< the compute stream waits for `done`
+    Join,    ///< `done` recorded on `copyStream`, waited for by compute
+  } kind = Kernel;
+  std::string where; ///< "plan step 3 (step.add)"
+  // Kernel.
+  CUfunction fn = nullptr;
+  unsigned grid = 0, block = 0, shared = 0;
+  std::vector<CUdeviceptr> ptrs; ///< argument values; params point here
+  std::vector<void *> params;
+  // Matmul: index into Impl::matmuls.
+  size_t matmul = 0;
+  // Copy / Zero / CopyOut / CopyIn.
+  CUdeviceptr dst = 0, src = 0;
+  size_t bytes = 0;
+  // CopyOut / CopyIn / Wait / Join.
+  void *host = nullptr;            ///< in the pinned host arena
+  CUevent ready = nullptr;         ///< the fork, on the compute stream
+  CUevent done = nullptr;          ///< the copy finished, on its stream
+  std::vector<CUevent> after;      ///< reload copies to finish first
+  CUstream copyStream = nullptr;   ///< Join only
+};
+
+/// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
+/// `matmul` fusion read by readMatmulFusion. Buffer ids of the outer plan.
+struct MatmulCall {
+  int64_t lhs = -1, rhs = -1, result = -1, bias = -1;
+  const nlohmann::json *attrs = nullptr; ///< the step.matmul's attributes
+  MatmulEpilogue epilogue = MatmulEpilogue::None;
+};
+
+struct MatmulOp {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  CUdeviceptr pa = 0, pb = 0, pc = 0;
+};
+
+} // namespace detail
+
+using namespace detail;
+
+struct CudaExecutor::Impl {
+  /// Valid during construction only: the executor keeps no reference to it.
+  const Artifact *artifact;
+  const Plan plan;
+  CudaExecutorOptions options;
+  const DriverSymbols *d = nullptr;
+  const CublasLtSymbols *lt = nullptr;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  /// Copy streams for step.offload (device to host) and step.reload (host
+  /// to device); created only for a plan that has such steps.
+  CUstream d2h = nullptr, h2d = nullptr;
+  std::vector<CUevent> events; ///< every event the Ops name, owned here
+  std::string arch;
+  int ccMajor = 0, ccMinor = 0; ///< compute capability
+  std::vector<CUdeviceptr> allocations;
+  std::vector<CUdeviceptr> ptrOf; ///< device address of every buffer
+  uint8_t *hostArena = nullptr;    ///< pinned, plan.hostBytes; null if 0
+  std::vector<void *> hostOf;      ///< Host buffers: their host address
+  CUdeviceptr workspace = 0;
+  std::map<std::string, CUmodule> modules;
+  std::map<std::string, CUfunction> functions;
+  cublasLtHandle_t ltHandle = nullptr;
+  std::map<std::string, cublasLtMatmulAlgo_t> algoCache; ///< by shape key
+  std::vector<MatmulOp> matmuls;
+  std::vector<Op> ops;
+  CUgraph graph = nullptr;
+  CUgraphExec graphExec = nullptr;
+
+  Impl(const Artifact &a, CudaExecutorOptions o)
+      : artifact(&a), plan(a.plan), options(o) {}
+  ~Impl();
+
+  void ck(CUresult r, const std::string &what) const { check(*d, r, what); }
+  CUdeviceptr alloc(int64_t bytes);
+  CUevent event();
+  void init();
+  void allocate();
+  bool prepareStep(int64_t k, Op &op);
+  void prepareOps(const CopySchedule &sched);
+  CUfunction function(const std::string &kernel);
+  void prepareKernel(const PlanStep &s, Op &op);
+  void prepareMatmul(const MatmulCall &call, Op &op);
+  void record();
+  void capture();
+};
+
+} // namespace step::rt::cuda
+
+#endif // STEP_RUNTIME_CUDA_CUDAEXECUTORIMPL_H

@@ -1,0 +1,170 @@
+//===- CudaMatmul.cpp - step.matmul through cuBLASLt ----------------------===//
+//
+// A plain step.matmul or a `matmul` fusion (bias and/or ReLU/GELU epilogue,
+// MatmulEpilogue.h) prepared as one cuBLASLt call: descriptors and layouts
+// (matmulLayout), and the heuristic's algorithm, cached per shape key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaExecutorImpl.h"
+
+namespace step::rt::cuda {
+namespace {
+
+cudaDataType_t cudaType(DType t, const std::string &where) {
+  switch (t) {
+  case DType::F32: return CUDA_R_32F;
+  case DType::F16: return CUDA_R_16F;
+  case DType::BF16: return CUDA_R_16BF;
+  default:
+    throw Error(where + ": cuBLASLt matmul supports f32, f16 and bf16, not " +
+                dtypeName(t));
+  }
+}
+
+cublasLtEpilogue_t ltEpilogue(MatmulEpilogue e) {
+  switch (e) {
+  case MatmulEpilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
+  case MatmulEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+  case MatmulEpilogue::Relu: return CUBLASLT_EPILOGUE_RELU;
+  case MatmulEpilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case MatmulEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU;
+  case MatmulEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+} // namespace
+
+void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
+  const BufferDesc &a = plan.buffers[call.lhs];
+  const BufferDesc &b = plan.buffers[call.rhs];
+  const BufferDesc &c = plan.buffers[call.result];
+  const nlohmann::json &attrs = *call.attrs;
+  auto unit = [&](const char *n) {
+    return attrs.is_object() && attrs.contains(n) && attrs[n].is_boolean() &&
+           attrs[n].get<bool>();
+  };
+  MatmulLayout l = matmulLayout(a.shape, b.shape, unit("transpose_a"),
+                                unit("transpose_b"));
+  if (a.dtype != b.dtype || c.dtype != a.dtype || c.shape != l.result)
+    throw Error(op.where + ": operands " + typeStr(a.dtype, a.shape) + " and " +
+                typeStr(b.dtype, b.shape) + " do not give the result " +
+                typeStr(c.dtype, c.shape));
+  cudaDataType_t type = cudaType(a.dtype, op.where);
+  if (l.k == 0 && call.epilogue != MatmulEpilogue::None && c.bytes() != 0)
+    throw Error(op.where + ": a matmul fusion with an empty contraction "
+                "(K = 0) and an epilogue; run it with --backend=cpu");
+  if (l.m == 0 || l.n == 0 || l.k == 0) { // an empty sum is zero
+    op.kind = Op::Zero;
+    op.dst = ptrOf[call.result];
+    op.bytes = static_cast<size_t>(c.bytes());
+    return;
+  }
+  if (!lt) {
+    lt = cublasLt();
+    if (!lt)
+      throw Error(op.where + ": cuBLASLt is not available: " + cublasLtReason());
+    check(*lt, lt->cublasLtCreate(&ltHandle), "cublasLtCreate");
+  }
+  op.kind = Op::Matmul;
+  op.matmul = matmuls.size();
+  matmuls.emplace_back();
+  MatmulOp &m = matmuls.back();
+  m.pa = ptrOf[call.rhs]; // cuBLASLt's a is our rhs (CudaBackend.h)
+  m.pb = ptrOf[call.lhs];
+  m.pc = ptrOf[call.result];
+  auto ltck = [&](cublasStatus_t st, const char *what) {
+    check(*lt, st, op.where + ": " + what);
+  };
+  ltck(lt->cublasLtMatmulDescCreate(&m.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+       "cublasLtMatmulDescCreate");
+  cublasOperation_t ta = l.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = l.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ltck(lt->cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                          &ta, sizeof(ta)), "TRANSA");
+  ltck(lt->cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &tb, sizeof(tb)), "TRANSB");
+  // The epilogue acts on cuBLASLt's column-major C^T (n rows): a bias of
+  // length n (our last dim) is added to every column, i.e. to every row of
+  // our row-major result; batch stride 0 shares it across batch entries.
+  uintptr_t biasAlign = 0;
+  if (call.epilogue != MatmulEpilogue::None) {
+    uint32_t epi = ltEpilogue(call.epilogue);
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+         "EPILOGUE");
+  }
+  if (call.bias >= 0) {
+    const BufferDesc &bias = plan.buffers[call.bias];
+    if (bias.dtype != c.dtype || bias.shape != Shape{l.n})
+      throw Error(op.where + ": the bias is " +
+                  typeStr(bias.dtype, bias.shape) + ", expected " +
+                  typeStr(c.dtype, Shape{l.n}));
+    const void *biasPtr = reinterpret_cast<const void *>(ptrOf[call.bias]);
+    int32_t biasType = static_cast<int32_t>(type);
+    int64_t biasStride = 0;
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+             sizeof(biasPtr)),
+         "BIAS_POINTER");
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+             sizeof(biasType)),
+         "BIAS_DATA_TYPE");
+    if (l.batch > 1)
+      ltck(lt->cublasLtMatmulDescSetAttribute(
+               m.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+               sizeof(biasStride)),
+           "BIAS_BATCH_STRIDE");
+    // The heuristic depends on the bias pointer's alignment: key on it.
+    biasAlign = ptrOf[call.bias] & 15u;
+  }
+  auto layout = [&](cublasLtMatrixLayout_t *out, const MatrixLayout &ml) {
+    ltck(lt->cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(ml.rows),
+                                        static_cast<uint64_t>(ml.cols), ml.ld),
+         "cublasLtMatrixLayoutCreate");
+    if (ml.batch == 1)
+      return;
+    int32_t count = static_cast<int32_t>(ml.batch);
+    int64_t stride = ml.stride;
+    ltck(lt->cublasLtMatrixLayoutSetAttribute(
+             *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+         "BATCH_COUNT");
+    ltck(lt->cublasLtMatrixLayoutSetAttribute(
+             *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+             sizeof(stride)),
+         "STRIDED_BATCH_OFFSET");
+  };
+  layout(&m.a, l.a);
+  layout(&m.b, l.b);
+  layout(&m.c, l.c);
+  std::string key = std::string(dtypeName(a.dtype));
+  for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, int64_t(l.transA),
+                    int64_t(l.transB)})
+    key += "," + std::to_string(v);
+  key += std::string(",") + matmulEpilogueName(call.epilogue) + "," +
+         std::to_string(call.bias >= 0 ? int64_t(16 + biasAlign) : int64_t(0));
+  if (auto it = algoCache.find(key); it != algoCache.end()) {
+    m.algo = it->second;
+    return;
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  ltck(lt->cublasLtMatmulPreferenceCreate(&pref), "MatmulPreferenceCreate");
+  uint64_t ws = static_cast<uint64_t>(options.matmulWorkspaceBytes);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = lt->cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt->cublasLtMatmulAlgoGetHeuristic(ltHandle, m.desc, m.a, m.b, m.c,
+                                            m.c, pref, 1, &result, &found);
+  lt->cublasLtMatmulPreferenceDestroy(pref);
+  ltck(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1)
+    throw Error(op.where + ": cuBLASLt has no algorithm for " +
+                typeStr(a.dtype, a.shape) + " x " + typeStr(b.dtype, b.shape));
+  m.algo = algoCache[key] = result.algo;
+}
+
+} // namespace step::rt::cuda
