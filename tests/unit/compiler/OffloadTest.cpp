@@ -30,34 +30,7 @@ using namespace step::test;
 
 Model gpt2Default() { return gpt2Wide(); }
 
-struct Built {
-  OwningOpRef<ModuleOp> module;
-  std::string errors;
-  mlir::DictionaryAttr offload, remat;
-
-  FuncOp step() { return module->lookupSymbol<FuncOp>("train_step"); }
-  static int64_t get(mlir::DictionaryAttr d, const char *key) {
-    auto v = d ? d.getAs<mlir::IntegerAttr>(key) : nullptr;
-    return v ? v.getInt() : -1;
-  }
-  int64_t off(const char *key) const { return get(offload, key); }
-};
-
-Built build(mlir::MLIRContext *ctx, const Model &model, const TrainOptions &t) {
-  Built b;
-  mlir::ScopedDiagnosticHandler capture(ctx, [&](mlir::Diagnostic &d) {
-    b.errors += d.str() + "\n";
-    return mlir::success();
-  });
-  b.module = mlir::parseSourceString<ModuleOp>(model.mlir, ctx);
-  if (!b.module || mlir::failed(buildTrainStep(*b.module, t))) {
-    b.module = nullptr;
-    return b;
-  }
-  b.offload = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.offload");
-  b.remat = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.remat");
-  return b;
-}
+using Built = BuiltStep;
 
 TrainOptions optionsFor(const std::string &offload, const std::string &remat,
                         const std::string &amp = "", int64_t budget = 0) {
@@ -87,18 +60,18 @@ TEST_P(OffloadDiff, SameBitsAsOnTheDevice) {
   const OffloadCase &c = GetParam();
   Model model = c.model();
   auto ctx = makeContext();
-  Built want = build(ctx.get(), model, optionsFor("none", "none", c.amp));
+  Built want = buildStep(ctx.get(), model, optionsFor("none", "none", c.amp));
   ASSERT_TRUE(want.module) << want.errors;
   ASSERT_FALSE(want.offload);
   int64_t budget = 0;
   if (c.budgetFraction > 0) {
-    Built probe = build(ctx.get(), model, optionsFor("all", "none", c.amp));
+    Built probe = buildStep(ctx.get(), model, optionsFor("all", "none", c.amp));
     ASSERT_TRUE(probe.module) << probe.errors;
     budget = static_cast<int64_t>(c.budgetFraction *
                                   static_cast<double>(probe.off("peak_before")));
   }
   Built got =
-      build(ctx.get(), model, optionsFor(c.offload, c.remat, c.amp, budget));
+      buildStep(ctx.get(), model, optionsFor(c.offload, c.remat, c.amp, budget));
   ASSERT_TRUE(got.module) << got.errors;
   ASSERT_TRUE(got.offload);
   std::cout << "[offload] " << c.name << ": " << got.off("offloaded") << "/"
@@ -125,7 +98,7 @@ TEST_P(OffloadDiff, SameBitsAsOnTheDevice) {
   if (budget > 0) {
     EXPECT_LE(moved->plan.arenaBytes, budget);
     EXPECT_TRUE(moved->plan.arenaBytes == got.off("peak_after") ||
-                moved->plan.arenaBytes == Built::get(got.remat, "peak_after"));
+                moved->plan.arenaBytes == Built::intOf(got.remat, "peak_after"));
   } else {
     EXPECT_EQ(moved->plan.arenaBytes, got.off("peak_after"));
   }
@@ -165,12 +138,12 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
   Model model = gpt2Default();
   auto ctx = makeContext();
-  Built autoBuilt = build(ctx.get(), model, optionsFor("auto", "none"));
+  Built autoBuilt = buildStep(ctx.get(), model, optionsFor("auto", "none"));
   ASSERT_TRUE(autoBuilt.module) << autoBuilt.errors;
   EXPECT_GT(autoBuilt.off("candidates"), 0);
   EXPECT_EQ(autoBuilt.off("offloaded"), 0);
   EXPECT_EQ(autoBuilt.off("peak_after"), autoBuilt.off("peak_before"));
-  Built all = build(ctx.get(), model, optionsFor("all", "none"));
+  Built all = buildStep(ctx.get(), model, optionsFor("all", "none"));
   ASSERT_TRUE(all.module) << all.errors;
   auto exposed = all.offload.getAs<mlir::FloatAttr>("exposed_seconds");
   ASSERT_TRUE(exposed);
@@ -183,12 +156,12 @@ TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
 TEST(OffloadBudget, NeverWorseThanRecomputationAlone) {
   Model model = gpt2Default();
   auto ctx = makeContext();
-  Built max = build(ctx.get(), model, optionsFor("none", "max"));
+  Built max = buildStep(ctx.get(), model, optionsFor("none", "max"));
   ASSERT_TRUE(max.module) << max.errors;
-  int64_t budget = Built::get(max.remat, "peak_after");
+  int64_t budget = Built::intOf(max.remat, "peak_after");
   for (const char *spec : {"all", "auto,flops=1e8,hbm=1e9,link=1e9", "auto"}) {
     SCOPED_TRACE(spec);
-    Built b = build(ctx.get(), model, optionsFor(spec, "budget", "", budget));
+    Built b = buildStep(ctx.get(), model, optionsFor(spec, "budget", "", budget));
     ASSERT_TRUE(b.module) << b.errors;
     std::optional<rt::Artifact> a = planOrFail(*b.module, "train_step");
     ASSERT_TRUE(a);
@@ -217,12 +190,12 @@ TEST(OffloadBudget, FallsBackToRecomputationFirst) {
   // gradient until the norm is known, which raises the floor).
   TrainOptions t = optionsFor("auto", "budget", "bf16", budget);
   t.clipNorm.reset();
-  Built b = build(ctx.get(), model, t);
+  Built b = buildStep(ctx.get(), model, t);
   ASSERT_TRUE(b.module) << b.errors;
   // step-remat ran first and met the budget alone; step-offload started
   // from its plan.
-  EXPECT_LE(Built::get(b.remat, "peak_after"), budget);
-  EXPECT_EQ(b.off("peak_before"), Built::get(b.remat, "peak_after"));
+  EXPECT_LE(Built::intOf(b.remat, "peak_after"), budget);
+  EXPECT_EQ(b.off("peak_before"), Built::intOf(b.remat, "peak_after"));
   EXPECT_GT(b.off("offloaded"), 0);
   EXPECT_LT(b.off("peak_after"), b.off("peak_before"));
 }

@@ -33,43 +33,7 @@ using namespace step::test;
 Model gpt2Hinted() { return gpt2Wide(true); }
 Model gpt2Plain() { return gpt2Wide(false); }
 
-/// A train step built by the pipeline, with what step-remat recorded.
-struct Built {
-  OwningOpRef<ModuleOp> module;
-  std::string errors;
-  mlir::DictionaryAttr remat; ///< null without step-remat
-
-  FuncOp step() { return module->lookupSymbol<FuncOp>("train_step"); }
-  int64_t get(const char *key) const {
-    auto v = remat ? remat.getAs<mlir::IntegerAttr>(key) : nullptr;
-    return v ? v.getInt() : -1;
-  }
-};
-
-/// `ignoreScopes` drops the checkpoint scopes' marks first (the baseline
-/// of a model that has them).
-Built build(mlir::MLIRContext *ctx, const Model &model, TrainOptions t,
-            bool ignoreScopes = false) {
-  Built b;
-  mlir::ScopedDiagnosticHandler capture(ctx, [&](mlir::Diagnostic &d) {
-    b.errors += d.str() + "\n";
-    return mlir::success();
-  });
-  b.module = mlir::parseSourceString<ModuleOp>(model.mlir, ctx);
-  if (!b.module) {
-    ADD_FAILURE() << "the model does not parse";
-    return b;
-  }
-  if (ignoreScopes)
-    b.module->walk(
-        [](mlir::Operation *op) { op->removeAttr("step.checkpoint"); });
-  if (mlir::failed(buildTrainStep(*b.module, t))) {
-    b.module = nullptr;
-    return b;
-  }
-  b.remat = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.remat");
-  return b;
-}
+using Built = BuiltStep;
 
 TrainOptions optionsFor(const std::string &mode, int64_t budget = 0,
                         const std::string &amp = "") {
@@ -116,18 +80,18 @@ TEST_P(RematDiff, SameBitsAsWithoutRecomputation) {
   const RematCase &c = GetParam();
   Model model = c.model();
   auto ctx = makeContext();
-  Built want = build(ctx.get(), model, optionsFor("none", 0, c.amp),
+  Built want = buildStep(ctx.get(), model, optionsFor("none", 0, c.amp),
                      /*ignoreScopes=*/true);
   ASSERT_FALSE(want.remat);
   ASSERT_TRUE(want.module) << want.errors;
   int64_t budget = 0;
   if (std::string(c.mode) == "budget") {
-    Built probe = build(ctx.get(), model, optionsFor("auto", 0, c.amp));
+    Built probe = buildStep(ctx.get(), model, optionsFor("auto", 0, c.amp));
     ASSERT_TRUE(probe.module) << probe.errors;
     budget = static_cast<int64_t>(
         c.budgetFraction * static_cast<double>(probe.get("peak_before")));
   }
-  Built got = build(ctx.get(), model, optionsFor(c.mode, budget, c.amp));
+  Built got = buildStep(ctx.get(), model, optionsFor(c.mode, budget, c.amp));
   ASSERT_TRUE(got.module) << got.errors;
   ASSERT_TRUE(got.remat);
   std::cout << "[remat] " << c.name << ": peak " << got.get("peak_before")
@@ -168,14 +132,14 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(RematBudget, ShrinkingBudgetsNeverRecomputeLess) {
   Model model = gpt2Plain();
   auto ctx = makeContext();
-  Built low = build(ctx.get(), model, optionsFor("max"));
+  Built low = buildStep(ctx.get(), model, optionsFor("max"));
   ASSERT_TRUE(low.module) << low.errors;
   int64_t high = low.get("peak_before"), floor = low.get("peak_after");
   ASSERT_LT(floor, high);
   int64_t lastFlops = -1;
   for (int i = 0; i <= 6; ++i) {
     int64_t budget = high - (high - floor) * i / 6;
-    Built b = build(ctx.get(), model, optionsFor("budget", budget));
+    Built b = buildStep(ctx.get(), model, optionsFor("budget", budget));
     ASSERT_TRUE(b.module) << "budget " << budget << ": " << b.errors;
     std::optional<rt::Artifact> a = planOrFail(*b.module, "train_step");
     ASSERT_TRUE(a);
@@ -191,7 +155,7 @@ TEST(RematBudget, ShrinkingBudgetsNeverRecomputeLess) {
 TEST(RematBudget, BelowEveryChoiceIsAnErrorNamingTheSmallestPeak) {
   Model model = gpt2Plain();
   auto ctx = makeContext();
-  Built b = build(ctx.get(), model, optionsFor("budget", 1000));
+  Built b = buildStep(ctx.get(), model, optionsFor("budget", 1000));
   EXPECT_FALSE(b.module);
   EXPECT_NE(b.errors.find("step-remat: no plan fits the budget of 1000 "
                           "bytes: the smallest planned peak found is "),
@@ -231,7 +195,7 @@ TEST(RematSolver, GreedyAgainstExactSearch) {
   auto ctx = makeContext();
   TrainOptions t = optionsFor("none");
   t.fuse = false;
-  Built base = build(ctx.get(), model, t);
+  Built base = buildStep(ctx.get(), model, t);
   ASSERT_TRUE(base.module) << base.errors;
   OwningOpRef<ModuleOp> copy;
   auto max = runRemat(*base.module, "step-remat{mode=max exact-limit=0}", copy);
@@ -268,7 +232,7 @@ TEST(RematHints, CheckpointScopesAloneAreRecomputed) {
   auto ctx = makeContext();
   TrainOptions t = optionsFor("none");
   t.fuse = false; // the clones stay visible as ops of their own
-  Built b = build(ctx.get(), model, t);
+  Built b = buildStep(ctx.get(), model, t);
   ASSERT_TRUE(b.module) << b.errors;
   ASSERT_TRUE(b.remat) << "step-remat did not run for the scopes";
   EXPECT_LT(b.get("saved_bytes_after"), b.get("saved_bytes_before"));
@@ -283,7 +247,7 @@ TEST(RematHints, CheckpointScopesAloneAreRecomputed) {
   EXPECT_GT(recomputed, 0);
   EXPECT_EQ(recomputed, b.get("recomputed_ops"));
   // The same model without scopes: nothing runs.
-  Built plain = build(ctx.get(), gpt2Plain(), t);
+  Built plain = buildStep(ctx.get(), gpt2Plain(), t);
   ASSERT_TRUE(plain.module);
   EXPECT_FALSE(plain.remat);
 }

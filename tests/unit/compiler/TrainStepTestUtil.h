@@ -20,6 +20,9 @@
 #include "passes/Passes.h"
 #include "runtime/cpu/Executor.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -165,6 +168,49 @@ inline Model gpt2Wide(bool checkpointBlocks = false, int64_t layers = 3) {
   cfg.width = 16, cfg.batch = 4;
   cfg.checkpointBlocks = checkpointBlocks;
   return tracedGPT2(cfg, 7);
+}
+
+/// A train step built by the pipeline, with what the memory passes
+/// recorded (their dictionaries are null when they did not run).
+struct BuiltStep {
+  OwningOpRef<ModuleOp> module; ///< null when the pipeline failed
+  std::string errors;           ///< its diagnostics
+  mlir::DictionaryAttr remat, offload;
+
+  FuncOp step() { return module->lookupSymbol<FuncOp>("train_step"); }
+  static int64_t intOf(mlir::DictionaryAttr d, const char *key) {
+    auto v = d ? d.getAs<mlir::IntegerAttr>(key) : nullptr;
+    return v ? v.getInt() : -1;
+  }
+  int64_t get(const char *key) const { return intOf(remat, key); }
+  int64_t off(const char *key) const { return intOf(offload, key); }
+};
+
+/// Parses `model` and runs the training pipeline with `t`, capturing the
+/// diagnostics. `ignoreScopes` drops the checkpoint scopes' marks first
+/// (the baseline of a model that has them).
+inline BuiltStep buildStep(mlir::MLIRContext *ctx, const Model &model,
+                           const TrainOptions &t, bool ignoreScopes = false) {
+  BuiltStep b;
+  mlir::ScopedDiagnosticHandler capture(ctx, [&](mlir::Diagnostic &d) {
+    b.errors += d.str() + "\n";
+    return mlir::success();
+  });
+  b.module = mlir::parseSourceString<ModuleOp>(model.mlir, ctx);
+  if (!b.module) {
+    ADD_FAILURE() << "the model does not parse";
+    return b;
+  }
+  if (ignoreScopes)
+    b.module->walk(
+        [](mlir::Operation *op) { op->removeAttr("step.checkpoint"); });
+  if (mlir::failed(buildTrainStep(*b.module, t))) {
+    b.module = nullptr;
+    return b;
+  }
+  b.remat = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.remat");
+  b.offload = b.step()->getAttrOfType<mlir::DictionaryAttr>("step.offload");
+  return b;
 }
 
 /// The arguments of @train_step: the model's params, zero optimizer state
