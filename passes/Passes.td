@@ -344,4 +344,34 @@ def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
   ];
 }
 
+def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
+  let summary = "Data parallelism and ZeRO-1/2/3: collectives and sharded optimizer state";
+  let description = [{
+    Makes @train_step (step-optimizer's form: a call of @forward_backward,
+    then the update) the program each of `world-size` replicas runs on its
+    slice of the global batch. `dp` all-reduces (mean) the loss and the
+    gradients; `zero1` also shards the optimizer state (each replica updates
+    its block of every param and all-gathers the result); `zero2` also
+    reduce-scatters the gradients; `zero3` also shards the params, gathered
+    before each use. With `overlap` the call is inlined and each gradient's
+    collective issued right after the gradient is computed. Records a
+    `step.shard` dictionary (per-replica bytes of params, gradients and
+    state) and `step.full_shape` on sharded arguments and results
+    (docs/distributed.md).
+
+    ```mlir
+    %g = step.reduce_scatter %flat {group_size = 2 : i64, reduce = "mean", replica_groups = array<i64: 0, 1>} : tensor<8xf32> -> tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none | dp | zero1 | zero2 | zero3">,
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "replicas (ranks) the step runs on">,
+    Option<"overlap", "overlap", "bool", "true",
+           "inline the backward and issue each gradient's collective as soon "
+           "as the gradient exists">,
+  ];
+}
+
 #endif // STEP_PASSES_TD

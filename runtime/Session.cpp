@@ -78,7 +78,7 @@ Backend resolveBackend(Backend requested) {
 Session::Session(const std::string &artifactPath, SessionOptions options)
     : backend_(resolveBackend(options.backend)) {
   artifact_ = rt::readArtifact(artifactPath);
-  init();
+  init(options.communicator);
   startBackend(options.backend);
 }
 
@@ -86,7 +86,7 @@ Session::Session(rt::Artifact artifact, SessionOptions options)
     : artifact_(std::move(artifact)),
       backend_(resolveBackend(options.backend)) {
   artifact_.plan.validate();
-  init();
+  init(options.communicator);
   startBackend(options.backend);
 }
 
@@ -105,8 +105,29 @@ void Session::startBackend(Backend requested) {
 #endif
 }
 
-void Session::init() {
+void Session::init(rt::Communicator *communicator) {
   const rt::Plan &plan = artifact_.plan;
+  comm_ = &rt::selfCommunicator();
+  if (artifact_.meta.contains("shard")) {
+    const nlohmann::json &shard = artifact_.meta["shard"];
+    comm_ = communicator ? communicator : &rt::worldCommunicator();
+    int64_t world = shard.value("world_size", int64_t(0));
+    if (world != comm_->size())
+      throw Error("the step was compiled for " + std::to_string(world) +
+                  " ranks (stepc --world-size), but this run has " +
+                  std::to_string(comm_->size()) + " (" + comm_->kind() +
+                  "); start it with mpirun -np " + std::to_string(world));
+    if (artifact_.meta.contains("dynamic"))
+      throw Error("a sharded step with symbolic dims is not supported: "
+                  "ranks could pick different buckets");
+    nlohmann::json sharded = shard.value("sharded", nlohmann::json::object());
+    for (const auto &[name, shape] : sharded.items())
+      fullShapes_[name] = shape.get<rt::Shape>();
+  } else if (communicator && communicator->size() != 1) {
+    throw Error("a communicator of " + std::to_string(communicator->size()) +
+                " ranks was given, but the step is not sharded (stepc "
+                "--shard)");
+  }
   for (size_t i = 0; i < plan.arguments.size(); ++i) {
     const BufferDesc &b = plan.buffers.at(plan.arguments[i]);
     std::vector<std::string> *names = nullptr;
@@ -189,6 +210,9 @@ void Session::load_params(const std::string &dir) {
       return;
     }
     HostTensor t = rt::readNpy(path);
+    auto sharded = fullShapes_.find(name);
+    if (sharded != fullShapes_.end() && t.shape() == sharded->second)
+      t = rt::shardOf(t, comm_->rank(), comm_->size());
     checkMatches("load_params: " + path, name, t);
     loaded[name] = std::move(t);
   };
@@ -205,12 +229,17 @@ void Session::save_params(const std::string &dir) const {
     if (!values_.count(name))
       throw Error("save_params: param '" + name +
                   "' has no value (call load_params or set first)");
-  fs::create_directories(dir);
+  bool writer = comm_->rank() == 0;
+  if (writer)
+    fs::create_directories(dir);
   auto save = [&](const std::string &name) {
+    HostTensor t = gathered(name); // collective when sharded
+    if (!writer)
+      return;
     fs::path path = fs::path(dir) / (name + ".npy");
     // Names like "layer0/w" become subfolders.
     fs::create_directories(path.parent_path());
-    rt::writeNpy(path.string(), values_.at(name));
+    rt::writeNpy(path.string(), t);
   };
   for (const std::string &name : params_)
     save(name);
@@ -422,7 +451,10 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
     results = executor->run(args);
   } else
 #endif
+  {
+    rt::CommScope scope(*comm_);
     results = rt::cpu::execute(art, args);
+  }
   bucketsUsed_.insert(bucketKey(art));
 
   const HostTensor &loss = results[0];
@@ -458,11 +490,29 @@ const HostTensor &Session::get(const std::string &name) const {
               ")");
 }
 
+HostTensor Session::gathered(const std::string &name) const {
+  const HostTensor &block = get(name);
+  auto it = fullShapes_.find(name);
+  if (it == fullShapes_.end())
+    return block;
+  int n = comm_->size();
+  HostTensor all(block.dtype(), {block.numel() * n});
+  comm_->allGather(block.raw(), all.raw(),
+                   static_cast<int64_t>(block.byteSize()));
+  std::vector<HostTensor> blocks;
+  for (int r = 0; r < n; ++r)
+    blocks.push_back(rt::shardOf(all, r, n));
+  return rt::unshard(blocks, it->second);
+}
+
 void Session::set(const std::string &name, HostTensor t) {
   const BufferDesc &b = argumentBuffer(name);
   if (b.kind == BufferKind::Input)
     throw Error("set: '" + name +
                 "' is an input; pass it to step() in the batch");
+  auto sharded = fullShapes_.find(name);
+  if (sharded != fullShapes_.end() && t.shape() == sharded->second)
+    t = rt::shardOf(t, comm_->rank(), comm_->size());
   checkMatches("set", name, t);
   values_[name] = std::move(t);
 }

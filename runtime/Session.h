@@ -21,6 +21,7 @@
 #define STEP_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Comm.h"
 
 #include <map>
 #include <memory>
@@ -44,6 +45,10 @@ struct SessionOptions {
   /// device), else the CPU reference backend. Cuda throws, with the reason,
   /// when it is not available.
   Backend backend = Backend::Auto;
+  /// The replicas of a sharded step (stepc --shard, docs/distributed.md):
+  /// this rank's communicator. Null: rt::worldCommunicator() (the ranks
+  /// mpirun started, else one). Its size must be the artifact's world size.
+  rt::Communicator *communicator = nullptr;
 };
 
 class Session {
@@ -58,10 +63,14 @@ public:
 
   /// Reads DIR/<name>.npy for every param (required) and every state tensor
   /// (a missing one is zeros, as PyTorch's lazily created optimizer state).
-  /// Each file must match its buffer's dtype and shape exactly.
+  /// Each file must match its buffer's dtype and shape exactly; a sharded
+  /// buffer also takes the full tensor (meta "shard"), of which it keeps
+  /// this rank's block, so any world size loads the same files.
   void load_params(const std::string &dir);
   /// Writes DIR/<name>.npy for every param and state tensor (creating DIR),
   /// each file atomically. Throws, writing nothing, if a param has no value.
+  /// Sharded: every rank must call it (blocks are all-gathered into full
+  /// tensors); rank 0 writes.
   void save_params(const std::string &dir) const;
 
   /// Runs one step on `batch` (one tensor per input name, no others); keeps
@@ -103,6 +112,13 @@ public:
   const rt::HostTensor &get(const std::string &name) const;
   /// Replaces a param or state tensor; dtype and shape must match its buffer.
   void set(const std::string &name, rt::HostTensor t);
+  /// A param or state tensor as one process would hold it: get(), or for a
+  /// sharded one the ranks' blocks gathered (collective: every rank calls).
+  rt::HostTensor gathered(const std::string &name) const;
+
+  /// This process's rank and the number of ranks (1 unsharded).
+  int rank() const { return comm_->rank(); }
+  int worldSize() const { return comm_->size(); }
 
   /// Names in the order of the step's arguments.
   std::vector<std::string> paramNames() const { return params_; }
@@ -112,7 +128,7 @@ public:
   const rt::Artifact &artifact() const { return artifact_; }
 
 private:
-  void init();
+  void init(rt::Communicator *communicator);
   /// Creates the device state of a GPU backend (loads kernels, uploads
   /// constants); nothing for the CPU.
   void startBackend(Backend requested);
@@ -130,6 +146,10 @@ private:
 
   rt::Artifact artifact_;
   Backend backend_ = Backend::Cpu;
+  /// This rank's communicator (selfCommunicator() unsharded).
+  rt::Communicator *comm_ = nullptr;
+  /// Sharded arguments (meta "shard"): name -> full shape.
+  std::map<std::string, rt::Shape> fullShapes_;
   /// The CUDA backend's device state (Backend::Cuda only), one per bucket,
   /// made on the bucket's first step, by bucketKey(). Shared by copies of the session,
   /// which must then not step concurrently.

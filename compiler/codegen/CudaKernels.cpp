@@ -28,6 +28,9 @@ std::optional<KernelSource> emitKernel(mlir::Operation *op,
     return std::nullopt; // func.return and other structure
   if (mlir::isa<ops::MatmulOp, ops::ConstantOp>(op))
     return std::nullopt; // cuBLASLt; bytes in the artifact
+  if (mlir::isa<ops::AllReduceOp, ops::ReduceScatterOp, ops::AllGatherOp,
+                ops::LocalShardOp>(op))
+    return std::nullopt; // the runtime's collectives (docs/distributed.md)
   if (auto f = mlir::dyn_cast<ops::FusionOp>(op)) {
     llvm::StringRef kind = f.getKind();
     if (kind == ops::kMatmulFusion)

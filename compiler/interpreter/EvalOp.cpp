@@ -223,7 +223,15 @@ std::vector<rt::HostTensor> results(cpu::AdamResult r) {
   return out;
 }
 
-/// Gradient and optimizer ops (StepTrainOps.td); the optimizers have several
+/// The replica groups of a collective (StepDistOps.td).
+template <typename CollectiveOp>
+rt::ReplicaGroups replicaGroups(CollectiveOp op) {
+  return {static_cast<int64_t>(op.getGroupSize()),
+          toVector(op.getReplicaGroups())};
+}
+
+/// Gradient, optimizer and collective ops (StepTrainOps.td,
+/// StepDistOps.td); the optimizers have several
 /// results. std::nullopt for every other op.
 std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
                                                      Operands in) {
@@ -232,6 +240,20 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
       .Case([&](ops::StopGradientOp) { return R({in[0]}); })
       .Case<ops::OffloadOp, ops::ReloadOp>(
           [&](Operation *) { return R({in[0]}); })
+      .Case([&](ops::AllReduceOp o) {
+        return R(results(cpu::allReduce(in[0], o.getReduce().str(),
+                                        replicaGroups(o))));
+      })
+      .Case([&](ops::ReduceScatterOp o) {
+        return R(results(cpu::reduceScatter(in[0], o.getReduce().str(),
+                                            replicaGroups(o))));
+      })
+      .Case([&](ops::AllGatherOp o) {
+        return R(results(cpu::allGather(in[0], replicaGroups(o))));
+      })
+      .Case([&](ops::LocalShardOp o) {
+        return R(results(cpu::localShard(in[0], replicaGroups(o))));
+      })
       .Case([&](ops::CheckFiniteOp) {
         return R(results(cpu::checkFinite(in)));
       })

@@ -119,6 +119,10 @@ rt::Artifact compileModel(const std::string &modelMlir,
       describeOffload(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
   if (!offload.is_null())
     artifact.meta["offload"] = offload;
+  nlohmann::json shard =
+      describeShard(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
+  if (!shard.is_null())
+    artifact.meta["shard"] = shard;
   if (!dynamic.is_null()) {
     nlohmann::json bucket = nlohmann::json::object();
     for (const auto &[symbol, max] : dynamic["symbols"].items())

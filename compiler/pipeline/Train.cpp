@@ -260,6 +260,24 @@ OffloadOptions OffloadOptions::parse(const std::string &spec) {
   return o;
 }
 
+ShardOptions ShardOptions::parse(const std::string &mode, int64_t worldSize) {
+  ShardOptions o;
+  o.mode = mode.empty() ? "none" : mode;
+  if (o.mode != "none" && o.mode != "dp" && o.mode != "zero1" &&
+      o.mode != "zero2" && o.mode != "zero3")
+    throw std::invalid_argument("--shard: unknown mode '" + mode +
+                                "', expected dp, zero1, zero2 or zero3 "
+                                "(tensor parallelism is not built yet)");
+  if (worldSize < 1)
+    throw std::invalid_argument("--world-size: " + std::to_string(worldSize) +
+                                " must be >= 1");
+  if (o.mode == "none" && worldSize != 1)
+    throw std::invalid_argument("--world-size=" + std::to_string(worldSize) +
+                                " needs --shard=dp|zero1|zero2|zero3");
+  o.worldSize = worldSize;
+  return o;
+}
+
 double learningRate(const TrainOptions &options, int64_t s) {
   const ScheduleOptions &sc = options.schedule;
   double lr = options.optimizer.lr.value_or(1e-3);
@@ -332,6 +350,16 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
                                 "peak_after"})
           if (auto v = d.getAs<IntegerAttr>(key))
             r.counts[key] = v.getInt();
+  } else if (r.pass == "step-shard") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step")) {
+      f.walk([&](Operation *op) {
+        if (isa<ops::AllReduceOp, ops::ReduceScatterOp, ops::AllGatherOp>(op))
+          ++r.counts[op->getName().stripDialect().str()];
+      });
+      if (auto d = f->getAttrOfType<DictionaryAttr>("step.shard"))
+        if (auto v = d.getAs<IntegerAttr>("world_size"))
+          r.counts["world_size"] = v.getInt();
+    }
   } else if (r.pass == "step-fuse") {
     if (auto f = module.lookupSymbol<func::FuncOp>("train_step")) {
       r.counts["top_level_ops"] = static_cast<int64_t>(
@@ -431,6 +459,12 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   opt.total = s.total;
   opt.minRatio = s.minRatio;
   pm.addPass(ops::createOptimizer(opt));
+  if (options.shard.mode != "none") {
+    ops::ShardOptions shard;
+    shard.mode = options.shard.mode;
+    shard.worldSize = options.shard.worldSize;
+    pm.addPass(ops::createShard(shard));
+  }
   pm.addPass(createInlinerPass());
   if (report)
     pm.addInstrumentation(std::make_unique<ReportInstrumentation>(*report));
@@ -583,6 +617,21 @@ nlohmann::json dictionaryToJson(DictionaryAttr d) {
 nlohmann::json describeOffload(func::FuncOp func) {
   auto d = func->getAttrOfType<DictionaryAttr>("step.offload");
   return d ? dictionaryToJson(d) : nlohmann::json();
+}
+
+nlohmann::json describeShard(func::FuncOp func) {
+  auto d = func->getAttrOfType<DictionaryAttr>("step.shard");
+  if (!d)
+    return nullptr;
+  nlohmann::json out = dictionaryToJson(d);
+  nlohmann::json sharded = nlohmann::json::object();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto shape =
+            func.getArgAttrOfType<DenseI64ArrayAttr>(i, "step.full_shape"))
+      sharded[argumentName(func, i)] = std::vector<int64_t>(
+          shape.asArrayRef().begin(), shape.asArrayRef().end());
+  out["sharded"] = sharded;
+  return out;
 }
 
 nlohmann::json describeRemat(func::FuncOp func) {

@@ -123,6 +123,18 @@ struct OffloadOptions {
   static OffloadOptions parse(const std::string &spec);
 };
 
+/// Data parallelism and ZeRO (step-shard, docs/distributed.md):
+/// `--shard=dp|zero1|zero2|zero3` on `--world-size=N` replicas.
+struct ShardOptions {
+  std::string mode = "none"; ///< none | dp | zero1 | zero2 | zero3
+  int64_t worldSize = 1;
+
+  /// Parses `--shard` and `--world-size`; a mode other than none needs a
+  /// world size >= 1 (1 runs the sharded program on one rank). Throws
+  /// std::invalid_argument naming the flag and what is expected.
+  static ShardOptions parse(const std::string &mode, int64_t worldSize);
+};
+
 struct TrainOptions {
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
@@ -144,6 +156,9 @@ struct TrainOptions {
   /// a budget, where it runs between the min-cut and the segment search
   /// if that order meets the budget (docs/remat.md).
   OffloadOptions offload;
+  /// How the step is split across replicas: after step-optimizer, before
+  /// inlining (the model is traced for one replica's batch).
+  ShardOptions shard;
 };
 
 /// The learning rate that update s (0-based) uses, in double: the formula
@@ -187,6 +202,13 @@ nlohmann::json describeRemat(mlir::func::FuncOp func);
 /// and after, host arena, modeled step time and exposed copy time. Null
 /// when the pass did not run.
 nlohmann::json describeOffload(mlir::func::FuncOp func);
+
+/// What step-shard did (its `step.shard` dictionary) for `stepc --report`
+/// and the artifact's meta "shard": mode, world size, per-replica bytes of
+/// params, gradients and optimizer state beside the unsharded ones, and
+/// `sharded`: the full shape of every sharded argument by name. Null when
+/// the step is not sharded.
+nlohmann::json describeShard(mlir::func::FuncOp func);
 
 /// Trains on the reference interpreter: parses a model (the text of a
 /// module with @forward), builds its train step once, and keeps params and

@@ -33,5 +33,6 @@ include "dialects/step/StepShapeOps.td"
 include "dialects/step/StepNNOps.td"
 include "dialects/step/StepTrainOps.td"
 include "dialects/step/StepStructureOps.td"
+include "dialects/step/StepDistOps.td"
 
 #endif // STEP_OPS_TD

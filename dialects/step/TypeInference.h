@@ -42,6 +42,11 @@ LogicalResult inferReduceType(std::optional<Location> loc, StringRef opName,
                               bool keepdim, SmallVectorImpl<Type> &inferred,
                               bool needsElements = false);
 
+/// Elements per replica when `numElements` are split into `groupSize`
+/// equal blocks, the last zero-padded: ceil(numElements / groupSize)
+/// (step.local_shard, ZeRO shards).
+int64_t shardSize(int64_t numElements, int64_t groupSize);
+
 /// Emits "'<op>' op <message>" at `loc` (if any) and returns failure: how
 /// every inference helper reports a violated constraint.
 template <typename... Args>

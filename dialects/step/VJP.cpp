@@ -25,6 +25,7 @@ static const llvm::StringMap<VJPRule> &ruleTable() {
     vjp::registerElementwiseRules(rules);
     vjp::registerShapeRules(rules);
     vjp::registerNNRules(rules);
+    vjp::registerDistRules(rules);
     return rules;
   }();
   return table;

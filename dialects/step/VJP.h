@@ -42,6 +42,7 @@ namespace vjp {
 void registerElementwiseRules(llvm::StringMap<VJPRule> &rules);
 void registerShapeRules(llvm::StringMap<VJPRule> &rules);
 void registerNNRules(llvm::StringMap<VJPRule> &rules);
+void registerDistRules(llvm::StringMap<VJPRule> &rules);
 } // namespace vjp
 
 } // namespace mlir::step

@@ -131,6 +131,14 @@ Reduction reductionOf(const Ctx &c) {
   return kinds[c.word("reduction", {"mean", "sum", "none"})];
 }
 
+ReplicaGroups groupsOf(const Ctx &c) {
+  return {c.i64("group_size"), c.i64s("replica_groups")};
+}
+std::string reduceOf(const Ctx &c) {
+  static const char *words[] = {"sum", "mean", "max", "min"};
+  return words[c.word("reduce", {"sum", "mean", "max", "min"})];
+}
+
 AdamHyper adamHyper(const Ctx &c, double defaultEps) {
   AdamHyper h;
   h.beta1 = c.f64Or("beta1", 0.9);
@@ -290,6 +298,19 @@ const std::map<std::string, OpInfo> &opTable() {
     add("lamb_update", 6, 6, [](const Ctx &c) {
       return three(lambUpdate(c.in[0], c.in[1], c.in[2], c.in[3], c.in[4],
                               c.in[5], adamHyper(c, 1e-6)));
+    });
+    // Collectives, on the communicator of this thread (runtime/Comm.h).
+    add("all_reduce", 1, 1, [](const Ctx &c) {
+      return one(allReduce(c.in[0], reduceOf(c), groupsOf(c)));
+    });
+    add("reduce_scatter", 1, 1, [](const Ctx &c) {
+      return one(reduceScatter(c.in[0], reduceOf(c), groupsOf(c)));
+    });
+    add("all_gather", 1, 1, [](const Ctx &c) {
+      return one(allGather(c.in[0], groupsOf(c)));
+    });
+    add("local_shard", 1, 1, [](const Ctx &c) {
+      return one(localShard(c.in[0], groupsOf(c)));
     });
     return t;
   }();

@@ -17,6 +17,7 @@
 #ifndef STEP_RUNTIME_CPU_KERNELS_H
 #define STEP_RUNTIME_CPU_KERNELS_H
 
+#include "runtime/Comm.h"
 #include "runtime/Tensor.h"
 
 #include <optional>
@@ -241,6 +242,22 @@ AdamResult lambUpdate(const HostTensor &param, const HostTensor &grad,
                       const HostTensor &expAvg, const HostTensor &expAvgSq,
                       const HostTensor &step, const HostTensor &lr,
                       const AdamHyper &hyper);
+
+//===----------------------------------------------------------------------===//
+// Collectives (runtime/cpu/Collectives.cpp), on currentCommunicator()
+//===----------------------------------------------------------------------===//
+
+/// The elementwise `reduce` (sum, mean, max, min) of x over the calling
+/// rank's group; the same bits on every rank.
+HostTensor allReduce(const HostTensor &x, const std::string &reduce,
+                     const ReplicaGroups &groups);
+/// The sum (or mean) over the group, block `index in group` of dim 0.
+HostTensor reduceScatter(const HostTensor &x, const std::string &reduce,
+                         const ReplicaGroups &groups);
+/// The group's x concatenated along dim 0 in group order.
+HostTensor allGather(const HostTensor &x, const ReplicaGroups &groups);
+/// This rank's ZeRO block of x (rt::shardOf at its index in its group).
+HostTensor localShard(const HostTensor &x, const ReplicaGroups &groups);
 
 } // namespace step::rt::cpu
 

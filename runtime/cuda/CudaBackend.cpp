@@ -349,6 +349,12 @@ bool CudaExecutor::Impl::prepareStep(int64_t k, Op &op) {
       op.bytes = static_cast<size_t>(in.bytes());
       if (op.src == op.dst || op.bytes == 0)
         return false; // an alias: nothing to move
+    } else if (s.op == "step.all_reduce" || s.op == "step.reduce_scatter" ||
+               s.op == "step.all_gather" || s.op == "step.local_shard") {
+      // NCCL is not wired into this backend yet (docs/distributed.md).
+      throw Error(op.where + ": sharded steps (stepc --shard) run on the CPU "
+                  "backend only so far: the CUDA backend has no NCCL "
+                  "collectives yet; use --backend=cpu");
     } else {
       throw Error(op.where + ": the artifact has no CUDA kernel for this "
                   "step and the CUDA backend has no library call for it; "

@@ -14,6 +14,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(cmake ninja-build g++ pkg-config
           llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
           libopenblas-dev libgtest-dev nlohmann-json3-dev libcli11-dev
+          libopenmpi-dev openmpi-bin
           python3 python3-numpy python3-torch)
 
 missing=()

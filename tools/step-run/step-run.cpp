@@ -15,6 +15,13 @@
 // "step-run: error: ..." and exits 1 before anything is written; the params
 // folder is only ever read.
 //
+// A sharded artifact (stepc --shard) runs as one rank of `mpirun -np N
+// step-run ...` (docs/distributed.md): the params and batches are the same
+// files on every rank, each input holding the global batch, of which rank r
+// takes rows [r * B / N, (r + 1) * B / N); rank 0 prints the losses (the
+// same on every rank) and writes --out (full tensors) and --trace. An error
+// on one rank ends all of them (MPI_Abort).
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Npy.h"
@@ -27,6 +34,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -78,7 +86,24 @@ std::vector<fs::path> batchFolders(const std::string &dir) {
   return out;
 }
 
-/// One <name>.npy per input of the step.
+/// Rows [r * B / n, (r + 1) * B / n) of a global batch tensor.
+HostTensor rowsOfRank(const std::string &name, const HostTensor &t, int r,
+                      int n) {
+  if (t.rank() < 1 || t.shape()[0] % n != 0)
+    throw Error("input '" + name + "' of shape " +
+                step::rt::shapeToString(t.shape()) + " does not split into " +
+                std::to_string(n) + " ranks along dim 0");
+  step::rt::Shape shape = t.shape();
+  shape[0] /= n;
+  HostTensor out(t.dtype(), shape);
+  std::memcpy(out.raw(),
+              static_cast<const uint8_t *>(t.raw()) +
+                  out.byteSize() * static_cast<size_t>(r),
+              out.byteSize());
+  return out;
+}
+
+/// One <name>.npy per input of the step; this rank's rows when sharded.
 std::map<std::string, HostTensor> readBatch(const step::Session &session,
                                             const fs::path &dir) {
   std::map<std::string, HostTensor> batch;
@@ -88,6 +113,9 @@ std::map<std::string, HostTensor> readBatch(const step::Session &session,
       throw Error("missing input '" + name + "': " + path.string() +
                   " does not exist");
     batch[name] = step::rt::readNpy(path.string());
+    if (session.worldSize() > 1)
+      batch[name] = rowsOfRank(name, batch[name], session.rank(),
+                               session.worldSize());
   }
   return batch;
 }
@@ -125,6 +153,8 @@ int run(const Options &o) {
                   folder.string() + "): " + e.what());
     }
     double seconds = secondsSince(start);
+    if (session.rank() != 0)
+      continue;
     std::printf("step %lld loss = %.9g\n", static_cast<long long>(k + 1), loss);
     std::fflush(stdout);
     steps.push_back({{"step", k + 1},
@@ -136,7 +166,7 @@ int run(const Options &o) {
 
   if (!o.out.empty())
     session.save_params(o.out);
-  if (!o.trace.empty()) {
+  if (!o.trace.empty() && session.rank() == 0) {
     nlohmann::json trace = {{"artifact", o.artifact},
                             {"backend", step::backendName(session.backend())},
                             {"setup_s", setupSeconds},
@@ -173,10 +203,11 @@ int main(int argc, char **argv) {
 
   try {
     return run(o);
-  } catch (const Error &e) {
-    std::cerr << "step-run: error: " << e.what() << "\n";
   } catch (const std::exception &e) {
     std::cerr << "step-run: error: " << e.what() << "\n";
   }
+  // One failing rank must not leave the others in a collective.
+  if (step::rt::launchedByMpi() && step::rt::haveMpi())
+    step::rt::mpiCommunicator().abortAll(1);
   return 1;
 }

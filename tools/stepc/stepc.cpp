@@ -6,6 +6,7 @@
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]]
+//         [--shard=dp|zero1|zero2|zero3 --world-size=N]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -64,6 +65,8 @@ struct Options {
   std::string buckets; ///< --buckets=T:128,256,...
   std::string remat, rematBudget;
   std::string offload;
+  std::string shard;
+  int64_t worldSize = 1;
 };
 
 std::string moduleText(mlir::ModuleOp module) {
@@ -79,7 +82,8 @@ nlohmann::json reportJson(const Options &o,
                           const nlohmann::json &fusions = nullptr,
                           const nlohmann::json &activations = nullptr,
                           const nlohmann::json &remat = nullptr,
-                          const nlohmann::json &offload = nullptr) {
+                          const nlohmann::json &offload = nullptr,
+                          const nlohmann::json &shard = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -97,7 +101,8 @@ nlohmann::json reportJson(const Options &o,
           {"fuse", !o.noFuse},         {"amp", o.amp},
           {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions},        {"activations", activations},
-          {"remat", remat},            {"offload", offload}};
+          {"remat", remat},            {"offload", offload},
+          {"shard", shard}};
 }
 #ifdef STEP_HAVE_CODEGEN
 /// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
@@ -209,6 +214,13 @@ int main(int argc, char **argv) {
                  "move saved activations to host memory: none | auto (copies "
                  "the cost model hides) | all, then ,link=B/s,flops=F/s,"
                  "hbm=B/s,max_exposed=X,min_bytes=N; docs/remat.md");
+  app.add_option("--shard", o.shard,
+                 "split the step across replicas: dp | zero1 | zero2 | zero3 "
+                 "(the model is traced for one replica's batch); "
+                 "docs/distributed.md");
+  app.add_option("--world-size", o.worldSize,
+                 "replicas (ranks) a sharded step runs on")
+      ->capture_default_str();
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -230,6 +242,7 @@ int main(int argc, char **argv) {
     train.amp = step::AmpOptions::parse(o.amp, o.ampKeepF32, o.lossScale);
     train.remat = step::RematOptions::parse(o.remat, o.rematBudget);
     train.offload = step::OffloadOptions::parse(o.offload);
+    train.shard = step::ShardOptions::parse(o.shard, o.worldSize);
   } catch (const std::invalid_argument &e) {
     std::cerr << "stepc: " << e.what() << "\n";
     return 1;
@@ -289,6 +302,7 @@ int main(int argc, char **argv) {
       o.train ? step::describeActivations(funcOp) : nlohmann::json();
   nlohmann::json remat = step::describeRemat(funcOp);
   nlohmann::json offload = step::describeOffload(funcOp);
+  nlohmann::json shard = step::describeShard(funcOp);
   if (!o.dumpKernels.empty()) {
 #ifdef STEP_HAVE_CODEGEN
     try {
@@ -314,6 +328,8 @@ int main(int argc, char **argv) {
     artifact.meta = {{"stepc_options", reportJson(o, {}, 0)},
                      {"source_hash", sourceHash},
                      {"arena_bytes", artifact.plan.arenaBytes}};
+    if (!shard.is_null())
+      artifact.meta["shard"] = shard;
 #ifdef STEP_HAVE_CODEGEN
     if (!o.noKernels) {
       step::codegen::NvrtcOptions nvrtc;
@@ -353,7 +369,7 @@ int main(int argc, char **argv) {
     if (!o.report.empty())
       step::rt::writeFileAtomic(
           o.report, reportJson(o, records, seconds, fusions, activations, remat,
-                                     offload)
+                                     offload, shard)
                               .dump(2) +
                           "\n",
           "stepc");

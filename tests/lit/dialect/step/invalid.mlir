@@ -2344,3 +2344,88 @@ func.func @reload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = step.reload %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Collectives (StepDistOps.td)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @all_reduce_c1_size(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.all_reduce' op replica_groups lists 3 replicas, expected a positive multiple of group_size = 2 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_reduce %x {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 1, 2>} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_c1_repeat(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.all_reduce' op replica_groups must list 0..1 once each, found 0 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_reduce %x {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 0>} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_c1_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.all_reduce' op group_size = 0 must be >= 1 (C1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_reduce %x {group_size = 0 : i64, reduce = "sum", replica_groups = array<i64: 0>} : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_c2(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+2 {{'step.all_reduce' op reduce = "mean" needs a float operand, found 'tensor<4xi32>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_reduce %x {group_size = 1 : i64, reduce = "mean", replica_groups = array<i64: 0>} : tensor<4xi32> -> tensor<4xi32>
+  return %y : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_scatter_c2(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'step.reduce_scatter' op reduce = "max" must be sum or mean (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.reduce_scatter %x {group_size = 2 : i64, reduce = "max", replica_groups = array<i64: 0, 1>} : tensor<4xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_scatter_c3(%x: tensor<5xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'step.reduce_scatter' op dim 0 of 'tensor<5xf32>' must be divisible by group_size = 2 (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.reduce_scatter %x {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 1>} : tensor<5xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @all_gather_c3(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+2 {{'step.all_gather' op needs an operand of rank >= 1 with a static dim 0, found 'tensor<f32>' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_gather %x {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<f32> -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @all_gather_result(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'step.all_gather' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_gather %x {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<2xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @local_shard_c3(%x: tensor<?xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{'step.local_shard' op needs a static operand shape, found 'tensor<?xf32>' (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.local_shard %x {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<?xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}

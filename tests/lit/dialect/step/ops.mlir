@@ -1155,3 +1155,23 @@ func.func @offload_reload(%x: tensor<4x8xbf16>, %i: tensor<3xi64>) -> (tensor<4x
   // CHECK-NEXT: return %[[X]], %[[I1]], %[[I2]]
   return %x2, %i1, %i2 : tensor<4x8xbf16>, tensor<3xi64>, tensor<3xi64>
 }
+
+// Collectives: both forms, float and integer types, groups of the whole
+// world and of pairs; local_shard pads 15 elements to 2 blocks of 8.
+// CHECK-LABEL: func.func @collectives(
+func.func @collectives(%x: tensor<4x3xbf16>, %n: tensor<2xi64>, %w: tensor<5x3xf32>)
+    -> (tensor<4x3xbf16>, tensor<2xi64>, tensor<2x3xbf16>, tensor<4xi64>, tensor<8xf32>, tensor<4x3xbf16>) {
+  // CHECK: step.all_reduce %{{.+}} {group_size = 4 : i64, reduce = "mean", replica_groups = array<i64: 0, 1, 2, 3>} : tensor<4x3xbf16> -> tensor<4x3xbf16>
+  %a = step.all_reduce %x {group_size = 4 : i64, reduce = "mean", replica_groups = array<i64: 0, 1, 2, 3>} : tensor<4x3xbf16> -> tensor<4x3xbf16>
+  // CHECK: step.all_reduce %{{.+}} {group_size = 2 : i64, reduce = "max", replica_groups = array<i64: 0, 2, 1, 3>} : tensor<2xi64> -> tensor<2xi64>
+  %m = "step.all_reduce"(%n) {group_size = 2 : i64, reduce = "max", replica_groups = array<i64: 0, 2, 1, 3>} : (tensor<2xi64>) -> tensor<2xi64>
+  // CHECK: step.reduce_scatter %{{.+}} {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 1>} : tensor<4x3xbf16> -> tensor<2x3xbf16>
+  %s = step.reduce_scatter %x {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 1>} : tensor<4x3xbf16> -> tensor<2x3xbf16>
+  // CHECK: step.all_gather %{{.+}} {group_size = 2 : i64, replica_groups = array<i64: 1, 0>} : tensor<2xi64> -> tensor<4xi64>
+  %g = "step.all_gather"(%n) {group_size = 2 : i64, replica_groups = array<i64: 1, 0>} : (tensor<2xi64>) -> tensor<4xi64>
+  // CHECK: step.local_shard %{{.+}} {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<5x3xf32> -> tensor<8xf32>
+  %b = step.local_shard %w {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<5x3xf32> -> tensor<8xf32>
+  // CHECK: step.all_gather %{{.+}} {group_size = 1 : i64, replica_groups = array<i64: 0>} : tensor<4x3xbf16> -> tensor<4x3xbf16>
+  %one = step.all_gather %x {group_size = 1 : i64, replica_groups = array<i64: 0>} : tensor<4x3xbf16> -> tensor<4x3xbf16>
+  return %a, %m, %s, %g, %b, %one : tensor<4x3xbf16>, tensor<2xi64>, tensor<2x3xbf16>, tensor<4xi64>, tensor<8xf32>, tensor<4x3xbf16>
+}

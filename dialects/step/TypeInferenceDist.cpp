@@ -1,0 +1,140 @@
+//===- TypeInferenceDist.cpp - Inference for collectives ------------------===//
+//
+// Result types and verifiers of the ops in StepDistOps.td. Same conventions
+// as TypeInference.cpp: every message names the op, the constraint and the
+// offending types or values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/step/StepOps.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::step;
+
+namespace {
+
+/// C1 of every collective: G >= 1 and the groups list 0..N-1 once each.
+LogicalResult checkGroups(std::optional<Location> loc, StringRef name,
+                          int64_t groupSize, ArrayRef<int64_t> groups) {
+  if (groupSize < 1)
+    return fail(loc, name, "group_size = ", groupSize, " must be >= 1 (C1)");
+  int64_t n = static_cast<int64_t>(groups.size());
+  if (n == 0 || n % groupSize != 0)
+    return fail(loc, name, "replica_groups lists ", n,
+                " replicas, expected a positive multiple of group_size = ",
+                groupSize, " (C1)");
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t r : groups) {
+    if (r < 0 || r >= n || seen[static_cast<size_t>(r)])
+      return fail(loc, name, "replica_groups must list 0..", n - 1,
+                  " once each, found ", r, " (C1)");
+    seen[static_cast<size_t>(r)] = true;
+  }
+  return success();
+}
+
+/// C2: the reduction word, and mean only on floats.
+LogicalResult checkReduce(std::optional<Location> loc, StringRef name,
+                          StringRef reduce, Type operand, bool scatter) {
+  bool known = reduce == "sum" || reduce == "mean" ||
+               (!scatter && (reduce == "max" || reduce == "min"));
+  if (!known)
+    return fail(loc, name, "reduce = \"", reduce, "\" must be ",
+                scatter ? "sum or mean" : "sum, mean, max or min", " (C2)");
+  auto t = cast<RankedTensorType>(operand);
+  if (reduce == "mean" && !isa<FloatType>(t.getElementType()))
+    return fail(loc, name, "reduce = \"mean\" needs a float operand, found ",
+                quoted(operand), " (C2)");
+  return success();
+}
+
+/// C3 of reduce_scatter and all_gather: dim 0 is static (and divisible).
+LogicalResult checkDim0(std::optional<Location> loc, StringRef name,
+                        RankedTensorType t, int64_t groupSize, bool divide) {
+  if (t.getRank() < 1 || t.isDynamicDim(0))
+    return fail(loc, name, "needs an operand of rank >= 1 with a static dim "
+                           "0, found ",
+                quoted(t), " (C3)");
+  if (divide && t.getDimSize(0) % groupSize != 0)
+    return fail(loc, name, "dim 0 of ", quoted(t),
+                " must be divisible by group_size = ", groupSize, " (C3)");
+  return success();
+}
+
+RankedTensorType withDim0(RankedTensorType t, int64_t d0) {
+  SmallVector<int64_t> shape(t.getShape());
+  shape[0] = d0;
+  return t.clone(shape);
+}
+
+} // namespace
+
+LogicalResult AllReduceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor a(operands, attrs, props, regions);
+  StringRef name = getOperationName();
+  Type t = a.getOperand().getType();
+  if (failed(checkGroups(loc, name, static_cast<int64_t>(a.getGroupSize()),
+                         a.getReplicaGroups())) ||
+      failed(checkReduce(loc, name, a.getReduce(), t, false)))
+    return failure();
+  inferred.push_back(t);
+  return success();
+}
+
+LogicalResult ReduceScatterOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor a(operands, attrs, props, regions);
+  StringRef name = getOperationName();
+  auto t = cast<RankedTensorType>(a.getOperand().getType());
+  auto g = static_cast<int64_t>(a.getGroupSize());
+  if (failed(checkGroups(loc, name, g, a.getReplicaGroups())) ||
+      failed(checkReduce(loc, name, a.getReduce(), t, true)) ||
+      failed(checkDim0(loc, name, t, g, true)))
+    return failure();
+  inferred.push_back(withDim0(t, t.getDimSize(0) / g));
+  return success();
+}
+
+LogicalResult AllGatherOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor a(operands, attrs, props, regions);
+  StringRef name = getOperationName();
+  auto t = cast<RankedTensorType>(a.getOperand().getType());
+  auto g = static_cast<int64_t>(a.getGroupSize());
+  if (failed(checkGroups(loc, name, g, a.getReplicaGroups())) ||
+      failed(checkDim0(loc, name, t, g, false)))
+    return failure();
+  inferred.push_back(withDim0(t, t.getDimSize(0) * g));
+  return success();
+}
+
+LogicalResult LocalShardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor a(operands, attrs, props, regions);
+  StringRef name = getOperationName();
+  auto t = cast<RankedTensorType>(a.getOperand().getType());
+  auto g = static_cast<int64_t>(a.getGroupSize());
+  if (failed(checkGroups(loc, name, g, a.getReplicaGroups())))
+    return failure();
+  if (!t.hasStaticShape())
+    return fail(loc, name, "needs a static operand shape, found ", quoted(t),
+                " (C3)");
+  inferred.push_back(RankedTensorType::get({shardSize(t.getNumElements(), g)},
+                                           t.getElementType()));
+  return success();
+}
+
+int64_t mlir::step::shardSize(int64_t numElements, int64_t groupSize) {
+  return (numElements + groupSize - 1) / groupSize;
+}

@@ -1,0 +1,502 @@
+//===- Shard.cpp - Data parallelism and ZeRO-1/2/3 across replicas ------===//
+//
+// step-shard{mode=dp|zero1|zero2|zero3 world-size=N} turns @train_step (as
+// step-optimizer builds it: a call of @forward_backward, then the update)
+// into the program every one of N replicas runs on its own slice of the
+// global batch (SPMD; the model was traced for the per-replica batch, as a
+// DDP user writes it). With a loss that is a mean over the batch, the
+// replicas' losses, gradients and updated params equal those of one
+// process on the N-times larger batch.
+//
+// Guarantees, per mode (ZeRO, Rajbhandari et al. 2020; P params, S =
+// ceil(numel / N) elements per shard):
+//   dp     the loss and every gradient are all_reduce'd (mean) right after
+//          the backward; clipping, loss scaling and the update run on the
+//          same values on every replica.
+//   zero1  as dp, and the optimizer state (opt.<slot>.<param>) is sharded:
+//          each replica holds and updates block `rank` of every state
+//          tensor, reads its block of param and gradient (local_shard) and
+//          all_gathers the updated params.
+//   zero2  as zero1, but gradients are reduce_scatter'd (mean) instead: a
+//          replica keeps only its block of each gradient.
+//   zero3  as zero2, and params are sharded too: a param argument is the
+//          replica's block; it is all_gathered before each use, the update
+//          writes the block only.
+// Sharded arguments and results carry `step.full_shape` (the unsharded
+// shape; the runtime shards and unshards checkpoints with it) and the
+// function a `step.shard` dictionary: mode, world size, and per replica the
+// bytes of params, gradients (as the collectives leave them) and optimizer
+// state, next to the unsharded figures.
+//
+// Algorithm: collectives are inserted after the call and at the arguments;
+// then a sharded layout (a value holds its replica's block of the
+// flattened, zero-padded full tensor) propagates forward through the
+// update half in program order: elementwise ops and sgd/adamw updates run
+// on blocks (replicated operands enter through local_shard, broadcast
+// scalars are re-broadcast to the block), a full reduce_sum becomes a
+// block sum plus an all_reduce (padding adds zeros), check_finite an
+// all_reduce (min) of the blocks' flags; anything else reading a block is
+// an error naming the op. With `overlap` (default) the call is then
+// inlined and each gradient's collective moved up to right after the op
+// that produces the gradient, so it overlaps the rest of the backward (on
+// a GPU: its own stream) and, for zero2/3, the full gradient dies there;
+// zero3's gathers are re-issued right before each use, so a full param
+// lives only around the op that reads it. LAMB (a norm per whole param)
+// and anything dynamic are refused.
+//
+// Cost: O(ops of @train_step) for the rewrite; per param one collective for
+// its gradient, one all_gather for its update (zero1/2) and one per use
+// (zero3).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Activations.h"
+#include "passes/Passes.h"
+#include "passes/StepAttrs.h"
+
+#include "dialects/step/Fusion.h"
+#include "dialects/step/VJPUtil.h"
+
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::step {
+#define GEN_PASS_DEF_SHARD
+#include "passes/Passes.h.inc"
+
+namespace {
+
+int64_t bytesOf(Type t) { return tensorBytes(t); }
+
+struct ShardPass : impl::ShardBase<ShardPass> {
+  using ShardBase::ShardBase;
+
+  // Per run.
+  int64_t n = 1;
+  IntegerAttr groupSizeAttr;
+  DenseI64ArrayAttr groupsAttr;
+  /// Sharded values and the full type each is a block of.
+  DenseMap<Value, RankedTensorType> full;
+  /// Ops this pass made (the propagation skips them).
+  DenseSet<Operation *> created;
+  /// Per gradient (and the loss): the ops from its value to its
+  /// collective, in order; moved up together by `overlap`.
+  SmallVector<SmallVector<Operation *>> gradChains;
+  /// zero3: per param, the ops from the block to the full param.
+  SmallVector<SmallVector<Operation *>> gatherChains;
+  int64_t gradBytes = 0, gradBytesFull = 0;
+
+  bool sharded() const { return mode != "dp"; }
+
+  // `overlap` inlines func.call, which needs func's inliner interface.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<func::FuncDialect>();
+    func::registerInlinerExtension(registry);
+  }
+
+  template <typename OpTy, typename... Args>
+  OpTy make(OpBuilder &b, Location loc, Args &&...args) {
+    auto op = b.create<OpTy>(loc, std::forward<Args>(args)...);
+    created.insert(op);
+    return op;
+  }
+
+  RankedTensorType blockType(RankedTensorType t) const {
+    return RankedTensorType::get({shardSize(t.getNumElements(), n)},
+                                 t.getElementType());
+  }
+
+  /// The ops that flatten `v` and zero-pad it to N * S elements.
+  Value flatPadded(OpBuilder &b, Location loc, Value v,
+                   SmallVectorImpl<Operation *> &chain) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t numel = t.getNumElements();
+    int64_t padded = shardSize(numel, n) * n;
+    if (t.getRank() != 1) {
+      auto r = make<ReshapeOp>(b, loc,
+                               RankedTensorType::get({numel},
+                                                     t.getElementType()),
+                               v);
+      chain.push_back(r);
+      v = r;
+    }
+    if (padded != numel) {
+      auto p = make<PadOp>(b, loc, v, b.getDenseI64ArrayAttr({0}),
+                           b.getDenseI64ArrayAttr({padded - numel}),
+                           b.getF64FloatAttr(0.0));
+      chain.push_back(p);
+      v = p;
+    }
+    return v;
+  }
+
+  /// all_gather of a block, cut to the full type's elements and reshaped.
+  Value gatherFull(OpBuilder &b, Location loc, Value block,
+                   RankedTensorType fullType,
+                   SmallVectorImpl<Operation *> &chain) {
+    auto g = make<AllGatherOp>(b, loc, block, groupSizeAttr, groupsAttr);
+    chain.push_back(g);
+    Value v = g;
+    int64_t numel = fullType.getNumElements();
+    if (cast<RankedTensorType>(v.getType()).getDimSize(0) != numel) {
+      auto s = make<SliceOp>(b, loc, v, b.getDenseI64ArrayAttr({0}),
+                             b.getDenseI64ArrayAttr({numel}),
+                             b.getDenseI64ArrayAttr({1}));
+      chain.push_back(s);
+      v = s;
+    }
+    if (fullType.getRank() != 1) {
+      auto r = make<ReshapeOp>(b, loc, fullType, v);
+      chain.push_back(r);
+      v = r;
+    }
+    return v;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (mode == "none")
+      return;
+    if (mode != "dp" && mode != "zero1" && mode != "zero2" &&
+        mode != "zero3") {
+      module.emitError() << "step-shard: unknown mode '" << mode
+                         << "', expected none, dp, zero1, zero2 or zero3";
+      return signalPassFailure();
+    }
+    if (worldSize < 1) {
+      module.emitError() << "step-shard: world-size = "
+                         << static_cast<int64_t>(worldSize)
+                         << " must be >= 1";
+      return signalPassFailure();
+    }
+    n = worldSize;
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError() << "step-shard: no @train_step; run step-optimizer "
+                            "first";
+      return signalPassFailure();
+    }
+    if (step->hasAttr("step.shard")) {
+      step.emitError() << "step-shard: @train_step is already sharded";
+      return signalPassFailure();
+    }
+    func::CallOp call;
+    step.walk([&](func::CallOp c) {
+      if (c.getCallee() == "forward_backward")
+        call = c;
+    });
+    auto joint = module.lookupSymbol<func::FuncOp>("forward_backward");
+    if (!call || !joint) {
+      step.emitError() << "step-shard: @train_step must call "
+                          "@forward_backward (run it after step-optimizer, "
+                          "before inlining)";
+      return signalPassFailure();
+    }
+    OpBuilder b(module.getContext());
+    groupSizeAttr = b.getI64IntegerAttr(n);
+    SmallVector<int64_t> ranks;
+    for (int64_t r = 0; r < n; ++r)
+      ranks.push_back(r);
+    groupsAttr = b.getDenseI64ArrayAttr(ranks);
+
+    int64_t paramBytesFull = 0, stateBytesFull = 0;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      StringRef kind = argKind(step, i);
+      int64_t bytes = bytesOf(step.getArgument(i).getType());
+      if (kind == "param")
+        paramBytesFull += bytes;
+      else if (kind == "state")
+        stateBytesFull += bytes;
+    }
+
+    if (failed(shardArguments(step, call)) ||
+        failed(reduceAfterCall(b, joint, call)) ||
+        failed(propagate(b, step)))
+      return signalPassFailure();
+
+    // Types of the rewritten signature.
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    step.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
+                                           ret.getOperandTypes()));
+    int64_t paramBytes = 0, stateBytes = 0;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      int64_t bytes = bytesOf(step.getArgument(i).getType());
+      if (argKind(step, i) == "param")
+        paramBytes += bytes;
+      else if (argKind(step, i) == "state")
+        stateBytes += bytes;
+    }
+    auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+    step->setAttr(
+        "step.shard",
+        b.getDictionaryAttr({
+            b.getNamedAttr("mode", b.getStringAttr(mode)),
+            b.getNamedAttr("world_size", i64(n)),
+            b.getNamedAttr("params_bytes", i64(paramBytes)),
+            b.getNamedAttr("grads_bytes", i64(gradBytes)),
+            b.getNamedAttr("state_bytes", i64(stateBytes)),
+            b.getNamedAttr("params_bytes_full", i64(paramBytesFull)),
+            b.getNamedAttr("grads_bytes_full", i64(gradBytesFull)),
+            b.getNamedAttr("state_bytes_full", i64(stateBytesFull)),
+        }));
+
+    if (overlap && failed(inlineAndOverlap(module, step)))
+      return signalPassFailure();
+  }
+
+  /// Marks argument `i` sharded: its type becomes the block's, and
+  /// `step.full_shape` records the full one.
+  void shardArgument(func::FuncOp step, unsigned i) {
+    BlockArgument arg = step.getArgument(i);
+    if (full.count(arg))
+      return;
+    auto t = cast<RankedTensorType>(arg.getType());
+    full[arg] = t;
+    arg.setType(blockType(t));
+    step.setArgAttr(i, "step.full_shape",
+                    DenseI64ArrayAttr::get(step.getContext(), t.getShape()));
+  }
+
+  LogicalResult shardArguments(func::FuncOp step, func::CallOp call) {
+    if (!sharded())
+      return success();
+    // Optimizer state: the slot operands of every update.
+    WalkResult walk = step.walk([&](Operation *op) -> WalkResult {
+      if (isa<LambUpdateOp>(op))
+        return op->emitError()
+               << "step-shard: mode " << mode
+               << " cannot shard LAMB: its trust ratio needs the norm of "
+                  "the whole param (use dp, or adamw / sgd)";
+      SmallVector<Value> slots;
+      if (auto a = dyn_cast<AdamwUpdateOp>(op))
+        slots = {a.getExpAvg(), a.getExpAvgSq()};
+      else if (auto s = dyn_cast<SgdUpdateOp>(op); s && s.getMomentumBuffer())
+        slots = {s.getMomentumBuffer()};
+      for (Value v : slots) {
+        auto arg = dyn_cast<BlockArgument>(v);
+        if (!arg || arg.getOwner()->getParentOp() != step ||
+            argKind(step, arg.getArgNumber()) != "state")
+          return op->emitError() << "step-shard: an optimizer slot that is "
+                                    "not a state argument of @train_step";
+        shardArgument(step, arg.getArgNumber());
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (mode != "zero3")
+      return success();
+    // zero3: params are blocks, gathered for the forward and backward.
+    OpBuilder b = OpBuilder::atBlockBegin(&step.getBody().front());
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      if (argKind(step, i) != "param")
+        continue;
+      auto fullType = cast<RankedTensorType>(step.getArgument(i).getType());
+      shardArgument(step, i);
+      SmallVector<Operation *> chain;
+      Value whole = gatherFull(b, step.getLoc(), step.getArgument(i),
+                               fullType, chain);
+      call->replaceUsesOfWith(step.getArgument(i), whole);
+      gatherChains.push_back(chain);
+    }
+    return success();
+  }
+
+  LogicalResult reduceAfterCall(OpBuilder &b, func::FuncOp joint,
+                                func::CallOp call) {
+    Location loc = call.getLoc();
+    b.setInsertionPointAfter(call);
+    auto mean = b.getStringAttr("mean");
+    for (unsigned r = 0; r < call.getNumResults(); ++r) {
+      bool grad = resultKind(joint, r) == "grad";
+      if (r != 0 && !grad)
+        continue; // forward extras stay per replica
+      Value v = call.getResult(r);
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<Operation *> chain;
+      Value reduced;
+      if (r == 0 || mode == "dp" || mode == "zero1") {
+        auto ar = make<AllReduceOp>(b, loc, v, mean, groupSizeAttr, groupsAttr);
+        chain.push_back(ar);
+        reduced = ar;
+      } else {
+        Value flat = flatPadded(b, loc, v, chain);
+        auto rs = make<ReduceScatterOp>(b, loc, flat, mean, groupSizeAttr,
+                                        groupsAttr);
+        chain.push_back(rs);
+        reduced = rs;
+        full[reduced] = t;
+      }
+      if (grad) {
+        gradBytes += bytesOf(reduced.getType());
+        gradBytesFull += bytesOf(t);
+      }
+      SmallPtrSet<Operation *, 2> except{chain.front()};
+      v.replaceAllUsesExcept(reduced, except);
+      gradChains.push_back(chain);
+    }
+    return success();
+  }
+
+  /// An operand of an op being rewritten on blocks, as a block.
+  Value asBlock(OpBuilder &b, Location loc, Value v, RankedTensorType ref) {
+    if (auto it = full.find(v); it != full.end())
+      return v;
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getShape() != ref.getShape())
+      return Value();
+    auto block = blockType(t);
+    if (auto bc = v.getDefiningOp<BroadcastInDimOp>())
+      if (cast<RankedTensorType>(bc.getOperand().getType()).getRank() == 0)
+        return make<BroadcastInDimOp>(b, loc, block, bc.getOperand(),
+                                      b.getDenseI64ArrayAttr({}));
+    return make<LocalShardOp>(b, loc, v, groupSizeAttr, groupsAttr);
+  }
+
+  LogicalResult propagate(OpBuilder &b, func::FuncOp step) {
+    Block &body = step.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (created.contains(&op))
+        continue;
+      Value blockOperand;
+      for (Value v : op.getOperands())
+        if (full.count(v))
+          blockOperand = v;
+      if (!blockOperand)
+        continue;
+      RankedTensorType ref = full[blockOperand];
+      b.setInsertionPoint(&op);
+      Location loc = op.getLoc();
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        if (failed(finishResults(b, step, ret)))
+          return failure();
+        continue;
+      }
+      bool elementwise = fusionRole(&op) == FusionRole::Elementwise &&
+                         !isa<DropoutOp>(op);
+      if (elementwise || isa<AdamwUpdateOp, SgdUpdateOp>(op)) {
+        SmallVector<Value> operands;
+        for (Value v : op.getOperands()) {
+          bool scalar = cast<RankedTensorType>(v.getType()).getRank() == 0;
+          Value block = scalar && !elementwise ? v : asBlock(b, loc, v, ref);
+          if (!block)
+            return op.emitError()
+                   << "step-shard: operand of type " << v.getType()
+                   << " mixes with a sharded " << ref;
+          operands.push_back(block);
+        }
+        Operation *clone = b.clone(op);
+        clone->setOperands(operands);
+        for (auto [old, now] : llvm::zip(op.getResults(), clone->getResults())) {
+          auto t = cast<RankedTensorType>(old.getType());
+          if (t.getShape() == ref.getShape()) {
+            now.setType(blockType(t));
+            full[now] = t;
+          }
+          old.replaceAllUsesWith(now);
+        }
+        created.insert(clone);
+        op.erase();
+        continue;
+      }
+      if (auto sum = dyn_cast<ReduceSumOp>(op);
+          sum && !sum.getKeepdim() &&
+          sum.getDims().size() == static_cast<size_t>(ref.getRank())) {
+        // Padding adds zeros: the block sums add up to the full sum.
+        auto part = make<ReduceSumOp>(b, loc, blockOperand,
+                                      b.getDenseI64ArrayAttr({0}), false);
+        auto total = make<AllReduceOp>(b, loc, part, b.getStringAttr("sum"),
+                                       groupSizeAttr, groupsAttr);
+        sum.replaceAllUsesWith(total.getResult());
+        sum.erase();
+        continue;
+      }
+      if (auto check = dyn_cast<CheckFiniteOp>(op)) {
+        auto local = make<CheckFiniteOp>(b, loc, check.getOperands());
+        auto all = make<AllReduceOp>(b, loc, local, b.getStringAttr("min"),
+                                     groupSizeAttr, groupsAttr);
+        check.replaceAllUsesWith(all.getResult());
+        check.erase();
+        continue;
+      }
+      return op.emitError()
+             << "step-shard: mode " << mode << " cannot shard '"
+             << op.getName() << "', which reads a sharded value (a block of "
+             << ref
+             << "); the update half may hold elementwise ops, sgd/adamw "
+                "updates, full reduce_sums and check_finite";
+    }
+    return success();
+  }
+
+  /// Sharded results: param results are gathered (zero1/2) or stay blocks
+  /// (zero3); state results stay blocks, as their arguments.
+  LogicalResult finishResults(OpBuilder &b, func::FuncOp step,
+                              func::ReturnOp ret) {
+    for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+      Value v = ret.getOperand(r);
+      auto it = full.find(v);
+      if (it == full.end())
+        continue;
+      RankedTensorType t = it->second;
+      StringRef kind = stringAttrOf(step.getResultAttrDict(r), "step.kind");
+      if (kind == "param" && mode != "zero3") {
+        SmallVector<Operation *> chain;
+        ret.setOperand(r, gatherFull(b, ret.getLoc(), v, t, chain));
+        continue;
+      }
+      if (kind != "param" && kind != "state")
+        return ret.emitError() << "step-shard: result #" << r
+                               << " is sharded but is no param or state";
+      step.setResultAttr(r, "step.full_shape",
+                         DenseI64ArrayAttr::get(step.getContext(),
+                                                t.getShape()));
+    }
+    return success();
+  }
+
+  /// Inlines @train_step's calls, then moves every gradient collective up
+  /// to its gradient and re-issues zero3 gathers before each use.
+  LogicalResult inlineAndOverlap(ModuleOp module, func::FuncOp step) {
+    OpPassManager inliner(ModuleOp::getOperationName());
+    inliner.addPass(createInlinerPass());
+    if (failed(runPipeline(inliner, module)))
+      return failure();
+    if (!step.getOps<func::CallOp>().empty())
+      return step.emitError() << "step-shard: could not inline the backward "
+                                 "into @train_step (overlap=false keeps it)";
+    Block &body = step.getBody().front();
+    for (auto &chain : gradChains) {
+      Value source = chain.front()->getOperand(0);
+      if (Operation *def = source.getDefiningOp())
+        chain.front()->moveAfter(def);
+      else
+        chain.front()->moveBefore(&body, body.begin());
+      for (size_t i = 1; i < chain.size(); ++i)
+        chain[i]->moveAfter(chain[i - 1]);
+    }
+    for (auto &chain : gatherChains) {
+      Value whole = chain.back()->getResult(0);
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : whole.getUses())
+        uses.push_back(&use);
+      for (OpOperand *use : uses) {
+        OpBuilder b(use->getOwner());
+        IRMapping map;
+        Operation *last = nullptr;
+        for (Operation *op : chain)
+          last = b.clone(*op, map);
+        use->set(last->getResult(0));
+      }
+      for (Operation *op : llvm::reverse(chain))
+        op->erase();
+    }
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlir::step

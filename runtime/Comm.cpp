@@ -1,0 +1,321 @@
+//===- Comm.cpp - Communicators: self, thread groups, the current one ----===//
+
+#include "runtime/Comm.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace step::rt {
+
+Communicator::~Communicator() = default;
+
+void Communicator::abortAll(int code) { std::_Exit(code); }
+
+Communicator &Communicator::subgroup(const std::string &partition, int color,
+                                     int position) {
+  auto it = groups_.find(partition);
+  if (it == groups_.end())
+    it = groups_.emplace(partition, split(color, position)).first;
+  return *it->second;
+}
+
+namespace {
+
+/// dst[i] = op(dst[i], src[i]).
+template <typename T>
+void combine(T *dst, const T *src, int64_t n, CommOp op) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (op) {
+    case CommOp::Sum:
+      dst[i] = static_cast<T>(dst[i] + src[i]);
+      break;
+    case CommOp::Max:
+      dst[i] = std::max(dst[i], src[i]);
+      break;
+    case CommOp::Min:
+      dst[i] = std::min(dst[i], src[i]);
+      break;
+    }
+  }
+}
+
+void combineAny(void *dst, const void *src, int64_t n, DType dtype,
+                CommOp op) {
+  switch (dtype) {
+  case DType::F32:
+    return combine(static_cast<float *>(dst), static_cast<const float *>(src),
+                   n, op);
+  case DType::I32:
+    return combine(static_cast<int32_t *>(dst),
+                   static_cast<const int32_t *>(src), n, op);
+  case DType::I64:
+    return combine(static_cast<int64_t *>(dst),
+                   static_cast<const int64_t *>(src), n, op);
+  case DType::I1:
+    if (op == CommOp::Sum)
+      throw Error("all_reduce: i1 values reduce by max or min, not sum");
+    return combine(static_cast<uint8_t *>(dst),
+                   static_cast<const uint8_t *>(src), n, op);
+  default:
+    throw Error(std::string("communicator: no reduction for ") +
+                dtypeName(dtype) + " (f16/bf16 are reduced in f32)");
+  }
+}
+
+class SelfCommunicator final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string kind() const override { return "self"; }
+  void allReduce(const void *in, void *out, int64_t count, DType dtype,
+                 CommOp) override {
+    if (in != out)
+      std::memmove(out, in, static_cast<size_t>(count) * dtypeSize(dtype));
+  }
+  void allGather(const void *in, void *out, int64_t bytes) override {
+    if (in != out)
+      std::memmove(out, in, static_cast<size_t>(bytes));
+  }
+  void broadcast(void *, int64_t, int) override {}
+
+protected:
+  std::unique_ptr<Communicator> split(int, int) override {
+    return std::make_unique<SelfCommunicator>();
+  }
+};
+
+/// What the threads of one group share: a reusable barrier and one slot
+/// per rank where each posts its buffer.
+struct ThreadShared {
+  explicit ThreadShared(int size)
+      : size(size), slots(static_cast<size_t>(size)),
+        colors(static_cast<size_t>(size)) {}
+  const int size;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int arrived = 0;
+  uint64_t generation = 0;
+  std::vector<const void *> slots;
+  /// split(): each rank's (color, position), and the groups made.
+  std::vector<std::pair<int, int>> colors;
+  std::map<int, std::shared_ptr<ThreadShared>> made;
+
+  void barrier() {
+    std::unique_lock<std::mutex> lock(mutex);
+    uint64_t gen = generation;
+    if (++arrived == size) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+      return;
+    }
+    cv.wait(lock, [&] { return generation != gen; });
+  }
+};
+
+class ThreadCommunicator final : public Communicator {
+public:
+  ThreadCommunicator(std::shared_ptr<ThreadShared> shared, int rank)
+      : shared_(std::move(shared)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return shared_->size; }
+  std::string kind() const override { return "threads"; }
+
+  // Post, wait for all, compute from every slot into a private buffer,
+  // wait again (nobody's buffer is needed any more), then write.
+  void allReduce(const void *in, void *out, int64_t count, DType dtype,
+                 CommOp op) override {
+    size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
+    shared_->slots[static_cast<size_t>(rank_)] = in;
+    shared_->barrier();
+    std::vector<uint8_t> acc(static_cast<const uint8_t *>(shared_->slots[0]),
+                             static_cast<const uint8_t *>(shared_->slots[0]) +
+                                 bytes);
+    for (int r = 1; r < size(); ++r)
+      combineAny(acc.data(), shared_->slots[static_cast<size_t>(r)], count,
+                 dtype, op);
+    shared_->barrier();
+    if (bytes)
+      std::memcpy(out, acc.data(), bytes);
+  }
+  void allGather(const void *in, void *out, int64_t bytes) override {
+    auto n = static_cast<size_t>(bytes);
+    shared_->slots[static_cast<size_t>(rank_)] = in;
+    shared_->barrier();
+    std::vector<uint8_t> all(n * static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r)
+      if (n)
+        std::memcpy(all.data() + n * static_cast<size_t>(r),
+                    shared_->slots[static_cast<size_t>(r)], n);
+    shared_->barrier();
+    if (!all.empty())
+      std::memcpy(out, all.data(), all.size());
+  }
+  void broadcast(void *data, int64_t bytes, int root) override {
+    auto n = static_cast<size_t>(bytes);
+    shared_->slots[static_cast<size_t>(rank_)] = data;
+    shared_->barrier();
+    std::vector<uint8_t> copy(
+        static_cast<const uint8_t *>(shared_->slots[static_cast<size_t>(root)]),
+        static_cast<const uint8_t *>(shared_->slots[static_cast<size_t>(root)]) +
+            n);
+    shared_->barrier();
+    if (rank_ != root && n)
+      std::memcpy(data, copy.data(), n);
+  }
+
+protected:
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    ThreadShared &s = *shared_;
+    s.colors[static_cast<size_t>(rank_)] = {color, position};
+    s.barrier();
+    std::shared_ptr<ThreadShared> group;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      auto it = s.made.find(color);
+      if (it == s.made.end()) {
+        int members = 0;
+        for (auto [c, p] : s.colors)
+          members += c == color;
+        it = s.made.emplace(color, std::make_shared<ThreadShared>(members))
+                 .first;
+      }
+      group = it->second;
+    }
+    s.barrier();
+    if (rank_ == 0) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.made.clear(); // every rank holds its group now
+    }
+    s.barrier();
+    return std::make_unique<ThreadCommunicator>(group, position);
+  }
+
+private:
+  std::shared_ptr<ThreadShared> shared_;
+  int rank_;
+};
+
+thread_local Communicator *current = nullptr;
+
+} // namespace
+
+Communicator &selfCommunicator() {
+  static SelfCommunicator self;
+  return self;
+}
+
+std::vector<std::unique_ptr<Communicator>> makeThreadGroup(int size) {
+  if (size < 1)
+    throw Error("a thread group needs at least one rank, asked for " +
+                std::to_string(size));
+  auto shared = std::make_shared<ThreadShared>(size);
+  std::vector<std::unique_ptr<Communicator>> ranks;
+  for (int r = 0; r < size; ++r)
+    ranks.push_back(std::make_unique<ThreadCommunicator>(shared, r));
+  return ranks;
+}
+
+bool launchedByMpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+         std::getenv("PMIX_RANK");
+}
+
+Communicator &worldCommunicator() {
+  return launchedByMpi() ? mpiCommunicator() : selfCommunicator();
+}
+
+#ifndef STEP_HAVE_MPI
+bool haveMpi() { return false; }
+Communicator &mpiCommunicator() {
+  throw Error("this build of StepJIT has no MPI (install libopenmpi-dev and "
+              "reconfigure): it cannot join the ranks mpirun started");
+}
+#endif
+
+Communicator &currentCommunicator() {
+  return current ? *current : selfCommunicator();
+}
+
+CommScope::CommScope(Communicator &comm) : previous_(current) {
+  current = &comm;
+}
+CommScope::~CommScope() { current = previous_; }
+
+Communicator &groupOf(Communicator &comm, const ReplicaGroups &groups,
+                      const std::string &op) {
+  auto n = static_cast<int64_t>(groups.ranks.size());
+  if (groups.groupSize < 1 || n % groups.groupSize != 0)
+    throw Error(op + ": group_size " + std::to_string(groups.groupSize) +
+                " does not divide the " + std::to_string(n) +
+                " replicas of replica_groups");
+  if (n != comm.size())
+    throw Error(op + ": compiled for " + std::to_string(n) +
+                " replicas, but this run has " + std::to_string(comm.size()) +
+                " (" + comm.kind() + "); launch it with " + std::to_string(n) +
+                " ranks (mpirun -np " + std::to_string(n) + ")");
+  auto pos = std::find(groups.ranks.begin(), groups.ranks.end(), comm.rank());
+  if (pos == groups.ranks.end())
+    throw Error(op + ": rank " + std::to_string(comm.rank()) +
+                " is in no replica group");
+  if (groups.groupSize == n) {
+    bool identity = true;
+    for (int64_t i = 0; i < n; ++i)
+      identity = identity && groups.ranks[static_cast<size_t>(i)] == i;
+    if (identity)
+      return comm;
+  }
+  auto index = static_cast<int>(pos - groups.ranks.begin());
+  std::string key = std::to_string(groups.groupSize) + ":";
+  for (int64_t r : groups.ranks)
+    key += std::to_string(r) + ",";
+  auto g = static_cast<int>(groups.groupSize);
+  return comm.subgroup(key, index / g, index % g);
+}
+
+HostTensor shardOf(const HostTensor &full, int64_t index, int64_t count) {
+  if (count < 1 || index < 0 || index >= count)
+    throw Error("shard " + std::to_string(index) + " of " +
+                std::to_string(count) + " does not exist");
+  int64_t n = full.numel();
+  int64_t s = (n + count - 1) / count;
+  HostTensor out(full.dtype(), {s});
+  int64_t begin = std::min(n, index * s), end = std::min(n, begin + s);
+  size_t e = dtypeSize(full.dtype());
+  if (end > begin)
+    std::memcpy(out.raw(),
+                static_cast<const uint8_t *>(full.raw()) +
+                    static_cast<size_t>(begin) * e,
+                static_cast<size_t>(end - begin) * e);
+  return out;
+}
+
+HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape) {
+  if (blocks.empty())
+    throw Error("unshard: no blocks");
+  int64_t n = numElements(shape);
+  auto count = static_cast<int64_t>(blocks.size());
+  int64_t s = (n + count - 1) / count;
+  HostTensor out(blocks[0].dtype(), shape);
+  size_t e = dtypeSize(out.dtype());
+  for (int64_t i = 0; i < count; ++i) {
+    const HostTensor &b = blocks[static_cast<size_t>(i)];
+    if (b.dtype() != out.dtype() || b.shape() != Shape{s})
+      throw Error("unshard: block " + std::to_string(i) + " is " +
+                  dtypeName(b.dtype()) + " " + shapeToString(b.shape()) +
+                  ", expected " + dtypeName(out.dtype()) + " [" +
+                  std::to_string(s) + "] for " + shapeToString(shape) +
+                  " in " + std::to_string(count) + " blocks");
+    int64_t begin = std::min(n, i * s), end = std::min(n, begin + s);
+    if (end > begin)
+      std::memcpy(static_cast<uint8_t *>(out.raw()) +
+                      static_cast<size_t>(begin) * e,
+                  b.raw(), static_cast<size_t>(end - begin) * e);
+  }
+  return out;
+}
+
+} // namespace step::rt

@@ -1,0 +1,129 @@
+//===- Comm.h - Communicators: the replicas of a distributed step -*- C++ -*-===//
+//
+// A Communicator is one rank's handle on a group of processes or threads
+// that run the same step (SPMD, docs/distributed.md). The CPU kernels of
+// the collective ops (runtime/cpu/Collectives.cpp) run on the communicator
+// installed for the calling thread (CommScope); with none installed it is
+// a group of one, where every collective is the identity.
+//
+// Implementations:
+//  - selfCommunicator(): one rank.
+//  - ThreadGroup: N ranks as N threads of one process (tests, and the
+//    interpreter's differential tests of step-shard).
+//  - mpiCommunicator() (runtime/Mpi.cpp, only when built with MPI): the
+//    processes `mpirun` started; MPI_COMM_WORLD.
+//
+// Every collective is called by all ranks of the communicator in the same
+// order; each rank's result has the same bits (reductions are computed once,
+// in rank order or by MPI_Reduce, and shared). No MLIR here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_RUNTIME_COMM_H
+#define STEP_RUNTIME_COMM_H
+
+#include "runtime/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace step::rt {
+
+enum class CommOp { Sum, Max, Min };
+
+class Communicator {
+public:
+  virtual ~Communicator();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "self", "threads", "mpi": for messages.
+  virtual std::string kind() const = 0;
+
+  /// out[i] = reduce over ranks of in[i] for `count` elements of `dtype`
+  /// (F32, I32, I64 or I1 as bytes); `in` and `out` may be the same buffer.
+  virtual void allReduce(const void *in, void *out, int64_t count,
+                         DType dtype, CommOp op) = 0;
+  /// out = the `bytes` of every rank's `in`, concatenated in rank order
+  /// (size() * bytes).
+  virtual void allGather(const void *in, void *out, int64_t bytes) = 0;
+  /// Copies `bytes` of rank `root`'s `data` to every rank's `data`.
+  virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Ends every rank of the job with exit code `code` (a rank that failed
+  /// must not leave the others waiting in a collective).
+  [[noreturn]] virtual void abortAll(int code);
+
+  /// The communicator of this rank's group in a partition of this
+  /// communicator's ranks: `color` is the group's index in the partition,
+  /// `position` this rank's index in its group; `partition` names the
+  /// partition (groups of one partition share it). Made on first use and
+  /// kept. Collective over all ranks of this communicator: every rank asks
+  /// for its group of the same partition, in the same order.
+  Communicator &subgroup(const std::string &partition, int color,
+                         int position);
+
+protected:
+  /// Makes the communicator of the group `color` (0-based index of this
+  /// rank's group in the partition) with this rank at position `key`.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+private:
+  std::map<std::string, std::unique_ptr<Communicator>> groups_;
+};
+
+/// A group of one rank.
+Communicator &selfCommunicator();
+
+/// `size` communicators of one process, one per thread that uses it; rank
+/// i must be used by one thread only. Collectives block until every rank
+/// has called them.
+std::vector<std::unique_ptr<Communicator>> makeThreadGroup(int size);
+
+/// Whether this build has MPI (STEP_HAVE_MPI).
+bool haveMpi();
+/// Whether the process was started by an MPI launcher (mpirun sets
+/// OMPI_COMM_WORLD_SIZE or PMI_SIZE / PMIX_RANK).
+bool launchedByMpi();
+/// MPI_COMM_WORLD, initializing MPI on first use (finalized at exit).
+/// Throws Error when the build has no MPI.
+Communicator &mpiCommunicator();
+/// mpiCommunicator() when launchedByMpi(), else selfCommunicator().
+Communicator &worldCommunicator();
+
+/// The communicator collective kernels on this thread use.
+Communicator &currentCommunicator();
+/// Installs `comm` for the calling thread for the scope's lifetime.
+class CommScope {
+public:
+  explicit CommScope(Communicator &comm);
+  ~CommScope();
+  CommScope(const CommScope &) = delete;
+  CommScope &operator=(const CommScope &) = delete;
+
+private:
+  Communicator *previous_;
+};
+
+/// Replica groups of a collective op: `groupSize` consecutive entries of
+/// `ranks` per group (step dialect's group_size and replica_groups).
+struct ReplicaGroups {
+  int64_t groupSize = 1;
+  std::vector<int64_t> ranks{0};
+};
+
+/// The communicator of the calling rank's group in `groups`, checked
+/// against `comm` (the number of ranks must be comm.size()); throws Error
+/// naming `op` otherwise.
+Communicator &groupOf(Communicator &comm, const ReplicaGroups &groups,
+                      const std::string &op);
+
+/// ZeRO layout (step.local_shard): `full` flattened and zero-padded to
+/// count * S elements, S = ceil(numel / count); block `index` as [S].
+HostTensor shardOf(const HostTensor &full, int64_t index, int64_t count);
+/// The inverse: blocks 0..count-1 concatenated, cut to numel(shape) and
+/// reshaped. Throws Error on mismatched dtypes or sizes.
+HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape);
+
+} // namespace step::rt
+
+#endif // STEP_RUNTIME_COMM_H

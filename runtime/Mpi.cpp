@@ -1,0 +1,128 @@
+//===- Mpi.cpp - The MPI communicator (CPU ranks started by mpirun) -------===//
+//
+// Built only when CMake finds MPI (STEP_HAVE_MPI). MPI is initialized on
+// first use (MPI_THREAD_FUNNELED: one thread talks to it) and finalized at
+// exit. all_reduce is MPI_Reduce to rank 0 followed by MPI_Bcast, so every
+// rank gets the same bits whatever algorithm the library picks (MPI does
+// not promise that of MPI_Allreduce).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Comm.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace step::rt {
+namespace {
+
+void check(int rc, const char *what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string("MPI: ") + what + " failed: " +
+              std::string(text, static_cast<size_t>(len)));
+}
+
+MPI_Datatype mpiType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  case DType::I1:
+    return MPI_UINT8_T;
+  default:
+    throw Error(std::string("MPI: no reduction for ") + dtypeName(dtype) +
+                " (f16/bf16 are reduced in f32)");
+  }
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string kind() const override { return "mpi"; }
+
+  void allReduce(const void *in, void *out, int64_t count, DType dtype,
+                 CommOp op) override {
+    if (dtype == DType::I1 && op == CommOp::Sum)
+      throw Error("all_reduce: i1 values reduce by max or min, not sum");
+    MPI_Op mop = op == CommOp::Sum   ? MPI_SUM
+                 : op == CommOp::Max ? MPI_MAX
+                                       : MPI_MIN;
+    size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
+    std::vector<uint8_t> send(static_cast<const uint8_t *>(in),
+                              static_cast<const uint8_t *>(in) + bytes);
+    check(MPI_Reduce(send.data(), out, static_cast<int>(count), mpiType(dtype),
+                     mop, 0, comm_),
+          "MPI_Reduce");
+    check(MPI_Bcast(out, static_cast<int>(count), mpiType(dtype), 0, comm_),
+          "MPI_Bcast");
+  }
+  void allGather(const void *in, void *out, int64_t bytes) override {
+    std::vector<uint8_t> send(static_cast<const uint8_t *>(in),
+                              static_cast<const uint8_t *>(in) + bytes);
+    check(MPI_Allgather(send.data(), static_cast<int>(bytes), MPI_BYTE, out,
+                        static_cast<int>(bytes), MPI_BYTE, comm_),
+          "MPI_Allgather");
+  }
+  void broadcast(void *data, int64_t bytes, int root) override {
+    check(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_),
+          "MPI_Bcast");
+  }
+
+  [[noreturn]] void abortAll(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+protected:
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    MPI_Comm sub;
+    check(MPI_Comm_split(comm_, color, position, &sub), "MPI_Comm_split");
+    return std::make_unique<MpiCommunicator>(sub);
+  }
+
+private:
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+void finalize() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+} // namespace
+
+bool haveMpi() { return true; }
+
+Communicator &mpiCommunicator() {
+  static MpiCommunicator *world = [] {
+    int initialized = 0;
+    check(MPI_Initialized(&initialized), "MPI_Initialized");
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+            "MPI_Init_thread");
+      std::atexit(finalize);
+    }
+    return new MpiCommunicator(MPI_COMM_WORLD);
+  }();
+  return *world;
+}
+
+} // namespace step::rt
