@@ -371,6 +371,9 @@ def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
     Option<"overlap", "overlap", "bool", "true",
            "inline the backward and issue each gradient's collective as soon "
            "as the gradient exists">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "0",
+           "with overlap: merge the collectives of consecutive gradients "
+           "into buckets of at least this many bytes (0: one per gradient)">,
   ];
 }
 

@@ -41,7 +41,11 @@
 // that produces the gradient, so it overlaps the rest of the backward (on
 // a GPU: its own stream) and, for zero2/3, the full gradient dies there;
 // zero3's gathers are re-issued right before each use, so a full param
-// lives only around the op that reads it. LAMB (a norm per whole param)
+// lives only around the op that reads it. With `bucket-bytes`, gradients
+// that become ready one after another share one collective per bucket
+// (DDP's buckets): flattened and concatenated (reduce_scatter: as
+// [N, S_i] blocks side by side, so each replica's block of the bucket is
+// its block of every gradient), then sliced apart. LAMB (a norm per whole param)
 // and anything dynamic are refused.
 //
 // Cost: O(ops of @train_step) for the rewrite; per param one collective for
@@ -84,6 +88,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   /// Per gradient (and the loss): the ops from its value to its
   /// collective, in order; moved up together by `overlap`.
   SmallVector<SmallVector<Operation *>> gradChains;
+  /// Which of gradChains are gradients (not the loss).
+  SmallVector<bool> isGradChain;
   /// zero3: per param, the ops from the block to the full param.
   SmallVector<SmallVector<Operation *>> gatherChains;
   int64_t gradBytes = 0, gradBytesFull = 0;
@@ -337,6 +343,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       SmallPtrSet<Operation *, 2> except{chain.front()};
       v.replaceAllUsesExcept(reduced, except);
       gradChains.push_back(chain);
+      isGradChain.push_back(grad);
     }
     return success();
   }
@@ -458,6 +465,90 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     return success();
   }
 
+  /// Merges the collectives of gradients that become ready one after the
+  /// other into buckets of about `bucket-bytes` (DDP's gradient buckets):
+  /// one collective per bucket, placed where its last gradient's was.
+  /// all_reduce: the flat gradients concatenated, reduced, sliced apart.
+  /// reduce_scatter: each padded gradient viewed as [N, S_i] and
+  /// concatenated along dim 1, so block r of the bucket holds block r of
+  /// every gradient; sliced apart after the scatter.
+  void bucketGradients() {
+    SmallVector<SmallVector<Operation *> *> ready;
+    for (auto [chain, grad] : llvm::zip(gradChains, isGradChain))
+      if (grad)
+        ready.push_back(&chain);
+    llvm::sort(ready, [](auto *a, auto *b) {
+      return a->back()->isBeforeInBlock(b->back());
+    });
+    SmallVector<SmallVector<Operation *> *> bucket;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      bucket.push_back(ready[i]);
+      bytes += bytesOf(ready[i]->front()->getOperand(0).getType());
+      if (bytes >= bucketBytes || i + 1 == ready.size()) {
+        if (bucket.size() > 1)
+          mergeBucket(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+    }
+  }
+
+  void mergeBucket(ArrayRef<SmallVector<Operation *> *> bucket) {
+    Operation *last = bucket.back()->back();
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    Location loc = last->getLoc();
+    bool scatter = isa<ReduceScatterOp>(last);
+    SmallVector<Value> parts;
+    SmallVector<int64_t> widths;
+    for (auto *chain : bucket) {
+      Operation *collective = chain->back();
+      Value in = collective->getOperand(0); // flat (and padded)
+      auto t = cast<RankedTensorType>(in.getType());
+      if (t.getRank() != 1) {
+        in = b.create<ReshapeOp>(
+            loc, RankedTensorType::get({t.getNumElements()}, t.getElementType()),
+            in);
+        t = cast<RankedTensorType>(in.getType());
+      }
+      int64_t width = scatter ? t.getDimSize(0) / n : t.getDimSize(0);
+      if (scatter)
+        in = b.create<ReshapeOp>(
+            loc, RankedTensorType::get({n, width}, t.getElementType()), in);
+      parts.push_back(in);
+      widths.push_back(width);
+    }
+    Value joined = b.create<ConcatOp>(loc, parts, scatter ? 1 : 0);
+    auto jt = cast<RankedTensorType>(joined.getType());
+    Value reduced;
+    auto mean = b.getStringAttr("mean");
+    if (scatter) {
+      Value flat = b.create<ReshapeOp>(
+          loc, RankedTensorType::get({jt.getNumElements()}, jt.getElementType()),
+          joined);
+      reduced = b.create<ReduceScatterOp>(loc, flat, mean, groupSizeAttr,
+                                          groupsAttr);
+    } else {
+      reduced = b.create<AllReduceOp>(loc, joined, mean, groupSizeAttr,
+                                      groupsAttr);
+    }
+    int64_t offset = 0;
+    for (auto [chain, width] : llvm::zip(bucket, widths)) {
+      Operation *collective = chain->back();
+      Value piece = b.create<SliceOp>(loc, reduced,
+                                      b.getDenseI64ArrayAttr({offset}),
+                                      b.getDenseI64ArrayAttr({offset + width}),
+                                      b.getDenseI64ArrayAttr({1}));
+      offset += width;
+      Type want = collective->getResult(0).getType();
+      if (piece.getType() != want)
+        piece = b.create<ReshapeOp>(loc, want, piece);
+      collective->getResult(0).replaceAllUsesWith(piece);
+      collective->erase();
+    }
+  }
+
   /// Inlines @train_step's calls, then moves every gradient collective up
   /// to its gradient and re-issues zero3 gathers before each use.
   LogicalResult inlineAndOverlap(ModuleOp module, func::FuncOp step) {
@@ -478,6 +569,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       for (size_t i = 1; i < chain.size(); ++i)
         chain[i]->moveAfter(chain[i - 1]);
     }
+    if (bucketBytes > 0)
+      bucketGradients();
     for (auto &chain : gatherChains) {
       Value whole = chain.back()->getResult(0);
       SmallVector<OpOperand *> uses;

@@ -80,6 +80,30 @@ int64_t toCount(const std::string &what, const std::string &key,
                                 " must be a non-negative integer");
   return static_cast<int64_t>(v);
 }
+/// A byte count: digits with an optional K/M/G/T (x1000) or KiB/MiB/GiB/TiB
+/// (x1024) suffix (2GiB, 1.5e9, 25MiB); positive.
+double parseBytes(const std::string &what, const std::string &text) {
+  static const std::pair<const char *, double> units[] = {
+      {"KiB", 1024.0},       {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"K", 1e3},  {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}};
+  std::string number = text;
+  double scale = 1;
+  for (const auto &[suffix, factor] : units) {
+    llvm::StringRef ref(text);
+    if (ref.ends_with(suffix) && ref.size() > std::strlen(suffix)) {
+      number = text.substr(0, text.size() - std::strlen(suffix));
+      scale = factor;
+      break;
+    }
+  }
+  double v = toDouble(what, "bytes", number) * scale;
+  if (!(v >= 1) || v > 9e18)
+    throw std::invalid_argument(what + ": " + text +
+                                " is not a positive byte count (e.g. "
+                                "2GiB, 1.5e9)");
+  return v;
+}
 } // namespace
 
 OptimizerOptions OptimizerOptions::parse(const std::string &spec) {
@@ -207,25 +231,7 @@ RematOptions RematOptions::parse(const std::string &mode,
     throw std::invalid_argument("--remat=" + r.mode +
                                 " and --remat-budget exclude each other: a "
                                 "budget is its own mode");
-  static const std::pair<const char *, double> units[] = {
-      {"KiB", 1024.0},       {"MiB", 1024.0 * 1024},
-      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
-      {"K", 1e3},  {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}};
-  std::string number = budget;
-  double scale = 1;
-  for (const auto &[suffix, factor] : units) {
-    llvm::StringRef ref(budget);
-    if (ref.ends_with(suffix) && ref.size() > std::strlen(suffix)) {
-      number = budget.substr(0, budget.size() - std::strlen(suffix));
-      scale = factor;
-      break;
-    }
-  }
-  double v = toDouble("--remat-budget", "bytes", number) * scale;
-  if (!(v >= 1) || v > 9e18)
-    throw std::invalid_argument("--remat-budget: " + budget +
-                                " is not a positive byte count (e.g. "
-                                "2GiB, 1.5e9)");
+  double v = parseBytes("--remat-budget", budget);
   r.mode = "budget";
   r.budget = static_cast<int64_t>(v);
   return r;
@@ -260,9 +266,18 @@ OffloadOptions OffloadOptions::parse(const std::string &spec) {
   return o;
 }
 
-ShardOptions ShardOptions::parse(const std::string &mode, int64_t worldSize) {
+ShardOptions ShardOptions::parse(const std::string &spec, int64_t worldSize) {
   ShardOptions o;
-  o.mode = mode.empty() ? "none" : mode;
+  auto [mode, kv] = splitSpec(spec.empty() ? "none" : spec, "--shard");
+  for (auto &[key, value] : kv) {
+    if (key != "bucket")
+      throw std::invalid_argument("--shard: unknown key '" + key +
+                                  "', expected bucket");
+    o.bucketBytes = value == "0" ? 0
+                                 : static_cast<int64_t>(
+                                       parseBytes("--shard: bucket", value));
+  }
+  o.mode = mode;
   if (o.mode != "none" && o.mode != "dp" && o.mode != "zero1" &&
       o.mode != "zero2" && o.mode != "zero3")
     throw std::invalid_argument("--shard: unknown mode '" + mode +
@@ -463,6 +478,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
     ops::ShardOptions shard;
     shard.mode = options.shard.mode;
     shard.worldSize = options.shard.worldSize;
+    shard.bucketBytes = options.shard.bucketBytes;
     pm.addPass(ops::createShard(shard));
   }
   pm.addPass(createInlinerPass());

@@ -124,15 +124,20 @@ struct OffloadOptions {
 };
 
 /// Data parallelism and ZeRO (step-shard, docs/distributed.md):
-/// `--shard=dp|zero1|zero2|zero3` on `--world-size=N` replicas.
+/// `--shard=dp|zero1|zero2|zero3[,bucket=BYTES]` on `--world-size=N`
+/// replicas.
 struct ShardOptions {
   std::string mode = "none"; ///< none | dp | zero1 | zero2 | zero3
   int64_t worldSize = 1;
+  /// Gradient buckets (DDP's bucket_cap_mb, same default); 0: one
+  /// collective per gradient.
+  int64_t bucketBytes = 25 << 20;
 
-  /// Parses `--shard` and `--world-size`; a mode other than none needs a
-  /// world size >= 1 (1 runs the sharded program on one rank). Throws
-  /// std::invalid_argument naming the flag and what is expected.
-  static ShardOptions parse(const std::string &mode, int64_t worldSize);
+  /// Parses `--shard` (a mode, then bucket=BYTES with the suffixes of
+  /// --remat-budget, or 0) and `--world-size` (>= 1; other than 1 only with
+  /// a mode). Throws std::invalid_argument naming the flag and what is
+  /// expected.
+  static ShardOptions parse(const std::string &spec, int64_t worldSize);
 };
 
 struct TrainOptions {

@@ -6,7 +6,7 @@
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]]
-//         [--shard=dp|zero1|zero2|zero3 --world-size=N]
+//         [--shard=dp|zero1|zero2|zero3[,bucket=BYTES] --world-size=N]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -216,8 +216,9 @@ int main(int argc, char **argv) {
                  "hbm=B/s,max_exposed=X,min_bytes=N; docs/remat.md");
   app.add_option("--shard", o.shard,
                  "split the step across replicas: dp | zero1 | zero2 | zero3 "
-                 "(the model is traced for one replica's batch); "
-                 "docs/distributed.md");
+                 "(the model is traced for one replica's batch), then "
+                 ",bucket=BYTES (gradient buckets, default 25MiB; 0: one "
+                 "collective per gradient); docs/distributed.md");
   app.add_option("--world-size", o.worldSize,
                  "replicas (ranks) a sharded step runs on")
       ->capture_default_str();
