@@ -20,6 +20,7 @@
 
 #include <climits>
 #include <filesystem>
+#include <fstream>
 
 namespace step {
 namespace fs = std::filesystem;
@@ -195,12 +196,59 @@ void Session::checkMatches(const std::string &what, const std::string &name,
   step::checkMatches(what, argumentBuffer(name), t);
 }
 
+namespace {
+/// A per-rank checkpoint's manifest (Session::save_shards), or null.
+nlohmann::json shardManifest(const std::string &dir) {
+  fs::path path = fs::path(dir) / "shards.json";
+  if (!fs::exists(path))
+    return nullptr;
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    in >> j;
+    if (j.at("world_size").get<int64_t>() < 1 || !j.at("sharded").is_object())
+      throw Error("world_size < 1");
+  } catch (const std::exception &e) {
+    throw Error("load_params: " + path.string() +
+                " is not a shard manifest (world_size, sharded): " + e.what());
+  }
+  return j;
+}
+
+/// The full tensor `name` of a per-rank checkpoint: its blocks in
+/// DIR/rank<R>/<name>.npy for every rank R of the world that wrote it.
+HostTensor unshardFiles(const std::string &dir, const std::string &name,
+                        const nlohmann::json &manifest) {
+  int64_t world = manifest["world_size"].get<int64_t>();
+  std::vector<HostTensor> blocks;
+  for (int64_t r = 0; r < world; ++r)
+    blocks.push_back(rt::readNpy(
+        (fs::path(dir) / ("rank" + std::to_string(r)) / (name + ".npy"))
+            .string()));
+  try {
+    return rt::unshard(blocks, manifest["sharded"][name].get<rt::Shape>());
+  } catch (const Error &e) {
+    throw Error("load_params: '" + name + "' in " + dir + ": " + e.what());
+  }
+}
+} // namespace
+
 void Session::load_params(const std::string &dir) {
   if (!fs::is_directory(dir))
     throw Error("load_params: '" + dir + "' is not a folder");
+  nlohmann::json manifest = shardManifest(dir);
   std::map<std::string, HostTensor> loaded;
   auto load = [&](const std::string &name, bool required) {
     std::string path = (fs::path(dir) / (name + ".npy")).string();
+    if (!manifest.is_null() && manifest["sharded"].contains(name)) {
+      HostTensor t = unshardFiles(dir, name, manifest);
+      auto sharded = fullShapes_.find(name);
+      if (sharded != fullShapes_.end())
+        t = rt::shardOf(t, comm_->rank(), comm_->size());
+      checkMatches("load_params: " + dir + " (rank files)", name, t);
+      loaded[name] = std::move(t);
+      return;
+    }
     if (!fs::exists(path)) {
       if (required)
         throw Error("load_params: missing param '" + name + "': " + path +
@@ -245,6 +293,46 @@ void Session::save_params(const std::string &dir) const {
     save(name);
   for (const std::string &name : state_)
     save(name);
+}
+
+void Session::save_shards(const std::string &dir) const {
+  for (const std::string &name : params_)
+    if (!values_.count(name))
+      throw Error("save_shards: param '" + name +
+                  "' has no value (call load_params or set first)");
+  int r = comm_->rank();
+  // An older manifest goes first: until the new one is written the folder
+  // is no checkpoint, rather than a mix of old and new blocks.
+  HostTensor flag(rt::DType::I32, {});
+  if (r == 0)
+    fs::remove(fs::path(dir) / "shards.json");
+  comm_->allReduce(flag.raw(), flag.raw(), 1, rt::DType::I32, rt::CommOp::Sum);
+  fs::path mine = fs::path(dir) / ("rank" + std::to_string(r));
+  fs::create_directories(mine);
+  nlohmann::json sharded = nlohmann::json::object();
+  auto save = [&](const std::string &name) {
+    bool blocks = fullShapes_.count(name) != 0;
+    if (blocks)
+      sharded[name] = fullShapes_.at(name);
+    if (!blocks && r != 0)
+      return;
+    fs::path path = (blocks ? mine : fs::path(dir)) / (name + ".npy");
+    fs::create_directories(path.parent_path());
+    rt::writeNpy(path.string(), values_.at(name));
+  };
+  for (const std::string &name : params_)
+    save(name);
+  for (const std::string &name : state_)
+    save(name);
+  // The manifest last, once every rank's files are complete.
+  comm_->allReduce(flag.raw(), flag.raw(), 1, rt::DType::I32, rt::CommOp::Sum);
+  if (r == 0)
+    rt::writeFileAtomic((fs::path(dir) / "shards.json").string(),
+                        nlohmann::json({{"world_size", comm_->size()},
+                                        {"sharded", sharded}})
+                                .dump(2) +
+                            "\n",
+                        "save_shards");
 }
 
 std::map<std::string, int64_t>

@@ -72,6 +72,12 @@ public:
   /// Sharded: every rank must call it (blocks are all-gathered into full
   /// tensors); rank 0 writes.
   void save_params(const std::string &dir) const;
+  /// Per-rank checkpoint (collective: every rank calls it): each rank
+  /// writes its blocks of the sharded buffers to DIR/rank<R>/<name>.npy,
+  /// rank 0 the others to DIR/<name>.npy and, last, DIR/shards.json (world
+  /// size, full shapes). load_params(DIR) reassembles the full tensors from
+  /// the blocks, so any world size, sharded or not, loads it.
+  void save_shards(const std::string &dir) const;
 
   /// Runs one step on `batch` (one tensor per input name, no others); keeps
   /// the new params and state and returns the loss.

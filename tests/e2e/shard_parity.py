@@ -9,7 +9,9 @@ The reference is one process (step-run, unsharded) on the same model traced
 for batch 8 with the same params. Losses, params and the full optimizer
 state (gathered by rank 0) must agree within 1e-5 normwise: the ranks sum
 the same per-sample gradients in another order, so bits may differ, no
-more. That bound holds for the MLP under AdamW and GPT-2 under SGD with
+more. Each run also writes a per-rank checkpoint (--shards-out), which one
+process must load and continue from exactly as from the gathered tensors
+(resharding on load). That bound holds for the MLP under AdamW and GPT-2 under SGD with
 momentum (measured: 1e-7 and 2e-7). GPT-2 under AdamW with lr 1e-2 is
 checked too, against 5e-5 (measured 2.1e-5): Adam divides each gradient
 element by its own running RMS, so an element whose gradient is near zero
@@ -74,10 +76,11 @@ def write_batches(inputs, folder, rng):
             np.save(os.path.join(d, name + ".npy"), v)
 
 
-def step_run(prefix, tools, artifact, params, feed, out):
+def step_run(prefix, tools, artifact, params, feed, out, steps=STEPS,
+             extra=()):
     text = run(prefix + [tools.step_run, artifact, "--params", params,
-                         "--inputs", feed, "--steps", str(STEPS),
-                         "--backend=cpu", "--out", out])
+                         "--inputs", feed, "--steps", str(steps),
+                         "--backend=cpu", "--out", out, *extra])
     return [float(v) for v in re.findall(r"^step \d+ loss = (\S+)$", text,
                                          re.M)]
 
@@ -138,8 +141,22 @@ def check_case(case, emit, n, tools, work, options, tol):
         with open(report) as f:
             check_bytes(case, mode, n, json.load(f), params, slots)
         out = os.path.join(work, tag + "_out")
+        shards = os.path.join(work, tag + "_shards")
         losses = step_run(mpirun, tools, artifact,
-                          os.path.join(ref_dir, "params"), feed, out)
+                          os.path.join(ref_dir, "params"), feed, out,
+                          extra=["--shards-out", shards])
+        # Resharding on load: the per-rank checkpoint continues in one
+        # process exactly as the gathered one does.
+        a, b = os.path.join(work, "from_full"), os.path.join(work, "from_rank")
+        step_run([], tools, ref_step, out, feed, a, steps=1)
+        step_run([], tools, ref_step, shards, feed, b, steps=1)
+        la, lb = load(a), load(b)
+        if set(la) != set(lb) or any(la[k].tobytes() != lb[k].tobytes()
+                                     for k in la):
+            failures.append(f"{case} {mode} np{n}: the per-rank checkpoint "
+                            f"does not load as the gathered one")
+        for d in (a, b, shards):
+            shutil.rmtree(d)
         if len(losses) != STEPS or any(
                 abs(a - b) > tol * abs(b) for a, b in zip(losses, ref_losses)):
             failures.append(f"{case} {mode} np{n}: losses {losses}, one "

@@ -121,7 +121,8 @@ std::map<std::string, HostTensor> readBatch(const step::Session &session,
 }
 
 struct Options {
-  std::string artifact, params, inputs, out, trace, backend = "auto";
+  std::string artifact, params, inputs, out, shardsOut, trace,
+      backend = "auto";
   int64_t steps = 1;
 };
 
@@ -166,6 +167,8 @@ int run(const Options &o) {
 
   if (!o.out.empty())
     session.save_params(o.out);
+  if (!o.shardsOut.empty())
+    session.save_shards(o.shardsOut);
   if (!o.trace.empty() && session.rank() == 0) {
     nlohmann::json trace = {{"artifact", o.artifact},
                             {"backend", step::backendName(session.backend())},
@@ -198,6 +201,10 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--out", o.out,
                  "folder for the updated params and state (default: none)");
+  app.add_option("--shards-out", o.shardsOut,
+                 "a sharded run's per-rank checkpoint: each rank's blocks in "
+                 "rank<R>/, the rest and shards.json beside them; --params "
+                 "loads it into any world size");
   app.add_option("--trace", o.trace, "write per-step wall times as JSON");
   CLI11_PARSE(app, argc, argv);
 
