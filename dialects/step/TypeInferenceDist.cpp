@@ -69,71 +69,85 @@ RankedTensorType withDim0(RankedTensorType t, int64_t d0) {
   return t.clone(shape);
 }
 
-} // namespace
-
-LogicalResult AllReduceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
-  Adaptor a(operands, attrs, props, regions);
-  StringRef name = getOperationName();
-  Type t = a.getOperand().getType();
-  if (failed(checkGroups(loc, name, static_cast<int64_t>(a.getGroupSize()),
-                         a.getReplicaGroups())) ||
-      failed(checkReduce(loc, name, a.getReduce(), t, false)))
-    return failure();
-  inferred.push_back(t);
-  return success();
-}
-
-LogicalResult ReduceScatterOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
-  Adaptor a(operands, attrs, props, regions);
-  StringRef name = getOperationName();
-  auto t = cast<RankedTensorType>(a.getOperand().getType());
-  auto g = static_cast<int64_t>(a.getGroupSize());
-  if (failed(checkGroups(loc, name, g, a.getReplicaGroups())) ||
-      failed(checkReduce(loc, name, a.getReduce(), t, true)) ||
-      failed(checkDim0(loc, name, t, g, true)))
-    return failure();
-  inferred.push_back(withDim0(t, t.getDimSize(0) / g));
-  return success();
-}
-
-LogicalResult AllGatherOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
-  Adaptor a(operands, attrs, props, regions);
-  StringRef name = getOperationName();
-  auto t = cast<RankedTensorType>(a.getOperand().getType());
-  auto g = static_cast<int64_t>(a.getGroupSize());
-  if (failed(checkGroups(loc, name, g, a.getReplicaGroups())) ||
-      failed(checkDim0(loc, name, t, g, false)))
-    return failure();
-  inferred.push_back(withDim0(t, t.getDimSize(0) * g));
-  return success();
-}
-
-LogicalResult LocalShardOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
-  Adaptor a(operands, attrs, props, regions);
-  StringRef name = getOperationName();
+/// What every collective's inference shares: its adaptor, its name, its
+/// operand type and group size, and C1. `result` checks the rest and gives
+/// the result type (null after reporting a violation).
+template <typename Op, typename Result>
+LogicalResult inferCollective(std::optional<Location> loc, ValueRange operands,
+                              DictionaryAttr attrs, OpaqueProperties props,
+                              RegionRange regions,
+                              SmallVectorImpl<Type> &inferred, Result result) {
+  typename Op::Adaptor a(operands, attrs, props, regions);
+  StringRef name = Op::getOperationName();
   auto t = cast<RankedTensorType>(a.getOperand().getType());
   auto g = static_cast<int64_t>(a.getGroupSize());
   if (failed(checkGroups(loc, name, g, a.getReplicaGroups())))
     return failure();
-  if (!t.hasStaticShape())
-    return fail(loc, name, "needs a static operand shape, found ", quoted(t),
-                " (C3)");
-  inferred.push_back(RankedTensorType::get({shardSize(t.getNumElements(), g)},
-                                           t.getElementType()));
+  Type type = result(a, name, t, g);
+  if (!type)
+    return failure();
+  inferred.push_back(type);
   return success();
 }
+
+} // namespace
+
+#define STEP_COLLECTIVE_INFER(Op)                                             \
+  LogicalResult Op::inferReturnTypes(                                         \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,        \
+      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,      \
+      SmallVectorImpl<Type> &inferred) {                                      \
+    return inferCollective<Op>(loc, operands, attrs, props, regions,          \
+                               inferred, Op##Result{loc});                    \
+  }
+
+namespace {
+struct AllReduceOpResult {
+  std::optional<Location> loc;
+  Type operator()(AllReduceOp::Adaptor &a, StringRef name, RankedTensorType t,
+                  int64_t) const {
+    return failed(checkReduce(loc, name, a.getReduce(), t, false)) ? Type() : t;
+  }
+};
+struct ReduceScatterOpResult {
+  std::optional<Location> loc;
+  Type operator()(ReduceScatterOp::Adaptor &a, StringRef name,
+                  RankedTensorType t, int64_t g) const {
+    if (failed(checkReduce(loc, name, a.getReduce(), t, true)) ||
+        failed(checkDim0(loc, name, t, g, true)))
+      return Type();
+    return withDim0(t, t.getDimSize(0) / g);
+  }
+};
+struct AllGatherOpResult {
+  std::optional<Location> loc;
+  Type operator()(AllGatherOp::Adaptor &, StringRef name, RankedTensorType t,
+                  int64_t g) const {
+    if (failed(checkDim0(loc, name, t, g, false)))
+      return Type();
+    return withDim0(t, t.getDimSize(0) * g);
+  }
+};
+struct LocalShardOpResult {
+  std::optional<Location> loc;
+  Type operator()(LocalShardOp::Adaptor &, StringRef name, RankedTensorType t,
+                  int64_t g) const {
+    if (!t.hasStaticShape()) {
+      (void)fail(loc, name, "needs a static operand shape, found ", quoted(t),
+                 " (C3)");
+      return Type();
+    }
+    return RankedTensorType::get({shardSize(t.getNumElements(), g)},
+                                 t.getElementType());
+  }
+};
+} // namespace
+
+STEP_COLLECTIVE_INFER(AllReduceOp)
+STEP_COLLECTIVE_INFER(ReduceScatterOp)
+STEP_COLLECTIVE_INFER(AllGatherOp)
+STEP_COLLECTIVE_INFER(LocalShardOp)
+#undef STEP_COLLECTIVE_INFER
 
 int64_t mlir::step::shardSize(int64_t numElements, int64_t groupSize) {
   return (numElements + groupSize - 1) / groupSize;
