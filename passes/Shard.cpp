@@ -385,10 +385,20 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       bool elementwise = fusionRole(&op) == FusionRole::Elementwise &&
                          !isa<DropoutOp>(op);
       if (elementwise || isa<AdamwUpdateOp, SgdUpdateOp>(op)) {
+        // An update's step counter and learning rate stay whole; a rank-0
+        // param, its gradient and its slots are blocks like any other.
+        SmallVector<unsigned> hyper;
+        if (auto a = dyn_cast<AdamwUpdateOp>(op))
+          hyper = {a.getStepMutable().getOperandNumber(),
+                   a.getLrMutable().getOperandNumber()};
+        else if (auto u = dyn_cast<SgdUpdateOp>(op))
+          hyper = {u.getStepMutable().getOperandNumber(),
+                   u.getLrMutable().getOperandNumber()};
         SmallVector<Value> operands;
-        for (Value v : op.getOperands()) {
-          bool scalar = cast<RankedTensorType>(v.getType()).getRank() == 0;
-          Value block = scalar && !elementwise ? v : asBlock(b, loc, v, ref);
+        for (OpOperand &use : op.getOpOperands()) {
+          Value v = use.get();
+          bool whole = llvm::is_contained(hyper, use.getOperandNumber());
+          Value block = whole ? v : asBlock(b, loc, v, ref);
           if (!block)
             return op.emitError()
                    << "step-shard: operand of type " << v.getType()
