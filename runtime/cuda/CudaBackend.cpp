@@ -31,6 +31,7 @@ CudaExecutor::Impl::~Impl() {
   for (CUstream s : {stream, d2h, h2d})
     if (s)
       d->cuStreamSynchronize(s);
+  destroyCollectives();
   if (graphExec)
     d->cuGraphExecDestroy(graphExec);
   if (graph)
@@ -276,6 +277,9 @@ void CudaExecutor::Impl::record() {
       ck(d->cuEventRecord(op.done, copy), op.where + ": cuEventRecord");
       break;
     }
+    case Op::Collective:
+      recordCollective(op);
+      break;
     case Op::Join:
       ck(d->cuEventRecord(op.done, op.copyStream),
          op.where + ": cuEventRecord");
@@ -350,11 +354,8 @@ bool CudaExecutor::Impl::prepareStep(int64_t k, Op &op) {
       if (op.src == op.dst || op.bytes == 0)
         return false; // an alias: nothing to move
     } else if (s.op == "step.all_reduce" || s.op == "step.reduce_scatter" ||
-               s.op == "step.all_gather" || s.op == "step.local_shard") {
-      // NCCL is not wired into this backend yet (docs/distributed.md).
-      throw Error(op.where + ": sharded steps (stepc --shard) run on the CPU "
-                  "backend only so far: the CUDA backend has no NCCL "
-                  "collectives yet; use --backend=cpu");
+               s.op == "step.all_gather") {
+      prepareCollective(k, op);
     } else {
       throw Error(op.where + ": the artifact has no CUDA kernel for this "
                   "step and the CUDA backend has no library call for it; "
@@ -436,6 +437,8 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
       wait(k, "at its position");
     } else if (s.op == "step.reload") {
       ops.push_back(fork.at(k));
+    } else if (s.op == "step.local_shard") {
+      prepareLocalShard(k);
     } else {
       Op op;
       op.where = where(k);

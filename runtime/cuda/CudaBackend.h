@@ -31,6 +31,7 @@
 #define STEP_RUNTIME_CUDA_CUDABACKEND_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Comm.h"
 
 #include <map>
 #include <memory>
@@ -156,6 +157,9 @@ struct CudaExecutorOptions {
   int64_t matmulWorkspaceBytes = 32 << 20;
   /// Device ordinal.
   int device = 0;
+  /// This rank's communicator for a sharded plan's collectives (NCCL is
+  /// bootstrapped over it); null: one rank.
+  Communicator *comm = nullptr;
 };
 
 class CudaExecutor {

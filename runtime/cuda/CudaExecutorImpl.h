@@ -40,6 +40,7 @@ struct Op {
     CopyIn,  ///< step.reload: `host` to device `dst` on the h2d stream
     Wait,    ///< the compute stream waits for `done`
     Join,    ///< `done` recorded on `copyStream`, waited for by compute
+    Collective, ///< an NCCL call on the compute stream
   } kind = Kernel;
   std::string where; ///< "plan step 3 (step.add)"
   // Kernel.
@@ -58,6 +59,11 @@ struct Op {
   CUevent done = nullptr;          ///< the copy finished, on its stream
   std::vector<CUevent> after;      ///< reload copies to finish first
   CUstream copyStream = nullptr;   ///< Join only
+  // Collective (CudaCollectives.cpp): `src` to `dst`, `count` elements as
+  // NCCL counts them; the NCCL enums as ints (no nccl.h here).
+  enum Which { AllReduce, ReduceScatter, AllGather } collective = AllReduce;
+  int ncclType = 0, ncclOp = 0;
+  size_t count = 0;
 };
 
 /// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
@@ -108,6 +114,8 @@ struct CudaExecutor::Impl {
   std::vector<Op> ops;
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
+  /// The NCCL communicator (ncclComm_t), made by the first collective.
+  void *ncclComm = nullptr;
 
   Impl(const Artifact &a, CudaExecutorOptions o)
       : artifact(&a), plan(a.plan), options(o) {}
@@ -123,6 +131,11 @@ struct CudaExecutor::Impl {
   CUfunction function(const std::string &kernel);
   void prepareKernel(const PlanStep &s, Op &op);
   void prepareMatmul(const MatmulCall &call, Op &op);
+  /// Collectives (CudaCollectives.cpp).
+  void prepareCollective(int64_t k, Op &op);
+  void prepareLocalShard(int64_t k);
+  void recordCollective(const Op &op);
+  void destroyCollectives();
   void record();
   void capture();
 };
