@@ -344,6 +344,10 @@ def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
 def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
   let summary = "Data parallelism and ZeRO-1/2/3: collectives and sharded optimizer state";
   let description = [{

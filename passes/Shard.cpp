@@ -36,17 +36,20 @@
 // scalars are re-broadcast to the block), a full reduce_sum becomes a
 // block sum plus an all_reduce (padding adds zeros), check_finite an
 // all_reduce (min) of the blocks' flags; anything else reading a block is
-// an error naming the op. With `overlap` (default) the call is then
+// an error naming the op. Both sums and checks need zero padding: blocks
+// are tracked as possibly dirty where a broadcast scalar or an op with
+// f(0) != 0 may fill it, and refused there. With `overlap` (default) the call is then
 // inlined and each gradient's collective moved up to right after the op
 // that produces the gradient, so it overlaps the rest of the backward (on
 // a GPU: its own stream) and, for zero2/3, the full gradient dies there;
 // zero3's gathers are re-issued right before each use, so a full param
 // lives only around the op that reads it. With `bucket-bytes`, gradients
-// that become ready one after another share one collective per bucket
+// of one element type that become ready one after another share one
+// collective per bucket (closed once it holds at least bucket-bytes)
 // (DDP's buckets): flattened and concatenated (reduce_scatter: as
 // [N, S_i] blocks side by side, so each replica's block of the bucket is
 // its block of every gradient), then sliced apart. LAMB (a norm per whole param)
-// and anything dynamic are refused.
+// is refused (dynamic shapes are padded away before autodiff).
 //
 // Cost: O(ops of @train_step) for the rewrite; per param one collective for
 // its gradient, one all_gather for its update (zero1/2) and one per use
@@ -72,8 +75,6 @@ namespace mlir::step {
 
 namespace {
 
-int64_t bytesOf(Type t) { return tensorBytes(t); }
-
 struct ShardPass : impl::ShardBase<ShardPass> {
   using ShardBase::ShardBase;
 
@@ -85,6 +86,10 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   DenseMap<Value, RankedTensorType> full;
   /// Ops this pass made (the propagation skips them).
   DenseSet<Operation *> created;
+  /// Blocks whose padding may not be zero (a broadcast scalar fills it,
+  /// and ops like exp or add of a constant keep it so); a sum or a
+  /// finiteness check over blocks refuses them.
+  DenseSet<Value> dirty;
   /// Per gradient (and the loss): the ops from its value to its
   /// collective, in order; moved up together by `overlap`.
   SmallVector<SmallVector<Operation *>> gradChains;
@@ -210,7 +215,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     int64_t paramBytesFull = 0, stateBytesFull = 0;
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
       StringRef kind = argKind(step, i);
-      int64_t bytes = bytesOf(step.getArgument(i).getType());
+      int64_t bytes = tensorBytes(step.getArgument(i).getType());
       if (kind == "param")
         paramBytesFull += bytes;
       else if (kind == "state")
@@ -229,7 +234,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
                                            ret.getOperandTypes()));
     int64_t paramBytes = 0, stateBytes = 0;
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-      int64_t bytes = bytesOf(step.getArgument(i).getType());
+      int64_t bytes = tensorBytes(step.getArgument(i).getType());
       if (argKind(step, i) == "param")
         paramBytes += bytes;
       else if (argKind(step, i) == "state")
@@ -337,8 +342,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
         full[reduced] = t;
       }
       if (grad) {
-        gradBytes += bytesOf(reduced.getType());
-        gradBytesFull += bytesOf(t);
+        gradBytes += tensorBytes(reduced.getType());
+        gradBytesFull += tensorBytes(t);
       }
       SmallPtrSet<Operation *, 2> except{chain.front()};
       v.replaceAllUsesExcept(reduced, except);
@@ -357,9 +362,12 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       return Value();
     auto block = blockType(t);
     if (auto bc = v.getDefiningOp<BroadcastInDimOp>())
-      if (cast<RankedTensorType>(bc.getOperand().getType()).getRank() == 0)
-        return make<BroadcastInDimOp>(b, loc, block, bc.getOperand(),
-                                      b.getDenseI64ArrayAttr({}));
+      if (cast<RankedTensorType>(bc.getOperand().getType()).getRank() == 0) {
+        Value scalar = make<BroadcastInDimOp>(b, loc, block, bc.getOperand(),
+                                              b.getDenseI64ArrayAttr({}));
+        dirty.insert(scalar);
+        return scalar;
+      }
     return make<LocalShardOp>(b, loc, v, groupSizeAttr, groupsAttr);
   }
 
@@ -405,6 +413,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
                    << " mixes with a sharded " << ref;
           operands.push_back(block);
         }
+        bool padDirty = !keepsZeroPadding(op, operands, hyper);
         Operation *clone = b.clone(op);
         clone->setOperands(operands);
         for (auto [old, now] : llvm::zip(op.getResults(), clone->getResults())) {
@@ -412,6 +421,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
           if (t.getShape() == ref.getShape()) {
             now.setType(blockType(t));
             full[now] = t;
+            if (padDirty)
+              dirty.insert(now);
           }
           old.replaceAllUsesWith(now);
         }
@@ -419,6 +430,14 @@ struct ShardPass : impl::ShardBase<ShardPass> {
         op.erase();
         continue;
       }
+      if (isa<ReduceSumOp, CheckFiniteOp>(op))
+        for (Value v : op.getOperands())
+          if (dirty.contains(v))
+            return op.emitError()
+                   << "step-shard: the padding of a block of " << full[v]
+                   << " may not be zero here (an op before it maps 0 to "
+                      "something else), so '"
+                   << op.getName() << "' over blocks would count it";
       if (auto sum = dyn_cast<ReduceSumOp>(op);
           sum && !sum.getKeepdim() &&
           sum.getDims().size() == static_cast<size_t>(ref.getRank())) {
@@ -447,6 +466,26 @@ struct ShardPass : impl::ShardBase<ShardPass> {
                 "updates, full reduce_sums and check_finite";
     }
     return success();
+  }
+
+  /// Whether `op` on `operands` (its blocks) leaves zero padding zero:
+  /// x * 0 (one clean factor), sums and extrema of clean blocks, and ops
+  /// with f(0) = 0; an update's hyper-parameters (`hyper`) do not count,
+  /// and AdamW and SGD map a zero param, gradient and state to zero.
+  bool keepsZeroPadding(Operation &op, ArrayRef<Value> operands,
+                        ArrayRef<unsigned> hyper) const {
+    auto clean = [&](unsigned i) { return !dirty.contains(operands[i]); };
+    if (isa<MulOp>(op))
+      return clean(0) || clean(1);
+    if (isa<SelectOp>(op))
+      return clean(1) && clean(2);
+    if (!isa<AddOp, SubOp, MaxOp, MinOp, NegOp, AbsOp, ReluOp, SqrtOp, CastOp,
+             StopGradientOp, AdamwUpdateOp, SgdUpdateOp>(op))
+      return false;
+    for (unsigned i = 0; i < operands.size(); ++i)
+      if (!llvm::is_contained(hyper, i) && !clean(i))
+        return false;
+    return true;
   }
 
   /// Sharded results: param results are gathered (zero1/2) or stay blocks
@@ -490,18 +529,26 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     llvm::sort(ready, [](auto *a, auto *b) {
       return a->back()->isBeforeInBlock(b->back());
     });
-    SmallVector<SmallVector<Operation *> *> bucket;
-    int64_t bytes = 0;
-    for (size_t i = 0; i < ready.size(); ++i) {
-      bucket.push_back(ready[i]);
-      bytes += bytesOf(ready[i]->front()->getOperand(0).getType());
-      if (bytes >= bucketBytes || i + 1 == ready.size()) {
+    // One open bucket per element type (a concat needs one type).
+    llvm::MapVector<Type, std::pair<SmallVector<SmallVector<Operation *> *>,
+                                    int64_t>>
+        open;
+    for (auto *chain : ready) {
+      Value grad = chain->front()->getOperand(0);
+      auto &[bucket, bytes] =
+          open[cast<RankedTensorType>(grad.getType()).getElementType()];
+      bucket.push_back(chain);
+      bytes += tensorBytes(grad.getType());
+      if (bytes >= bucketBytes) {
         if (bucket.size() > 1)
           mergeBucket(bucket);
         bucket.clear();
         bytes = 0;
       }
     }
+    for (auto &entry : open)
+      if (entry.second.first.size() > 1)
+        mergeBucket(entry.second.first);
   }
 
   void mergeBucket(ArrayRef<SmallVector<Operation *> *> bucket) {
@@ -562,8 +609,11 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   /// Inlines @train_step's calls, then moves every gradient collective up
   /// to its gradient and re-issues zero3 gathers before each use.
   LogicalResult inlineAndOverlap(ModuleOp module, func::FuncOp step) {
+    // No canonicalization while inlining: it could fold the ops the chains
+    // point to (the pipeline canonicalizes after this pass).
     OpPassManager inliner(ModuleOp::getOperationName());
-    inliner.addPass(createInlinerPass());
+    inliner.addPass(
+        createInlinerPass(llvm::StringMap<OpPassManager>{}, [](OpPassManager &) {}));
     if (failed(runPipeline(inliner, module)))
       return failure();
     if (!step.getOps<func::CallOp>().empty())

@@ -10,8 +10,12 @@
 
 #include "runtime/Comm.h"
 
+// The C API only (no C++ bindings to link).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,6 +30,14 @@ void check(int rc, const char *what) {
   MPI_Error_string(rc, text, &len);
   throw Error(std::string("MPI: ") + what + " failed: " +
               std::string(text, static_cast<size_t>(len)));
+}
+
+/// MPI counts are ints: larger transfers are refused, not truncated.
+int mpiCount(int64_t n, const char *what) {
+  if (n < 0 || n > INT32_MAX)
+    throw Error(std::string("MPI: ") + what + " of " + std::to_string(n) +
+                " elements or bytes exceeds MPI's int count (2^31 - 1)");
+  return static_cast<int>(n);
 }
 
 MPI_Datatype mpiType(DType dtype) {
@@ -64,21 +76,20 @@ public:
     size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
     std::vector<uint8_t> send(static_cast<const uint8_t *>(in),
                               static_cast<const uint8_t *>(in) + bytes);
-    check(MPI_Reduce(send.data(), out, static_cast<int>(count), mpiType(dtype),
-                     mop, 0, comm_),
+    int n = mpiCount(count, "all_reduce");
+    check(MPI_Reduce(send.data(), out, n, mpiType(dtype), mop, 0, comm_),
           "MPI_Reduce");
-    check(MPI_Bcast(out, static_cast<int>(count), mpiType(dtype), 0, comm_),
-          "MPI_Bcast");
+    check(MPI_Bcast(out, n, mpiType(dtype), 0, comm_), "MPI_Bcast");
   }
   void allGather(const void *in, void *out, int64_t bytes) override {
     std::vector<uint8_t> send(static_cast<const uint8_t *>(in),
                               static_cast<const uint8_t *>(in) + bytes);
-    check(MPI_Allgather(send.data(), static_cast<int>(bytes), MPI_BYTE, out,
-                        static_cast<int>(bytes), MPI_BYTE, comm_),
+    int n = mpiCount(bytes, "all_gather");
+    check(MPI_Allgather(send.data(), n, MPI_BYTE, out, n, MPI_BYTE, comm_),
           "MPI_Allgather");
   }
   void broadcast(void *data, int64_t bytes, int root) override {
-    check(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_),
+    check(MPI_Bcast(data, mpiCount(bytes, "broadcast"), MPI_BYTE, root, comm_),
           "MPI_Bcast");
   }
 
@@ -120,6 +131,9 @@ Communicator &mpiCommunicator() {
             "MPI_Init_thread");
       std::atexit(finalize);
     }
+    // Errors come back as codes, so check() can say which call failed.
+    check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+          "MPI_Comm_set_errhandler");
     return new MpiCommunicator(MPI_COMM_WORLD);
   }();
   return *world;

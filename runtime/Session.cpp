@@ -95,16 +95,27 @@ void Session::startBackend(Backend requested) {
 #ifdef STEP_HAVE_CUDA
   // Auto keeps the CPU for an artifact built without kernels (stepc
   // --no-kernels); an explicit Cuda request reports what is missing.
+  // Auto also keeps a sharded step on the CPU: the CUDA backend's NCCL
+  // collectives have not run on GPUs yet (docs/distributed.md).
   if (backend_ == Backend::Cuda && requested == Backend::Auto &&
-      !rt::cuda::hasDeviceCode(artifact_.plan))
+      (!rt::cuda::hasDeviceCode(artifact_.plan) ||
+       artifact_.meta.contains("shard")))
     backend_ = Backend::Cpu;
   if (backend_ == Backend::Cuda)
     cuda_[bucketKey(artifact_)] =
-        std::make_shared<rt::cuda::CudaExecutor>(artifact_);
+        std::make_shared<rt::cuda::CudaExecutor>(artifact_, cudaOptions());
 #else
   (void)requested;
 #endif
 }
+
+#ifdef STEP_HAVE_CUDA
+rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
+  rt::cuda::CudaExecutorOptions o;
+  o.comm = comm_;
+  return o;
+}
+#endif
 
 void Session::init(rt::Communicator *communicator) {
   const rt::Plan &plan = artifact_.plan;
@@ -535,7 +546,7 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
   if (backend_ == Backend::Cuda) {
     auto &executor = cuda_[bucketKey(art)];
     if (!executor)
-      executor = std::make_shared<rt::cuda::CudaExecutor>(art);
+      executor = std::make_shared<rt::cuda::CudaExecutor>(art, cudaOptions());
     results = executor->run(args);
   } else
 #endif

@@ -32,6 +32,7 @@
 namespace step {
 namespace rt::cuda {
 class CudaExecutor;
+struct CudaExecutorOptions;
 } // namespace rt::cuda
 
 enum class Backend { Auto, Cpu, Cuda };
@@ -138,6 +139,8 @@ private:
   /// Creates the device state of a GPU backend (loads kernels, uploads
   /// constants); nothing for the CPU.
   void startBackend(Backend requested);
+  /// The CUDA executor's options: this rank's communicator.
+  rt::cuda::CudaExecutorOptions cudaOptions() const;
   const rt::BufferDesc &argumentBuffer(const std::string &name) const;
   void checkMatches(const std::string &what, const std::string &name,
                     const rt::HostTensor &t) const;

@@ -32,7 +32,8 @@ def Step_AllReduceOp : Step_CollectiveOp<"all_reduce"> {
 
     C1: `group_size >= 1` and `replica_groups` lists 0..N-1 once each,
         N a multiple of `group_size`.
-    C2: `reduce` is sum, mean, max or min; mean needs a float type.
+    C2: `reduce` is sum, mean, max or min; mean needs a float type, sum a
+        type other than i1.
     C3: the result type equals the operand type.
 
     ```mlir
@@ -53,7 +54,8 @@ def Step_ReduceScatterOp : Step_CollectiveOp<"reduce_scatter"> {
     by G for mean).
 
     C1: as all_reduce.
-    C2: `reduce` is sum or mean; mean needs a float type.
+    C2: `reduce` is sum or mean; mean needs a float type, sum a type other
+        than i1.
     C3: the operand has rank >= 1 and a static dim 0 divisible by G; the
         result is the operand type with dim 0 divided by G.
 

@@ -47,6 +47,10 @@ LogicalResult checkReduce(std::optional<Location> loc, StringRef name,
   if (reduce == "mean" && !isa<FloatType>(t.getElementType()))
     return fail(loc, name, "reduce = \"mean\" needs a float operand, found ",
                 quoted(operand), " (C2)");
+  if (reduce == "sum" && t.getElementType().isInteger(1))
+    return fail(loc, name, "reduce = \"sum\" of i1 is not defined (max or "
+                           "min are), found ",
+                quoted(operand), " (C2)");
   return success();
 }
 

@@ -204,14 +204,14 @@ TEST(Executor, EveryDialectOpHasAKernel) {
   // step.yield ends a fusion body, which the fusion step runs.
   std::vector<std::string> ops = {
       "abs", "adamw_update", "add", "all_gather", "all_reduce", "attention",
-      "broadcast_in_dim", "cast",
-      "check_finite", "compare", "concat", "cos", "cross_entropy",
-      "cross_entropy_grad", "div", "dropout", "embedding", "embedding_grad", "erf", "exp", "fusion", "gelu",
-      "iota",
-      "lamb_update", "local_shard", "layer_norm", "log", "log_softmax", "matmul", "max", "min",
-      "mul", "neg", "offload", "pad", "pow", "reduce_max", "reduce_scatter", "reduce_mean", "reduce_sum",
-      "relu", "reload", "reshape", "rsqrt", "select", "sgd_update", "sigmoid", "sin",
-      "slice", "softmax", "sqrt", "stop_gradient", "sub", "tanh", "transpose"};
+      "broadcast_in_dim", "cast", "check_finite", "compare", "concat", "cos",
+      "cross_entropy", "cross_entropy_grad", "div", "dropout", "embedding",
+      "embedding_grad", "erf", "exp", "fusion", "gelu", "iota", "lamb_update",
+      "layer_norm", "local_shard", "log", "log_softmax", "matmul", "max",
+      "min", "mul", "neg", "offload", "pad", "pow", "reduce_max",
+      "reduce_mean", "reduce_scatter", "reduce_sum", "reload", "relu",
+      "reshape", "rsqrt", "select", "sgd_update", "sigmoid", "sin", "slice",
+      "softmax", "sqrt", "stop_gradient", "sub", "tanh", "transpose"};
   std::vector<std::string> supported = cpu::supportedOps();
   for (const std::string &op : ops)
     EXPECT_TRUE(std::count(supported.begin(), supported.end(), "step." + op))

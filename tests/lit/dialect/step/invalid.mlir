@@ -2429,3 +2429,12 @@ func.func @local_shard_c3(%x: tensor<?xf32>) -> tensor<2xf32> {
   %y = step.local_shard %x {group_size = 2 : i64, replica_groups = array<i64: 0, 1>} : tensor<?xf32> -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+func.func @all_reduce_c2_i1_sum(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+2 {{'step.all_reduce' op reduce = "sum" of i1 is not defined (max or min are), found 'tensor<4xi1>' (C2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = step.all_reduce %x {group_size = 1 : i64, reduce = "sum", replica_groups = array<i64: 0>} : tensor<4xi1> -> tensor<4xi1>
+  return %y : tensor<4xi1>
+}

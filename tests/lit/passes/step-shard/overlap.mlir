@@ -51,6 +51,8 @@
 // SMALL-LABEL: func.func @train_step(
 // SMALL-NOT: step.concat
 // SMALL-COUNT-2: step.reduce_scatter
+// SMALL-NOT: step.reduce_scatter
+// SMALL-NOT: step.concat
 
 func.func @forward(%w1: tensor<5x3xf32> {step.kind = "param", step.name = "w1"},
                    %w2: tensor<3x2xf32> {step.kind = "param", step.name = "w2"},
