@@ -28,13 +28,15 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-STEPS = 3
+# Shared with the runtime parity test (same folder): running a tool,
+# reading a folder of .npy files, drawing valid batches.
+from runtime_parity import STEPS, batches, load, run
+
 GLOBAL_BATCH = 8
 # Gradients share one collective per 25 MiB bucket by default (all of
 # these models' gradients fit one); "bucket=0" runs one per gradient.
@@ -44,35 +46,12 @@ SGD = ["--optimizer=sgd,lr=0.1,momentum=0.9", "--clip=0.5"]
 failures = []
 
 
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: `{' '.join(cmd)}` exited {proc.returncode}:\n"
-                 f"{proc.stdout}{proc.stderr}")
-    return proc.stdout
-
-
-def load(folder):
-    out = {}
-    for root, _, files in os.walk(folder):
-        for f in files:
-            if f.endswith(".npy"):
-                path = os.path.join(root, f)
-                out[os.path.relpath(path, folder)[:-4]] = np.load(path)
-    return out
-
-
 def write_batches(inputs, folder, rng):
-    """STEPS batches shaped like the example's: floats redrawn, integer
-    inputs (labels, tokens) permuted so they stay valid."""
-    for k in range(STEPS):
+    """runtime_parity's STEPS batches, one numbered folder each."""
+    for k, batch in enumerate(batches(inputs, rng)):
         d = os.path.join(folder, f"{k:04d}")
         os.makedirs(d)
-        for name, x in inputs.items():
-            if np.issubdtype(x.dtype, np.floating):
-                v = rng.standard_normal(x.shape).astype(x.dtype)
-            else:
-                v = rng.permutation(x.reshape(-1)).reshape(x.shape)
+        for name, v in batch.items():
             np.save(os.path.join(d, name + ".npy"), v)
 
 
