@@ -36,20 +36,23 @@
 // scalars are re-broadcast to the block), a full reduce_sum becomes a
 // block sum plus an all_reduce (padding adds zeros), check_finite an
 // all_reduce (min) of the blocks' flags; anything else reading a block is
-// an error naming the op. Both sums and checks need zero padding: blocks
-// are tracked as possibly dirty where a broadcast scalar or an op with
-// f(0) != 0 may fill it, and refused there. With `overlap` (default) the call is then
-// inlined and each gradient's collective moved up to right after the op
-// that produces the gradient, so it overlaps the rest of the backward (on
-// a GPU: its own stream) and, for zero2/3, the full gradient dies there;
-// zero3's gathers are re-issued right before each use, so a full param
-// lives only around the op that reads it. With `bucket-bytes`, gradients
-// of one element type that become ready one after another share one
-// collective per bucket (closed once it holds at least bucket-bytes)
-// (DDP's buckets): flattened and concatenated (reduce_scatter: as
-// [N, S_i] blocks side by side, so each replica's block of the bucket is
-// its block of every gradient), then sliced apart. LAMB (a norm per whole param)
-// is refused (dynamic shapes are padded away before autodiff).
+// an error naming the op. Sums and checks need zero padding: a block is
+// marked possibly dirty where a broadcast scalar or an op with f(0) != 0
+// may fill its padding, and a sum or check over it is refused.
+//
+// With `overlap` (default) the call is then inlined (without
+// canonicalization, so the ops recorded here stay) and each gradient's
+// collective moved up to right after the op that produces the gradient, so
+// it can overlap the rest of the backward and, for zero2/3, the full
+// gradient dies there; zero3's gathers are re-issued right before each
+// use, so a full param lives only around the op that reads it. With
+// `bucket-bytes`, gradients of one element type that become ready one
+// after another share one collective per bucket, closed once it holds at
+// least bucket-bytes (DDP's buckets): flattened and concatenated (for
+// reduce_scatter as [N, S_i] blocks side by side, so each replica's block
+// of the bucket is its block of every gradient), then sliced apart.
+// LAMB (a norm per whole param) is refused under ZeRO; dynamic shapes are
+// padded away before autodiff.
 //
 // Cost: O(ops of @train_step) for the rewrite; per param one collective for
 // its gradient, one all_gather for its update (zero1/2) and one per use
