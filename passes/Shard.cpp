@@ -93,11 +93,10 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   /// and ops like exp or add of a constant keep it so); a sum or a
   /// finiteness check over blocks refuses them.
   DenseSet<Value> dirty;
-  /// Per gradient (and the loss): the ops from its value to its
-  /// collective, in order; moved up together by `overlap`.
+  /// Per gradient: the ops from its value to its collective, in order;
+  /// moved up together by `overlap`. The loss's all_reduce moves alone.
   SmallVector<SmallVector<Operation *>> gradChains;
-  /// Which of gradChains are gradients (not the loss).
-  SmallVector<bool> isGradChain;
+  Operation *lossReduce = nullptr;
   /// zero3: per param, the ops from the block to the full param.
   SmallVector<SmallVector<Operation *>> gatherChains;
   int64_t gradBytes = 0, gradBytesFull = 0;
@@ -215,15 +214,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       ranks.push_back(r);
     groupsAttr = b.getDenseI64ArrayAttr(ranks);
 
-    int64_t paramBytesFull = 0, stateBytesFull = 0;
-    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-      StringRef kind = argKind(step, i);
-      int64_t bytes = tensorBytes(step.getArgument(i).getType());
-      if (kind == "param")
-        paramBytesFull += bytes;
-      else if (kind == "state")
-        stateBytesFull += bytes;
-    }
+    auto [paramBytesFull, stateBytesFull] = argumentBytes(step);
 
     if (failed(shardArguments(step, call)) ||
         failed(reduceAfterCall(b, joint, call)) ||
@@ -235,14 +226,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     step.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
                                            ret.getOperandTypes()));
-    int64_t paramBytes = 0, stateBytes = 0;
-    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-      int64_t bytes = tensorBytes(step.getArgument(i).getType());
-      if (argKind(step, i) == "param")
-        paramBytes += bytes;
-      else if (argKind(step, i) == "state")
-        stateBytes += bytes;
-    }
+    auto [paramBytes, stateBytes] = argumentBytes(step);
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
     step->setAttr(
         "step.shard",
@@ -259,6 +243,19 @@ struct ShardPass : impl::ShardBase<ShardPass> {
 
     if (overlap && failed(inlineAndOverlap(module, step)))
       return signalPassFailure();
+  }
+
+  /// The bytes of the step's param and of its state arguments.
+  static std::pair<int64_t, int64_t> argumentBytes(func::FuncOp step) {
+    int64_t params = 0, state = 0;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      int64_t bytes = tensorBytes(step.getArgument(i).getType());
+      if (argKind(step, i) == "param")
+        params += bytes;
+      else if (argKind(step, i) == "state")
+        state += bytes;
+    }
+    return {params, state};
   }
 
   /// Marks argument `i` sharded: its type becomes the block's, and
@@ -350,8 +347,10 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       }
       SmallPtrSet<Operation *, 2> except{chain.front()};
       v.replaceAllUsesExcept(reduced, except);
-      gradChains.push_back(chain);
-      isGradChain.push_back(grad);
+      if (grad)
+        gradChains.push_back(chain);
+      else
+        lossReduce = chain.front();
     }
     return success();
   }
@@ -526,9 +525,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   /// every gradient; sliced apart after the scatter.
   void bucketGradients() {
     SmallVector<SmallVector<Operation *> *> ready;
-    for (auto [chain, grad] : llvm::zip(gradChains, isGradChain))
-      if (grad)
-        ready.push_back(&chain);
+    for (auto &chain : gradChains)
+      ready.push_back(&chain);
     llvm::sort(ready, [](auto *a, auto *b) {
       return a->back()->isBeforeInBlock(b->back());
     });
@@ -623,7 +621,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       return step.emitError() << "step-shard: could not inline the backward "
                                  "into @train_step (overlap=false keeps it)";
     Block &body = step.getBody().front();
-    for (auto &chain : gradChains) {
+    auto hoist = [&](ArrayRef<Operation *> chain) {
       Value source = chain.front()->getOperand(0);
       if (Operation *def = source.getDefiningOp())
         chain.front()->moveAfter(def);
@@ -631,7 +629,10 @@ struct ShardPass : impl::ShardBase<ShardPass> {
         chain.front()->moveBefore(&body, body.begin());
       for (size_t i = 1; i < chain.size(); ++i)
         chain[i]->moveAfter(chain[i - 1]);
-    }
+    };
+    hoist(lossReduce);
+    for (auto &chain : gradChains)
+      hoist(chain);
     if (bucketBytes > 0)
       bucketGradients();
     for (auto &chain : gatherChains) {

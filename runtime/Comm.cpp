@@ -14,6 +14,11 @@ Communicator::~Communicator() = default;
 
 void Communicator::abortAll(int code) { std::_Exit(code); }
 
+void Communicator::barrier() {
+  int32_t token = 0;
+  allReduce(&token, &token, 1, DType::I32, CommOp::Sum);
+}
+
 Communicator &Communicator::subgroup(const std::string &partition, int color,
                                      int position) {
   auto it = groups_.find(partition);
@@ -245,6 +250,16 @@ CommScope::CommScope(Communicator &comm) : previous_(current) {
 }
 CommScope::~CommScope() { current = previous_; }
 
+bool isWholeWorld(const ReplicaGroups &groups) {
+  auto n = static_cast<int64_t>(groups.ranks.size());
+  if (groups.groupSize != n)
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (groups.ranks[static_cast<size_t>(i)] != i)
+      return false;
+  return true;
+}
+
 Communicator &groupOf(Communicator &comm, const ReplicaGroups &groups,
                       const std::string &op) {
   auto n = static_cast<int64_t>(groups.ranks.size());
@@ -261,13 +276,8 @@ Communicator &groupOf(Communicator &comm, const ReplicaGroups &groups,
   if (pos == groups.ranks.end())
     throw Error(op + ": rank " + std::to_string(comm.rank()) +
                 " is in no replica group");
-  if (groups.groupSize == n) {
-    bool identity = true;
-    for (int64_t i = 0; i < n; ++i)
-      identity = identity && groups.ranks[static_cast<size_t>(i)] == i;
-    if (identity)
-      return comm;
-  }
+  if (isWholeWorld(groups))
+    return comm;
   auto index = static_cast<int>(pos - groups.ranks.begin());
   std::string key = std::to_string(groups.groupSize) + ":";
   for (int64_t r : groups.ranks)

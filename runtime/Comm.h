@@ -49,6 +49,8 @@ public:
   virtual void allGather(const void *in, void *out, int64_t bytes) = 0;
   /// Copies `bytes` of rank `root`'s `data` to every rank's `data`.
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Returns once every rank has called it.
+  void barrier();
   /// Ends every rank of the job with exit code `code` (a rank that failed
   /// must not leave the others waiting in a collective).
   [[noreturn]] virtual void abortAll(int code);
@@ -110,6 +112,10 @@ struct ReplicaGroups {
   int64_t groupSize = 1;
   std::vector<int64_t> ranks{0};
 };
+
+/// Whether `groups` is one group of all its ranks in order: the
+/// communicator itself, no subgroup.
+bool isWholeWorld(const ReplicaGroups &groups);
 
 /// The communicator of the calling rank's group in `groups`, checked
 /// against `comm` (the number of ranks must be comm.size()); throws Error

@@ -314,10 +314,9 @@ void Session::save_shards(const std::string &dir) const {
   int r = comm_->rank();
   // An older manifest goes first: until the new one is written the folder
   // is no checkpoint, rather than a mix of old and new blocks.
-  HostTensor flag(rt::DType::I32, {});
   if (r == 0)
     fs::remove(fs::path(dir) / "shards.json");
-  comm_->allReduce(flag.raw(), flag.raw(), 1, rt::DType::I32, rt::CommOp::Sum);
+  comm_->barrier();
   fs::path mine = fs::path(dir) / ("rank" + std::to_string(r));
   fs::create_directories(mine);
   nlohmann::json sharded = nlohmann::json::object();
@@ -336,7 +335,7 @@ void Session::save_shards(const std::string &dir) const {
   for (const std::string &name : state_)
     save(name);
   // The manifest last, once every rank's files are complete.
-  comm_->allReduce(flag.raw(), flag.raw(), 1, rt::DType::I32, rt::CommOp::Sum);
+  comm_->barrier();
   if (r == 0)
     rt::writeFileAtomic((fs::path(dir) / "shards.json").string(),
                         nlohmann::json({{"world_size", comm_->size()},
@@ -594,14 +593,13 @@ HostTensor Session::gathered(const std::string &name) const {
   auto it = fullShapes_.find(name);
   if (it == fullShapes_.end())
     return block;
-  int n = comm_->size();
-  HostTensor all(block.dtype(), {block.numel() * n});
+  // The blocks in rank order are the flat tensor and its padding.
+  HostTensor all(block.dtype(), {block.numel() * comm_->size()});
   comm_->allGather(block.raw(), all.raw(),
                    static_cast<int64_t>(block.byteSize()));
-  std::vector<HostTensor> blocks;
-  for (int r = 0; r < n; ++r)
-    blocks.push_back(rt::shardOf(all, r, n));
-  return rt::unshard(blocks, it->second);
+  HostTensor flat =
+      rt::cpu::slice(all, {0}, {rt::numElements(it->second)}, {1});
+  return rt::cpu::reshape(flat, it->second);
 }
 
 void Session::set(const std::string &name, HostTensor t) {

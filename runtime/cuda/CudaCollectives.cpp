@@ -100,27 +100,24 @@ ncclRedOp_t ncclOp(const std::string &reduce, DType t,
 } // namespace
 #endif
 
-/// Checks the step's groups: the whole world, in order.
-static void checkWorldGroup(const PlanStep &s, const Communicator &comm,
-                            const std::string &where) {
-  std::vector<int64_t> ranks = s.attrs.at("replica_groups");
-  int64_t g = s.attrs.at("group_size").get<int64_t>();
-  bool world = g == comm.size() && static_cast<int64_t>(ranks.size()) == g;
-  for (int64_t i = 0; world && i < g; ++i)
-    world = ranks[static_cast<size_t>(i)] == i;
-  if (!world)
+/// The step's communicator: `comm` itself, after groupOf's checks (the
+/// world size the plan was compiled for); other groups are refused.
+static Communicator &worldOf(const PlanStep &s, Communicator &comm,
+                             const std::string &where) {
+  ReplicaGroups groups{s.attrs.at("group_size").get<int64_t>(),
+                       s.attrs.at("replica_groups").get<std::vector<int64_t>>()};
+  if (!isWholeWorld(groups))
     throw Error(where + ": the CUDA backend runs collectives over the whole "
-                        "world of " +
-                std::to_string(comm.size()) +
-                " ranks only (replica groups of " + std::to_string(g) +
-                " are not supported yet)");
+                        "world only (replica groups of " +
+                std::to_string(groups.groupSize) + " are not supported yet)");
+  return groupOf(comm, groups, where);
 }
 
 void CudaExecutor::Impl::prepareLocalShard(int64_t k) {
   const PlanStep &s = plan.steps[k];
   std::string where = "plan step " + std::to_string(k) + " (" + s.op + ")";
-  Communicator &comm = options.comm ? *options.comm : selfCommunicator();
-  checkWorldGroup(s, comm, where);
+  Communicator &comm = worldOf(
+      s, options.comm ? *options.comm : selfCommunicator(), where);
   const BufferDesc &in = plan.buffers.at(s.operands.at(0));
   const BufferDesc &out = plan.buffers.at(s.results.at(0));
   auto elt = static_cast<int64_t>(dtypeSize(in.dtype));
@@ -145,8 +142,8 @@ void CudaExecutor::Impl::prepareLocalShard(int64_t k) {
 #ifdef STEP_HAVE_NCCL
 void CudaExecutor::Impl::prepareCollective(int64_t k, Op &op) {
   const PlanStep &s = plan.steps[k];
-  Communicator &comm = options.comm ? *options.comm : selfCommunicator();
-  checkWorldGroup(s, comm, op.where);
+  Communicator &comm = worldOf(
+      s, options.comm ? *options.comm : selfCommunicator(), op.where);
   const NcclSymbols &n = nccl();
   if (!ncclComm) {
     ncclUniqueId id{};

@@ -26,6 +26,7 @@
 
 #include "runtime/Npy.h"
 #include "runtime/Session.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -93,14 +93,12 @@ HostTensor rowsOfRank(const std::string &name, const HostTensor &t, int r,
     throw Error("input '" + name + "' of shape " +
                 step::rt::shapeToString(t.shape()) + " does not split into " +
                 std::to_string(n) + " ranks along dim 0");
-  step::rt::Shape shape = t.shape();
-  shape[0] /= n;
-  HostTensor out(t.dtype(), shape);
-  std::memcpy(out.raw(),
-              static_cast<const uint8_t *>(t.raw()) +
-                  out.byteSize() * static_cast<size_t>(r),
-              out.byteSize());
-  return out;
+  std::vector<int64_t> start(t.shape().size(), 0), limit = t.shape(),
+                       strides(t.shape().size(), 1);
+  int64_t rows = t.shape()[0] / n;
+  start[0] = r * rows;
+  limit[0] = start[0] + rows;
+  return step::rt::cpu::slice(t, start, limit, strides);
 }
 
 /// One <name>.npy per input of the step; this rank's rows when sharded.
