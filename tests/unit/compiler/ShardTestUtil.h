@@ -1,0 +1,87 @@
+//===- ShardTestUtil.h - Helpers of the step-shard tests ---------*- C++ -*-===//
+//
+// Shared by ShardTest.cpp (the differential tests of the pass) and
+// ShardSessionTest.cpp (errors, Sessions on a thread group): tolerant
+// tensor comparison, a rank's rows of a global batch, SGD options with a
+// shard mode, and the models traced at a given batch.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_TESTS_SHARDTESTUTIL_H
+#define STEP_TESTS_SHARDTESTUTIL_H
+
+#include "TrainStepTestUtil.h"
+
+#include "tests/unit/runtime/CommTestUtil.h"
+
+#include "runtime/cpu/Kernels.h"
+
+#include <cmath>
+
+namespace step::test {
+using rt::DType;
+using rt::HostTensor;
+using rt::Shape;
+
+/// ||want - got||_2 / ||want||_2 (the absolute norm when want is zero).
+inline double relativeError(const HostTensor &want, const HostTensor &got) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = want.getAsDouble(i), b = got.getAsDouble(i);
+    diff += (a - b) * (a - b);
+    norm += a * a;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+/// want and got agree: same dtype and shape, floats within `bound`
+/// normwise, integers exactly.
+inline testing::AssertionResult closeTo(const HostTensor &want, const HostTensor &got,
+                                        double bound) {
+  if (want.dtype() != got.dtype() || want.shape() != got.shape())
+    return testing::AssertionFailure()
+           << rt::dtypeName(got.dtype()) << rt::shapeToString(got.shape())
+           << ", expected " << rt::dtypeName(want.dtype())
+           << rt::shapeToString(want.shape());
+  if (!rt::isFloat(want.dtype()))
+    return want.bitwiseEqual(got)
+               ? testing::AssertionSuccess()
+               : testing::AssertionFailure() << "integers differ";
+  double e = relativeError(want, got);
+  if (!(e <= bound))
+    return testing::AssertionFailure()
+           << "relative error " << e << " > " << bound;
+  return testing::AssertionSuccess();
+}
+
+/// Rows [r*B/n, (r+1)*B/n) of `t` (leading dim B).
+inline HostTensor rowsOf(const HostTensor &t, int64_t r, int64_t n) {
+  Shape start(t.shape().size(), 0), limit = t.shape(),
+      strides(t.shape().size(), 1);
+  EXPECT_GE(t.rank(), 1);
+  EXPECT_EQ(t.shape()[0] % n, 0);
+  int64_t rows = t.shape()[0] / n;
+  start[0] = r * rows;
+  limit[0] = start[0] + rows;
+  return rt::cpu::slice(t, start, limit, strides);
+}
+
+inline TrainOptions sgdOptions(const std::string &mode = "none", int64_t world = 1) {
+  TrainOptions t;
+  t.optimizer = OptimizerOptions::parse("sgd,lr=0.1,momentum=0.9");
+  t.clipNorm = 0.5;
+  t.shard = ShardOptions::parse(mode, world);
+  return t;
+}
+
+/// The MLP of TrainStepTestUtil's sizes at `batch` rows.
+inline Model mlpAt(int64_t batch) {
+  trace::Graph g(3);
+  mlp::Sizes s;
+  s.in = 12, s.hidden1 = 16, s.hidden2 = 8, s.classes = 5, s.batch = batch;
+  mlp::traceMLP(g, s);
+  return {g.mlir(), g.initialParams(), s.classes};
+}
+
+} // namespace step::test
+
+#endif // STEP_TESTS_SHARDTESTUTIL_H

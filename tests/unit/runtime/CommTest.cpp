@@ -1,0 +1,375 @@
+//===- CommTest.cpp - Communicators, ZeRO blocks, collective kernels ------===//
+//
+// The runtime under step-shard (runtime/Comm.h, runtime/cpu/Collectives.cpp):
+//  - the thread-group communicator: all_reduce (sum, max, min per dtype),
+//    all_gather, broadcast and subgroups against values worked out by hand,
+//    the same on every rank; groupOf's checks;
+//  - rt::shardOf / rt::unshard (ZeRO's flattened, zero-padded blocks);
+//  - the CPU kernels of the four collective ops on a group of 2 threads.
+// The pass itself is tested in tests/unit/compiler/ShardTest.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/unit/runtime/CommTestUtil.h"
+
+#include "runtime/Comm.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+namespace {
+using namespace step;
+using namespace step::test;
+using rt::CommOp;
+using rt::DType;
+using rt::HostTensor;
+using rt::Shape;
+
+template <typename T>
+HostTensor tensorOf(DType dtype, Shape shape, const std::vector<T> &values) {
+  HostTensor t(dtype, std::move(shape));
+  EXPECT_EQ(t.numel(), static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i)
+    t.setFromDouble(static_cast<int64_t>(i), static_cast<double>(values[i]));
+  return t;
+}
+
+std::vector<double> valuesOf(const HostTensor &t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v.push_back(t.getAsDouble(i));
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Communicators
+//===----------------------------------------------------------------------===//
+
+// all_reduce over 3 threads, per dtype and op, in place and not, against
+// sums, maxima and minima worked out by hand; every rank gets them.
+TEST(ThreadGroup, AllReducePerDtypeAndOp) {
+  auto ranks = rt::makeThreadGroup(3);
+  ASSERT_EQ(ranks.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(ranks[static_cast<size_t>(r)]->rank(), r);
+    EXPECT_EQ(ranks[static_cast<size_t>(r)]->size(), 3);
+    EXPECT_EQ(ranks[static_cast<size_t>(r)]->kind(), "threads");
+  }
+  // Per rank r: f32 {r + 0.5, -r, 10 r}, i32 {7 r - 3, 100 - r},
+  // i64 {r 2^40, -r}, i1 {r == 1, 1, 0}.
+  struct Got {
+    std::vector<float> f32[3];
+    std::vector<int32_t> i32[3];
+    std::vector<int64_t> i64[3];
+    std::vector<uint8_t> i1[2];
+    std::string i1SumError;
+  };
+  std::vector<Got> got(3);
+  const CommOp ops[3] = {CommOp::Sum, CommOp::Max, CommOp::Min};
+  onRanks(ranks, [&](int r) {
+    rt::Communicator &c = rt::currentCommunicator();
+    EXPECT_EQ(&c, ranks[static_cast<size_t>(r)].get());
+    Got &g = got[static_cast<size_t>(r)];
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> f = {r + 0.5f, static_cast<float>(-r),
+                              10.0f * static_cast<float>(r)};
+      g.f32[k].resize(3);
+      c.allReduce(f.data(), g.f32[k].data(), 3, DType::F32, ops[k]);
+      std::vector<int32_t> i = {7 * r - 3, 100 - r};
+      c.allReduce(i.data(), i.data(), 2, DType::I32, ops[k]); // in place
+      g.i32[k] = i;
+      std::vector<int64_t> l = {static_cast<int64_t>(r) << 40, -r};
+      g.i64[k].resize(2);
+      c.allReduce(l.data(), g.i64[k].data(), 2, DType::I64, ops[k]);
+    }
+    for (int k = 0; k < 2; ++k) {
+      std::vector<uint8_t> b = {static_cast<uint8_t>(r == 1), 1, 0};
+      g.i1[k].resize(3);
+      c.allReduce(b.data(), g.i1[k].data(), 3, DType::I1,
+                  k == 0 ? CommOp::Max : CommOp::Min);
+    }
+    // i1 has no sum (every rank throws alike).
+    std::vector<uint8_t> b = {1};
+    try {
+      c.allReduce(b.data(), b.data(), 1, DType::I1, CommOp::Sum);
+    } catch (const rt::Error &e) {
+      g.i1SumError = e.what();
+    }
+  });
+  const std::vector<float> f32[3] = {
+      {4.5f, -3, 30}, {2.5f, 0, 20}, {0.5f, -2, 0}};
+  const std::vector<int32_t> i32[3] = {{12, 297}, {11, 100}, {-3, 98}};
+  const std::vector<int64_t> i64[3] = {
+      {int64_t(3) << 40, -3}, {int64_t(2) << 40, 0}, {0, -2}};
+  const std::vector<uint8_t> i1[2] = {{1, 1, 0}, {0, 1, 0}};
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const Got &g = got[static_cast<size_t>(r)];
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("op " + std::to_string(k));
+      EXPECT_EQ(g.f32[k], f32[k]);
+      EXPECT_EQ(g.i32[k], i32[k]);
+      EXPECT_EQ(g.i64[k], i64[k]);
+    }
+    EXPECT_EQ(g.i1[0], i1[0]);
+    EXPECT_EQ(g.i1[1], i1[1]);
+    EXPECT_NE(g.i1SumError.find("max or min"), std::string::npos)
+        << g.i1SumError;
+  }
+}
+
+// all_gather concatenates in rank order; broadcast copies root 1's bytes
+// to every rank. Collectives run one after another on the same group.
+TEST(ThreadGroup, AllGatherAndBroadcast) {
+  auto ranks = rt::makeThreadGroup(3);
+  std::vector<std::vector<int32_t>> gathered(3), broadcast(3);
+  onRanks(ranks, [&](int r) {
+    rt::Communicator &c = rt::currentCommunicator();
+    for (int round = 0; round < 2; ++round) {
+      std::vector<int32_t> mine = {10 * r + round, 10 * r + 1 + round};
+      std::vector<int32_t> all(6, -1);
+      c.allGather(mine.data(), all.data(), 2 * sizeof(int32_t));
+      if (round == 1)
+        gathered[static_cast<size_t>(r)] = all;
+      std::vector<int32_t> data = {100 * r + round, 100 * r + 7 + round};
+      c.broadcast(data.data(), 2 * sizeof(int32_t), 1);
+      if (round == 1)
+        broadcast[static_cast<size_t>(r)] = data;
+    }
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(gathered[static_cast<size_t>(r)],
+              (std::vector<int32_t>{1, 2, 11, 12, 21, 22}))
+        << "rank " << r;
+    EXPECT_EQ(broadcast[static_cast<size_t>(r)],
+              (std::vector<int32_t>{101, 108}))
+        << "rank " << r;
+  }
+}
+
+// groupOf on 4 threads: replica groups of 2 split the ranks ({0,1},
+// {2,3}); an all_reduce sums only the group's members. A second partition
+// ({0,2}, {1,3}) gets groups of its own; asking again gives the same
+// communicator; the identity groups are the communicator itself.
+TEST(ThreadGroup, SubgroupsOfReplicaGroups) {
+  auto ranks = rt::makeThreadGroup(4);
+  std::vector<float> consecutive(4), strided(4), again(4);
+  std::vector<int> sizes(4), positions(4), stridedPositions(4);
+  std::atomic<int> sameTwice{0}, identity{0};
+  onRanks(ranks, [&](int r) {
+    rt::Communicator &c = rt::currentCommunicator();
+    auto i = static_cast<size_t>(r);
+    rt::Communicator &g =
+        rt::groupOf(c, rt::ReplicaGroups{2, {0, 1, 2, 3}}, "test");
+    sizes[i] = g.size();
+    positions[i] = g.rank();
+    float v = static_cast<float>(r + 1);
+    g.allReduce(&v, &consecutive[i], 1, DType::F32, CommOp::Sum);
+    rt::Communicator &s =
+        rt::groupOf(c, rt::ReplicaGroups{2, {0, 2, 1, 3}}, "test");
+    stridedPositions[i] = s.rank();
+    s.allReduce(&v, &strided[i], 1, DType::F32, CommOp::Sum);
+    rt::Communicator &g2 =
+        rt::groupOf(c, rt::ReplicaGroups{2, {0, 1, 2, 3}}, "test");
+    sameTwice += &g2 == &g;
+    g2.allReduce(&v, &again[i], 1, DType::F32, CommOp::Max);
+    identity +=
+        &rt::groupOf(c, rt::ReplicaGroups{4, {0, 1, 2, 3}}, "test") == &c;
+  });
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_EQ(positions, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(consecutive, (std::vector<float>{3, 3, 7, 7}));
+  EXPECT_EQ(stridedPositions, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(strided, (std::vector<float>{4, 6, 4, 6}));
+  EXPECT_EQ(again, (std::vector<float>{2, 2, 4, 4}));
+  EXPECT_EQ(sameTwice.load(), 4);
+  EXPECT_EQ(identity.load(), 4);
+}
+
+
+// groupOf refuses replica groups of another world size (saying how to
+// launch it) and a group size that does not divide them.
+TEST(ThreadGroup, GroupOfChecksTheWorldSize) {
+  std::string e = errorOf([] {
+    rt::groupOf(rt::selfCommunicator(), rt::ReplicaGroups{2, {0, 1}},
+                "all_reduce");
+  });
+  EXPECT_NE(e.find("mpirun -np 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("all_reduce"), std::string::npos) << e;
+  auto ranks = rt::makeThreadGroup(3);
+  e = errorOf([&] {
+    rt::groupOf(*ranks[0], rt::ReplicaGroups{4, {0, 1, 2, 3}}, "all_gather");
+  });
+  EXPECT_NE(e.find("mpirun -np 4"), std::string::npos) << e;
+  e = errorOf([&] {
+    rt::groupOf(*ranks[0], rt::ReplicaGroups{2, {0, 1, 2}}, "all_gather");
+  });
+  EXPECT_NE(e.find("does not divide"), std::string::npos) << e;
+  EXPECT_ANY_THROW(rt::makeThreadGroup(0));
+  // The self communicator: every collective is the identity.
+  rt::Communicator &self = rt::selfCommunicator();
+  EXPECT_EQ(self.size(), 1);
+  EXPECT_EQ(&rt::currentCommunicator(), &self);
+  float in[2] = {1.5f, -2}, out[2] = {0, 0};
+  self.allReduce(in, out, 2, DType::F32, CommOp::Sum);
+  EXPECT_EQ(out[0], 1.5f);
+  EXPECT_EQ(out[1], -2.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// shardOf / unshard
+//===----------------------------------------------------------------------===//
+
+// A [5, 3] tensor (1..15) in 2 blocks of 8 and 4 blocks of 4, the last
+// zero-padded; unshard gives it back. A [2] tensor in 4 blocks of 1: the
+// blocks past its end are all padding.
+TEST(ShardOf, BlocksAndRoundTrip) {
+  std::vector<double> v;
+  for (int i = 1; i <= 15; ++i)
+    v.push_back(i);
+  HostTensor full = tensorOf(DType::F32, {5, 3}, v);
+  const std::vector<std::vector<double>> two = {{1, 2, 3, 4, 5, 6, 7, 8},
+                                                {9, 10, 11, 12, 13, 14, 15, 0}};
+  const std::vector<std::vector<double>> four = {
+      {1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 0}};
+  for (const auto *want : {&two, &four}) {
+    auto count = static_cast<int64_t>(want->size());
+    SCOPED_TRACE(std::to_string(count) + " blocks");
+    std::vector<HostTensor> blocks;
+    for (int64_t i = 0; i < count; ++i) {
+      blocks.push_back(rt::shardOf(full, i, count));
+      EXPECT_EQ(blocks.back().dtype(), DType::F32);
+      EXPECT_EQ(blocks.back().shape(), (Shape{15 / count + 1}));
+      EXPECT_EQ(valuesOf(blocks.back()), (*want)[static_cast<size_t>(i)]);
+    }
+    HostTensor back = rt::unshard(blocks, {5, 3});
+    EXPECT_TRUE(back.bitwiseEqual(full));
+  }
+  HostTensor small = tensorOf(DType::I64, {2}, std::vector<double>{7, -9});
+  std::vector<HostTensor> blocks;
+  for (int64_t i = 0; i < 4; ++i)
+    blocks.push_back(rt::shardOf(small, i, 4));
+  EXPECT_EQ(valuesOf(blocks[0]), std::vector<double>{7});
+  EXPECT_EQ(valuesOf(blocks[1]), std::vector<double>{-9});
+  EXPECT_EQ(valuesOf(blocks[2]), std::vector<double>{0});
+  EXPECT_EQ(valuesOf(blocks[3]), std::vector<double>{0});
+  EXPECT_TRUE(rt::unshard(blocks, {2}).bitwiseEqual(small));
+  EXPECT_THROW(rt::shardOf(full, 2, 2), rt::Error);
+  EXPECT_THROW(rt::shardOf(full, -1, 2), rt::Error);
+}
+
+// unshard refuses a block of the wrong size or dtype, naming what it
+// expected.
+TEST(ShardOf, UnshardRejectsWrongBlocks) {
+  HostTensor a(DType::F32, {8}), b(DType::F32, {7});
+  std::string e = errorOf([&] { rt::unshard({a, b}, {5, 3}); });
+  EXPECT_NE(e.find("block 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("[8]"), std::string::npos) << e;
+  // Blocks of 4 for 2 blocks of [5, 3] (which needs 8).
+  HostTensor c(DType::F32, {4});
+  EXPECT_THROW(rt::unshard({c, c}, {5, 3}), rt::Error);
+  HostTensor d(DType::I32, {8});
+  EXPECT_THROW(rt::unshard({a, d}, {5, 3}), rt::Error);
+  EXPECT_THROW(rt::unshard({}, {5, 3}), rt::Error);
+}
+
+//===----------------------------------------------------------------------===//
+// CPU kernels of the collective ops
+//===----------------------------------------------------------------------===//
+
+const rt::ReplicaGroups kPair{2, {0, 1}};
+
+// all_reduce "mean" of bf16 on 2 ranks: reduced in f32 and rounded once
+// to bf16 (the expected values are the exact means rounded to bf16); max
+// and min of f32 as well.
+TEST(CollectiveKernels, AllReduceMeanOfBf16) {
+  const std::vector<double> a = {1.0, 3.0, -2.0, 0.1, 1.0, 300.0},
+                            b = {2.0, 5.0, 2.0, 0.2, 1.0078125, -7.5};
+  std::vector<HostTensor> mean(2), max(2), min(2);
+  auto ranks = rt::makeThreadGroup(2);
+  onRanks(ranks, [&](int r) {
+    auto i = static_cast<size_t>(r);
+    HostTensor x = tensorOf(DType::BF16, {2, 3}, r == 0 ? a : b);
+    mean[i] = rt::cpu::allReduce(x, "mean", kPair);
+    HostTensor y = tensorOf(DType::F32, {6}, r == 0 ? a : b);
+    max[i] = rt::cpu::allReduce(y, "max", kPair);
+    min[i] = rt::cpu::allReduce(y, "min", kPair);
+  });
+  HostTensor bfA = tensorOf(DType::BF16, {2, 3}, a),
+             bfB = tensorOf(DType::BF16, {2, 3}, b);
+  HostTensor want(DType::BF16, {2, 3});
+  for (int64_t k = 0; k < 6; ++k)
+    want.setFromDouble(k, (bfA.getAsDouble(k) + bfB.getAsDouble(k)) / 2);
+  // By hand: 1.5, 4, 0, ~0.15, 1.00390625 -> 1 (a tie between 1 and
+  // 1 + 2^-7, to even), 146.25 -> 146 (bf16 steps by 1 in [128, 256)).
+  for (int64_t k : {0, 1, 2, 4, 5})
+    EXPECT_EQ(
+        want.getAsDouble(k),
+        (std::vector<double>{1.5, 4, 0, 0, 1, 146})[static_cast<size_t>(k)]);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const HostTensor &m = mean[static_cast<size_t>(r)];
+    EXPECT_EQ(m.dtype(), DType::BF16);
+    EXPECT_EQ(m.shape(), (Shape{2, 3}));
+    EXPECT_TRUE(want.bitwiseEqual(m)) << "mean";
+    EXPECT_EQ(valuesOf(max[static_cast<size_t>(r)]),
+              (std::vector<double>{2, 5, 2, 0.2f, 1.0078125, 300}));
+    EXPECT_EQ(valuesOf(min[static_cast<size_t>(r)]),
+              (std::vector<double>{1, 3, -2, 0.1f, 1, -7.5}));
+  }
+}
+
+// reduce_scatter: rank r keeps rows [2r, 2r + 2) of the [4, 3] sum (and
+// mean); all_gather concatenates along dim 0 in rank order; local_shard is
+// shardOf at the rank; a dim 0 the group does not divide is an error.
+TEST(CollectiveKernels, ReduceScatterAllGatherLocalShard) {
+  std::vector<HostTensor> sum(2), mean(2), gathered(2), local(2);
+  std::vector<std::string> notDivisible(2);
+  HostTensor shared = tensorOf(
+      DType::F32, {5, 3},
+      std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  auto ranks = rt::makeThreadGroup(2);
+  onRanks(ranks, [&](int r) {
+    auto i = static_cast<size_t>(r);
+    std::vector<double> v;
+    for (int k = 0; k < 12; ++k)
+      v.push_back(k + 100 * r); // rank 0: 0..11, rank 1: 100..111
+    HostTensor x = tensorOf(DType::F32, {4, 3}, v);
+    sum[i] = rt::cpu::reduceScatter(x, "sum", kPair);
+    mean[i] = rt::cpu::reduceScatter(x, "mean", kPair);
+    HostTensor row = tensorOf(DType::I64, {1, 2},
+                              std::vector<double>{10.0 * r, 10.0 * r + 1});
+    gathered[i] = rt::cpu::allGather(row, kPair);
+    local[i] = rt::cpu::localShard(shared, kPair);
+    notDivisible[i] = errorOf([&] {
+      rt::cpu::reduceScatter(HostTensor(DType::F32, {3}), "sum", kPair);
+    });
+  });
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto i = static_cast<size_t>(r);
+    std::vector<double> s, m;
+    for (int k = 6 * r; k < 6 * r + 6; ++k) {
+      s.push_back(2 * k + 100);
+      m.push_back(k + 50);
+    }
+    EXPECT_EQ(sum[i].shape(), (Shape{2, 3}));
+    EXPECT_EQ(valuesOf(sum[i]), s);
+    EXPECT_EQ(valuesOf(mean[i]), m);
+    EXPECT_EQ(gathered[i].shape(), (Shape{2, 2}));
+    EXPECT_EQ(valuesOf(gathered[i]), (std::vector<double>{0, 1, 10, 11}));
+    EXPECT_TRUE(rt::shardOf(shared, r, 2).bitwiseEqual(local[i])) << "local";
+    EXPECT_EQ(valuesOf(local[i]),
+              r == 0 ? (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8})
+                     : (std::vector<double>{9, 10, 11, 12, 13, 14, 15, 0}));
+    EXPECT_NE(notDivisible[i].find("not divisible"), std::string::npos)
+        << notDivisible[i];
+  }
+}
+
+
+} // namespace

@@ -1,0 +1,55 @@
+//===- CommTestUtil.h - Ranks on threads, for communicator tests -*- C++ -*-===//
+//
+// Helpers of the tests that run a collective step or kernel on a thread
+// group (rt::makeThreadGroup): one thread per rank with its communicator
+// installed, and the message of an rt::Error. No MLIR: the runtime's
+// CommTest and the compiler's step-shard tests share it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_TESTS_UNIT_RUNTIME_COMMTESTUTIL_H
+#define STEP_TESTS_UNIT_RUNTIME_COMMTESTUTIL_H
+
+#include "runtime/Comm.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace step::test {
+
+/// Runs body(r) on one thread per rank of `ranks`, with rank r's
+/// communicator installed (CommScope), and waits for all. An exception
+/// escaping a rank is a failure naming it.
+inline void onRanks(const std::vector<std::unique_ptr<rt::Communicator>> &ranks,
+             const std::function<void(int)> &body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r)
+    threads.emplace_back([&, r] {
+      rt::CommScope scope(*ranks[static_cast<size_t>(r)]);
+      try {
+        body(r);
+      } catch (const std::exception &e) {
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+}
+
+/// The message of the rt::Error `f` throws, or "" when it throws none.
+inline std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const rt::Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace step::test
+
+#endif // STEP_TESTS_UNIT_RUNTIME_COMMTESTUTIL_H
