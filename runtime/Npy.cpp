@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
@@ -253,7 +255,7 @@ HostTensor readNpy(const std::string &path) {
   return t;
 }
 
-void writeNpy(const std::string &path, const HostTensor &t) {
+std::string npyBytes(const HostTensor &t, const std::string &path) {
   const char *descr = nullptr;
   for (const DescrEntry &e : kDescrs)
     if (e.dtype == t.dtype())
@@ -295,17 +297,24 @@ void writeNpy(const std::string &path, const HostTensor &t) {
 
   std::string bytes = pre + header;
   bytes.append(static_cast<const char *>(t.raw()), t.byteSize());
-  writeFileAtomic(path, bytes, "writeNpy");
+  return bytes;
+}
+
+void writeNpy(const std::string &path, const HostTensor &t) {
+  writeFileAtomic(path, npyBytes(t, path), "writeNpy");
 }
 
 void writeFileAtomic(const std::string &path, const std::string &bytes,
-                     const std::string &what) {
+                     const std::string &what, bool durable) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw Error(what + ": " + path + ": cannot create temporary file " + tmp +
                 ": " + std::strerror(errno));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  // Durable: the bytes reach the disk before the name does.
+  if (ok && durable)
+    ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   int err = ok ? 0 : errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
@@ -322,6 +331,21 @@ void writeFileAtomic(const std::string &path, const std::string &bytes,
     throw Error(what + ": " + path + ": cannot rename " + tmp +
                 " into place: " + std::strerror(err));
   }
+  if (durable)
+    syncFolder(std::filesystem::path(path).parent_path().string(), what);
+}
+
+void syncFolder(const std::string &dir, const std::string &what) {
+  std::string d = dir.empty() ? "." : dir;
+  int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY);
+  int err = 0;
+  if (fd < 0 || ::fsync(fd) != 0)
+    err = errno;
+  if (fd >= 0)
+    ::close(fd);
+  if (err)
+    throw Error(what + ": cannot sync folder " + d + ": " +
+                std::strerror(err));
 }
 
 } // namespace step::rt

@@ -31,12 +31,18 @@ HostTensor readNpy(const std::string &path);
 /// file is written to "<path>.tmp.<pid>" and renamed into place, so readers
 /// never see a partial file and a failed write leaves no file behind.
 void writeNpy(const std::string &path, const HostTensor &t);
+/// The bytes writeNpy writes (`path` names the file in errors).
+std::string npyBytes(const HostTensor &t, const std::string &path);
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and
 /// a rename, so a reader never sees a half-written file and an existing file
-/// survives a failed write. Throws Error prefixed with `what`.
+/// survives a failed write. Throws Error prefixed with `what`. Durable:
+/// the file is fsync'ed before the rename and its folder after, so the new
+/// contents survive a power loss too, not only a crash of the process.
 void writeFileAtomic(const std::string &path, const std::string &bytes,
-                     const std::string &what = "write");
+                     const std::string &what = "write", bool durable = false);
+/// fsync of a folder (its entries: names created, renamed, removed).
+void syncFolder(const std::string &dir, const std::string &what);
 
 } // namespace step::rt
 
