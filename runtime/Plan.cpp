@@ -63,6 +63,8 @@ nlohmann::json toJson(const Plan &plan) {
                         {"results", s.results}};
     if (!s.kernel.empty())
       j["kernel"] = s.kernel;
+    if (!s.location.empty())
+      j["location"] = s.location;
     if (s.body)
       j["body"] = toJson(*s.body);
     steps.push_back(j);
@@ -93,6 +95,8 @@ Plan planFromJson(const nlohmann::json &j) {
       step.operands = s.at("operands").get<std::vector<int64_t>>();
       step.results = s.at("results").get<std::vector<int64_t>>();
       step.kernel = s.value("kernel", std::string());
+      // Optional: artifacts written before it have no locations.
+      step.location = s.value("location", std::string());
       if (s.contains("body"))
         step.body = std::make_shared<Plan>(planFromJson(s.at("body")));
       plan.steps.push_back(std::move(step));

@@ -54,6 +54,10 @@ struct PlanStep {
   nlohmann::json attrs;    ///< the op's attributes (object)
   std::vector<int64_t> operands, results; ///< buffer ids
   std::string kernel;      ///< generated CUDA kernel, "" when none
+  /// Where the op came from: "file:line" (traced C++) or "file:line:col"
+  /// (a .mlir model), "" when unknown. Error messages name it (the
+  /// non-finite guard, runtime/FiniteGuard.h); nothing executes by it.
+  std::string location;
   /// step.fusion only: the fused ops as a plan of their own whose arguments
   /// are the step's operands and whose results are the step's results. Its
   /// buffers are all Transient with offset -1: values inside a fusion live

@@ -10,6 +10,7 @@
 
 #include "runtime/Session.h"
 
+#include "runtime/FiniteGuard.h"
 #include "runtime/Npy.h"
 #include "runtime/cpu/Executor.h"
 #include "runtime/cpu/Kernels.h"
@@ -560,6 +561,12 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
     throw Error("step: result 0 (the loss) has shape " +
                 rt::shapeToString(loss.shape()) + "; expected one element");
   double value = loss.getAsDouble(0);
+  // stepc --guard-finite: a NaN/Inf in the loss or a gradient commits
+  // nothing; the CPU re-run names the op it came from.
+  if (rt::guardTripped(art, results)) {
+    rt::CommScope scope(*comm_);
+    rt::throwNonFinite(art, args, backendName(backend_));
+  }
   // Nothing below throws: commit.
   std::map<std::string, HostTensor> outputs;
   for (size_t i = 0; i < results.size(); ++i) {

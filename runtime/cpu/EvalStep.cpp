@@ -322,8 +322,9 @@ const std::map<std::string, OpInfo> &opTable() {
 
 /// A fusion on the CPU: its body's steps in order on the same kernels as
 /// unfused ops, values held in temporaries, each freed after its last use.
-static std::vector<HostTensor> runFusionBody(const PlanStep &step,
-                                             std::vector<HostTensor> operands) {
+static std::vector<HostTensor>
+runFusionBody(const PlanStep &step, std::vector<HostTensor> operands,
+              const FusedOpObserver *inside) {
   const Plan &body = *step.body;
   if (operands.size() != body.arguments.size())
     throw Error("step.fusion: " + std::to_string(operands.size()) +
@@ -338,10 +339,13 @@ static std::vector<HostTensor> runFusionBody(const PlanStep &step,
     ++uses[id];
   for (size_t i = 0; i < operands.size(); ++i)
     values[body.arguments[i]] = std::move(operands[i]);
-  for (const PlanStep &s : body.steps) {
+  for (size_t k = 0; k < body.steps.size(); ++k) {
+    const PlanStep &s = body.steps[k];
     std::vector<HostTensor> in;
     for (int64_t id : s.operands)
       in.push_back(--uses[id] == 0 ? std::move(values[id]) : values[id]);
+    // The observer sees the operands: a copy only when there is one.
+    std::vector<HostTensor> seen = inside ? in : std::vector<HostTensor>();
     std::vector<HostTensor> out = evalStep(body, s, std::move(in));
     if (out.size() != s.results.size())
       throw Error("step.fusion: " + s.op + " gave " +
@@ -355,8 +359,11 @@ static std::vector<HostTensor> runFusionBody(const PlanStep &step,
                     shapeToString(out[r].shape()) + " for the body buffer " +
                     d.name + " of " + dtypeName(d.dtype) + " " +
                     shapeToString(d.shape));
-      values[s.results[r]] = std::move(out[r]);
     }
+    if (inside)
+      (*inside)(body, k, seen, out);
+    for (size_t r = 0; r < out.size(); ++r)
+      values[s.results[r]] = std::move(out[r]);
   }
   std::vector<HostTensor> results;
   for (int64_t id : body.results)
@@ -365,11 +372,12 @@ static std::vector<HostTensor> runFusionBody(const PlanStep &step,
 }
 
 std::vector<HostTensor> evalStep(const Plan &plan, const PlanStep &step,
-                                 std::vector<HostTensor> operands) {
+                                 std::vector<HostTensor> operands,
+                                 const FusedOpObserver *inside) {
   if (step.op == "step.fusion") {
     if (!step.body)
       throw Error("step.fusion: the step has no body");
-    return runFusionBody(step, std::move(operands));
+    return runFusionBody(step, std::move(operands), inside);
   }
   const auto &table = opTable();
   auto op = table.find(step.op);

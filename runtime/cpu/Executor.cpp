@@ -149,7 +149,8 @@ std::vector<HostTensor> execute(const Artifact &artifact,
 }
 
 std::vector<HostTensor> execute(const Artifact &artifact,
-                                const std::vector<const HostTensor *> &args) {
+                                const std::vector<const HostTensor *> &args,
+                                const StepObserver &observer) {
   const Plan &plan = artifact.plan;
   checkLayout(plan, artifact);
   Memory memory(plan);
@@ -192,12 +193,23 @@ std::vector<HostTensor> execute(const Artifact &artifact,
     for (int64_t id : s.results)
       checkBufferId(plan, id, where);
 
-    std::vector<HostTensor> out;
+    std::vector<HostTensor> out, seen;
     try {
       std::vector<HostTensor> in;
       for (int64_t id : s.operands)
         in.push_back(memory.read(id));
-      out = evalStep(plan, s, std::move(in));
+      if (!observer) {
+        out = evalStep(plan, s, std::move(in));
+      } else {
+        seen = in;
+        FusedOpObserver inside =
+            [&](const Plan &body, size_t i, const std::vector<HostTensor> &a,
+                const std::vector<HostTensor> &r) {
+              observer(StepEvent{body, body.steps[i], i,
+                                 static_cast<int64_t>(k), a, r});
+            };
+        out = evalStep(plan, s, std::move(in), &inside);
+      }
     } catch (const Error &e) {
       throw Error(where + ": " + e.what());
     } catch (const nlohmann::json::exception &e) {
@@ -214,8 +226,11 @@ std::vector<HostTensor> execute(const Artifact &artifact,
                     typeStr(out[i].dtype(), out[i].shape()) + " but " +
                     bufferStr(plan, s.results[i]) + " is declared " +
                     typeStr(b.dtype, b.shape));
-      memory.write(s.results[i], std::move(out[i]));
     }
+    if (observer)
+      observer(StepEvent{plan, s, k, -1, seen, out});
+    for (size_t i = 0; i < out.size(); ++i)
+      memory.write(s.results[i], std::move(out[i]));
   }
 
   std::vector<HostTensor> results;

@@ -22,9 +22,24 @@
 
 #include "runtime/Artifact.h"
 
+#include <functional>
 #include <vector>
 
 namespace step::rt::cpu {
+
+/// What an observer sees after one op has run: the op, the values it read
+/// and the values it produced (before they are stored). Inside a fusion the
+/// fused ops are seen one by one, each with `plan` its fusion's body, and
+/// then the fusion step itself.
+struct StepEvent {
+  const Plan &plan;    ///< the artifact's plan, or the body of a fusion
+  const PlanStep &step;
+  size_t index;        ///< of `step` in plan.steps
+  /// The enclosing fusion's index in the artifact's plan; -1 at top level.
+  int64_t fusion;
+  const std::vector<HostTensor> &operands, &results;
+};
+using StepObserver = std::function<void(const StepEvent &)>;
 
 /// Runs `artifact.plan`. `args` are the values of plan.arguments, in order;
 /// constants come from the artifact's "constants" section. Returns the values
@@ -32,9 +47,12 @@ namespace step::rt::cpu {
 std::vector<HostTensor> execute(const Artifact &artifact,
                                 const std::vector<HostTensor> &args);
 
-/// As above, without copying the arguments (none may be null).
+/// As above, without copying the arguments (none may be null). With an
+/// `observer` it is called after every step and every fused op (operands
+/// are then kept as copies for it); without one nothing is copied.
 std::vector<HostTensor> execute(const Artifact &artifact,
-                                const std::vector<const HostTensor *> &args);
+                                const std::vector<const HostTensor *> &args,
+                                const StepObserver &observer = nullptr);
 
 } // namespace step::rt::cpu
 
