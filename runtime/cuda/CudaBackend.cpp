@@ -59,12 +59,24 @@ CudaExecutor::Impl::~Impl() {
     d->cuDevicePrimaryCtxRelease(device);
 }
 
-CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes) {
+void CudaExecutor::Impl::checkAlloc(CUresult r, const std::string &what,
+                                    int64_t bytes) const {
+  if (r == CUDA_SUCCESS)
+    return;
+  size_t freeBytes = 0, totalBytes = 0;
+  bool known = d->cuMemGetInfo(&freeBytes, &totalBytes) == CUDA_SUCCESS;
+  throw Error(allocationError(r, errorString(*d, r), what, bytes,
+                              known ? static_cast<int64_t>(freeBytes) : -1,
+                              static_cast<int64_t>(totalBytes)));
+}
+
+CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes, const std::string &what) {
   CUdeviceptr p = 0;
   // cuMemAlloc refuses 0 bytes; a 256-byte allocation is aligned for any
   // vector access.
-  ck(d->cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 256))),
-     "cuMemAlloc(" + std::to_string(bytes) + " bytes)");
+  checkAlloc(
+      d->cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 256))),
+      "cuMemAlloc of " + what, bytes);
   allocations.push_back(p);
   return p;
 }
@@ -102,14 +114,13 @@ void CudaExecutor::Impl::allocate() {
   if (plan.hostBytes < 0)
     throw Error("plan: negative host arena size " +
                 std::to_string(plan.hostBytes));
-  CUdeviceptr arena = alloc(plan.arenaBytes);
+  CUdeviceptr arena = alloc(plan.arenaBytes, "the arena");
   if (plan.hostBytes > 0) {
     // Pinned: an async copy from pageable memory is neither asynchronous
     // nor capturable into a graph.
     void *p = nullptr;
-    ck(d->cuMemHostAlloc(&p, static_cast<size_t>(plan.hostBytes), 0),
-       "cuMemHostAlloc(" + std::to_string(plan.hostBytes) +
-           " bytes of pinned host arena)");
+    checkAlloc(d->cuMemHostAlloc(&p, static_cast<size_t>(plan.hostBytes), 0),
+               "cuMemHostAlloc of the pinned host arena", plan.hostBytes);
     hostArena = static_cast<uint8_t *>(p);
   }
   auto constants = artifact->sections.find("constants");
@@ -120,7 +131,7 @@ void CudaExecutor::Impl::allocate() {
     bool transient = b.kind == BufferKind::Transient;
     bool host = b.kind == BufferKind::Host;
     if (!transient && !host && b.kind != BufferKind::Constant) {
-      ptrOf[id] = alloc(b.bytes());
+      ptrOf[id] = alloc(b.bytes(), bufferStr(plan, id));
       continue;
     }
     int64_t limit = transient ? plan.arenaBytes
@@ -146,7 +157,7 @@ void CudaExecutor::Impl::allocate() {
       continue;
     }
     if (!transient) {
-      ptrOf[id] = alloc(b.bytes());
+      ptrOf[id] = alloc(b.bytes(), bufferStr(plan, id));
       if (b.bytes())
         ck(d->cuMemcpyHtoDAsync(ptrOf[id], constants->second.data() + b.offset,
                                 static_cast<size_t>(b.bytes()), stream),
@@ -494,7 +505,8 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
       op.params.push_back(&p);
   }
   if (x.lt)
-    x.workspace = x.alloc(options.matmulWorkspaceBytes);
+    x.workspace =
+        x.alloc(options.matmulWorkspaceBytes, "the cuBLASLt workspace");
   x.artifact = nullptr;
 }
 

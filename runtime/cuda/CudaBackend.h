@@ -139,6 +139,17 @@ struct CopySchedule {
 CopySchedule copySchedule(const Plan &plan);
 
 //===----------------------------------------------------------------------===//
+// NCCL failures
+//===----------------------------------------------------------------------===//
+
+/// The message of an NCCL call `what` that returned `result` (an
+/// ncclResult_t): "NCCL error in <what>: <ncclGetErrorString> (ncclResult_t
+/// N)", plus, for ncclRemoteError, that another rank exited and the whole
+/// run stops. Loads NCCL (dlopen) for its text; throws rt::Error when NCCL
+/// cannot be loaded or this build has no nccl.h.
+std::string ncclErrorMessage(int result, const std::string &what);
+
+//===----------------------------------------------------------------------===//
 // CudaExecutor
 //===----------------------------------------------------------------------===//
 

@@ -55,6 +55,20 @@ public:
   }
 };
 
+std::string ncclErrorMessage(const NcclSymbols &n, ncclResult_t r,
+                             const std::string &what) {
+  const char *text = n.ncclGetErrorString(r);
+  std::string message = "NCCL error in " + what + ": " +
+                        (text ? text : "unknown result") + " (ncclResult_t " +
+                        std::to_string(static_cast<int>(r)) + ")";
+  // The collective cannot finish without the peer: say so, so that the
+  // user restarts every rank rather than looking for a local bug.
+  if (r == ncclRemoteError)
+    message += "; another rank exited or its network failed, so every rank "
+               "of the run stops (restart them all, from a checkpoint)";
+  return message;
+}
+
 const NcclSymbols &nccl() {
   static std::once_flag once;
   static std::unique_ptr<NcclSymbols> table;
@@ -68,7 +82,7 @@ const NcclSymbols &nccl() {
 
 void nck(const NcclSymbols &n, ncclResult_t r, const std::string &what) {
   if (r != ncclSuccess)
-    throw Error("NCCL error in " + what + ": " + n.ncclGetErrorString(r));
+    throw Error(ncclErrorMessage(n, r, what));
 }
 
 ncclDataType_t ncclType(DType t, const std::string &where) {
@@ -98,6 +112,15 @@ ncclRedOp_t ncclOp(const std::string &reduce, DType t,
 }
 
 } // namespace
+
+std::string ncclErrorMessage(int result, const std::string &what) {
+  return ncclErrorMessage(nccl(), static_cast<ncclResult_t>(result), what);
+}
+#else
+std::string ncclErrorMessage(int, const std::string &) {
+  throw Error("this build of the runtime has no nccl.h, so it cannot name "
+              "NCCL results");
+}
 #endif
 
 /// The step's communicator: `comm` itself, after groupOf's checks (the

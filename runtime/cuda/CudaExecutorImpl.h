@@ -122,7 +122,11 @@ struct CudaExecutor::Impl {
   ~Impl();
 
   void ck(CUresult r, const std::string &what) const { check(*d, r, what); }
-  CUdeviceptr alloc(int64_t bytes);
+  /// A device buffer of `bytes` for `what` (named in an out-of-memory
+  /// error, allocationError).
+  CUdeviceptr alloc(int64_t bytes, const std::string &what);
+  /// Throws allocationError's message for a failed allocation.
+  void checkAlloc(CUresult r, const std::string &what, int64_t bytes) const;
   CUevent event();
   void init();
   void allocate();

@@ -116,6 +116,22 @@ void check(const CublasLtSymbols &lt, cublasStatus_t s,
   }
 }
 
+std::string allocationError(CUresult r, const std::string &errorText,
+                            const std::string &what, int64_t bytes,
+                            int64_t freeBytes, int64_t totalBytes) {
+  if (r != CUDA_ERROR_OUT_OF_MEMORY)
+    return "CUDA error in " + what + ": " + errorText;
+  std::string have =
+      freeBytes < 0 ? "the device's free memory is unknown"
+                    : "the device has " + std::to_string(freeBytes) + " of " +
+                          std::to_string(totalBytes) + " bytes free";
+  return "out of device memory: " + what + " needs " + std::to_string(bytes) +
+         " bytes and " + have +
+         "; plan a smaller peak with stepc --remat=max or "
+         "--remat-budget=BYTES, --offload=auto, a smaller batch, or "
+         "--shard=zero3 over more GPUs (docs/remat.md)";
+}
+
 Availability probeDevices(const DriverSymbols &d) {
   Availability a;
   CUresult r = d.cuInit(0);

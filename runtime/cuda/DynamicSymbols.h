@@ -46,6 +46,7 @@ namespace step::rt::cuda {
   X(cuMemFree)                                                                 \
   X(cuMemHostAlloc)                                                            \
   X(cuMemFreeHost)                                                             \
+  X(cuMemGetInfo)                                                              \
   X(cuMemcpyHtoDAsync)                                                         \
   X(cuMemcpyDtoHAsync)                                                         \
   X(cuMemcpyDtoDAsync)                                                         \
@@ -163,6 +164,16 @@ std::string errorString(const DriverSymbols &d, CUresult r);
 void check(const DriverSymbols &d, CUresult r, const std::string &what);
 /// Throws rt::Error "cuBLASLt error in <what>: <status>" unless success.
 void check(const CublasLtSymbols &lt, cublasStatus_t s, const std::string &what);
+
+/// The message of a failed allocation of `bytes` for `what` (the device
+/// arena, a param's buffer, the pinned host arena). CUDA_ERROR_OUT_OF_MEMORY
+/// says how much the plan asked for against the device's free and total
+/// bytes (`freeBytes` < 0: unknown) and how to plan less; any other code
+/// reads as check()'s "CUDA error in <what>: <errorText>". Pure: the
+/// caller passes errorString's text, so it is tested without a GPU.
+std::string allocationError(CUresult r, const std::string &errorText,
+                            const std::string &what, int64_t bytes,
+                            int64_t freeBytes, int64_t totalBytes);
 
 } // namespace step::rt::cuda
 

@@ -29,6 +29,7 @@
 #include "compiler/jit/Jit.h"
 #include "runtime/Npy.h"
 #include "runtime/Session.h"
+#include "tools/Validators.h"
 
 #include <CLI/CLI.hpp>
 
@@ -50,6 +51,8 @@ double since(Clock::time_point t) {
 }
 
 std::map<std::string, step::rt::HostTensor> readDir(const std::string &dir) {
+  if (!fs::is_directory(dir))
+    throw step::rt::Error("--inputs: '" + dir + "' is not a folder");
   std::map<std::string, step::rt::HostTensor> m;
   for (const auto &e : fs::directory_iterator(dir))
     if (e.path().extension() == ".npy")
@@ -115,13 +118,14 @@ int main(int argc, char **argv) {
   app.add_option("--schedule", schedule, "as stepc")->capture_default_str();
   app.add_option("--clip", clip, "as stepc");
   app.add_option("--grad-accum", gradAccum, "as stepc")
-      ->check(CLI::PositiveNumber);
+      ->check(step::tools::PositiveInteger);
   app.add_option("--steps", steps, "timed steps")
-      ->check(CLI::PositiveNumber)
+      ->check(step::tools::PositiveInteger)
       ->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")
       ->capture_default_str();
   app.add_option("--backend", backend, "auto | cpu | cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--out", out, "also write the JSON here");
   bool noFuse = false;
@@ -144,7 +148,7 @@ int main(int argc, char **argv) {
   app.add_option("--remat-sweep", sweep,
                  "compile only: N budgets between no recomputation and "
                  "--remat=max")
-      ->check(CLI::PositiveNumber);
+      ->check(step::tools::PositiveInteger);
   CLI11_PARSE(app, argc, argv);
   if (!sweep && (params.empty() || inputs.empty())) {
     std::cerr << "step-bench: --params and --inputs are required (except "
@@ -170,11 +174,16 @@ int main(int argc, char **argv) {
     options.offload = step::OffloadOptions::parse(offload);
     if (!bucket.empty()) {
       size_t colon = bucket.find(':');
-      if (colon == std::string::npos || colon == 0)
+      std::string size =
+          colon == std::string::npos ? "" : bucket.substr(colon + 1);
+      char *end = nullptr;
+      long long n = std::strtoll(size.c_str(), &end, 10);
+      if (colon == std::string::npos || colon == 0 || size.empty() || *end ||
+          n < 1)
         throw step::rt::Error("--bucket=" + bucket +
-                              " must be SYMBOL:SIZE, e.g. T:128");
-      options.buckets[bucket.substr(0, colon)] =
-          std::stoll(bucket.substr(colon + 1));
+                              " must be SYMBOL:SIZE with SIZE >= 1, e.g. "
+                              "T:128");
+      options.buckets[bucket.substr(0, colon)] = n;
     }
 
     if (sweep)

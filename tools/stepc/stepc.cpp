@@ -14,8 +14,9 @@
 // --emit follows the output's extension (.mlir: mlir, else artifact).
 // step-fuse runs last unless --no-fuse; the report lists its fusion groups.
 // Without --train, @forward is compiled as it is. Output and report are
-// written atomically; on any error nothing is written and the exit code
-// is 1.
+// written atomically and together (both or neither); on any error nothing
+// is written and the exit code is 1 (CLI11's own codes for malformed flags:
+// docs/errors.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 #include "dialects/step/StepOps.h"
 #include "passes/Passes.h"
 #include "runtime/Npy.h"
+#include "tools/Validators.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/MLIRContext.h"
@@ -41,15 +43,18 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace {
 struct Options {
@@ -104,6 +109,43 @@ nlohmann::json reportJson(const Options &o,
           {"remat", remat},            {"offload", offload},
           {"shard", shard}};
 }
+/// Writes every (path, bytes) of `files` or none of them: each is staged
+/// as PATH.tmp.<pid> beside its destination, and only when all are staged
+/// are they renamed into place, so a report that cannot be written leaves
+/// no output either. Throws rt::Error naming the path and the reason.
+void writeTogether(
+    const std::vector<std::pair<std::string, std::string>> &files) {
+  std::vector<std::string> staged;
+  auto fail = [&](const std::string &message, int err) {
+    for (const std::string &tmp : staged)
+      std::remove(tmp.c_str());
+    return step::rt::Error(message + ": " + std::strerror(err));
+  };
+  for (const auto &[path, bytes] : files) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::FILE *f = std::fopen(tmp.c_str(), "wb");
+    if (!f)
+      throw fail(path + ": cannot create temporary file " + tmp, errno);
+    staged.push_back(tmp);
+    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    int err = ok ? 0 : errno;
+    if (std::fclose(f) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    if (!ok)
+      throw fail(path + ": write failed", err);
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::rename(staged[i].c_str(), files[i].first.c_str()) != 0) {
+      int err = errno;
+      staged.erase(staged.begin(), staged.begin() + i);
+      throw fail(files[i].first + ": cannot rename " + staged[0] +
+                     " into place",
+                 err);
+    }
+}
+
 #ifdef STEP_HAVE_CODEGEN
 /// Writes every distinct generated kernel of `f` as DIR/<name>.cu.
 void dumpKernelSources(mlir::func::FuncOp f, const std::string &dir) {
@@ -181,9 +223,9 @@ int main(int argc, char **argv) {
                  "constant|cosine|linear[,warmup=N,total=N,min_ratio=R]")
       ->capture_default_str();
   app.add_option("--clip", o.clip, "clip gradients to this global L2 norm")
-      ->check(CLI::NonNegativeNumber);
+      ->check(step::tools::NonNegativeNumber);
   app.add_option("--grad-accum", o.gradAccum, "micro-batches per update")
-      ->check(CLI::PositiveNumber)
+      ->check(step::tools::PositiveInteger)
       ->capture_default_str();
   app.add_option("--report", o.report, "write what each pass did as JSON");
   app.add_option("--arch", o.arch,
@@ -260,6 +302,9 @@ int main(int argc, char **argv) {
   registry.insert<mlir::step::StepDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
   mlir::MLIRContext ctx(registry);
+  // A pass's error points at the op in the user's file; the generic dump of
+  // the whole op after it would bury that line.
+  ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
   std::string error;
@@ -279,6 +324,16 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
   if (!module || mlir::failed(mlir::verify(*module)))
     return 1;
+  // DESIGN.md, model files: the model is @forward.
+  if (!module->lookupSymbol<mlir::func::FuncOp>("forward")) {
+    std::string found;
+    for (auto f : module->getOps<mlir::func::FuncOp>())
+      found += (found.empty() ? "@" : ", @") + f.getName().str();
+    std::cerr << "stepc: error: " << o.input
+              << " has no func.func @forward (the model to compile); found "
+              << (found.empty() ? "no functions" : found) << "\n";
+    return 1;
+  }
 
   std::vector<step::PassRecord> records;
   if (o.train) {
@@ -363,17 +418,16 @@ int main(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   try {
-    if (o.emit == "artifact")
-      step::rt::writeArtifact(o.output, artifact);
-    else
-      step::rt::writeFileAtomic(o.output, moduleText(*module), "stepc");
+    std::vector<std::pair<std::string, std::string>> files = {
+        {o.output, o.emit == "artifact" ? step::rt::artifactBytes(artifact)
+                                        : moduleText(*module)}};
     if (!o.report.empty())
-      step::rt::writeFileAtomic(
-          o.report, reportJson(o, records, seconds, fusions, activations, remat,
-                                     offload, shard)
-                              .dump(2) +
-                          "\n",
-          "stepc");
+      files.emplace_back(o.report, reportJson(o, records, seconds, fusions,
+                                              activations, remat, offload,
+                                              shard)
+                                           .dump(2) +
+                                       "\n");
+    writeTogether(files);
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";
     return 1;
