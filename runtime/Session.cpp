@@ -346,6 +346,71 @@ void Session::save_shards(const std::string &dir) const {
                         "save_shards");
 }
 
+void Session::save(const std::string &dir, const nlohmann::json &data) const {
+  for (const std::string &name : params_)
+    if (!values_.count(name))
+      throw Error("save: param '" + name +
+                  "' has no value (call load_params or set first)");
+  rt::Checkpoint c;
+  c.step = stepsDone_;
+  c.data = data;
+  c.writer = {{"function", artifact_.plan.function},
+              {"source_hash", artifact_.meta.value("source_hash", "")},
+              {"world_size", comm_->size()}};
+  for (const std::vector<std::string> *names : {&params_, &state_})
+    for (const std::string &name : *names)
+      c.tensors[name] = gathered(name); // collective when sharded
+  // Rank 0 writes; the others learn whether it could, so that every rank
+  // returns (or throws) with the checkpoint complete (or not written).
+  std::string failure;
+  if (comm_->rank() == 0) {
+    try {
+      rt::writeCheckpoint(dir, c);
+    } catch (const Error &e) {
+      failure = e.what();
+    }
+  }
+  if (comm_->size() > 1) {
+    int32_t failed = !failure.empty();
+    comm_->broadcast(&failed, sizeof failed, 0);
+    if (failed && failure.empty())
+      failure = "checkpoint " + dir + ": rank 0 could not write it";
+  }
+  if (!failure.empty())
+    throw Error("save: " + failure);
+}
+
+rt::Checkpoint Session::load(const std::string &dir) {
+  rt::Checkpoint c = rt::readCheckpoint(dir);
+  std::map<std::string, HostTensor> loaded;
+  for (const std::vector<std::string> *names : {&params_, &state_})
+    for (const std::string &name : *names) {
+      auto it = c.tensors.find(name);
+      if (it == c.tensors.end())
+        throw Error("load: checkpoint " + dir + " has no tensor '" + name +
+                    "', which this step " + "needs (written for another "
+                    "model or optimizer?)");
+      HostTensor t = std::move(it->second);
+      c.tensors.erase(it);
+      if (fullShapes_.count(name) && t.shape() == fullShapes_.at(name))
+        t = rt::shardOf(t, comm_->rank(), comm_->size());
+      checkMatches("load: checkpoint " + dir, name, t);
+      loaded[name] = std::move(t);
+    }
+  if (!c.tensors.empty()) {
+    std::vector<std::string> extra;
+    for (const auto &entry : c.tensors)
+      extra.push_back(entry.first);
+    throw Error("load: checkpoint " + dir + " holds tensors this step does "
+                "not have: " + joined(extra) +
+                " (written for another model or optimizer?)");
+  }
+  for (auto &[name, t] : loaded)
+    values_[name] = std::move(t);
+  stepsDone_ = c.step;
+  return c;
+}
+
 std::map<std::string, int64_t>
 Session::lengthsOf(const nlohmann::json &dynamic,
                    const std::map<std::string, HostTensor> &batch) {
@@ -580,6 +645,7 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
       outputs[name] = std::move(results[i]);
   }
   outputs_ = std::move(outputs);
+  ++stepsDone_;
   return value;
 }
 

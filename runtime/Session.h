@@ -21,6 +21,7 @@
 #define STEP_RUNTIME_SESSION_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Comm.h"
 
 #include <map>
@@ -79,6 +80,23 @@ public:
   /// size, full shapes). load_params(DIR) reassembles the full tensors from
   /// the blocks, so any world size, sharded or not, loads it.
   void save_shards(const std::string &dir) const;
+
+  /// A training checkpoint (runtime/Checkpoint.h, docs/runtime.md): every
+  /// param and state tensor (full tensors when sharded), stepsDone() and
+  /// `data`, the caller's record (a data-loader position), written
+  /// atomically: the folder is the previous checkpoint or this one whatever
+  /// moment the process dies. Collective when sharded (rank 0 writes).
+  void save(const std::string &dir,
+            const nlohmann::json &data = nlohmann::json::object()) const;
+  /// Reads and verifies a checkpoint written by save() and takes its
+  /// tensors and step count; returns its step and data (tensors moved
+  /// out). The checkpoint must hold exactly this step's params and state,
+  /// of the same dtypes and full shapes (any world size); throws rt::Error,
+  /// changing nothing, otherwise.
+  rt::Checkpoint load(const std::string &dir);
+  /// Steps completed: step() calls that returned, plus the count of the
+  /// checkpoint load() took.
+  int64_t stepsDone() const { return stepsDone_; }
 
   /// Runs one step on `batch` (one tensor per input name, no others); keeps
   /// the new params and state and returns the loss.
@@ -173,6 +191,7 @@ private:
   std::map<std::string, rt::HostTensor> values_;
   /// Results of the last step that replace no argument, by result name.
   std::map<std::string, rt::HostTensor> outputs_;
+  int64_t stepsDone_ = 0;
 };
 
 } // namespace step

@@ -2,6 +2,7 @@
 //
 //   step-run MODEL.step --params DIR --inputs DIR [--steps N]
 //            [--backend=auto|cpu|cuda] [--out DIR] [--trace=FILE.json]
+//            [--checkpoint DIR [--checkpoint-every K] [--resume]]
 //
 // Loads the artifact and the params (DIR/<step.name>.npy; optimizer state
 // files are optional and start at zero), then runs N steps (default 1). The
@@ -14,6 +15,15 @@
 // Any error (bad artifact, missing or mistyped .npy, a failing step) prints
 // "step-run: error: ..." and exits 1 before anything is written; the params
 // folder is only ever read.
+//
+// --checkpoint DIR keeps a training checkpoint in DIR (Session::save:
+// params, state, the step count and the position in the batch folders,
+// replaced atomically): every K steps with --checkpoint-every, and after
+// the last step. With --resume, a run whose DIR holds a checkpoint starts
+// from it instead of --params (and without one, from --params): it runs
+// steps count+1 .. N on the batches an uninterrupted run would have used,
+// so a run killed at any moment and resumed ends bit-identical to one that
+// was never interrupted (tests/e2e/checkpoint_kill.py).
 //
 // A sharded artifact (stepc --shard) runs as one rank of `mpirun -np N
 // step-run ...` (docs/distributed.md): the params and batches are the same
@@ -120,17 +130,60 @@ std::map<std::string, HostTensor> readBatch(const step::Session &session,
 
 struct Options {
   std::string artifact, params, inputs, out, shardsOut, trace,
-      backend = "auto";
-  int64_t steps = 1;
+      backend = "auto", checkpoint;
+  int64_t steps = 1, checkpointEvery = 0;
+  bool resume = false;
 };
+
+/// The data-loader position a checkpoint records: which batch folder the
+/// next step reads.
+nlohmann::json dataPosition(const Options &o, size_t folders, size_t next) {
+  return {{"inputs", o.inputs}, {"batch_folders", folders},
+          {"next_batch", next}};
+}
+
+/// The batch folder index the checkpoint's next step reads; checks that the
+/// batches are the ones the checkpoint was taken on (their count).
+size_t resumePosition(const Options &o, const step::rt::Checkpoint &c,
+                      size_t folders) {
+  const nlohmann::json &d = c.data;
+  if (!d.contains("batch_folders") || !d.contains("next_batch"))
+    throw Error("--resume: the checkpoint in " + o.checkpoint +
+                " records no batch position (not written by step-run)");
+  size_t had = d["batch_folders"].get<size_t>();
+  size_t next = d["next_batch"].get<size_t>();
+  if (had != folders || next >= folders)
+    throw Error("--resume: the checkpoint in " + o.checkpoint +
+                " was taken reading " + std::to_string(had) +
+                " batch folder(s) from " + d.value("inputs", "?") +
+                ", but --inputs " + o.inputs + " has " +
+                std::to_string(folders) +
+                "; the batch position would not mean the same");
+  return next;
+}
 
 int run(const Options &o) {
   auto t0 = Clock::now();
   step::SessionOptions sessionOptions;
   sessionOptions.backend = step::backendFromName(o.backend);
   step::Session session(o.artifact, sessionOptions);
-  session.load_params(o.params);
   std::vector<fs::path> batches = batchFolders(o.inputs);
+  // Where the run starts: a checkpoint's step and batch, or step 0.
+  int64_t first = 0;
+  size_t next = 0;
+  if (o.resume && step::rt::hasCheckpoint(o.checkpoint)) {
+    step::rt::Checkpoint c = session.load(o.checkpoint);
+    first = c.step;
+    next = resumePosition(o, c, batches.size());
+    if (session.rank() == 0)
+      std::fprintf(stderr,
+                   first < o.steps
+                       ? "step-run: resumed from %s after step %lld\n"
+                       : "step-run: %s is at step %lld, --steps reached\n",
+                   o.checkpoint.c_str(), static_cast<long long>(first));
+  } else {
+    session.load_params(o.params);
+  }
   double setupSeconds = secondsSince(t0);
 
   // With one batch folder, read it once; otherwise read each step's folder
@@ -140,8 +193,9 @@ int run(const Options &o) {
     fixed = readBatch(session, batches[0]);
 
   nlohmann::json steps = nlohmann::json::array();
-  for (int64_t k = 0; k < o.steps; ++k) {
-    const fs::path &folder = batches[k % batches.size()];
+  for (int64_t k = first; k < o.steps; ++k) {
+    const fs::path &folder = batches[next];
+    next = (next + 1) % batches.size();
     auto start = Clock::now();
     double loss;
     try {
@@ -152,6 +206,10 @@ int run(const Options &o) {
                   folder.string() + "): " + e.what());
     }
     double seconds = secondsSince(start);
+    bool last = k + 1 == o.steps;
+    if (!o.checkpoint.empty() &&
+        (last || (o.checkpointEvery > 0 && (k + 1) % o.checkpointEvery == 0)))
+      session.save(o.checkpoint, dataPosition(o, batches.size(), next));
     if (session.rank() != 0)
       continue;
     std::printf("step %lld loss = %.9g\n", static_cast<long long>(k + 1), loss);
@@ -204,6 +262,18 @@ int main(int argc, char **argv) {
                  "rank<R>/, the rest and shards.json beside them; --params "
                  "loads it into any world size");
   app.add_option("--trace", o.trace, "write per-step wall times as JSON");
+  CLI::Option *checkpoint = app.add_option(
+      "--checkpoint", o.checkpoint,
+      "folder of the training checkpoint (params, state, step count, batch "
+      "position), replaced atomically; written after the last step");
+  app.add_option("--checkpoint-every", o.checkpointEvery,
+                 "also write the checkpoint every K steps")
+      ->check(CLI::PositiveNumber)
+      ->needs(checkpoint);
+  app.add_flag("--resume", o.resume,
+               "start from the checkpoint in --checkpoint DIR when there is "
+               "one (else from --params) and run up to --steps in all")
+      ->needs(checkpoint);
   CLI11_PARSE(app, argc, argv);
 
   try {

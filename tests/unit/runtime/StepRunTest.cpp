@@ -123,6 +123,72 @@ TEST(StepRun, NumberedBatchFoldersCycle) {
       << r.output;
 }
 
+TEST(StepRun, CheckpointsAndResumes) {
+  Fixture f;
+  fs::remove(f.inputs + "/x.npy");
+  for (int k = 0; k < 3; ++k) {
+    fs::create_directories(f.inputs + "/000" + std::to_string(k));
+    writeNpy(f.inputs + "/000" + std::to_string(k) + "/x.npy",
+             make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, float(k)}));
+  }
+  std::string io = f.model + " --params " + f.params + " --inputs " + f.inputs;
+  std::string ckpt = f.dir / "ckpt";
+  RunResult all = stepRun(io + " --steps 5 --out " + f.dir / "all");
+  ASSERT_EQ(all.code, 0) << all.output;
+  // Steps 1-4 with a checkpoint every 2 (step 4 is also the last).
+  RunResult part = stepRun(io + " --steps 4 --checkpoint " + ckpt +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(part.code, 0) << part.output;
+  auto manifest = nlohmann::json::parse(slurp(ckpt + "/manifest.json"));
+  EXPECT_EQ(manifest["step"], 4);
+  EXPECT_EQ(manifest["data"]["batch_folders"], 3);
+  EXPECT_EQ(manifest["data"]["next_batch"], 1); // step 5 reads 0001/
+  // Resumed: step 5 only, on 0001/, ending where the straight run ended.
+  RunResult rest = stepRun(io + " --steps 5 --checkpoint " + ckpt +
+                           " --resume --out " + f.out);
+  ASSERT_EQ(rest.code, 0) << rest.output;
+  EXPECT_NE(rest.output.find("resumed from " + ckpt + " after step 4"),
+            std::string::npos)
+      << rest.output;
+  EXPECT_EQ(rest.output.find("step 4 loss"), std::string::npos) << rest.output;
+  size_t at = all.output.find("step 5 loss");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(rest.output.find(all.output.substr(at)), std::string::npos)
+      << rest.output;
+  for (const char *name : {"w", "w.momentum", "step"})
+    EXPECT_EQ(slurp(f.out + "/" + name + ".npy"),
+              slurp(f.dir / "all/" + name + ".npy"))
+        << name;
+  EXPECT_EQ(nlohmann::json::parse(slurp(ckpt + "/manifest.json"))["step"], 5);
+  // Already at --steps: nothing runs, --out gets the checkpoint's tensors.
+  RunResult done = stepRun(io + " --steps 5 --checkpoint " + ckpt +
+                           " --resume --out " + f.dir / "again");
+  ASSERT_EQ(done.code, 0) << done.output;
+  EXPECT_NE(done.output.find("is at step 5, --steps reached"),
+            std::string::npos)
+      << done.output;
+  EXPECT_EQ(slurp(f.dir / "again/w.npy"), slurp(f.out + "/w.npy"));
+
+  // Other batches than the checkpoint's: refused, nothing written.
+  fs::remove_all(f.out);
+  fs::remove_all(f.inputs + "/0002");
+  f.expectFailure(io + " --steps 6 --checkpoint " + ckpt + " --resume",
+                  {"--resume", "3 batch folder(s)", "has 2",
+                   "batch position would not mean the same"});
+  // A damaged checkpoint: refused, naming the file.
+  std::string w = slurp(ckpt + "/w.npy");
+  w.back() ^= 1;
+  std::ofstream(ckpt + "/w.npy", std::ios::binary) << w;
+  f.expectFailure(io + " --steps 6 --checkpoint " + ckpt + " --resume",
+                  {"w.npy", "checksum"});
+  // The flags need their folder.
+  RunResult usage = stepRun(io + " --resume");
+  EXPECT_NE(usage.code, 0);
+  EXPECT_NE(usage.output.find("--resume requires --checkpoint"),
+            std::string::npos)
+      << usage.output;
+}
+
 TEST(StepRun, BadInputFailsCleanly) {
   Fixture f;
   std::string io = " --params " + f.params + " --inputs " + f.inputs;
