@@ -83,7 +83,90 @@ Artifact readArtifact(const std::string &path) {
   return parseArtifact(bytes, path);
 }
 
-Artifact parseArtifact(const std::string &bytes, const std::string &path) {
+namespace {
+/// The meta fields the runtime reads (Session: "shard" when it starts,
+/// "dynamic" and "bucket" when it picks a bucket, "source_hash" in
+/// checkpoints) have the types it reads them as, so a crafted file is
+/// refused here rather than failing deep inside a step. Returns what is
+/// wrong, "" if nothing.
+std::string metaDefect(const nlohmann::json &meta) {
+  using nlohmann::json;
+  auto isShape = [](const json &j) {
+    if (!j.is_array())
+      return false;
+    for (const json &d : j)
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return false;
+    return true;
+  };
+  auto allOf = [](const json &j, auto pred) {
+    if (!j.is_object())
+      return false;
+    for (const auto &[key, value] : j.items())
+      if (!pred(value))
+        return false;
+    return true;
+  };
+  auto isInt = [](const json &j) { return j.is_number_integer(); };
+  if (!meta.is_object())
+    return "\"meta\" is not an object";
+  if (meta.contains("source_hash") && !meta["source_hash"].is_string())
+    return "meta \"source_hash\" is not a string";
+  if (meta.contains("shard")) {
+    const json &shard = meta["shard"];
+    if (!shard.is_object() || !shard.contains("world_size") ||
+        !shard["world_size"].is_number_integer() ||
+        (shard.contains("sharded") && !allOf(shard["sharded"], isShape)))
+      return "meta \"shard\" is not {\"world_size\": N, \"sharded\": "
+             "{name: shape}}";
+  }
+  if (meta.contains("dynamic")) {
+    const json &dynamic = meta["dynamic"];
+    auto isDims = [](const json &dims) {
+      if (!dims.is_array())
+        return false;
+      for (const json &d : dims)
+        if (!d.is_string())
+          return false;
+      return true;
+    };
+    if (!dynamic.is_object() || !allOf(dynamic.value("symbols", json()), isInt) ||
+        !allOf(dynamic.value("inputs", json()), isDims))
+      return "meta \"dynamic\" is not {\"symbols\": {S: max}, "
+             "\"inputs\": {name: [dim symbols]}}";
+    for (const auto &[name, dims] : dynamic["inputs"].items())
+      for (const json &d : dims)
+        if (!d.get<std::string>().empty() &&
+            !dynamic["symbols"].contains(d.get<std::string>()))
+          return "meta \"dynamic\": input '" + name +
+                 "' names an undeclared symbol";
+  }
+  if (meta.contains("bucket") && !allOf(meta["bucket"], isInt))
+    return "meta \"bucket\" is not {S: size}";
+  return "";
+}
+
+/// Every bucket of a model with symbolic dims gives a size to each symbol
+/// (the runtime looks them up when it picks a bucket).
+std::string bucketDefect(const nlohmann::json &dynamic,
+                         const nlohmann::json &meta) {
+  if (!dynamic.is_object())
+    return "";
+  const nlohmann::json &sizes = meta.value("bucket", nlohmann::json::object());
+  for (const auto &[symbol, max] : dynamic["symbols"].items())
+    if (!sizes.contains(symbol))
+      return "a bucket has no size for symbol '" + symbol + "'";
+  return "";
+}
+
+/// JSON nesting deeper than this is refused while parsing: the plan nests
+/// about ten levels, and copying or printing a deeper tree recurses once
+/// per level.
+constexpr int kMaxManifestDepth = 64;
+
+/// `nested`: this is a bucket of another artifact (which has no buckets).
+Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
+                         bool nested) {
   auto fail = [&](const std::string &what) -> Error {
     return Error(path + ": not a valid StepJIT artifact: " + what);
   };
@@ -112,32 +195,64 @@ Artifact parseArtifact(const std::string &bytes, const std::string &path) {
   Artifact a;
   nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(bytes.substr(kHeaderBytes, manifestBytes));
+    manifest = nlohmann::json::parse(
+        bytes.substr(kHeaderBytes, manifestBytes),
+        [&](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
+          if (depth > kMaxManifestDepth)
+            throw fail("the manifest nests deeper than " +
+                       std::to_string(kMaxManifestDepth) + " levels");
+          return true;
+        });
   } catch (const nlohmann::json::exception &e) {
     throw fail(std::string("manifest is not JSON: ") + e.what());
   }
-  a.plan = planFromJson(manifest.at("plan"));
-  a.plan.validate();
-  a.meta = manifest.value("meta", nlohmann::json::object());
+  if (!manifest.is_object())
+    throw fail("the manifest is not a JSON object");
   size_t payloadAt = kHeaderBytes + manifestBytes;
-  for (const auto &s : manifest.at("sections")) {
-    auto offset = s.at("offset").get<uint64_t>();
-    auto size = s.at("size").get<uint64_t>();
-    if (offset + size > payloadBytes)
-      throw fail("section '" + s.at("name").get<std::string>() +
-                 "' lies outside the payload");
-    a.sections[s.at("name").get<std::string>()] =
-        bytes.substr(payloadAt + offset, size);
+  try {
+    a.plan = planFromJson(manifest.at("plan"));
+    a.plan.validate();
+    a.meta = manifest.value("meta", nlohmann::json::object());
+    std::string defect = metaDefect(a.meta);
+    if (!defect.empty())
+      throw fail(defect);
+    for (const auto &s : manifest.at("sections")) {
+      auto name = s.at("name").get<std::string>();
+      auto offset = s.at("offset").get<uint64_t>();
+      auto size = s.at("size").get<uint64_t>();
+      // Two comparisons, not offset + size, which can wrap around.
+      if (offset > payloadBytes || size > payloadBytes - offset)
+        throw fail("section '" + name + "' lies outside the payload");
+      a.sections[name] = bytes.substr(payloadAt + offset, size);
+    }
+  } catch (const nlohmann::json::exception &e) {
+    throw fail(std::string("malformed manifest: ") + e.what());
   }
   for (size_t i = 0;; ++i) {
     auto it = a.sections.find("bucket." + std::to_string(i));
     if (it == a.sections.end())
       break;
-    a.buckets.push_back(
-        parseArtifact(it->second, path + " (bucket " + std::to_string(i) + ")"));
+    // The writer nests one level only; refusing deeper nesting bounds the
+    // recursion a crafted file could ask for.
+    if (nested)
+      throw fail("a bucket has buckets of its own");
+    a.buckets.push_back(parseArtifactAt(
+        it->second, path + " (bucket " + std::to_string(i) + ")", true));
     a.sections.erase(it);
   }
+  if (!nested && a.meta.contains("dynamic")) {
+    std::string defect = bucketDefect(a.meta["dynamic"], a.meta);
+    for (size_t i = 0; defect.empty() && i < a.buckets.size(); ++i)
+      defect = bucketDefect(a.meta["dynamic"], a.buckets[i].meta);
+    if (!defect.empty())
+      throw fail(defect);
+  }
   return a;
+}
+} // namespace
+
+Artifact parseArtifact(const std::string &bytes, const std::string &path) {
+  return parseArtifactAt(bytes, path, false);
 }
 
 } // namespace step::rt

@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <unistd.h>
 
 namespace step::rt {
@@ -181,40 +183,39 @@ HostTensor readNpy(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     readFail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  if (in.bad())
+    readFail(path, std::string("read failed: ") + std::strerror(errno));
+  return parseNpy(bytes, path);
+}
 
-  unsigned char pre[12];
-  in.read(reinterpret_cast<char *>(pre), 10);
-  size_t got = static_cast<size_t>(in.gcount());
-  if (got < kMagicLen ||
-      std::memcmp(pre, kMagic, kMagicLen) != 0)
+HostTensor parseNpy(const std::string &bytes, const std::string &path) {
+  const auto *pre = reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t size = bytes.size();
+  if (size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
     readFail(path, "not a .npy file: expected magic \\x93NUMPY, found '" +
-                       printable(std::string(reinterpret_cast<char *>(pre),
-                                             std::min(got, kMagicLen))) +
-                       "'");
-  if (got < 10)
+                       printable(bytes.substr(0, kMagicLen)) + "'");
+  if (size < 10)
     readFail(path, "truncated: expected a 10-byte preamble, found " +
-                       std::to_string(got) + " bytes");
+                       std::to_string(size) + " bytes");
   int major = pre[6], minor = pre[7];
   if (major < 1 || major > 3 || minor != 0)
     readFail(path, "unsupported format version: expected 1.0, 2.0 or 3.0, "
                    "found " + std::to_string(major) + "." +
                    std::to_string(minor));
   // Version 1.0 stores the header length in 2 bytes, later versions in 4.
-  uint32_t headerLen;
-  if (major == 1) {
-    headerLen = readLE(pre + 8, 2);
-  } else {
-    in.read(reinterpret_cast<char *>(pre + 10), 2);
-    if (in.gcount() != 2)
-      readFail(path, "truncated: expected a 12-byte preamble for version " +
-                         std::to_string(major) + ".0");
-    headerLen = readLE(pre + 8, 4);
-  }
-  std::string header(headerLen, '\0');
-  in.read(header.data(), headerLen);
-  if (static_cast<uint32_t>(in.gcount()) != headerLen)
+  size_t preamble = major == 1 ? 10 : 12;
+  if (size < preamble)
+    readFail(path, "truncated: expected a 12-byte preamble for version " +
+                       std::to_string(major) + ".0");
+  uint32_t headerLen = readLE(pre + 8, major == 1 ? 2 : 4);
+  // Compared with what is there before anything is allocated: a length
+  // field alone must not make the reader reserve gigabytes.
+  if (headerLen > size - preamble)
     readFail(path, "truncated header: expected " + std::to_string(headerLen) +
-                       " bytes, found " + std::to_string(in.gcount()));
+                       " bytes, found " + std::to_string(size - preamble));
+  std::string header = bytes.substr(preamble, headerLen);
 
   std::string descr;
   bool fortran = false;
@@ -232,20 +233,39 @@ HostTensor readNpy(const std::string &path) {
     readFail(path, "fortran_order is True: expected C order (save "
                    "np.ascontiguousarray(a))");
 
-  HostTensor t(entry->dtype, shape);
-  size_t want = t.byteSize();
-  if (want)
-    in.read(static_cast<char *>(t.raw()), static_cast<std::streamsize>(want));
-  size_t have = want ? static_cast<size_t>(in.gcount()) : 0;
-  if (have != want)
+  // The data size the shape asks for, checked against the bytes present
+  // before the tensor is allocated (a shape can ask for more than memory).
+  size_t have = size - preamble - headerLen;
+  size_t want = dtypeSize(entry->dtype);
+  bool tooLarge = false;
+  for (int64_t d : shape) {
+    auto ud = static_cast<uint64_t>(d);
+    if (ud != 0 && want > std::numeric_limits<size_t>::max() / ud)
+      tooLarge = true;
+    else
+      want *= ud;
+  }
+  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  std::string type = std::string(dtypeName(entry->dtype)) + " " +
+                     shapeToString(shape);
+  if (empty)
+    want = 0;
+  else if (tooLarge)
+    readFail(path, "shape " + shapeToString(shape) + " of " +
+                       dtypeName(entry->dtype) +
+                       " has more bytes than memory can hold (the file has " +
+                       std::to_string(have) + " data bytes)");
+  if (have < want)
     readFail(path, "truncated data: expected " + std::to_string(want) +
-                       " bytes for " + dtypeName(t.dtype()) + " " +
-                       shapeToString(shape) + ", found " +
+                       " bytes for " + type + ", found " +
                        std::to_string(have));
-  if (in.peek() != std::char_traits<char>::eof())
+  if (have > want)
     readFail(path, "size mismatch: expected " + std::to_string(want) +
-                       " data bytes for " + dtypeName(t.dtype()) + " " +
-                       shapeToString(shape) + ", found extra bytes after them");
+                       " data bytes for " + type +
+                       ", found extra bytes after them");
+  HostTensor t(entry->dtype, shape);
+  if (want)
+    std::memcpy(t.raw(), bytes.data() + preamble + headerLen, want);
   if (t.dtype() == DType::I1) {
     // numpy treats any nonzero byte as True; keep the 0/1 storage invariant.
     uint8_t *p = t.data<uint8_t>();

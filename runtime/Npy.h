@@ -24,8 +24,14 @@
 
 namespace step::rt {
 
-/// Reads a whole .npy file.
+/// Reads a whole .npy file (parseNpy of its bytes).
 HostTensor readNpy(const std::string &path);
+
+/// Parses the bytes of a .npy file; `what` names their source in errors.
+/// Every size field is checked against the bytes present before anything
+/// is allocated, so no input makes the reader reserve more memory than the
+/// input's own size (tests/fuzz/fuzz-npy.cpp holds it to that).
+HostTensor parseNpy(const std::string &bytes, const std::string &what);
 
 /// Writes `t` as a version 1.0 .npy file (2.0 if the header needs it). The
 /// file is written to "<path>.tmp.<pid>" and renamed into place, so readers

@@ -75,7 +75,11 @@ nlohmann::json toJson(const Plan &plan) {
           {"arena_bytes", plan.arenaBytes}, {"host_bytes", plan.hostBytes}};
 }
 
-Plan planFromJson(const nlohmann::json &j) {
+namespace {
+/// `depth`: 0 for a function's plan, 1 for a fusion body, which holds no
+/// fusion of its own (step-fuse never nests them), so a crafted manifest
+/// cannot recurse deeper than that.
+Plan planFromJsonAt(const nlohmann::json &j, int depth) {
   try {
     Plan plan;
     plan.function = j.at("function").get<std::string>();
@@ -97,8 +101,12 @@ Plan planFromJson(const nlohmann::json &j) {
       step.kernel = s.value("kernel", std::string());
       // Optional: artifacts written before it have no locations.
       step.location = s.value("location", std::string());
-      if (s.contains("body"))
-        step.body = std::make_shared<Plan>(planFromJson(s.at("body")));
+      if (s.contains("body")) {
+        if (depth > 0)
+          throw Error("plan: malformed manifest: a fusion body holds "
+                      "another fusion body");
+        step.body = std::make_shared<Plan>(planFromJsonAt(s.at("body"), 1));
+      }
       plan.steps.push_back(std::move(step));
     }
     plan.arguments = j.at("arguments").get<std::vector<int64_t>>();
@@ -112,6 +120,9 @@ Plan planFromJson(const nlohmann::json &j) {
     throw Error(std::string("plan: malformed manifest: ") + e.what());
   }
 }
+} // namespace
+
+Plan planFromJson(const nlohmann::json &j) { return planFromJsonAt(j, 0); }
 
 namespace {
 /// A fusion body takes and gives exactly its step's buffers' types.
@@ -145,7 +156,23 @@ void Plan::validate(bool isBody) const {
                   ", but the plan has " + std::to_string(n));
   };
   std::vector<bool> defined(buffers.size(), false);
+  if (arenaBytes < 0)
+    throw Error("plan: negative arena size " + std::to_string(arenaBytes));
+  if (hostBytes < 0)
+    throw Error("plan: negative host arena size " + std::to_string(hostBytes));
   for (const BufferDesc &b : buffers) {
+    // Dims and byte sizes first: everything below (and every backend)
+    // computes bytes() without overflow checks.
+    int64_t elements = 1;
+    for (int64_t d : b.shape) {
+      if (d < 0)
+        throw Error("plan: buffer '" + b.name + "' has a negative dimension " +
+                    "in shape " + shapeToString(b.shape));
+      if (d != 0 && elements > INT64_MAX / 8 / d)
+        throw Error("plan: buffer '" + b.name + "' of shape " +
+                    shapeToString(b.shape) + " has too many elements");
+      elements *= d;
+    }
     if (isBody) {
       if (b.kind != BufferKind::Transient || b.offset != -1)
         throw Error("plan: buffer '" + b.name + "' of a fusion body must be "
@@ -153,20 +180,18 @@ void Plan::validate(bool isBody) const {
       continue;
     }
     if (b.kind == BufferKind::Transient &&
-        (b.offset < 0 || b.offset + b.bytes() > arenaBytes))
+        (b.offset < 0 || b.offset > arenaBytes - b.bytes()))
       throw Error("plan: transient buffer '" + b.name + "' at offset " +
                   std::to_string(b.offset) + " (" + std::to_string(b.bytes()) +
                   " bytes) is outside the arena of " +
                   std::to_string(arenaBytes) + " bytes");
     if (b.kind == BufferKind::Host &&
-        (b.offset < 0 || b.offset + b.bytes() > hostBytes))
+        (b.offset < 0 || b.offset > hostBytes - b.bytes()))
       throw Error("plan: host buffer '" + b.name + "' at offset " +
                   std::to_string(b.offset) + " (" + std::to_string(b.bytes()) +
                   " bytes) is outside the host arena of " +
                   std::to_string(hostBytes) + " bytes");
   }
-  if (hostBytes < 0)
-    throw Error("plan: negative host arena size " + std::to_string(hostBytes));
   for (size_t i = 0; i < buffers.size(); ++i)
     defined[i] = buffers[i].kind == BufferKind::Constant;
   for (int64_t id : arguments) {

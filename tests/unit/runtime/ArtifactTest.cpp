@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 namespace {
 using namespace step::rt;
@@ -116,6 +117,157 @@ TEST(Artifact, PlanValidationNamesTheDefect) {
   a.plan.buffers[3].offset = 260; // past the arena
   EXPECT_THROW(a.plan.validate(), Error);
   EXPECT_FALSE(fs::exists(tempPath("never.step")));
+}
+
+/// The bytes of an artifact file around `manifest` and `payload`, framed
+/// as docs/artifact.md says, with a correct checksum: the reader's checks
+/// past the checksum see exactly this manifest.
+std::string framed(const std::string &manifest, const std::string &payload) {
+  std::string out("STEPJIT\0", 8);
+  auto put = [&](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i)
+      out += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put(kArtifactVersion, 4);
+  put(0, 4);
+  put(manifest.size(), 8);
+  put(payload.size(), 8);
+  out += manifest + payload;
+  put(fnv1a64(out.data(), out.size()), 8);
+  return out;
+}
+
+nlohmann::json manifestOf(const Artifact &a, nlohmann::json sections) {
+  return {{"format", "stepjit-artifact"},
+          {"version", kArtifactVersion},
+          {"plan", toJson(a.plan)},
+          {"meta", a.meta},
+          {"sections", std::move(sections)}};
+}
+
+std::string errorParsing(const std::string &bytes) {
+  try {
+    parseArtifact(bytes, "crafted.step");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an Error";
+  return "";
+}
+
+// Found by tests/fuzz/fuzz-artifact: the reader's checks after the
+// checksum, with inputs that pass it.
+TEST(Artifact, SectionRangeCannotWrapAround) {
+  // offset + size wraps to 1: once an out-of-range read (std::out_of_range).
+  nlohmann::json sections = nlohmann::json::array(
+      {{{"name", "constants"},
+        {"offset", std::numeric_limits<uint64_t>::max()},
+        {"size", 2}}});
+  std::string bytes =
+      framed(manifestOf(smallArtifact(), sections).dump(), "0123");
+  EXPECT_NE(errorParsing(bytes).find(
+                "section 'constants' lies outside the payload"),
+            std::string::npos);
+}
+
+TEST(Artifact, MalformedManifestIsAnError) {
+  // Each was once a nlohmann::json exception escaping the reader.
+  EXPECT_NE(errorParsing(framed("[1, 2]", "")).find(
+                "the manifest is not a JSON object"),
+            std::string::npos);
+  nlohmann::json m = manifestOf(smallArtifact(), nlohmann::json::array());
+  m["sections"] = 7;
+  EXPECT_NE(errorParsing(framed(m.dump(), "")).find("malformed manifest"),
+            std::string::npos);
+  m["sections"] = nlohmann::json::array({{{"name", 3}}});
+  EXPECT_NE(errorParsing(framed(m.dump(), "")).find("malformed manifest"),
+            std::string::npos);
+  m.erase("plan");
+  EXPECT_NE(errorParsing(framed(m.dump(), "")).find("malformed manifest"),
+            std::string::npos);
+}
+
+TEST(Artifact, DeepManifestIsRefused) {
+  nlohmann::json m = manifestOf(smallArtifact(), nlohmann::json::array());
+  std::string text = m.dump();
+  // "meta": [[[...]]] 100 levels deep (copying it would recurse per level).
+  text.insert(text.size() - 1, ",\"deep\":" + std::string(100, '[') +
+                                   std::string(100, ']'));
+  EXPECT_NE(errorParsing(framed(text, "")).find(
+                "the manifest nests deeper than 64 levels"),
+            std::string::npos);
+}
+
+TEST(Artifact, BucketsDoNotNest) {
+  Artifact inner = smallArtifact();
+  Artifact middle = smallArtifact();
+  middle.buckets.push_back(inner);
+  Artifact outer = smallArtifact();
+  outer.buckets.push_back(middle);
+  std::string bytes = artifactBytes(outer);
+  EXPECT_NE(errorParsing(bytes).find("a bucket has buckets of its own"),
+            std::string::npos);
+  outer.buckets = {inner}; // one level, as stepc --buckets writes
+  EXPECT_EQ(parseArtifact(artifactBytes(outer), "ok").buckets.size(), 1u);
+}
+
+TEST(Artifact, PlanSizesCannotOverflow) {
+  auto errorValidating = [](const Artifact &a) {
+    try {
+      a.plan.validate();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected an Error";
+    return std::string();
+  };
+  Artifact a = smallArtifact();
+  a.plan.buffers[0].shape = {-4};
+  EXPECT_NE(errorValidating(a).find("'x' has a negative dimension"),
+            std::string::npos);
+  // 2^62 elements of 4 bytes: bytes() would overflow int64.
+  a = smallArtifact();
+  a.plan.buffers[0].shape = {int64_t(1) << 31, int64_t(1) << 31};
+  EXPECT_NE(errorValidating(a).find("'x' of shape [2147483648, 2147483648] "
+                                    "has too many elements"),
+            std::string::npos);
+  // offset + bytes wraps below the arena size: once accepted.
+  a = smallArtifact();
+  a.plan.buffers[3].offset = std::numeric_limits<int64_t>::max() - 8;
+  EXPECT_NE(errorValidating(a).find("is outside the arena"),
+            std::string::npos);
+  a = smallArtifact();
+  a.plan.hostBytes = std::numeric_limits<int64_t>::min();
+  EXPECT_NE(errorValidating(a).find("negative host arena size"),
+            std::string::npos);
+}
+
+TEST(Artifact, FusionBodiesDoNotNest) {
+  nlohmann::json body = {{"function", "fusion"},
+                         {"buffers", nlohmann::json::array()},
+                         {"steps", nlohmann::json::array()},
+                         {"arguments", nlohmann::json::array()},
+                         {"results", nlohmann::json::array()},
+                         {"result_names", nlohmann::json::array()},
+                         {"arena_bytes", 0}};
+  nlohmann::json fusion = {{"op", "step.fusion"},
+                           {"attrs", nlohmann::json::object()},
+                           {"operands", nlohmann::json::array()},
+                           {"results", nlohmann::json::array()},
+                           {"body", body}};
+  nlohmann::json nested = body;
+  nested["steps"] = nlohmann::json::array({fusion});
+  fusion["body"] = nested;
+  nlohmann::json plan = toJson(smallArtifact().plan);
+  plan["steps"].push_back(fusion);
+  try {
+    planFromJson(plan);
+    ADD_FAILURE() << "expected an Error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "a fusion body holds another fusion body"),
+              std::string::npos);
+  }
 }
 
 TEST(Artifact, ChecksumIsFnv1a64) {

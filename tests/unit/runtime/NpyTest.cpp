@@ -206,6 +206,45 @@ TEST_F(NpyTest, MalformedHeaderAndVersion) {
   EXPECT_ERROR(readNpy(path("v9.npy")), {"v9.npy", "version", "found 9.0"});
 }
 
+// Found while fuzzing (tests/fuzz/fuzz-npy): size fields are checked
+// against the bytes present before anything is allocated.
+TEST_F(NpyTest, SizeFieldsAllocateNothing) {
+  // 2^40 f32 elements in an 80-byte file: once a 4 TiB allocation
+  // (std::bad_alloc, or a sanitizer abort), now a truncation error.
+  std::string huge = npyV1(
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }\n",
+      std::string(8, '\0'));
+  EXPECT_ERROR(parseNpy(huge, "huge.npy"),
+               {"huge.npy", "truncated data", "expected 4398046511104 bytes",
+                "found 8"});
+  // More bytes than size_t holds.
+  std::string wide = npyV1("{'descr': '<i8', 'fortran_order': False, "
+                           "'shape': (4294967296, 4294967296, 16), }\n",
+                           "");
+  EXPECT_ERROR(parseNpy(wide, "wide.npy"),
+               {"wide.npy", "more bytes than memory can hold"});
+  // A version-2.0 header length of 4 GiB in a 16-byte file.
+  std::string v2("\x93NUMPY\x02\x00\xf0\xff\xff\xff{'de", 16);
+  EXPECT_ERROR(parseNpy(v2, "v2.npy"),
+               {"v2.npy", "truncated header", "expected 4294967280",
+                "found 4"});
+  // An empty dimension needs no data, whatever the others say.
+  std::string empty = npyV1("{'descr': '<f4', 'fortran_order': False, "
+                            "'shape': (0, 9000000000000000000), }\n",
+                            "");
+  HostTensor none = parseNpy(empty, "empty.npy");
+  EXPECT_EQ(none.numel(), 0);
+  EXPECT_EQ(none.shape(), (Shape{0, 9000000000000000000}));
+}
+
+TEST_F(NpyTest, ParseIsReadWithoutTheFile) {
+  HostTensor t = make(DType::F16, {2, 1}, {1.5, -2});
+  writeNpy(path("p.npy"), t);
+  EXPECT_TRUE(parseNpy(readBytes("p.npy"), "p.npy").bitwiseEqual(t));
+  EXPECT_TRUE(parseNpy(npyBytes(t, "mem"), "mem").bitwiseEqual(t));
+  EXPECT_ERROR(parseNpy("\x93NUMPY\x01", "mem"), {"mem", "truncated"});
+}
+
 TEST_F(NpyTest, MissingFile) {
   EXPECT_ERROR(readNpy(path("nope.npy")), {"nope.npy", "cannot open"});
 }
