@@ -198,6 +198,42 @@ TEST(Artifact, DeepManifestIsRefused) {
             std::string::npos);
 }
 
+TEST(Artifact, MetaOfTheWrongTypeIsRefused) {
+  // Each once reached Session's constructor or step and threw a
+  // nlohmann::json type error there (tests/fuzz/corpus/artifact/meta-*).
+  auto refused = [](nlohmann::json meta) {
+    Artifact a = smallArtifact();
+    a.meta = std::move(meta);
+    return errorParsing(artifactBytes(a));
+  };
+  EXPECT_NE(refused({{"shard", 5}}).find("meta \"shard\" is not"),
+            std::string::npos);
+  EXPECT_NE(refused({{"shard", {{"world_size", "two"}}}})
+                .find("meta \"shard\" is not"),
+            std::string::npos);
+  EXPECT_NE(refused({{"shard", {{"world_size", 2}, {"sharded", {{"w", "x"}}}}}})
+                .find("meta \"shard\" is not"),
+            std::string::npos);
+  EXPECT_NE(refused({{"source_hash", 7}}).find("\"source_hash\" is not a string"),
+            std::string::npos);
+  nlohmann::json dynamic = {{"symbols", {{"T", 8}}},
+                            {"inputs", {{"x", {"T", "U"}}}}};
+  EXPECT_NE(refused({{"dynamic", dynamic}, {"bucket", {{"T", 8}}}})
+                .find("input 'x' names an undeclared symbol"),
+            std::string::npos);
+  dynamic["inputs"]["x"] = {"T", ""};
+  EXPECT_NE(refused({{"dynamic", dynamic}, {"bucket", {{"U", 8}}}})
+                .find("a bucket has no size for symbol 'T'"),
+            std::string::npos);
+  EXPECT_NO_THROW(parseArtifact(
+      artifactBytes([&] {
+        Artifact a = smallArtifact();
+        a.meta = {{"dynamic", dynamic}, {"bucket", {{"T", 8}}}};
+        return a;
+      }()),
+      "ok"));
+}
+
 TEST(Artifact, BucketsDoNotNest) {
   Artifact inner = smallArtifact();
   Artifact middle = smallArtifact();
