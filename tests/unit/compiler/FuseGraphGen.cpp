@@ -11,7 +11,9 @@
 // through tanh before it enters the pool, which keeps every bound small.
 //
 // The random source is splitmix64, not <random>'s distributions, whose
-// output differs between standard libraries.
+// output differs between standard libraries; a fuzzer supplies its own
+// (Choices). As a model (GraphForm::Model), the values no op reads are
+// summed into the loss instead of returned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,27 +31,40 @@ namespace {
 /// Bounds above this are squashed with tanh before a value is reused.
 constexpr double kTame = 100.0;
 
-class Rng {
+class SeededChoices : public Choices {
 public:
-  explicit Rng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 7) {}
+  explicit SeededChoices(uint64_t seed)
+      : state_(seed * 0x9E3779B97F4A7C15ull + 7) {}
+  int64_t below(int64_t n) override {
+    return static_cast<int64_t>(next() % static_cast<uint64_t>(n));
+  }
+  double unit() override {
+    return static_cast<double>(next() >> 11) * 0x1.0p-53;
+  }
+
+private:
   uint64_t next() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  int64_t below(int64_t n) {
-    return static_cast<int64_t>(next() % static_cast<uint64_t>(n));
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * unit(); }
-  bool chance(double p) { return unit() < p; }
+  uint64_t state_;
+};
+
+/// The draws the builder makes, on top of a Choices.
+class Rng {
+public:
+  explicit Rng(Choices &choices) : choices_(choices) {}
+  int64_t below(int64_t n) { return choices_.below(n); }
+  double uniform(double lo, double hi) { return choices_.uniform(lo, hi); }
+  bool chance(double p) { return choices_.unit() < p; }
   template <typename T> const T &of(const std::vector<T> &v) {
     return v[static_cast<size_t>(below(static_cast<int64_t>(v.size())))];
   }
 
 private:
-  uint64_t state_;
+  Choices &choices_;
 };
 
 /// An SSA value of the function being written.
@@ -58,6 +73,7 @@ struct Val {
   rt::Shape shape;
   std::string elt = "f32";
   double bound = 1.0; ///< |every element| <= bound
+  std::string kind;   ///< arguments of a model: "param" or "input"
 };
 
 std::string typeOf(const rt::Shape &shape, const std::string &elt) {
@@ -77,9 +93,8 @@ std::string listOf(const std::vector<int64_t> &xs) {
 
 class Builder {
 public:
-  Builder(uint64_t seed, FuseGraphSize size) : rng_(seed), size_(size) {
-    graph_.seed = seed;
-  }
+  Builder(Choices &choices, FuseGraphSize size, GraphForm form)
+      : rng_(choices), size_(size), model_(form == GraphForm::Model) {}
 
   FuseGraph build() {
     makeSignature();
@@ -95,6 +110,7 @@ public:
 private:
   Rng rng_;
   FuseGraphSize size_;
+  bool model_;
   FuseGraph graph_;
   rt::Shape full_;
   std::vector<Val> args_, pool_;
@@ -112,7 +128,7 @@ private:
   /// Writes `%vN = step.<op> <rest>` and returns %vN.
   Val emit(const std::string &op, const std::string &rest, rt::Shape shape,
            double bound, const std::string &elt = "f32") {
-    Val v{"%v" + std::to_string(counter_++), std::move(shape), elt, bound};
+    Val v{"%v" + std::to_string(counter_++), std::move(shape), elt, bound, ""};
     body_ << "  " << v.name << " = step." << op << " " << rest << "\n";
     ++graph_.ops;
     for (size_t at = rest.find('%'); at != std::string::npos;
@@ -194,13 +210,20 @@ private:
   //===--------------------------------------------------------------------===//
 
   Val addArg(const std::string &name, rt::Shape shape, double lo, double hi) {
-    Val v{"%" + name, shape, "f32", std::max(std::fabs(lo), std::fabs(hi))};
+    Val v{"%" + name, shape, "f32", std::max(std::fabs(lo), std::fabs(hi)),
+          name == "x0" ? "input" : "param"};
     rt::HostTensor t(rt::DType::F32, shape);
     for (int64_t i = 0; i < t.numel(); ++i)
       t.data<float>()[i] = static_cast<float>(rng_.uniform(lo, hi));
     graph_.args.push_back(std::move(t));
-    args_.push_back(v);
+    addName(v);
     return v;
+  }
+
+  void addName(const Val &v) {
+    args_.push_back(v);
+    graph_.argNames.push_back(v.name.substr(1));
+    graph_.argKinds.push_back(model_ ? v.kind : "");
   }
 
   void makeSignature() {
@@ -218,12 +241,12 @@ private:
     if (hasMatmul_) {
       m_ = addArg("m", {full_[1], full_[1]}, -0.5, 0.5);
       // Class labels of the rows, for cross_entropy(_grad).
-      y_ = Val{"%y", {full_[0]}, "i64", 0.0};
+      y_ = Val{"%y", {full_[0]}, "i64", 0.0, "input"};
       rt::HostTensor t(rt::DType::I64, y_.shape);
       for (int64_t i = 0; i < t.numel(); ++i)
         t.data<int64_t>()[i] = rng_.below(full_[1]);
       graph_.args.push_back(std::move(t));
-      args_.push_back(y_);
+      addName(y_);
     }
     one_ = emit("constant", "dense<1.0> : tensor<f32>", {}, 1.0);
   }
@@ -253,10 +276,48 @@ private:
                (names && types ? ": " : "") + (types ? typeOf(vs[i]) : "");
       return out;
     };
+    if (model_)
+      return finishModel(results);
     graph_.mlir = "func.func @f(" + join(args_, true, true) + ") -> (" +
                   join(results, false, true) + ") {\n" + body_.str() +
                   "  return " + join(results, true, false) + " : " +
                   join(results, false, true) + "\n}\n";
+  }
+
+  /// The model form: every result summed into the loss, maybe one value
+  /// returned beside it.
+  void finishModel(const std::vector<Val> &results) {
+    Val loss;
+    for (const Val &r : results) {
+      Val v = r.elt == "f32" ? r : cast(r, "f32");
+      std::vector<int64_t> all;
+      for (int64_t d = 0; d < static_cast<int64_t>(v.shape.size()); ++d)
+        all.push_back(d);
+      Val sum = v.shape.empty()
+                    ? v
+                    : emit("reduce_sum",
+                           v.name + " dims = " + listOf(all) + " : " +
+                               typeOf(v) + " -> tensor<f32>",
+                           {}, v.bound * rt::numElements(v.shape));
+      loss = loss.name.empty() ? sum
+                               : binary("add", loss, sum, loss.bound + sum.bound);
+    }
+    if (loss.name.empty())
+      loss = one_;
+    std::vector<Val> out = {loss};
+    if (rng_.chance(0.3) && !results.empty())
+      out.push_back(results.back());
+    std::string args, types, names;
+    for (size_t i = 0; i < args_.size(); ++i)
+      args += (i ? ", " : "") + args_[i].name + ": " + typeOf(args_[i]) +
+              " {step.kind = \"" + args_[i].kind + "\", step.name = \"" +
+              args_[i].name.substr(1) + "\"}";
+    for (size_t i = 0; i < out.size(); ++i) {
+      types += (i ? ", " : "") + typeOf(out[i]);
+      names += (i ? ", " : "") + out[i].name;
+    }
+    graph_.mlir = "func.func @forward(" + args + ") -> (" + types + ") {\n" +
+                  body_.str() + "  return " + names + " : " + types + "\n}\n";
   }
 
   //===--------------------------------------------------------------------===//
@@ -550,7 +611,7 @@ private:
     std::string head = x.name + ", " + y_.name;
     std::string types = typeOf(x) + ", " + typeOf(y_);
     bool none = rng_.chance(0.5);
-    if (rng_.chance(0.5)) {
+    if (model_ || rng_.chance(0.5)) {
       rt::Shape out = none ? rt::Shape{full_[0]} : rt::Shape{};
       keep(emit("cross_entropy",
                 head + " reduction = " + (none ? "none" : "mean") + " : " +
@@ -611,8 +672,17 @@ private:
 
 } // namespace
 
-FuseGraph generateFuseGraph(uint64_t seed, FuseGraphSize size) {
-  return Builder(seed, size).build();
+FuseGraph generateFuseGraph(uint64_t seed, FuseGraphSize size,
+                            GraphForm form) {
+  SeededChoices choices(seed);
+  FuseGraph g = generateFuseGraph(choices, size, form);
+  g.seed = seed;
+  return g;
+}
+
+FuseGraph generateFuseGraph(Choices &choices, FuseGraphSize size,
+                            GraphForm form) {
+  return Builder(choices, size, form).build();
 }
 
 } // namespace step::fusegen

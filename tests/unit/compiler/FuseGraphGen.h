@@ -16,6 +16,12 @@
 // bound keeps them finite, so the generated functions never produce a NaN
 // or an infinity on the generated inputs.
 //
+// GraphForm::Model writes the same graphs as a model (DESIGN.md section 3)
+// for the training pipeline: `func.func @forward` with params and inputs,
+// returning a scalar f32 loss, the sum of every result's elements. The
+// structure-aware fuzzer (tests/fuzz/fuzz-model.cpp) uses it, with the
+// choices drawn from its input bytes instead of a seed.
+//
 //===----------------------------------------------------------------------===//
 #ifndef STEP_TESTS_UNIT_COMPILER_FUSEGRAPHGEN_H
 #define STEP_TESTS_UNIT_COMPILER_FUSEGRAPHGEN_H
@@ -35,6 +41,9 @@ struct FuseGraph {
   std::string mlir;
   /// The arguments of @f, in order, deterministic from the seed.
   std::vector<rt::HostTensor> args;
+  /// Their names (without '%'; their step.name in the model form) and, in
+  /// the model form, their step.kind ("param" or "input").
+  std::vector<std::string> argNames, argKinds;
   /// Step ops in @f (the constant included).
   int64_t ops = 0;
 };
@@ -44,9 +53,36 @@ struct FuseGraphSize {
   int64_t minActions = 6, maxActions = 14;
 };
 
+/// What the generated text is.
+enum class GraphForm {
+  /// `func.func @f` returning every value no op reads.
+  Function,
+  /// `func.func @forward`: %x0 and the labels %y are inputs, the other
+  /// arguments params (step.kind, step.name); it returns the loss, the sum
+  /// of the elements of every value no op reads, and sometimes one more
+  /// value. Ops without a VJP rule (cross_entropy_grad) are left out.
+  Model,
+};
+
+/// Where the generator's choices come from.
+class Choices {
+public:
+  virtual ~Choices() = default;
+  /// A number in [0, n), n >= 1.
+  virtual int64_t below(int64_t n) = 0;
+  /// A number in [0, 1).
+  virtual double unit() = 0;
+  /// An element of an input tensor, in [lo, hi].
+  virtual double uniform(double lo, double hi) { return lo + (hi - lo) * unit(); }
+};
+
 /// The graph of `seed`: the same seed and size always give the same text
 /// and inputs.
-FuseGraph generateFuseGraph(uint64_t seed, FuseGraphSize size = {});
+FuseGraph generateFuseGraph(uint64_t seed, FuseGraphSize size = {},
+                            GraphForm form = GraphForm::Function);
+/// The graph `choices` pick.
+FuseGraph generateFuseGraph(Choices &choices, FuseGraphSize size = {},
+                            GraphForm form = GraphForm::Function);
 
 } // namespace step::fusegen
 

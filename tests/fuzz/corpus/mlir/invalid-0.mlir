@@ -1,0 +1,4 @@
+func.func @neg_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
+  %0 = "step.neg"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

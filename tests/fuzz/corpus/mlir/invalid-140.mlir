@@ -1,0 +1,4 @@
+func.func @log_softmax_c1_negative(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %0 = step.log_softmax %x dim = -1 : tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}

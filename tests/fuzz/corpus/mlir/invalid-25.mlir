@@ -1,0 +1,4 @@
+func.func @add_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = step.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}

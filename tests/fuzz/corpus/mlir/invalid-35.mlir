@@ -1,0 +1,4 @@
+func.func @mul_c1_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = step.mul %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x3xf32>
+}

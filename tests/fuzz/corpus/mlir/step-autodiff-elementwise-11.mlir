@@ -1,0 +1,6 @@
+func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
+  %s = step.sin %x : tensor<4xf32>
+  %c = step.cos %s : tensor<4xf32>
+  %l = step.reduce_sum %c dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1,0 +1,5 @@
+func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
+  %r = step.abs %x : tensor<4xf32>
+  %l = step.reduce_sum %r dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

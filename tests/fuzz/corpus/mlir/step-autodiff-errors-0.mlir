@@ -1,0 +1,4 @@
+func.func @forward(%w: tensor<4xf32> {step.kind = "param", step.name = "w"})
+    -> tensor<4xf32> {
+  return %w : tensor<4xf32>
+}

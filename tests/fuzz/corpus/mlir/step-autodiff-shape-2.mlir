@@ -1,0 +1,5 @@
+func.func @forward(%x: tensor<6x8xf32> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
+  %s = step.slice %x start = [1, 2] limit = [5, 8] strides = [1, 1] : tensor<6x8xf32> -> tensor<4x6xf32>
+  %l = step.reduce_sum %s dims = [0, 1] : tensor<4x6xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

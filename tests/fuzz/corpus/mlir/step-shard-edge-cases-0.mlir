@@ -1,0 +1,31 @@
+func.func @forward(%w: tensor<3x2xf32> {step.kind = "param", step.name = "w"},
+                   %u: tensor<3x3xf32> {step.kind = "param", step.name = "u"},
+                   %x: tensor<4x3xf32> {step.kind = "input", step.name = "x"})
+    -> tensor<f32> {
+  %y = step.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %l = step.reduce_mean %y dims = [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+func.func @forward(%w: tensor<3x2xbf16> {step.kind = "param", step.name = "w"},
+                   %b: tensor<2xf32> {step.kind = "param", step.name = "b"},
+                   %x: tensor<4x3xbf16> {step.kind = "input", step.name = "x"})
+    -> tensor<f32> {
+  %y = step.matmul %x, %w : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+  %y32 = step.cast %y : tensor<4x2xbf16> -> tensor<4x2xf32>
+  %bb = step.broadcast_in_dim %b, dims = [1] : tensor<2xf32> -> tensor<4x2xf32>
+  %z = step.add %y32, %bb : tensor<4x2xf32>
+  %l = step.reduce_mean %z dims = [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+func.func @forward(%w: tensor<3x2xf32> {step.kind = "param", step.name = "w"},
+                   %t: tensor<f32> {step.kind = "param", step.name = "t"},
+                   %x: tensor<4x3xf32> {step.kind = "input", step.name = "x"})
+    -> tensor<f32> {
+  %y = step.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
+  %tb = step.broadcast_in_dim %t, dims = [] : tensor<f32> -> tensor<4x2xf32>
+  %z = step.mul %y, %tb : tensor<4x2xf32>
+  %l = step.reduce_mean %z dims = [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
