@@ -53,12 +53,15 @@ Value LossScaler::unscale(OpBuilder &b, Location loc, Value scale,
   loss = b.create<MulOp>(loc, loss, inv);
   for (Value &g : grads)
     g = b.create<MulOp>(loc, g, spread(b, loc, inv, g));
+  return allFinite(b, loc, grads);
+}
+
+Value LossScaler::allFinite(OpBuilder &b, Location loc, ValueRange values) {
   Value finite;
   constexpr size_t kPerOp = 256;
-  for (size_t at = 0; at < grads.size(); at += kPerOp) {
-    size_t n = std::min(kPerOp, grads.size() - at);
-    Value part =
-        b.create<CheckFiniteOp>(loc, ValueRange(grads).slice(at, n));
+  for (size_t at = 0; at < values.size(); at += kPerOp) {
+    size_t n = std::min(kPerOp, values.size() - at);
+    Value part = b.create<CheckFiniteOp>(loc, values.slice(at, n));
     // finite && part
     finite = finite ? b.create<SelectOp>(loc, finite, part, finite).getResult()
                     : part;

@@ -40,6 +40,10 @@ struct LossScaler {
   Value unscale(OpBuilder &b, Location loc, Value scale, Value &loss,
                 SmallVectorImpl<Value> &grads) const;
 
+  /// Whether every element of `values` is finite: step.check_finite over
+  /// at most 256 values per op (so its kernel's parameters fit), and-ed.
+  static Value allFinite(OpBuilder &b, Location loc, ValueRange values);
+
   /// `updated` if `ok`, else `old`: the skipped step keeps every value.
   static Value keepIfSkipped(OpBuilder &b, Location loc, Value ok,
                              Value updated, Value old);

@@ -27,6 +27,16 @@
 // its growth tracker ("amp.growth_tracker", i64) are updated as
 // GradScaler.update does.
 //
+// With `guard-finite`, @train_step also returns "guard.finite" (tensor<i1>,
+// last): the loss and every gradient are finite, checked where the
+// gradients exist (after unscaling, before clipping, which would spread a
+// NaN into every gradient). Under dynamic loss scaling an overflowing
+// gradient is the scaler's business, a skipped step by design, so only the
+// loss is checked (the forward does not depend on the scale) until the
+// scale has backed off to 1 or below: then no scaling is left to blame and
+// a non-finite gradient trips the guard too. The runtime re-runs a step
+// that trips it to name the op (runtime/FiniteGuard.h).
+//
 // State: "opt.step" (tensor<i64>) and per param the slots the optimizer
 // needs ("opt.exp_avg.<p>", "opt.exp_avg_sq.<p>", "opt.momentum_buffer.<p>"),
 // all {step.kind = "state"}, zero before the first update. Results carry
@@ -187,6 +197,23 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     }
   }
 
+  /// "guard.finite" (see the file header). `gradsFinite` and `scale` are
+  /// the loss scaler's check and scale, null without dynamic scaling.
+  Value finiteGuard(OpBuilder &b, Location loc, Value loss,
+                    ArrayRef<Value> grads, Value gradsFinite, Value scale) {
+    if (!gradsFinite) {
+      SmallVector<Value> all{loss};
+      all.append(grads.begin(), grads.end());
+      return LossScaler::allFinite(b, loc, all);
+    }
+    Value lossOk = b.create<CheckFiniteOp>(loc, loss);
+    Value both = b.create<SelectOp>(loc, lossOk, gradsFinite, lossOk);
+    Value floor = b.create<CompareOp>(
+        loc, ComparisonDirection::LE, scale,
+        vjp::scalar(b, loc, b.getF32Type(), 1.0));
+    return b.create<SelectOp>(loc, floor, both, lossOk);
+  }
+
   void build(ModuleOp module, func::FuncOp joint) {
     MLIRContext *ctx = module.getContext();
     OpBuilder b(ctx);
@@ -288,6 +315,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     // GradScaler.unscale_: before clipping, on the gradients clipping sees.
     Value finite = scaler ? scaler->unscale(b, loc, scale, loss, grads)
                           : Value();
+    Value guard = guardFinite ? finiteGuard(b, loc, loss, grads, finite, scale)
+                              : Value();
 
     Type f32 = b.getF32Type();
     Value t = b.create<AddOp>(loc, counter, vjp::splat(b, loc, i64Scalar, 1.0));
@@ -371,6 +400,11 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         resultAttrs.push_back(
             argAttrs[cast<BlockArgument>(arg).getArgNumber()]);
       }
+    }
+    if (guard) {
+      results.push_back(guard);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("step.name", b.getStringAttr(kGuardResult))}));
     }
     b.create<func::ReturnOp>(loc, results);
     step.setFunctionType(

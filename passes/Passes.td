@@ -72,6 +72,9 @@ def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
     Optimizer state is `{step.kind = "state"}` arguments and results (see
     compiler/pipeline/Train.h for names). Hyper-parameter defaults are
     PyTorch's; negative values mean "the optimizer's default".
+    With `guard-finite`, one more result `guard.finite` (last) says whether
+    the loss and the gradients (unscaled, before clipping) are finite, for
+    the runtime's non-finite guard (runtime/FiniteGuard.h).
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
@@ -98,6 +101,10 @@ def Optimizer : Pass<"step-optimizer", "::mlir::ModuleOp"> {
            "updates until the decay ends (cosine, linear)">,
     Option<"minRatio", "min-ratio", "double", "0",
            "final LR as a fraction of lr (cosine, linear)">,
+    Option<"guardFinite", "guard-finite", "bool", "false",
+           "also return `guard.finite` (tensor<i1>): the loss and every "
+           "gradient are finite (with dynamic loss scaling: the loss, and "
+           "the gradients once the scale is <= 1); docs/training.md">,
   ];
   let dependentDialects = ["::mlir::step::StepDialect",
                            "::mlir::func::FuncDialect"];

@@ -14,6 +14,10 @@
 
 namespace mlir::step {
 
+/// The step.name of step-optimizer's guard-finite result (the runtime's
+/// rt::kGuardResult, runtime/FiniteGuard.h).
+inline constexpr const char *kGuardResult = "guard.finite";
+
 /// The string attribute `key` of `dict`, or "" when absent.
 inline StringRef stringAttrOf(DictionaryAttr dict, StringRef key) {
   auto s = dict ? dict.getAs<StringAttr>(key) : StringAttr();

@@ -53,7 +53,8 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
        std::to_string(t.schedule.total) + "," +
        std::to_string(t.schedule.minRatio);
   s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
-       ";fuse=" + std::to_string(t.fuse) + ";kernels=" + std::to_string(kernels);
+       ";fuse=" + std::to_string(t.fuse) + ";kernels=" + std::to_string(kernels) +
+       ";guard=" + std::to_string(t.guardFinite);
   s += ";amp=" + t.amp.dtype + "," + t.amp.lossScale + "," +
        std::to_string(t.amp.initScale) + "," +
        std::to_string(t.amp.growthFactor) + "," +
@@ -254,7 +255,8 @@ void Jit::ensureTraced() {
     return;
   trace::Graph g(options_.seed);
   model_(g);
-  std::string text = g.mlir();
+  // With the host program's file:line per op, for runtime messages.
+  std::string text = g.mlir(/*locations=*/true);
   nlohmann::json dynamic = dynamicSignature(text);
   std::string symbols;
   if (!dynamic.is_null())

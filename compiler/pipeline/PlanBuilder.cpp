@@ -5,6 +5,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
 #include "passes/Passes.h"
+#include "runtime/FiniteGuard.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -56,6 +57,28 @@ nlohmann::json attributeToJson(StringRef name, Attribute attr,
 }
 } // namespace
 
+std::string locationString(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    std::string s = file.getFilename().str() + ":" +
+                    std::to_string(file.getLine());
+    // The tracing API records no column (0).
+    if (file.getColumn() != 0)
+      s += ":" + std::to_string(file.getColumn());
+    return s;
+  }
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locationString(name.getChildLoc());
+  // Inlined ops keep their own place as the callee.
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return locationString(call.getCallee());
+  // Ops merged by CSE or canonicalization: the first place known.
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (std::string s = locationString(part); !s.empty())
+        return s;
+  return "";
+}
+
 nlohmann::json attributesToJson(Operation *op) {
   nlohmann::json j = nlohmann::json::object();
   for (NamedAttribute a : op->getAttrDictionary()) {
@@ -94,6 +117,7 @@ static std::shared_ptr<rt::Plan> buildFusionBody(ops::FusionOp fusion) {
     rt::PlanStep step;
     step.op = op.getName().getStringRef().str();
     step.attrs = attributesToJson(&op);
+    step.location = locationString(op.getLoc());
     for (Value v : op.getOperands())
       step.operands.push_back(bufferOf.lookup(v));
     for (Value r : op.getResults())
@@ -173,6 +197,7 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     rt::PlanStep step;
     step.op = op.getName().getStringRef().str();
     step.attrs = attributesToJson(&op);
+    step.location = locationString(op.getLoc());
     if (auto fusion = dyn_cast<ops::FusionOp>(op))
       step.body = buildFusionBody(fusion);
     for (Value v : op.getOperands())
@@ -187,6 +212,10 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     plan.steps.push_back(std::move(step));
   }
   plan.validate();
+  // step-optimizer's guard-finite result: the runtime checks it each step.
+  for (const std::string &name : plan.resultNames)
+    if (name == rt::kGuardResult)
+      a.meta["guard"] = {{"finite", rt::kGuardResult}};
   return a;
 }
 

@@ -20,7 +20,9 @@
 namespace step {
 
 /// Lowers `f`. Throws rt::Error naming the op when an op lacks its offsets
-/// or has a type the runtime cannot hold.
+/// or has a type the runtime cannot hold. A result named "guard.finite"
+/// (step-optimizer's guard-finite) sets meta "guard"
+/// (runtime/FiniteGuard.h); every step records its op's location.
 rt::Artifact buildArtifact(mlir::func::FuncOp f);
 
 /// Runs step-memory-plan on @`func` of `module` and lowers it with
@@ -29,6 +31,12 @@ rt::Artifact buildArtifact(mlir::func::FuncOp f);
 /// throws rt::Error when planning or lowering fails.
 rt::Artifact planArtifact(mlir::ModuleOp module, const std::string &func,
                           std::vector<PassRecord> *report = nullptr);
+
+/// A location as rt::PlanStep::location: "file:line:col" ("file:line"
+/// when the column is 0, as the tracing API records), looking through
+/// names, call sites (the callee: where an inlined op was written) and
+/// fused locations (the first known part); "" when unknown.
+std::string locationString(mlir::Location loc);
 
 /// An op's attributes as the plan's JSON (enum attributes as their words,
 /// unit attributes as true, arrays as arrays); `step.*` annotations are left

@@ -467,6 +467,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   opt.nesterov = o.nesterov;
   opt.decayVectors = o.decayVectors;
   opt.clip = options.clipNorm.value_or(0);
+  opt.guardFinite = options.guardFinite;
   opt.schedule = s.kind == ScheduleOptions::Kind::Constant ? "constant"
                  : s.kind == ScheduleOptions::Kind::Cosine ? "cosine"
                                                            : "linear";

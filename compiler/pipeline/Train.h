@@ -145,6 +145,10 @@ struct TrainOptions {
   ScheduleOptions schedule;
   /// Clip gradients to this global L2 norm (torch.nn.utils.clip_grad_norm_).
   std::optional<double> clipNorm;
+  /// Return "guard.finite" (step-optimizer's guard-finite): the runtime
+  /// then refuses a step whose loss or gradients are not finite and names
+  /// the op that made the first NaN/Inf (docs/training.md).
+  bool guardFinite = false;
   /// Micro-batches per update (step-grad-accum); 1 = off.
   int64_t gradAccum = 1;
   AmpOptions amp;

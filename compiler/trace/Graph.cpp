@@ -388,7 +388,7 @@ void Graph::outputNamed(const Tensor &loss,
   g.finished = true;
 }
 
-std::string Graph::mlir() const {
+std::string Graph::mlir(bool locations) const {
   if (!state_ || !state_->finished)
     throw std::logic_error("mlir: call output() first");
   DiagnosticCapture capture(&state_->ctx);
@@ -397,7 +397,10 @@ std::string Graph::mlir() const {
                            capture.message);
   std::string text;
   llvm::raw_string_ostream os(text);
-  state_->module->print(os);
+  mlir::OpPrintingFlags flags;
+  if (locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  state_->module->print(os, flags);
   return text;
 }
 

@@ -231,8 +231,11 @@ public:
                    std::vector<std::pair<std::string, Tensor>> extras);
 
   /// The module in the custom assembly form, verified first. Throws
-  /// std::logic_error before output() or if verification fails.
-  std::string mlir() const;
+  /// std::logic_error before output() or if verification fails. With
+  /// `locations`, every op carries its `loc(...)`: the C++ file:line that
+  /// traced it, which the plan keeps, so runtime errors (the non-finite
+  /// guard's) name the host program's line; step::jit compiles this form.
+  std::string mlir(bool locations = false) const;
   /// Writes DIR/model.mlir and DIR/params/<name>.npy (initial values),
   /// creating the folders; each file atomically (temporary file + rename).
   void writeModel(const std::string &dir) const;

@@ -7,6 +7,7 @@
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]]
 //         [--shard=dp|zero1|zero2|zero3[,bucket=BYTES] --world-size=N]
+//         [--guard-finite]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -59,7 +60,7 @@
 namespace {
 struct Options {
   std::string input, output, emit, report;
-  bool train = false;
+  bool train = false, guardFinite = false;
   std::string optimizer = "adamw", schedule = "constant";
   double clip = 0;
   int64_t gradAccum = 1;
@@ -107,7 +108,7 @@ nlohmann::json reportJson(const Options &o,
           {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions},        {"activations", activations},
           {"remat", remat},            {"offload", offload},
-          {"shard", shard}};
+          {"shard", shard},            {"guard_finite", o.guardFinite}};
 }
 /// Writes every (path, bytes) of `files` or none of them: each is staged
 /// as PATH.tmp.<pid> beside its destination, and only when all are staged
@@ -264,6 +265,10 @@ int main(int argc, char **argv) {
   app.add_option("--world-size", o.worldSize,
                  "replicas (ranks) a sharded step runs on")
       ->capture_default_str();
+  app.add_flag("--guard-finite", o.guardFinite,
+               "return guard.finite (loss and gradients finite); the "
+               "runtime refuses a non-finite step and names the op that made "
+               "the first NaN/Inf (docs/training.md)");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
   app.add_option("--dump-kernels", o.dumpKernels,
@@ -276,6 +281,11 @@ int main(int argc, char **argv) {
   if (o.emit != "mlir" && o.emit != "artifact") {
     std::cerr << "stepc: --emit=" << o.emit
               << " is not a kind of output; expected artifact or mlir\n";
+    return 1;
+  }
+  if (o.guardFinite && !o.train) {
+    std::cerr << "stepc: --guard-finite needs --train (it checks the "
+                 "training step's loss and gradients)\n";
     return 1;
   }
   step::TrainOptions train;
@@ -294,6 +304,7 @@ int main(int argc, char **argv) {
     train.clipNorm = o.clip;
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
+  train.guardFinite = o.guardFinite;
 
   if (!o.buckets.empty())
     return compileWithBuckets(o, train);
@@ -381,9 +392,10 @@ int main(int argc, char **argv) {
       std::cerr << "stepc: error: " << e.what() << "\n";
       return 1;
     }
-    artifact.meta = {{"stepc_options", reportJson(o, {}, 0)},
-                     {"source_hash", sourceHash},
-                     {"arena_bytes", artifact.plan.arenaBytes}};
+    // Merged: the plan builder's keys ("guard") stay.
+    artifact.meta.update({{"stepc_options", reportJson(o, {}, 0)},
+                          {"source_hash", sourceHash},
+                          {"arena_bytes", artifact.plan.arenaBytes}});
     if (!shard.is_null())
       artifact.meta["shard"] = shard;
 #ifdef STEP_HAVE_CODEGEN
