@@ -146,17 +146,23 @@ bool hasCheckpoint(const std::string &dir) {
   return hasManifest(checkpointFolder(folderPath(dir)));
 }
 
-void writeCheckpoint(const std::string &dir, const Checkpoint &ckpt) {
+void checkCheckpointFolder(const std::string &dir) {
   fs::path target = folderPath(dir);
   std::error_code ec;
-  if (fs::exists(target, ec)) {
-    if (!fs::is_directory(target, ec))
-      throw Error("checkpoint: '" + dir + "' exists and is not a folder");
-    if (!hasManifest(target) && !fs::is_empty(target, ec))
-      throw Error("checkpoint: '" + dir + "' is a folder that holds no "
-                  "checkpoint (no " + kManifest + ") and is not empty; "
-                  "refusing to replace it");
-  }
+  if (!fs::exists(target, ec))
+    return;
+  if (!fs::is_directory(target, ec))
+    throw Error("checkpoint: '" + dir + "' exists and is not a folder");
+  if (!hasManifest(target) && !fs::is_empty(target, ec))
+    throw Error("checkpoint: '" + dir + "' is a folder that holds no "
+                "checkpoint (no " + kManifest + ") and is not empty; "
+                "refusing to replace it");
+}
+
+void writeCheckpoint(const std::string &dir, const Checkpoint &ckpt) {
+  checkCheckpointFolder(dir);
+  fs::path target = folderPath(dir);
+  std::error_code ec;
   fs::create_directories(parentOf(target), ec);
   // Partial new ones of interrupted writes go now; an old one moved aside
   // stays until the new one is in place (it may be the only checkpoint).

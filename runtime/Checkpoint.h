@@ -58,6 +58,11 @@ struct Checkpoint {
 /// is neither a checkpoint nor empty: it is someone else's folder.
 void writeCheckpoint(const std::string &dir, const Checkpoint &ckpt);
 
+/// Throws writeCheckpoint's refusal, writing nothing, when `dir` could not
+/// take a checkpoint (a file, or a folder that is neither a checkpoint nor
+/// empty), so that a run can check before its first step.
+void checkCheckpointFolder(const std::string &dir);
+
 /// Reads and verifies the checkpoint in `dir`; throws Error naming the file
 /// and the defect (no manifest: not a complete checkpoint; wrong format or
 /// version; a file missing, of the wrong size or checksum, or not the dtype

@@ -284,6 +284,17 @@ void Session::load_params(const std::string &dir) {
     values_[name] = std::move(t);
 }
 
+namespace {
+/// fs::create_directories with the failure said as an Error.
+void makeFolder(const fs::path &dir, const std::string &what) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw Error(what + ": cannot create folder " + dir.string() + ": " +
+                ec.message());
+}
+} // namespace
+
 void Session::save_params(const std::string &dir) const {
   for (const std::string &name : params_)
     if (!values_.count(name))
@@ -291,14 +302,14 @@ void Session::save_params(const std::string &dir) const {
                   "' has no value (call load_params or set first)");
   bool writer = comm_->rank() == 0;
   if (writer)
-    fs::create_directories(dir);
+    makeFolder(dir, "save_params");
   auto save = [&](const std::string &name) {
     HostTensor t = gathered(name); // collective when sharded
     if (!writer)
       return;
     fs::path path = fs::path(dir) / (name + ".npy");
     // Names like "layer0/w" become subfolders.
-    fs::create_directories(path.parent_path());
+    makeFolder(path.parent_path(), "save_params");
     rt::writeNpy(path.string(), t);
   };
   for (const std::string &name : params_)
@@ -319,7 +330,7 @@ void Session::save_shards(const std::string &dir) const {
     fs::remove(fs::path(dir) / "shards.json");
   comm_->barrier();
   fs::path mine = fs::path(dir) / ("rank" + std::to_string(r));
-  fs::create_directories(mine);
+  makeFolder(mine, "save_shards");
   nlohmann::json sharded = nlohmann::json::object();
   auto save = [&](const std::string &name) {
     bool blocks = fullShapes_.count(name) != 0;
@@ -328,7 +339,7 @@ void Session::save_shards(const std::string &dir) const {
     if (!blocks && r != 0)
       return;
     fs::path path = (blocks ? mine : fs::path(dir)) / (name + ".npy");
-    fs::create_directories(path.parent_path());
+    makeFolder(path.parent_path(), "save_shards");
     rt::writeNpy(path.string(), values_.at(name));
   };
   for (const std::string &name : params_)

@@ -37,6 +37,7 @@
 #include "runtime/Npy.h"
 #include "runtime/Session.h"
 #include "runtime/cpu/Kernels.h"
+#include "tools/Validators.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -168,6 +169,8 @@ int run(const Options &o) {
   sessionOptions.backend = step::backendFromName(o.backend);
   step::Session session(o.artifact, sessionOptions);
   std::vector<fs::path> batches = batchFolders(o.inputs);
+  if (!o.checkpoint.empty())
+    step::rt::checkCheckpointFolder(o.checkpoint); // before any step runs
   // Where the run starts: a checkpoint's step and batch, or step 0.
   int64_t first = 0;
   size_t next = 0;
@@ -250,7 +253,7 @@ int main(int argc, char **argv) {
                  "folders 0000/, 0001/, ... (used in order, cycling)")
       ->required();
   app.add_option("--steps", o.steps, "number of steps")
-      ->check(CLI::PositiveNumber)
+      ->check(step::tools::PositiveInteger)
       ->capture_default_str();
   app.add_option("--backend", o.backend, "auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -268,7 +271,7 @@ int main(int argc, char **argv) {
       "position), replaced atomically; written after the last step");
   app.add_option("--checkpoint-every", o.checkpointEvery,
                  "also write the checkpoint every K steps")
-      ->check(CLI::PositiveNumber)
+      ->check(step::tools::PositiveInteger)
       ->needs(checkpoint);
   app.add_flag("--resume", o.resume,
                "start from the checkpoint in --checkpoint DIR when there is "

@@ -32,7 +32,7 @@ Checkpoint sample(int64_t step, float w0) {
   c.tensors["w"] = make(F32, {2, 2}, {w0, 2, 3, 4});
   c.tensors["layer0/b"] = make(DType::BF16, {3}, {1, -2, 0.5});
   c.tensors["h"] = make(DType::F16, {2}, {0.25, -8});
-  c.tensors["step"] = make(I64, {}, {step});
+  c.tensors["step"] = make(I64, {}, {static_cast<double>(step)});
   c.tensors["ids"] = make(DType::I32, {3}, {7, 8, 9});
   c.tensors["mask"] = make(DType::I1, {2}, {1, 0});
   return c;
