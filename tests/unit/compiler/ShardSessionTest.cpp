@@ -212,7 +212,8 @@ TEST(ShardSession, ThreadGroupMatchesOneSession) {
 
 // Checkpoints of a sharded run, after a step (non-zero state): the full
 // tensors save_params writes (rank 0, gathered) and the per-rank blocks
-// save_shards writes both load, bit for bit, into one unsharded Session and
+// save_shards writes and the training checkpoint Session::save writes (full
+// tensors, collective) all load, bit for bit, into one unsharded Session and
 // into a sharded run on 4 ranks (resharding the blocks).
 TEST(ShardSession, CheckpointsLoadIntoAnyWorldSize) {
   namespace fs = std::filesystem;
@@ -244,13 +245,21 @@ TEST(ShardSession, CheckpointsLoadIntoAnyWorldSize) {
         full[static_cast<size_t>(r)][name] = s.gathered(name);
       s.save_params((dir / "full").string());
       s.save_shards((dir / "shards").string());
+      s.save((dir / "ckpt").string()); // a training checkpoint
     });
     ASSERT_TRUE(fs::exists(dir / "shards" / "shards.json"));
     ASSERT_TRUE(fs::is_directory(dir / "shards" / "rank1"));
-    for (const char *which : {"full", "shards"}) {
+    // Session::load also takes the step count.
+    auto load = [&](Session &s, const std::string &which) {
+      if (which != "ckpt")
+        return s.load_params((dir / which).string());
+      EXPECT_EQ(s.load((dir / which).string()).step, 1);
+      EXPECT_EQ(s.stepsDone(), 1);
+    };
+    for (const char *which : {"full", "shards", "ckpt"}) {
       SCOPED_TRACE(which);
       Session single(*one, SessionOptions{Backend::Cpu, nullptr});
-      single.load_params((dir / which).string());
+      load(single, which);
       for (const std::string &name : names) {
         EXPECT_TRUE(sameBits({full[0][name]}, {single.get(name)}, {name}));
         EXPECT_TRUE(sameBits({full[0][name]}, {full[1][name]}, {name}));
@@ -263,7 +272,7 @@ TEST(ShardSession, CheckpointsLoadIntoAnyWorldSize) {
       std::vector<std::map<std::string, HostTensor>> back(4);
       onRanks(ranks4, [&](int r) {
         Session &s = *s4[static_cast<size_t>(r)];
-        s.load_params((dir / which).string());
+        load(s, which);
         for (const std::string &name : names)
           back[static_cast<size_t>(r)][name] = s.gathered(name);
       });
