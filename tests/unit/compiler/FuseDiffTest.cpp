@@ -36,6 +36,7 @@
 #include "examples/gpt2/Model.h"
 #include "examples/mlp/MLP.h"
 #include "passes/Passes.h"
+#include "runtime/Session.h"
 #include "runtime/cpu/Executor.h"
 
 #include "mlir/IR/Verifier.h"
@@ -264,6 +265,38 @@ TEST(FuseDiff, GeneratorIsDeterministic) {
   }
   EXPECT_NE(fusegen::generateFuseGraph(1).mlir,
             fusegen::generateFuseGraph(2).mlir);
+}
+
+// The model form (what tests/fuzz/fuzz-model compiles from its bytes):
+// every graph is a model the training pipeline takes, whose step runs on
+// the CPU backend to a finite loss (the generator bounds every value).
+TEST(FuseDiff, ModelFormTrains) {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    fusegen::FuseGraph g = fusegen::generateFuseGraph(
+        seed, {}, fusegen::GraphForm::Model);
+    mlir::MLIRContext ctx;
+    ctx.loadDialect<mlir::step::StepDialect, mlir::func::FuncDialect>();
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(g.mlir, &ctx);
+    ASSERT_TRUE(module && mlir::succeeded(mlir::verify(*module))) << g.mlir;
+    TrainOptions options;
+    options.optimizer.kind = seed % 2 ? OptimizerOptions::Kind::Sgd
+                                      : OptimizerOptions::Kind::Adamw;
+    ASSERT_TRUE(mlir::succeeded(buildTrainStep(*module, options))) << g.mlir;
+    SessionOptions cpu;
+    cpu.backend = Backend::Cpu;
+    Session session(planArtifact(*module, "train_step"), cpu);
+    std::map<std::string, rt::HostTensor> batch;
+    for (size_t i = 0; i < g.args.size(); ++i) {
+      if (g.argKinds[i] == "param")
+        session.set(g.argNames[i], g.args[i]);
+      else
+        batch[g.argNames[i]] = g.args[i];
+    }
+    EXPECT_EQ(batch.size(), g.argNames.back() == "y" ? 2u : 1u);
+    double loss = session.step(batch);
+    EXPECT_TRUE(std::isfinite(loss)) << g.mlir;
+  }
 }
 
 //===----------------------------------------------------------------------===//
