@@ -218,6 +218,11 @@ Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
       throw fail(defect);
     for (const auto &s : manifest.at("sections")) {
       auto name = s.at("name").get<std::string>();
+      // get<uint64_t> would convert a float or a negative number too.
+      if (!s.at("offset").is_number_unsigned() ||
+          !s.at("size").is_number_unsigned())
+        throw fail("section '" + name +
+                   "' has an offset or size that is not a byte count");
       auto offset = s.at("offset").get<uint64_t>();
       auto size = s.at("size").get<uint64_t>();
       // Two comparisons, not offset + size, which can wrap around.

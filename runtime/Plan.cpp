@@ -76,6 +76,25 @@ nlohmann::json toJson(const Plan &plan) {
 }
 
 namespace {
+/// An integer field: nlohmann's get<int64_t> would also convert a float,
+/// which is undefined behaviour outside int64's range (1e300).
+int64_t intOf(const nlohmann::json &j, const char *what) {
+  if (!j.is_number_integer() ||
+      (j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX))
+    throw Error(std::string("plan: malformed manifest: ") + what + " " +
+                j.dump() + " is not a 64-bit integer");
+  return j.get<int64_t>();
+}
+std::vector<int64_t> intsOf(const nlohmann::json &j, const char *what) {
+  if (!j.is_array())
+    throw Error(std::string("plan: malformed manifest: ") + what +
+                " is not an array");
+  std::vector<int64_t> out;
+  for (const nlohmann::json &v : j)
+    out.push_back(intOf(v, what));
+  return out;
+}
+
 /// `depth`: 0 for a function's plan, 1 for a fusion body, which holds no
 /// fusion of its own (step-fuse never nests them), so a crafted manifest
 /// cannot recurse deeper than that.
@@ -88,16 +107,16 @@ Plan planFromJsonAt(const nlohmann::json &j, int depth) {
       d.name = b.at("name").get<std::string>();
       d.kind = bufferKindFromName(b.at("kind").get<std::string>());
       d.dtype = dtypeFromName(b.at("dtype").get<std::string>());
-      d.shape = b.at("shape").get<Shape>();
-      d.offset = b.at("offset").get<int64_t>();
+      d.shape = intsOf(b.at("shape"), "a shape");
+      d.offset = intOf(b.at("offset"), "an offset");
       plan.buffers.push_back(std::move(d));
     }
     for (const auto &s : j.at("steps")) {
       PlanStep step;
       step.op = s.at("op").get<std::string>();
       step.attrs = s.at("attrs");
-      step.operands = s.at("operands").get<std::vector<int64_t>>();
-      step.results = s.at("results").get<std::vector<int64_t>>();
+      step.operands = intsOf(s.at("operands"), "an operand id");
+      step.results = intsOf(s.at("results"), "a result id");
       step.kernel = s.value("kernel", std::string());
       // Optional: artifacts written before it have no locations.
       step.location = s.value("location", std::string());
@@ -109,12 +128,13 @@ Plan planFromJsonAt(const nlohmann::json &j, int depth) {
       }
       plan.steps.push_back(std::move(step));
     }
-    plan.arguments = j.at("arguments").get<std::vector<int64_t>>();
-    plan.results = j.at("results").get<std::vector<int64_t>>();
+    plan.arguments = intsOf(j.at("arguments"), "an argument id");
+    plan.results = intsOf(j.at("results"), "a result id");
     plan.resultNames = j.at("result_names").get<std::vector<std::string>>();
-    plan.arenaBytes = j.at("arena_bytes").get<int64_t>();
+    plan.arenaBytes = intOf(j.at("arena_bytes"), "arena_bytes");
     // Artifacts written before step-offload have no host arena.
-    plan.hostBytes = j.value("host_bytes", int64_t(0));
+    plan.hostBytes =
+        j.contains("host_bytes") ? intOf(j["host_bytes"], "host_bytes") : 0;
     return plan;
   } catch (const nlohmann::json::exception &e) {
     throw Error(std::string("plan: malformed manifest: ") + e.what());

@@ -187,6 +187,41 @@ TEST(Artifact, MalformedManifestIsAnError) {
             std::string::npos);
 }
 
+TEST(Artifact, IntegerFieldsMustBeIntegers) {
+  // A number past uint64 parses as a double; converting it to int64 was
+  // undefined behaviour (UBSan in fuzz-artifact, corpus float-size-field).
+  auto planError = [](const char *key, nlohmann::json value, bool inBuffer) {
+    nlohmann::json plan = toJson(smallArtifact().plan);
+    (inBuffer ? plan["buffers"][2] : plan)[key] = std::move(value);
+    try {
+      planFromJson(plan);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected an Error";
+    return std::string();
+  };
+  EXPECT_NE(planError("shape", nlohmann::json::parse("[92233720368547758074, 3]"),
+                      true)
+                .find("a shape 9.223372036854776e+19 is not a 64-bit integer"),
+            std::string::npos);
+  EXPECT_NE(planError("offset", 1.5, true).find("an offset 1.5 is not"),
+            std::string::npos);
+  EXPECT_NE(planError("offset", std::numeric_limits<uint64_t>::max(), true)
+                .find("18446744073709551615 is not a 64-bit integer"),
+            std::string::npos);
+  EXPECT_NE(planError("arena_bytes", "272", false).find("arena_bytes"),
+            std::string::npos);
+  EXPECT_NE(planError("arguments", 0, false).find("is not an array"),
+            std::string::npos);
+  nlohmann::json sections = nlohmann::json::array(
+      {{{"name", "constants"}, {"offset", -1}, {"size", 2}}});
+  EXPECT_NE(errorParsing(framed(manifestOf(smallArtifact(), sections).dump(),
+                                "0123"))
+                .find("not a byte count"),
+            std::string::npos);
+}
+
 TEST(Artifact, DeepManifestIsRefused) {
   nlohmann::json m = manifestOf(smallArtifact(), nlohmann::json::array());
   std::string text = m.dump();
