@@ -56,10 +56,12 @@ void putU64(uint8_t *p, uint64_t v) {
   std::abort();
 }
 
-/// An accepted artifact written again must read back the same.
+/// An accepted artifact written again must read back the same. Compared
+/// as text: JSON has no infinities, so a number too large for a double
+/// reads as inf and is written as null, on both sides alike.
 void checkRoundTrip(const Artifact &a) {
   Artifact b = step::rt::parseArtifact(step::rt::artifactBytes(a), "rewrite");
-  if (step::rt::toJson(a.plan) != step::rt::toJson(b.plan))
+  if (step::rt::toJson(a.plan).dump() != step::rt::toJson(b.plan).dump())
     bug("the plan changed when written and read again");
   if (a.sections != b.sections || a.buckets.size() != b.buckets.size())
     bug("the sections changed when written and read again");
