@@ -47,8 +47,10 @@ void combine(T *dst, const T *src, int64_t n, CommOp op) {
   }
 }
 
-void combineAny(void *dst, const void *src, int64_t n, DType dtype,
-                CommOp op) {
+} // namespace
+
+void combineInto(void *dst, const void *src, int64_t n, DType dtype,
+                 CommOp op) {
   switch (dtype) {
   case DType::F32:
     return combine(static_cast<float *>(dst), static_cast<const float *>(src),
@@ -69,6 +71,8 @@ void combineAny(void *dst, const void *src, int64_t n, DType dtype,
                 dtypeName(dtype) + " (f16/bf16 are reduced in f32)");
   }
 }
+
+namespace {
 
 class SelfCommunicator final : public Communicator {
 public:
@@ -140,7 +144,7 @@ public:
                              static_cast<const uint8_t *>(shared_->slots[0]) +
                                  bytes);
     for (int r = 1; r < size(); ++r)
-      combineAny(acc.data(), shared_->slots[static_cast<size_t>(r)], count,
+      combineInto(acc.data(), shared_->slots[static_cast<size_t>(r)], count,
                  dtype, op);
     shared_->barrier();
     if (bytes)
@@ -230,7 +234,9 @@ bool launchedByMpi() {
 }
 
 Communicator &worldCommunicator() {
-  return launchedByMpi() ? mpiCommunicator() : selfCommunicator();
+  if (launchedByMpi())
+    return mpiCommunicator();
+  return launchedByEnv() ? envCommunicator() : selfCommunicator();
 }
 
 #ifndef STEP_HAVE_MPI

@@ -12,6 +12,11 @@
 //    interpreter's differential tests of step-shard).
 //  - mpiCommunicator() (runtime/Mpi.cpp, only when built with MPI): the
 //    processes `mpirun` started; MPI_COMM_WORLD.
+//  - connectTcp() / envCommunicator() (runtime/Tcp.cpp): processes started
+//    with their rank, the world size and a rendezvous address in the
+//    environment (STEP_RANK, STEP_WORLD_SIZE, STEP_MASTER_ADDR,
+//    STEP_MASTER_PORT, or torchrun's RANK, WORLD_SIZE, MASTER_ADDR,
+//    MASTER_PORT), joined over TCP; no MPI needed.
 //
 // Every collective is called by all ranks of the communicator in the same
 // order; each rank's result has the same bits (reductions are computed once,
@@ -89,8 +94,36 @@ bool launchedByMpi();
 /// MPI_COMM_WORLD, initializing MPI on first use (finalized at exit).
 /// Throws Error when the build has no MPI.
 Communicator &mpiCommunicator();
-/// mpiCommunicator() when launchedByMpi(), else selfCommunicator().
+/// Where rank 0 of a TCP world listens and the others connect.
+struct TcpOptions {
+  std::string host = "127.0.0.1";
+  int port = 29500;
+  /// How long ranks wait for the others to join.
+  double timeoutSeconds = 120;
+};
+/// This process's rank of a world of `size` ranks joined over TCP (every
+/// rank calls it with the same options); throws Error naming the rank,
+/// the address and what failed (timeout, a rank's world size differing).
+std::unique_ptr<Communicator> connectTcp(int rank, int size,
+                                         const TcpOptions &options);
+/// Whether the environment names a world (STEP_WORLD_SIZE or WORLD_SIZE).
+bool launchedByEnv();
+/// The TCP world the environment describes, joined on first use and kept
+/// (STEP_CONNECT_TIMEOUT: seconds to wait, default 120). Throws Error
+/// naming a variable that is missing or out of range.
+Communicator &envCommunicator();
+/// mpiCommunicator() when launchedByMpi(), else envCommunicator() when
+/// launchedByEnv(), else selfCommunicator().
 Communicator &worldCommunicator();
+/// Ends every rank of the world this process joined (MPI_Abort, or closing
+/// the TCP connections, which ends the peers' collectives) with exit code
+/// `code`; returns when this process joined none.
+void abortWorld(int code);
+
+/// dst[i] = op(dst[i], src[i]) for `n` elements of `dtype` (F32, I32, I64;
+/// I1 by max or min): the reduction every communicator computes.
+void combineInto(void *dst, const void *src, int64_t n, DType dtype,
+                 CommOp op);
 
 /// The communicator collective kernels on this thread use.
 Communicator &currentCommunicator();

@@ -49,7 +49,7 @@ struct SessionOptions {
   Backend backend = Backend::Auto;
   /// The replicas of a sharded step (stepc --shard, docs/distributed.md):
   /// this rank's communicator. Null: rt::worldCommunicator() (the ranks
-  /// mpirun started, else one). Its size must be the artifact's world size.
+  /// mpirun started, else those the environment names, else one). Its size must be the artifact's world size.
   rt::Communicator *communicator = nullptr;
 };
 

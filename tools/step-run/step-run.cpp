@@ -30,7 +30,9 @@
 // files on every rank, each input holding the global batch, of which rank r
 // takes rows [r * B / N, (r + 1) * B / N); rank 0 prints the losses (the
 // same on every rank) and writes --out (full tensors) and --trace. An error
-// on one rank ends all of them (MPI_Abort).
+// on one rank ends all of them (MPI_Abort). Without MPI, the ranks come
+// from the environment (STEP_RANK, STEP_WORLD_SIZE, STEP_MASTER_ADDR,
+// STEP_MASTER_PORT, or torchrun's names) and join over TCP.
 //
 //===----------------------------------------------------------------------===//
 
@@ -285,7 +287,6 @@ int main(int argc, char **argv) {
     std::cerr << "step-run: error: " << e.what() << "\n";
   }
   // One failing rank must not leave the others in a collective.
-  if (step::rt::launchedByMpi() && step::rt::haveMpi())
-    step::rt::mpiCommunicator().abortAll(1);
+  step::rt::abortWorld(1);
   return 1;
 }

@@ -1,9 +1,10 @@
 //===- CommTest.cpp - Communicators, ZeRO blocks, collective kernels ------===//
 //
 // The runtime under step-shard (runtime/Comm.h, runtime/cpu/Collectives.cpp):
-//  - the thread-group communicator: all_reduce (sum, max, min per dtype),
-//    all_gather, broadcast and subgroups against values worked out by hand,
-//    the same on every rank; groupOf's checks;
+//  - the thread-group and TCP communicators: all_reduce (sum, max, min per
+//    dtype), all_gather, broadcast against values worked out by hand, the
+//    same on every rank; subgroups and groupOf's checks (threads); the TCP
+//    world's rendezvous errors and a rank that dies mid-collective;
 //  - rt::shardOf / rt::unshard (ZeRO's flattened, zero-padded blocks);
 //  - the CPU kernels of the four collective ops on a group of 2 threads.
 // The pass itself is tested in tests/unit/compiler/ShardTest.cpp.
@@ -20,6 +21,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace {
 using namespace step;
@@ -49,15 +53,65 @@ std::vector<double> valuesOf(const HostTensor &t) {
 // Communicators
 //===----------------------------------------------------------------------===//
 
-// all_reduce over 3 threads, per dtype and op, in place and not, against
+/// A loopback port nobody listens on now (the kernel's pick).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+rt::TcpOptions loopback(int port, double timeout = 30) {
+  rt::TcpOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.timeoutSeconds = timeout;
+  return o;
+}
+
+/// A TCP world of `n` ranks in this process: each joins on its own thread,
+/// as separate processes would.
+std::vector<std::unique_ptr<rt::Communicator>> makeTcpGroup(int n) {
+  rt::TcpOptions o = loopback(freePort());
+  std::vector<std::unique_ptr<rt::Communicator>> ranks(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        ranks[static_cast<size_t>(r)] = rt::connectTcp(r, n, o);
+      } catch (const rt::Error &e) {
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  return ranks;
+}
+
+std::vector<std::unique_ptr<rt::Communicator>> groupOfKind(
+    const std::string &kind, int n) {
+  return kind == "tcp" ? makeTcpGroup(n) : rt::makeThreadGroup(n);
+}
+
+class Communicators : public testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Kinds, Communicators,
+                         testing::Values("threads", "tcp"));
+
+// all_reduce over 3 ranks, per dtype and op, in place and not, against
 // sums, maxima and minima worked out by hand; every rank gets them.
-TEST(ThreadGroup, AllReducePerDtypeAndOp) {
-  auto ranks = rt::makeThreadGroup(3);
+TEST_P(Communicators, AllReducePerDtypeAndOp) {
+  auto ranks = groupOfKind(GetParam(), 3);
   ASSERT_EQ(ranks.size(), 3u);
   for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(ranks[static_cast<size_t>(r)]);
     EXPECT_EQ(ranks[static_cast<size_t>(r)]->rank(), r);
     EXPECT_EQ(ranks[static_cast<size_t>(r)]->size(), 3);
-    EXPECT_EQ(ranks[static_cast<size_t>(r)]->kind(), "threads");
+    EXPECT_EQ(ranks[static_cast<size_t>(r)]->kind(), GetParam());
   }
   // Per rank r: f32 {r + 0.5, -r, 10 r}, i32 {7 r - 3, 100 - r},
   // i64 {r 2^40, -r}, i1 {r == 1, 1, 0}.
@@ -124,8 +178,10 @@ TEST(ThreadGroup, AllReducePerDtypeAndOp) {
 
 // all_gather concatenates in rank order; broadcast copies root 1's bytes
 // to every rank. Collectives run one after another on the same group.
-TEST(ThreadGroup, AllGatherAndBroadcast) {
-  auto ranks = rt::makeThreadGroup(3);
+TEST_P(Communicators, AllGatherAndBroadcast) {
+  auto ranks = groupOfKind(GetParam(), 3);
+  for (const auto &r : ranks)
+    ASSERT_TRUE(r);
   std::vector<std::vector<int32_t>> gathered(3), broadcast(3);
   onRanks(ranks, [&](int r) {
     rt::Communicator &c = rt::currentCommunicator();
@@ -149,6 +205,101 @@ TEST(ThreadGroup, AllGatherAndBroadcast) {
               (std::vector<int32_t>{101, 108}))
         << "rank " << r;
   }
+}
+
+// A TCP world whose ranks disagree: a rank that calls another collective
+// than rank 0, then a rank that dies in the middle of a run. Every rank
+// throws, naming what happened; nobody waits forever.
+TEST(TcpWorld, MismatchedCallsAndDeadRanksStopEveryRank) {
+  auto ranks = makeTcpGroup(3);
+  for (const auto &r : ranks)
+    ASSERT_TRUE(r);
+  std::vector<std::string> errors(3);
+  onRanksCatching(ranks, errors, [&](int r) {
+    rt::Communicator &c = rt::currentCommunicator();
+    float x = 1;
+    if (r == 2)
+      c.allGather(&x, &x, sizeof x); // rank 0 calls all_reduce
+    else
+      c.allReduce(&x, &x, 1, DType::F32, CommOp::Sum);
+  });
+  EXPECT_NE(errors[0].find("rank 2 called all_gather of 4 bytes where rank 0 "
+                           "called all_reduce of 4 bytes"),
+            std::string::npos)
+      << errors[0];
+  for (int r : {1, 2})
+    EXPECT_NE(errors[static_cast<size_t>(r)].find(
+                  "rank 0 closed its connection (it exited or died)"),
+              std::string::npos)
+        << "rank " << r << ": " << errors[static_cast<size_t>(r)];
+  // A broken communicator refuses further collectives at once.
+  float y = 0;
+  EXPECT_NE(errorOf([&] {
+              ranks[1]->allReduce(&y, &y, 1, DType::F32, CommOp::Sum);
+            }).find("after an earlier failure"),
+            std::string::npos);
+
+  // Rank 1 dies (its communicator goes) while ranks 0 and 2 reduce.
+  auto world = makeTcpGroup(3);
+  for (const auto &r : world)
+    ASSERT_TRUE(r);
+  world[1].reset();
+  std::vector<std::string> dead(3);
+  std::vector<std::thread> threads;
+  for (int r : {0, 2})
+    threads.emplace_back([&, r] {
+      dead[static_cast<size_t>(r)] = errorOf([&] {
+        float z = 1;
+        world[static_cast<size_t>(r)]->allReduce(&z, &z, 1, DType::F32,
+                                                 CommOp::Sum);
+      });
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_NE(dead[0].find("rank 1 closed its connection"), std::string::npos)
+      << dead[0];
+  // Rank 2 finds rank 0 gone when it sends or when it waits for the sum.
+  EXPECT_NE(dead[2].find("rank 0 closed its connection"), std::string::npos)
+      << dead[2];
+}
+
+// Joining: a rank that never comes (timeout naming it), world sizes that
+// differ, nobody listening, a bad rank; subgroups are refused.
+TEST(TcpWorld, RendezvousErrorsNameTheProblem) {
+  int port = freePort();
+  std::string lonely = errorOf([&] { rt::connectTcp(0, 2, loopback(port, 1)); });
+  EXPECT_NE(lonely.find("rank 0 timed out after 1"), std::string::npos)
+      << lonely;
+  EXPECT_NE(lonely.find("waiting for rank(s) 1 to connect"), std::string::npos)
+      << lonely;
+  std::string noRoot = errorOf([&] { rt::connectTcp(1, 2, loopback(port, 1)); });
+  EXPECT_NE(noRoot.find("rank 1 timed out after 1"), std::string::npos)
+      << noRoot;
+  EXPECT_NE(noRoot.find("connecting to rank 0 at 127.0.0.1:" +
+                        std::to_string(port)),
+            std::string::npos)
+      << noRoot;
+  EXPECT_NE(errorOf([&] { rt::connectTcp(2, 2, loopback(port)); })
+                .find("rank 2 is not a rank of a world of 2"),
+            std::string::npos);
+
+  std::string root, peer;
+  std::thread t([&] { root = errorOf([&] { rt::connectTcp(0, 2, loopback(port, 5)); }); });
+  peer = errorOf([&] { rt::connectTcp(1, 3, loopback(port, 5)); });
+  t.join();
+  EXPECT_NE(root.find("rank 1 joined a world of 3 ranks, but rank 0's world "
+                      "has 2"),
+            std::string::npos)
+      << root;
+  EXPECT_FALSE(peer.empty());
+
+  auto pair = makeTcpGroup(2);
+  for (const auto &r : pair)
+    ASSERT_TRUE(r);
+  rt::ReplicaGroups halves{1, {0, 1}};
+  EXPECT_NE(errorOf([&] { rt::groupOf(*pair[0], halves, "all_reduce"); })
+                .find("need MPI (mpirun) or threads"),
+            std::string::npos);
 }
 
 // groupOf on 4 threads: replica groups of 2 split the ranks ({0,1},

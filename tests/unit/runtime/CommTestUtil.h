@@ -40,6 +40,20 @@ inline void onRanks(const std::vector<std::unique_ptr<rt::Communicator>> &ranks,
     t.join();
 }
 
+/// onRanks, where each rank's rt::Error is expected: its message goes to
+/// errors[r] ("" when the rank threw none).
+inline void onRanksCatching(
+    const std::vector<std::unique_ptr<rt::Communicator>> &ranks,
+    std::vector<std::string> &errors, const std::function<void(int)> &body) {
+  onRanks(ranks, [&](int r) {
+    try {
+      body(r);
+    } catch (const rt::Error &e) {
+      errors[static_cast<size_t>(r)] = e.what();
+    }
+  });
+}
+
 /// The message of the rt::Error `f` throws, or "" when it throws none.
 inline std::string errorOf(const std::function<void()> &f) {
   try {
