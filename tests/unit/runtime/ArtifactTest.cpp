@@ -155,8 +155,8 @@ std::string errorParsing(const std::string &bytes) {
   return "";
 }
 
-// Found by tests/fuzz/fuzz-artifact: the reader's checks after the
-// checksum, with inputs that pass it.
+// The reader past the checksum (hardened with the fuzz targets,
+// tests/fuzz): inputs that pass the checksum and break the manifest.
 TEST(Artifact, SectionRangeCannotWrapAround) {
   // offset + size wraps to 1: once an out-of-range read (std::out_of_range).
   nlohmann::json sections = nlohmann::json::array(

@@ -206,7 +206,7 @@ TEST_F(NpyTest, MalformedHeaderAndVersion) {
   EXPECT_ERROR(readNpy(path("v9.npy")), {"v9.npy", "version", "found 9.0"});
 }
 
-// Found while fuzzing (tests/fuzz/fuzz-npy): size fields are checked
+// Hardened with tests/fuzz/fuzz-npy: size fields are checked
 // against the bytes present before anything is allocated.
 TEST_F(NpyTest, SizeFieldsAllocateNothing) {
   // 2^40 f32 elements in an 80-byte file: once a 4 TiB allocation
