@@ -130,31 +130,36 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
   }
 
   /// lr * factor(s) for the update index s (an f32 scalar, 0-based).
+  /// Every op is made in its own statement: the order of a call's arguments
+  /// is unspecified in C++, so nested creates would make different IR under
+  /// different host compilers (the order below is the one g++ chose).
   Value scheduledLr(OpBuilder &b, Location loc, Value s) {
     Type f32 = b.getF32Type();
     auto c = [&](double v) { return vjp::scalar(b, loc, f32, v); };
     Value factor = c(1.0);
     if (schedule != "constant") {
       // p = clamp((s - w) / max(1, T - w), 0, 1)
-      Value p =
-          b.create<DivOp>(loc, b.create<SubOp>(loc, s, c(double(warmup))),
-                          c(double(std::max<int64_t>(1, total - warmup))));
-      p = b.create<MinOp>(loc, b.create<MaxOp>(loc, p, c(0.0)), c(1.0));
+      Value span = c(double(std::max<int64_t>(1, total - warmup)));
+      Value w = c(double(warmup));
+      Value p = b.create<DivOp>(loc, b.create<SubOp>(loc, s, w), span);
+      Value one = c(1.0);
+      Value zero = c(0.0);
+      p = b.create<MinOp>(loc, b.create<MaxOp>(loc, p, zero), one);
       Value shape; // in [0, 1], 1 at the start of the decay
-      if (schedule == "cosine")
-        shape = b.create<MulOp>(
-            loc, c(0.5),
-            b.create<AddOp>(
-                loc, c(1.0),
-                b.create<CosOp>(loc, b.create<MulOp>(loc, c(M_PI), p))));
-      else
+      if (schedule == "cosine") {
+        Value pi = c(M_PI);
+        Value cosine = b.create<CosOp>(loc, b.create<MulOp>(loc, pi, p));
+        Value onePlus = b.create<AddOp>(loc, c(1.0), cosine);
+        shape = b.create<MulOp>(loc, c(0.5), onePlus);
+      } else {
         shape = b.create<SubOp>(loc, c(1.0), p);
-      factor = b.create<AddOp>(loc, c(minRatio),
-                               b.create<MulOp>(loc, c(1.0 - minRatio), shape));
+      }
+      Value decay = b.create<MulOp>(loc, c(1.0 - minRatio), shape);
+      factor = b.create<AddOp>(loc, c(minRatio), decay);
     }
     if (warmup > 0) {
-      Value ramp = b.create<DivOp>(loc, b.create<AddOp>(loc, s, c(1.0)),
-                                   c(double(warmup)));
+      Value w = c(double(warmup));
+      Value ramp = b.create<DivOp>(loc, b.create<AddOp>(loc, s, c(1.0)), w);
       Value warming = b.create<CompareOp>(loc, ComparisonDirection::LT, s,
                                           c(double(warmup)));
       factor = b.create<SelectOp>(loc, warming, ramp, factor);
@@ -181,9 +186,11 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
           b.create<ReduceSumOp>(loc, sq, b.getDenseI64ArrayAttr(all), false));
     }
     Value norm = b.create<SqrtOp>(loc, total);
-    Value coef = b.create<DivOp>(
-        loc, vjp::scalar(b, loc, f32, clip),
-        b.create<AddOp>(loc, norm, vjp::scalar(b, loc, f32, 1e-6)));
+    // One op per statement (see scheduledLr).
+    Value denominator =
+        b.create<AddOp>(loc, norm, vjp::scalar(b, loc, f32, 1e-6));
+    Value coef =
+        b.create<DivOp>(loc, vjp::scalar(b, loc, f32, clip), denominator);
     coef = b.create<MinOp>(loc, coef, vjp::scalar(b, loc, f32, 1.0));
     for (Value &g : grads) {
       auto type = cast<RankedTensorType>(g.getType());
@@ -320,9 +327,9 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
 
     Type f32 = b.getF32Type();
     Value t = b.create<AddOp>(loc, counter, vjp::splat(b, loc, i64Scalar, 1.0));
+    Value one = vjp::scalar(b, loc, f32, 1.0);
     Value s = b.create<SubOp>(
-        loc, b.create<CastOp>(loc, RankedTensorType::get({}, f32), t),
-        vjp::scalar(b, loc, f32, 1.0));
+        loc, b.create<CastOp>(loc, RankedTensorType::get({}, f32), t), one);
     Value lrValue = scheduledLr(b, loc, s);
     if (clip > 0)
       clipGradients(b, loc, grads);

@@ -161,8 +161,11 @@ FailureOr<Grads> layerNormVJP(OpBuilder &b, Operation *op, Value grad,
     Value meanGx = reduceBroadcast<ReduceMeanOp>(b, loc, gx, normDims);
     Value meanGxXhat = reduceBroadcast<ReduceMeanOp>(
         b, loc, b.create<MulOp>(loc, gx, xhat), normDims);
-    Value inner = b.create<SubOp>(loc, b.create<SubOp>(loc, gx, meanGx),
-                                  b.create<MulOp>(loc, xhat, meanGxXhat));
+    // Two statements: the order of a call's arguments is unspecified, and
+    // the IR must not depend on the host compiler.
+    Value scaled = b.create<MulOp>(loc, xhat, meanGxXhat);
+    Value inner =
+        b.create<SubOp>(loc, b.create<SubOp>(loc, gx, meanGx), scaled);
     grads[0] = roundToType(b, loc, b.create<MulOp>(loc, rstd, inner), xType);
   }
   return grads;

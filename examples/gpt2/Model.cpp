@@ -165,10 +165,13 @@ Tensor attention(Graph &g, const std::string &name, const Tensor &x,
     Tensor w = g.param(name + ".c_attn.weight", {c, 3 * c},
                        init::normal(0, 0.02));
     Tensor b = g.param(name + ".c_attn.bias", {3 * c}, init::zeros());
+    // One traced op per statement: the order of a call's arguments is
+    // unspecified in C++, and the traced graph must not depend on the
+    // compiler that built this program.
     auto part = [&](int64_t i) {
-      return splitHeads(linear(x, slice(w, 1, i * c, (i + 1) * c),
-                               slice(b, 0, i * c, (i + 1) * c)),
-                        cfg);
+      Tensor bias = slice(b, 0, i * c, (i + 1) * c);
+      Tensor weight = slice(w, 1, i * c, (i + 1) * c);
+      return splitHeads(linear(x, weight, bias), cfg);
     };
     q = part(0), k = part(1), v = part(2);
   } else {
@@ -212,8 +215,10 @@ Tensor block(Graph &g, int64_t i, const Tensor &x, const GPT2Config &cfg,
 Tensor blockDiagonalCausal(Graph &g, const GPT2Config &cfg,
                            const Tensor &segments) {
   int64_t b = cfg.batch, t = cfg.context;
-  Tensor same = eq(reshape(segments, {b, t, 1}), reshape(segments, {b, 1, t}));
-  Tensor causal = ge(g.iota({t, t}, 0), g.iota({t, t}, 1)); // i >= j
+  Tensor columns = reshape(segments, {b, 1, t});
+  Tensor same = eq(reshape(segments, {b, t, 1}), columns);
+  Tensor keys = g.iota({t, t}, 1);
+  Tensor causal = ge(g.iota({t, t}, 0), keys); // i >= j
   return reshape(where(causal, same, false), {b, 1, t, t});
 }
 
@@ -280,9 +285,9 @@ Tensor gpt2Logits(Graph &g, const GPT2Config &cfg, const Tensor &tokens,
 Tensor buildGPT2(Graph &g, const GPT2Config &cfg, Tensor tokens,
                  Tensor targets, const PackedInputs &packed) {
   Tensor logits = gpt2Logits(g, cfg, tokens, packed);
-  return cross_entropy(reshape(logits, {-1, cfg.vocab}),
-                       reshape(targets, {-1}), Reduction::Mean,
-                       kIgnoreTarget);
+  Tensor flatTargets = reshape(targets, {-1});
+  return cross_entropy(reshape(logits, {-1, cfg.vocab}), flatTargets,
+                       Reduction::Mean, kIgnoreTarget);
 }
 
 } // namespace gpt2
