@@ -1,7 +1,10 @@
 //===- DynamicSymbols.cpp - The CUDA driver and cuBLASLt via dlopen -------===//
 //
-// Libraries are opened lazily, once per process, and never closed (their
-// handles live as long as any executor may call them). Failure to open is not
+// Libraries are opened lazily, once per process, and never unloaded: they
+// are opened with RTLD_NODELETE, so a Library's dlclose only drops its
+// reference. cuBLASLt and NCCL carry their own static C++ runtime, whose
+// startup allocations would otherwise be lost (and reported as leaks) when
+// the library left the process, and which cannot be re-initialized safely. Failure to open is not
 // an error here: it is recorded as the reason the backend is unavailable, and
 // Session turns it into a refusal when the user asked for CUDA.
 //
@@ -32,7 +35,7 @@ bool Library::openFirst(const char *what,
   std::string tried;
   for (const std::string &name : candidates) {
     dlerror();
-    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (handle_) {
       path_ = name;
       return true;

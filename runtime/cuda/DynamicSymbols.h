@@ -85,7 +85,8 @@ namespace step::rt::cuda {
 
 #define STEP_CUDA_DECLARE_SYMBOL(name) decltype(&::name) name = nullptr;
 
-/// An open library: dlclose'd when destroyed.
+/// An open library, never unloaded (RTLD_NODELETE): destroying it drops
+/// its reference.
 class Library {
 public:
   Library() = default;

@@ -24,8 +24,9 @@ Artifact smallArtifact() {
                {"%1", BufferKind::Constant, DType::F32, {4}, 0},
                {"%2", BufferKind::Transient, DType::F32, {4}, 0},
                {"%3", BufferKind::Transient, DType::F32, {4}, 256}};
-  p.steps = {{"step.exp", nlohmann::json::object(), {0}, {2}, ""},
-             {"step.add", nlohmann::json::object(), {2, 1}, {3}, ""}};
+  p.steps = {
+      {"step.exp", nlohmann::json::object(), {0}, {2}, "", "", nullptr},
+      {"step.add", nlohmann::json::object(), {2, 1}, {3}, "", "", nullptr}};
   p.arguments = {0};
   p.results = {3};
   p.resultNames = {"y"};

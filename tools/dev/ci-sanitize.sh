@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# CI stage: the whole test suite under AddressSanitizer + UndefinedBehavior-
+# Sanitizer (LeakSanitizer included), built with clang-19 in its own tree.
+#   ci-sanitize.sh          - configure, build, run every ctest test, then
+#                             each fuzz target for FUZZ_SECONDS
+# Environment: BUILD_DIR (default build-asan), JOBS (default: number of
+# cores), CTEST_ARGS (extra ctest arguments, e.g. "-R lit"), FUZZ_SECONDS
+# (default 60; 0 skips the fuzz runs).
+# clang rather than g++: the libFuzzer targets (-DSTEP_FUZZ=ON) are built in
+# this same tree, so CI keeps one extra build, not two. The options every
+# sanitized binary runs with and the leak suppressions are in
+# tools/dev/sanitizer_options.cpp and tools/dev/lsan.supp
+# (docs/reliability.md, "Sanitizers").
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${BUILD_DIR:-$root/build-asan}
+jobs=${JOBS:-$(nproc)}
+
+# What quickstart.sh installs, plus clang with its sanitizer runtimes and
+# llvm-symbolizer (llvm-19) for symbolized reports.
+packages=(cmake ninja-build pkg-config clang-19 libclang-rt-19-dev llvm-19
+          llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
+          libopenblas-dev libgtest-dev nlohmann-json3-dev libcli11-dev
+          libopenmpi-dev openmpi-bin python3 python3-numpy python3-torch)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "ci-sanitize: installing ${missing[*]}"
+  as_root=()
+  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+
+# Debug keeps assert() on (our asserts and MLIR's inline ones); the
+# sanitizer option sets -O1 and line tables itself.
+start=$SECONDS
+CC=clang-19 CXX=clang++-19 cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Debug -DSTEP_SANITIZE=ON -DSTEP_FUZZ=ON
+cmake --build "$build" -j "$jobs"
+built=$SECONDS
+echo "ci-sanitize: configure + build took $((built - start)) s"
+
+status=0
+# shellcheck disable=SC2086  # CTEST_ARGS is a list of words
+ctest --test-dir "$build" --output-on-failure -j "$jobs" ${CTEST_ARGS:-} \
+  || status=$?
+echo "ci-sanitize: ctest took $((SECONDS - built)) s (exit $status)"
+
+# Short fuzz runs (docs/fuzzing.md): FUZZ_SECONDS per target, two targets
+# at a time (the machines CI runs on have two cores).
+fuzz_seconds=${FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  fuzz_start=$SECONDS
+  "$root/tools/dev/fuzz.sh" "$build" "$fuzz_seconds" artifact npy &
+  first=$!
+  "$root/tools/dev/fuzz.sh" "$build" "$fuzz_seconds" mlir model || status=1
+  wait "$first" || status=1
+  echo "ci-sanitize: fuzz runs took $((SECONDS - fuzz_start)) s"
+fi
+exit "$status"
