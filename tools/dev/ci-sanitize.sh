@@ -19,24 +19,7 @@ jobs=${JOBS:-$(nproc)}
 
 # What quickstart.sh installs, plus clang with its sanitizer runtimes and
 # llvm-symbolizer (llvm-19) for symbolized reports.
-packages=(cmake ninja-build pkg-config clang-19 libclang-rt-19-dev llvm-19
-          llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
-          libopenblas-dev libgtest-dev nlohmann-json3-dev libcli11-dev
-          libopenmpi-dev openmpi-bin python3 python3-numpy python3-torch)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "ci-sanitize: installing ${missing[*]}"
-  as_root=()
-  [ "$(id -u)" -eq 0 ] || as_root=(sudo)
-  "${as_root[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
-fi
+"$root/tools/dev/install-deps.sh" clang-19 libclang-rt-19-dev llvm-19
 
 # Debug keeps assert() on (our asserts and MLIR's inline ones); the
 # sanitizer option sets -O1 and line tables itself.

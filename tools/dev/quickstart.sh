@@ -11,25 +11,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
-packages=(cmake ninja-build g++ pkg-config
-          llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
-          libopenblas-dev libgtest-dev nlohmann-json3-dev libcli11-dev
-          libopenmpi-dev openmpi-bin
-          python3 python3-numpy python3-torch)
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "quickstart: installing ${missing[*]}"
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}"
-fi
+"$root/tools/dev/install-deps.sh"
 
 # CMake finds the python3 that imports torch itself (Debian's /usr/bin/python3).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
