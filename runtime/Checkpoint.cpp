@@ -1,9 +1,10 @@
 //===- Checkpoint.cpp - Training checkpoints that survive a crash --------===//
 //
 // The write protocol and its guarantees are in Checkpoint.h. Costs: every
-// tensor is serialized once, checksummed once (FNV-1a 64) and written with
-// one fsync per file plus one per folder; reading reads each file once for
-// the checksum and once to parse it.
+// tensor is serialized once, checksummed once (FNV-1a 64) and written
+// durably (the file and its folder fsync'ed: two fsyncs per file, plus one
+// per folder at the end); reading reads each file once for the checksum and
+// once to parse it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,10 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char *kManifest = "manifest.json";
 constexpr const char *kFormat = "stepjit-checkpoint";
+/// The first file of every folder a write makes next to DIR (DIR.tmp.<pid>,
+/// DIR.old.<pid>): only folders that hold it are ever taken for leftovers,
+/// so a user's own `ckpt.old.1` is neither read nor removed.
+constexpr const char *kMarker = ".stepjit-checkpoint-write";
 
 /// `dir` without a trailing separator, so that siblings can be named.
 fs::path folderPath(const std::string &dir) {
@@ -70,16 +75,38 @@ std::vector<fs::path> leftovers(const fs::path &target,
   fs::path parent = parentOf(target);
   if (!fs::is_directory(parent, ec))
     return out;
-  for (const fs::directory_entry &e : fs::directory_iterator(parent, ec))
-    if (isLeftover(e.path().filename().string(), target.filename().string(),
-                   tag))
-      out.push_back(e.path());
+  fs::directory_iterator it(parent, ec), end;
+  for (; !ec && it != end; it.increment(ec))
+    if (isLeftover(it->path().filename().string(), target.filename().string(),
+                   tag) &&
+        fs::is_regular_file(it->path() / kMarker, ec))
+      out.push_back(it->path());
   return out;
 }
 
+/// Whether `dir` holds a manifest of this format (its other fields are
+/// checked by readCheckpoint). A folder with some other manifest.json is
+/// no checkpoint, and is never replaced.
 bool hasManifest(const fs::path &dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / kManifest, ec);
+  if (!fs::is_regular_file(dir / kManifest, ec))
+    return false;
+  std::ifstream in(dir / kManifest, std::ios::binary);
+  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return m.is_object() && m.contains("format") && m["format"] == kFormat;
+}
+
+/// A manifest field that must be a JSON integer in [lo, INT64_MAX]: a
+/// number past the range parses as a double, and converting it would be
+/// undefined.
+int64_t integerField(const nlohmann::json &j, const std::string &field,
+                     int64_t lo) {
+  if (!j.is_number_integer() ||
+      (j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX) ||
+      j.get<int64_t>() < lo)
+    throw Error("\"" + field + "\" is " + j.dump() +
+                ", expected an integer >= " + std::to_string(lo));
+  return j.get<int64_t>();
 }
 
 /// The folder holding the checkpoint of `target`: itself, or the previous
@@ -131,7 +158,10 @@ void replaceFolder(const fs::path &tmp, const fs::path &target) {
   // No RENAME_EXCHANGE here: move the old one aside (a reader finds it
   // there until the new one is in place), then the new one in.
   fs::path old = target.string() + ".old." + std::to_string(::getpid());
-  fs::remove_all(old, ec);
+  if (fs::exists(old / kMarker, ec))
+    fs::remove_all(old, ec);
+  // Marked first, so that a reader or the next write knows it for ours.
+  writeFileAtomic((target / kMarker).string(), "", "checkpoint");
   if (std::rename(target.c_str(), old.c_str()) != 0)
     throw Error("checkpoint: cannot move " + target.string() + " aside: " +
                 std::strerror(errno));
@@ -170,8 +200,12 @@ void writeCheckpoint(const std::string &dir, const Checkpoint &ckpt) {
     fs::remove_all(p, ec);
 
   fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  if (fs::exists(tmp, ec))
+    throw Error("checkpoint: " + tmp.string() + " exists and is not a "
+                "leftover of a checkpoint write; refusing to replace it");
   try {
     fs::create_directories(tmp);
+    writeFileAtomic((tmp / kMarker).string(), "", "checkpoint");
     std::set<fs::path> folders;
     nlohmann::json files = nlohmann::json::object();
     for (const auto &[name, t] : ckpt.tensors) {
@@ -214,7 +248,8 @@ void writeCheckpoint(const std::string &dir, const Checkpoint &ckpt) {
 Checkpoint readCheckpoint(const std::string &dir) {
   fs::path folder = checkpointFolder(folderPath(dir));
   std::string what = "checkpoint " + folder.string();
-  if (!hasManifest(folder))
+  std::error_code ec;
+  if (!fs::is_regular_file(folder / kManifest, ec))
     throw Error(what + ": no " + kManifest +
                 ": not a complete checkpoint (never written, or its write "
                 "was cut off before the manifest)");
@@ -228,13 +263,11 @@ Checkpoint readCheckpoint(const std::string &dir) {
   try {
     if (m.value("format", std::string()) != kFormat)
       throw Error("format is not \"" + std::string(kFormat) + "\"");
-    int version = m.at("version").get<int>();
+    int64_t version = integerField(m.at("version"), "version", 0);
     if (version != kCheckpointVersion)
       throw Error("version " + std::to_string(version) + "; this StepJIT "
                   "reads version " + std::to_string(kCheckpointVersion));
-    c.step = m.at("step").get<int64_t>();
-    if (c.step < 0)
-      throw Error("step " + std::to_string(c.step) + " is negative");
+    c.step = integerField(m.at("step"), "step", 0);
     c.data = m.value("data", nlohmann::json::object());
     c.writer = m.value("writer", nlohmann::json::object());
     if (!m.at("tensors").is_object())
@@ -252,9 +285,15 @@ Checkpoint readCheckpoint(const std::string &dir) {
       file = entry.at("file").get<std::string>();
       sum = entry.at("fnv1a64").get<std::string>();
       dtype = entry.at("dtype").get<std::string>();
-      shape = entry.at("shape").get<Shape>();
-      size = entry.at("bytes").get<size_t>();
+      if (!entry.at("shape").is_array())
+        throw Error("\"shape\" is not an array");
+      for (const nlohmann::json &d : entry["shape"])
+        shape.push_back(integerField(d, "shape", 0));
+      size = static_cast<size_t>(integerField(entry.at("bytes"), "bytes", 0));
     } catch (const nlohmann::json::exception &e) {
+      throw Error(what + ": " + kManifest + ": tensor '" + name +
+                  "': " + e.what());
+    } catch (const Error &e) {
       throw Error(what + ": " + kManifest + ": tensor '" + name +
                   "': " + e.what());
     }

@@ -377,7 +377,7 @@ void Session::save(const std::string &dir, const nlohmann::json &data) const {
   if (comm_->rank() == 0) {
     try {
       rt::writeCheckpoint(dir, c);
-    } catch (const Error &e) {
+    } catch (const std::exception &e) { // every rank must hear of it
       failure = e.what();
     }
   }

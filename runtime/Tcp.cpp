@@ -350,7 +350,10 @@ std::unique_ptr<Communicator> rendezvousRoot(int size, const TcpOptions &o,
   for (int joined = 1; joined < size;) {
     pollfd pfd{lfd, POLLIN, 0};
     int ms = static_cast<int>(std::max(0.0, secondsLeft(deadline)) * 1000);
-    if (::poll(&pfd, 1, ms) == 0) {
+    int ready = ::poll(&pfd, 1, ms);
+    if (ready < 0)
+      continue; // EINTR: the deadline is checked again
+    if (ready == 0) {
       std::string missing;
       for (int r = 1; r < size; ++r)
         if (fds[static_cast<size_t>(r)] < 0)
@@ -364,7 +367,11 @@ std::unique_ptr<Communicator> rendezvousRoot(int size, const TcpOptions &o,
       continue;
     Hello h;
     try {
-      recvExact(fd, &h, sizeof h, deadline, "a connecting rank");
+      // A few seconds per hello, so that a silent connection (a port
+      // probe) cannot hold the rendezvous until the deadline.
+      recvExact(fd, &h, sizeof h,
+                std::min(deadline, Clock::now() + std::chrono::seconds(5)),
+                "a connecting rank");
     } catch (const Error &) {
       ::close(fd); // not one of ours, or gone: keep listening
       continue;

@@ -3,7 +3,8 @@
 # Sanitizer (LeakSanitizer included), built with clang-19 in its own tree.
 #   ci-sanitize.sh          - configure, build, run every ctest test, then
 #                             each fuzz target for FUZZ_SECONDS
-# Environment: BUILD_DIR (default build-asan), JOBS (default: number of
+# Environment: ASAN_BUILD_DIR (default build-asan; not BUILD_DIR, which
+# names quickstart.sh's g++ tree), JOBS (default: number of
 # cores), CTEST_ARGS (extra ctest arguments, e.g. "-R lit"), FUZZ_SECONDS
 # (default 60; 0 skips the fuzz runs).
 # clang rather than g++: the libFuzzer targets (-DSTEP_FUZZ=ON) are built in
@@ -14,7 +15,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${BUILD_DIR:-$root/build-asan}
+build=${ASAN_BUILD_DIR:-$root/build-asan}
+fuzz_seconds=${FUZZ_SECONDS:-60}
+if ! [[ $fuzz_seconds =~ ^[0-9]+$ ]]; then
+  echo "ci-sanitize: FUZZ_SECONDS must be a whole number of seconds, found '$fuzz_seconds'" >&2
+  exit 2
+fi
 jobs=${JOBS:-$(nproc)}
 
 # What quickstart.sh installs, plus clang with its sanitizer runtimes and
@@ -38,7 +44,6 @@ echo "ci-sanitize: ctest took $((SECONDS - built)) s (exit $status)"
 
 # Short fuzz runs (docs/fuzzing.md): FUZZ_SECONDS per target, two targets
 # at a time (the machines CI runs on have two cores).
-fuzz_seconds=${FUZZ_SECONDS:-60}
 if [ "$fuzz_seconds" -gt 0 ]; then
   fuzz_start=$SECONDS
   "$root/tools/dev/fuzz.sh" "$build" "$fuzz_seconds" artifact npy &

@@ -153,6 +153,11 @@ size_t resumePosition(const Options &o, const step::rt::Checkpoint &c,
   if (!d.contains("batch_folders") || !d.contains("next_batch"))
     throw Error("--resume: the checkpoint in " + o.checkpoint +
                 " records no batch position (not written by step-run)");
+  for (const char *field : {"batch_folders", "next_batch"})
+    if (!d[field].is_number_unsigned())
+      throw Error("--resume: the checkpoint in " + o.checkpoint + " records " +
+                  field + " = " + d[field].dump() +
+                  ", not a whole number (a damaged manifest.json?)");
   size_t had = d["batch_folders"].get<size_t>();
   size_t next = d["next_batch"].get<size_t>();
   if (had != folders || next >= folders)
@@ -171,8 +176,16 @@ int run(const Options &o) {
   sessionOptions.backend = step::backendFromName(o.backend);
   step::Session session(o.artifact, sessionOptions);
   std::vector<fs::path> batches = batchFolders(o.inputs);
-  if (!o.checkpoint.empty())
+  if (!o.checkpoint.empty()) {
     step::rt::checkCheckpointFolder(o.checkpoint); // before any step runs
+    // Without --resume a run would start over and replace a checkpoint
+    // that may be further along: refused, nothing lost.
+    if (!o.resume && step::rt::hasCheckpoint(o.checkpoint))
+      throw Error("--checkpoint " + o.checkpoint +
+                  " holds a checkpoint of an earlier run; pass --resume to "
+                  "continue from it, or name another folder (this run "
+                  "would replace it)");
+  }
   // Where the run starts: a checkpoint's step and batch, or step 0.
   int64_t first = 0;
   size_t next = 0;

@@ -98,8 +98,10 @@ TEST(Checkpoint, InterruptedWritesLeaveThePreviousOne) {
   TempDir dir;
   Checkpoint a = sample(4, 1);
   writeCheckpoint(dir / "ckpt", a);
-  // A write cut off before its manifest: a partial sibling folder.
+  // A write cut off before its manifest: a partial sibling folder (a write
+  // marks its folders first).
   fs::create_directories(dir / "ckpt.tmp.999999");
+  writeText(dir / "ckpt.tmp.999999/.stepjit-checkpoint-write", "");
   writeText(dir / "ckpt.tmp.999999/w.npy", "partial");
   expectSame(a, readCheckpoint(dir / "ckpt"));
   // The next write clears it away.
@@ -140,6 +142,38 @@ TEST(Checkpoint, RefusesToReplaceOtherFolders) {
   fs::create_directories(dir / "empty");
   writeCheckpoint(dir / "empty", sample(1, 1));
   EXPECT_TRUE(hasCheckpoint(dir / "empty"));
+}
+
+// Folders named like a write's leftovers but not made by one (a user's
+// backup `ckpt.old.1`), and a folder with some other manifest.json, are
+// neither read, removed nor replaced.
+TEST(Checkpoint, LeavesLookAlikesAlone) {
+  TempDir dir;
+  Checkpoint a = sample(3, 1);
+  writeCheckpoint(dir / "ckpt", a);
+  fs::rename(dir / "ckpt", dir / "backup");
+  fs::remove(dir / "backup/.stepjit-checkpoint-write");
+  fs::rename(dir / "backup", dir / "ckpt.old.1");
+  fs::create_directories(dir / "ckpt.tmp.2");
+  writeText(dir / "ckpt.tmp.2/notes.txt", "keep me");
+  // ckpt is missing, and ckpt.old.1 is the user's: no checkpoint to resume.
+  EXPECT_FALSE(hasCheckpoint(dir / "ckpt"));
+  EXPECT_ERROR(readCheckpoint(dir / "ckpt"), {"no manifest.json"});
+  Checkpoint b = sample(4, 2);
+  writeCheckpoint(dir / "ckpt", b);
+  expectSame(b, readCheckpoint(dir / "ckpt"));
+  EXPECT_EQ(entries(dir.path),
+            (std::vector<std::string>{"ckpt", "ckpt.old.1", "ckpt.tmp.2"}));
+  EXPECT_EQ(readText(dir / "ckpt.tmp.2/notes.txt"), "keep me");
+  expectSame(a, readCheckpoint(dir / "ckpt.old.1"));
+
+  fs::create_directories(dir / "other");
+  writeText(dir / "other/manifest.json", R"({"format": "something-else"})");
+  EXPECT_FALSE(hasCheckpoint(dir / "other"));
+  EXPECT_ERROR(writeCheckpoint(dir / "other", b),
+               {"holds no checkpoint", "refusing to replace it"});
+  EXPECT_EQ(readText(dir / "other/manifest.json"),
+            R"({"format": "something-else"})");
 }
 
 TEST(Checkpoint, DamageIsFoundAndNamed) {
@@ -196,6 +230,26 @@ TEST(Checkpoint, DamageIsFoundAndNamed) {
   m["tensors"]["w"].erase("fnv1a64");
   withManifest(m);
   EXPECT_ERROR(readCheckpoint(dir / "c"), {"tensor 'w'", "fnv1a64"});
+  // Integer fields that are not JSON integers in range: refused by name
+  // (converting 1e30 to int64 would be undefined behaviour).
+  m = nlohmann::json::parse(manifest);
+  m["step"] = 1e30;
+  withManifest(m);
+  EXPECT_ERROR(readCheckpoint(dir / "c"), {"\"step\" is 1e+30",
+                                           "expected an integer >= 0"});
+  m = nlohmann::json::parse(manifest);
+  m["step"] = -1;
+  withManifest(m);
+  EXPECT_ERROR(readCheckpoint(dir / "c"), {"\"step\" is -1"});
+  m = nlohmann::json::parse(manifest);
+  m["tensors"]["w"]["bytes"] = 18446744073709551615ull;
+  withManifest(m);
+  EXPECT_ERROR(readCheckpoint(dir / "c"),
+               {"tensor 'w'", "\"bytes\" is 18446744073709551615"});
+  m = nlohmann::json::parse(manifest);
+  m["tensors"]["w"]["shape"] = {2.5, 2};
+  withManifest(m);
+  EXPECT_ERROR(readCheckpoint(dir / "c"), {"tensor 'w'", "\"shape\" is 2.5"});
 }
 
 HostTensor batchX() { return make(F32, {2, 3}, {1, 2, 3, 4, 5, 6}); }
