@@ -6,7 +6,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <mutex>
 
 namespace step::rt {
@@ -49,6 +48,10 @@ void combine(T *dst, const T *src, int64_t n, CommOp op) {
 }
 
 } // namespace
+
+void checkReducible(DType dtype, CommOp op) {
+  combineInto(nullptr, nullptr, 0, dtype, op); // combining nothing checks
+}
 
 void combineInto(void *dst, const void *src, int64_t n, DType dtype,
                  CommOp op) {
@@ -136,27 +139,21 @@ public:
 
   // Post, wait for all, compute from every slot into a private buffer,
   // wait again (nobody's buffer is needed any more), then write. A refused
-  // reduction (i1 by sum) throws only after the second wait: a rank that
-  // left early would free its buffer while the others still read it.
+  // reduction (i1 by sum) throws before posting: a rank that threw after it
+  // would free its buffer while the others still read it.
   void allReduce(const void *in, void *out, int64_t count, DType dtype,
                  CommOp op) override {
+    checkReducible(dtype, op);
     size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
     shared_->slots[static_cast<size_t>(rank_)] = in;
     shared_->barrier();
-    std::vector<uint8_t> acc;
-    std::exception_ptr error;
-    try {
-      const auto *first = static_cast<const uint8_t *>(shared_->slots[0]);
-      acc.assign(first, first + bytes);
-      for (int r = 1; r < size(); ++r)
-        combineInto(acc.data(), shared_->slots[static_cast<size_t>(r)],
-                    count, dtype, op);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    std::vector<uint8_t> acc(static_cast<const uint8_t *>(shared_->slots[0]),
+                             static_cast<const uint8_t *>(shared_->slots[0]) +
+                                 bytes);
+    for (int r = 1; r < size(); ++r)
+      combineInto(acc.data(), shared_->slots[static_cast<size_t>(r)], count,
+                  dtype, op);
     shared_->barrier();
-    if (error)
-      std::rethrow_exception(error);
     if (bytes)
       std::memcpy(out, acc.data(), bytes);
   }

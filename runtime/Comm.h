@@ -124,6 +124,10 @@ void abortWorld(int code);
 /// I1 by max or min): the reduction every communicator computes.
 void combineInto(void *dst, const void *src, int64_t n, DType dtype,
                  CommOp op);
+/// Throws the Error combineInto would for `dtype` and `op`. Communicators
+/// call it before a rank posts or sends anything, so that a refused
+/// reduction fails on every rank alike with no rank left mid-collective.
+void checkReducible(DType dtype, CommOp op);
 
 /// The communicator collective kernels on this thread use.
 Communicator &currentCommunicator();

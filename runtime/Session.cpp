@@ -245,6 +245,23 @@ HostTensor unshardFiles(const std::string &dir, const std::string &name,
 }
 } // namespace
 
+rt::HostTensor Session::localTensor(const std::string &what,
+                                   const std::string &name,
+                                   rt::HostTensor t) const {
+  auto sharded = fullShapes_.find(name);
+  if (sharded != fullShapes_.end() && t.shape() == sharded->second)
+    t = rt::shardOf(t, comm_->rank(), comm_->size());
+  checkMatches(what, name, t);
+  return t;
+}
+
+void Session::requireParamValues(const std::string &what) const {
+  for (const std::string &name : params_)
+    if (!values_.count(name))
+      throw Error(what + ": param '" + name +
+                  "' has no value (call load_params or set first)");
+}
+
 void Session::load_params(const std::string &dir) {
   if (!fs::is_directory(dir))
     throw Error("load_params: '" + dir + "' is not a folder");
@@ -253,12 +270,8 @@ void Session::load_params(const std::string &dir) {
   auto load = [&](const std::string &name, bool required) {
     std::string path = (fs::path(dir) / (name + ".npy")).string();
     if (!manifest.is_null() && manifest["sharded"].contains(name)) {
-      HostTensor t = unshardFiles(dir, name, manifest);
-      auto sharded = fullShapes_.find(name);
-      if (sharded != fullShapes_.end())
-        t = rt::shardOf(t, comm_->rank(), comm_->size());
-      checkMatches("load_params: " + dir + " (rank files)", name, t);
-      loaded[name] = std::move(t);
+      loaded[name] = localTensor("load_params: " + dir + " (rank files)",
+                                 name, unshardFiles(dir, name, manifest));
       return;
     }
     if (!fs::exists(path)) {
@@ -269,12 +282,8 @@ void Session::load_params(const std::string &dir) {
       loaded[name] = HostTensor(b.dtype, b.shape);
       return;
     }
-    HostTensor t = rt::readNpy(path);
-    auto sharded = fullShapes_.find(name);
-    if (sharded != fullShapes_.end() && t.shape() == sharded->second)
-      t = rt::shardOf(t, comm_->rank(), comm_->size());
-    checkMatches("load_params: " + path, name, t);
-    loaded[name] = std::move(t);
+    loaded[name] =
+        localTensor("load_params: " + path, name, rt::readNpy(path));
   };
   for (const std::string &name : params_)
     load(name, true);
@@ -296,10 +305,7 @@ void makeFolder(const fs::path &dir, const std::string &what) {
 } // namespace
 
 void Session::save_params(const std::string &dir) const {
-  for (const std::string &name : params_)
-    if (!values_.count(name))
-      throw Error("save_params: param '" + name +
-                  "' has no value (call load_params or set first)");
+  requireParamValues("save_params");
   bool writer = comm_->rank() == 0;
   if (writer)
     makeFolder(dir, "save_params");
@@ -319,10 +325,7 @@ void Session::save_params(const std::string &dir) const {
 }
 
 void Session::save_shards(const std::string &dir) const {
-  for (const std::string &name : params_)
-    if (!values_.count(name))
-      throw Error("save_shards: param '" + name +
-                  "' has no value (call load_params or set first)");
+  requireParamValues("save_shards");
   int r = comm_->rank();
   // An older manifest goes first: until the new one is written the folder
   // is no checkpoint, rather than a mix of old and new blocks.
@@ -358,10 +361,7 @@ void Session::save_shards(const std::string &dir) const {
 }
 
 void Session::save(const std::string &dir, const nlohmann::json &data) const {
-  for (const std::string &name : params_)
-    if (!values_.count(name))
-      throw Error("save: param '" + name +
-                  "' has no value (call load_params or set first)");
+  requireParamValues("save");
   rt::Checkpoint c;
   c.step = stepsDone_;
   c.data = data;
@@ -401,12 +401,9 @@ rt::Checkpoint Session::load(const std::string &dir) {
         throw Error("load: checkpoint " + dir + " has no tensor '" + name +
                     "', which this step " + "needs (written for another "
                     "model or optimizer?)");
-      HostTensor t = std::move(it->second);
+      loaded[name] =
+          localTensor("load: checkpoint " + dir, name, std::move(it->second));
       c.tensors.erase(it);
-      if (fullShapes_.count(name) && t.shape() == fullShapes_.at(name))
-        t = rt::shardOf(t, comm_->rank(), comm_->size());
-      checkMatches("load: checkpoint " + dir, name, t);
-      loaded[name] = std::move(t);
     }
   if (!c.tensors.empty()) {
     std::vector<std::string> extra;
@@ -691,11 +688,7 @@ void Session::set(const std::string &name, HostTensor t) {
   if (b.kind == BufferKind::Input)
     throw Error("set: '" + name +
                 "' is an input; pass it to step() in the batch");
-  auto sharded = fullShapes_.find(name);
-  if (sharded != fullShapes_.end() && t.shape() == sharded->second)
-    t = rt::shardOf(t, comm_->rank(), comm_->size());
-  checkMatches("set", name, t);
-  values_[name] = std::move(t);
+  values_[name] = localTensor("set", name, std::move(t));
 }
 
 } // namespace step

@@ -49,7 +49,8 @@ struct SessionOptions {
   Backend backend = Backend::Auto;
   /// The replicas of a sharded step (stepc --shard, docs/distributed.md):
   /// this rank's communicator. Null: rt::worldCommunicator() (the ranks
-  /// mpirun started, else those the environment names, else one). Its size must be the artifact's world size.
+  /// mpirun started, else those the environment names, else one). Its
+  /// size must be the artifact's world size.
   rt::Communicator *communicator = nullptr;
 };
 
@@ -162,6 +163,13 @@ private:
   const rt::BufferDesc &argumentBuffer(const std::string &name) const;
   void checkMatches(const std::string &what, const std::string &name,
                     const rt::HostTensor &t) const;
+  /// `t` for argument `name` as this rank holds it: a full tensor of a
+  /// sharded buffer becomes this rank's block; then checked against the
+  /// buffer (dtype and shape), naming `what`.
+  rt::HostTensor localTensor(const std::string &what, const std::string &name,
+                             rt::HostTensor t) const;
+  /// Throws, naming `what`, when a param has no value yet.
+  void requireParamValues(const std::string &what) const;
 
   /// The bucket `batch` needs (0: the artifact itself, i: buckets[i - 1])
   /// and the batch padded to it with its `len.S` inputs added.

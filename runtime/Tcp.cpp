@@ -101,9 +101,7 @@ public:
 
   void allReduce(const void *in, void *out, int64_t count, DType dtype,
                  CommOp op) override {
-    // A reduction no rank can do fails on every rank alike, before any
-    // message (combining nothing checks the dtype and op).
-    combineInto(nullptr, nullptr, 0, dtype, op);
+    checkReducible(dtype, op); // before any message
     size_t n = static_cast<size_t>(count) * dtypeSize(dtype);
     Header h{static_cast<uint32_t>(Coll::AllReduce),
              static_cast<uint32_t>(dtype), static_cast<uint32_t>(op), 0, n};
@@ -298,13 +296,17 @@ double secondsLeft(Clock::time_point deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
 }
 
+/// poll()'s timeout until `deadline` (0 once it has passed).
+int msLeft(Clock::time_point deadline) {
+  return static_cast<int>(std::max(0.0, secondsLeft(deadline)) * 1000);
+}
+
 void recvExact(int fd, void *p, size_t n, Clock::time_point deadline,
                const std::string &who) {
   auto *b = static_cast<uint8_t *>(p);
   while (n) {
     pollfd pfd{fd, POLLIN, 0};
-    int ms = static_cast<int>(std::max(0.0, secondsLeft(deadline)) * 1000);
-    int rc = ::poll(&pfd, 1, ms);
+    int rc = ::poll(&pfd, 1, msLeft(deadline));
     if (rc == 0)
       throw Error("timed out waiting for " + who);
     ssize_t k = rc < 0 ? -1 : ::recv(fd, b, n, 0);
@@ -349,8 +351,7 @@ std::unique_ptr<Communicator> rendezvousRoot(int size, const TcpOptions &o,
   };
   for (int joined = 1; joined < size;) {
     pollfd pfd{lfd, POLLIN, 0};
-    int ms = static_cast<int>(std::max(0.0, secondsLeft(deadline)) * 1000);
-    int ready = ::poll(&pfd, 1, ms);
+    int ready = ::poll(&pfd, 1, msLeft(deadline));
     if (ready < 0)
       continue; // EINTR: the deadline is checked again
     if (ready == 0) {

@@ -150,14 +150,15 @@ nlohmann::json dataPosition(const Options &o, size_t folders, size_t next) {
 size_t resumePosition(const Options &o, const step::rt::Checkpoint &c,
                       size_t folders) {
   const nlohmann::json &d = c.data;
-  if (!d.contains("batch_folders") || !d.contains("next_batch"))
-    throw Error("--resume: the checkpoint in " + o.checkpoint +
-                " records no batch position (not written by step-run)");
-  for (const char *field : {"batch_folders", "next_batch"})
+  for (const char *field : {"batch_folders", "next_batch"}) {
+    if (!d.contains(field))
+      throw Error("--resume: the checkpoint in " + o.checkpoint +
+                  " records no batch position (not written by step-run)");
     if (!d[field].is_number_unsigned())
       throw Error("--resume: the checkpoint in " + o.checkpoint + " records " +
                   field + " = " + d[field].dump() +
                   ", not a whole number (a damaged manifest.json?)");
+  }
   size_t had = d["batch_folders"].get<size_t>();
   size_t next = d["next_batch"].get<size_t>();
   if (had != folders || next >= folders)
@@ -176,11 +177,13 @@ int run(const Options &o) {
   sessionOptions.backend = step::backendFromName(o.backend);
   step::Session session(o.artifact, sessionOptions);
   std::vector<fs::path> batches = batchFolders(o.inputs);
+  bool haveCheckpoint = false;
   if (!o.checkpoint.empty()) {
     step::rt::checkCheckpointFolder(o.checkpoint); // before any step runs
+    haveCheckpoint = step::rt::hasCheckpoint(o.checkpoint);
     // Without --resume a run would start over and replace a checkpoint
     // that may be further along: refused, nothing lost.
-    if (!o.resume && step::rt::hasCheckpoint(o.checkpoint))
+    if (haveCheckpoint && !o.resume)
       throw Error("--checkpoint " + o.checkpoint +
                   " holds a checkpoint of an earlier run; pass --resume to "
                   "continue from it, or name another folder (this run "
@@ -189,7 +192,7 @@ int run(const Options &o) {
   // Where the run starts: a checkpoint's step and batch, or step 0.
   int64_t first = 0;
   size_t next = 0;
-  if (o.resume && step::rt::hasCheckpoint(o.checkpoint)) {
+  if (haveCheckpoint) {
     step::rt::Checkpoint c = session.load(o.checkpoint);
     first = c.step;
     next = resumePosition(o, c, batches.size());

@@ -20,6 +20,8 @@ import sys
 import threading
 import time
 
+from rc import report  # rc.py beside this script
+
 
 def children(pid):
     """Every descendant of `pid`, from /proc."""
@@ -95,13 +97,7 @@ def main():
         proc.wait()
         status = None
     reader.join(timeout=5)
-    sys.stdout.write("".join(tail))
-    if status is None:
-        print(f"timed out after {a.timeout:g} s")
-    elif status < 0:
-        print(f"killed by signal {-status}")
-    else:
-        print(f"exit code: {status}")
+    report("".join(tail), status, a.timeout)
 
 
 if __name__ == "__main__":

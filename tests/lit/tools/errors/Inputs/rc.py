@@ -16,6 +16,17 @@ import subprocess
 import sys
 
 
+def report(output, status, timeout):
+    """Prints the output, then how the command ended (None: timed out)."""
+    sys.stdout.write(output)
+    if status is None:
+        print(f"timed out after {timeout:g} s")
+    elif status < 0:
+        print(f"killed by signal {-status}")
+    else:
+        print(f"exit code: {status}")
+
+
 def main(argv):
     timeout, fsize, env = None, None, dict(os.environ)
     while argv and argv[0].startswith("--"):
@@ -47,13 +58,7 @@ def main(argv):
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         status = None
-    sys.stdout.write(out.decode(errors="replace"))
-    if status is None:
-        print(f"timed out after {timeout:g} s")
-    elif status < 0:
-        print(f"killed by signal {-status}")
-    else:
-        print(f"exit code: {status}")
+    report(out.decode(errors="replace"), status, timeout)
 
 
 if __name__ == "__main__":
