@@ -355,6 +355,33 @@ def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
 // Distribution
 //===----------------------------------------------------------------------===//
 
+def TensorParallel : Pass<"step-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Megatron-style tensor parallelism of the forward's matmul pairs";
+  let description = [{
+    Before step-autodiff: splits each pair `x @ W1 ... @ W2` of the forward
+    (W1, W2 2-D params used once; between them elementwise ops, biases,
+    head reshapes and transposes, attention, q/k/v slices) over a group of
+    `size` ranks: W1 by columns, W2 by rows, the partial product
+    all_reduce'd (sum) over the group. Split params get their local type
+    and `step.tp_split = [dim, groups]`; the module a `step.tp` dictionary.
+    step-shard (option `tp`) then makes the gradients right
+    (docs/distributed.md).
+
+    ```mlir
+    %p = step.all_reduce %y {group_size = 2 : i64, reduce = "sum", replica_groups = array<i64: 0, 1>} : tensor<8x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"forward\"",
+           "the forward function">,
+    Option<"tpSize", "size", "int64_t", "1",
+           "ranks of a tensor-parallel group">,
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "all ranks (a multiple of size: world-size / size groups)">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect"];
+}
+
 def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
   let summary = "Data parallelism and ZeRO-1/2/3: collectives and sharded optimizer state";
   let description = [{
@@ -385,6 +412,10 @@ def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t", "0",
            "with overlap: merge the collectives of consecutive gradients "
            "into buckets of at least this many bytes (0: one per gradient)">,
+    Option<"tp", "tp", "int64_t", "1",
+           "mode dp after step-tensor-parallel of this size: replicated "
+           "gradients averaged over the world, split ones over their "
+           "data-parallel group and divided by tp">,
   ];
 }
 

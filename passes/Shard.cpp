@@ -100,6 +100,16 @@ struct ShardPass : impl::ShardBase<ShardPass> {
   /// zero3: per param, the ops from the block to the full param.
   SmallVector<SmallVector<Operation *>> gatherChains;
   int64_t gradBytes = 0, gradBytesFull = 0;
+  /// tp > 1: the tensor-parallel and data-parallel groups, the split
+  /// params (name -> [dim, groups, full shape...]), the values held as a
+  /// rank's part of a split tensor in the update half, and per split
+  /// gradient its source and the ops that average it (hoisted by overlap,
+  /// not bucketed: their groups differ from the world's).
+  IntegerAttr tpSizeAttr, dpSizeAttr;
+  DenseI64ArrayAttr dpGroupsAttr;
+  DictionaryAttr tpSplit;
+  DenseSet<Value> tpLocal;
+  SmallVector<SmallVector<Operation *>> tpChains;
 
   bool sharded() const { return mode != "dp"; }
 
@@ -185,6 +195,8 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       return signalPassFailure();
     }
     n = worldSize;
+    if (tp != 1 && failed(setUpTensorParallel(module)))
+      return signalPassFailure();
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
     if (!step) {
       module.emitError() << "step-shard: no @train_step; run step-optimizer "
@@ -217,10 +229,17 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     auto [paramBytesFull, stateBytesFull] = argumentBytes(step);
 
     if (failed(shardArguments(step, call)) ||
+        failed(markTensorParallel(step)) ||
         failed(reduceAfterCall(b, joint, call)) ||
-        failed(propagate(b, step)))
+        failed(propagate(b, step)) || failed(propagateTensorParallel(step)))
       return signalPassFailure();
 
+    // A tensor-parallel rank holds 1 / tp of each split param and slot.
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (step.getArgAttr(i, "step.tp_split")) {
+        int64_t rest = tensorBytes(step.getArgument(i).getType()) * (tp - 1);
+        (argKind(step, i) == "param" ? paramBytesFull : stateBytesFull) += rest;
+      }
     // Types of the rewritten signature.
     Block &body = step.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -231,7 +250,7 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     step->setAttr(
         "step.shard",
         b.getDictionaryAttr({
-            b.getNamedAttr("mode", b.getStringAttr(mode)),
+            b.getNamedAttr("mode", b.getStringAttr(tp > 1 ? std::string("tp") : std::string(mode))),
             b.getNamedAttr("world_size", i64(n)),
             b.getNamedAttr("params_bytes", i64(paramBytes)),
             b.getNamedAttr("grads_bytes", i64(gradBytes)),
@@ -241,6 +260,11 @@ struct ShardPass : impl::ShardBase<ShardPass> {
             b.getNamedAttr("state_bytes_full", i64(stateBytesFull)),
         }));
 
+    if (tp > 1) {
+      NamedAttrList attrs(step->getAttrOfType<DictionaryAttr>("step.shard"));
+      attrs.set("tp", i64(tp));
+      step->setAttr("step.shard", attrs.getDictionary(module.getContext()));
+    }
     if (overlap && failed(inlineAndOverlap(module, step)))
       return signalPassFailure();
   }
@@ -329,6 +353,11 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       auto t = cast<RankedTensorType>(v.getType());
       SmallVector<Operation *> chain;
       Value reduced;
+      if (grad && tpSplit && resultName(joint, r).starts_with("grad.") &&
+          tpSplit.get(resultName(joint, r).drop_front(5))) {
+        reduceSplitGradient(b, loc, v);
+        continue;
+      }
       if (r == 0 || mode == "dp" || mode == "zero1") {
         auto ar = make<AllReduceOp>(b, loc, v, mean, groupSizeAttr, groupsAttr);
         chain.push_back(ar);
@@ -351,6 +380,155 @@ struct ShardPass : impl::ShardBase<ShardPass> {
         gradChains.push_back(chain);
       else
         lossReduce = chain.front();
+    }
+    return success();
+  }
+
+  /// Checks the step-tensor-parallel run this one follows and builds the
+  /// groups: tensor-parallel groups of tp consecutive ranks, data-parallel
+  /// groups of the ranks with one index t in theirs.
+  LogicalResult setUpTensorParallel(ModuleOp module) {
+    auto info = module->getAttrOfType<DictionaryAttr>("step.tp");
+    auto size = info ? info.getAs<IntegerAttr>("size") : IntegerAttr();
+    if (!size || size.getInt() != tp)
+      return module.emitError()
+             << "step-shard: tp = " << static_cast<int64_t>(tp)
+             << " needs the forward split by step-tensor-parallel{size="
+             << static_cast<int64_t>(tp) << "} first";
+    if (mode != "dp")
+      return module.emitError()
+             << "step-shard: mode " << mode
+             << " with tensor parallelism is not supported (tp runs with "
+                "data parallelism across its groups: mode dp)";
+    if (n % tp != 0)
+      return module.emitError() << "step-shard: tp = "
+                                << static_cast<int64_t>(tp)
+                                << " does not divide world-size = " << n;
+    tpSplit = info.getAs<DictionaryAttr>("split");
+    if (!tpSplit)
+      return module.emitError() << "step-shard: step.tp has no split params";
+    OpBuilder b(module.getContext());
+    int64_t d = n / tp;
+    SmallVector<int64_t> ranks;
+    for (int64_t t = 0; t < tp; ++t)
+      for (int64_t i = 0; i < d; ++i)
+        ranks.push_back(i * tp + t);
+    tpSizeAttr = b.getI64IntegerAttr(tp);
+    dpSizeAttr = b.getI64IntegerAttr(d);
+    dpGroupsAttr = b.getDenseI64ArrayAttr(ranks);
+    return success();
+  }
+
+  /// step.name of result `r`, or "".
+  static StringRef resultName(func::FuncOp f, unsigned r) {
+    return stringAttrOf(f.getResultAttrDict(r), "step.name");
+  }
+
+  /// Marks split params and their optimizer slots (`step.tp_split` with
+  /// the full shape) as a rank's parts.
+  LogicalResult markTensorParallel(func::FuncOp step) {
+    if (!tpSplit)
+      return success();
+    auto mark = [&](unsigned i, Attribute entry) {
+      step.setArgAttr(i, "step.tp_split", entry);
+      tpLocal.insert(step.getArgument(i));
+    };
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (argKind(step, i) == "param")
+        if (Attribute entry = tpSplit.get(argName(step, i)))
+          mark(i, entry);
+    WalkResult walk = step.walk([&](Operation *op) -> WalkResult {
+      SmallVector<Value> slots;
+      Value param;
+      if (auto a = dyn_cast<AdamwUpdateOp>(op))
+        param = a.getParam(), slots = {a.getExpAvg(), a.getExpAvgSq()};
+      else if (auto u = dyn_cast<SgdUpdateOp>(op); u && u.getMomentumBuffer())
+        param = u.getParam(), slots = {u.getMomentumBuffer()};
+      else if (auto l = dyn_cast<LambUpdateOp>(op); l && tpLocal.contains(l.getParam()))
+        return op->emitError() << "step-shard: LAMB cannot update a param "
+                                  "split by tensor parallelism (its trust "
+                                  "ratio needs the whole param's norm)";
+      auto arg = dyn_cast_or_null<BlockArgument>(param);
+      if (!arg || !tpLocal.contains(arg))
+        return WalkResult::advance();
+      for (Value v : slots)
+        if (auto slot = dyn_cast<BlockArgument>(v);
+            slot && slot.getOwner()->getParentOp() == step)
+          mark(slot.getArgNumber(),
+               step.getArgAttr(arg.getArgNumber(), "step.tp_split"));
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
+  }
+
+  /// The gradient of a split param: every rank of a tensor-parallel group
+  /// counted the loss once, so it is tp times the single-process gradient
+  /// of its part; averaged over the data-parallel group and divided by tp.
+  void reduceSplitGradient(OpBuilder &b, Location loc, Value grad) {
+    SmallVector<Operation *> chain;
+    Value v = grad;
+    if (n / tp > 1) {
+      auto ar = make<AllReduceOp>(b, loc, v, b.getStringAttr("mean"),
+                                  dpSizeAttr, dpGroupsAttr);
+      chain.push_back(ar);
+      v = ar;
+    }
+    Value scaled = vjp::scale(b, loc, v, 1.0 / static_cast<double>(tp));
+    Operation *mul = scaled.getDefiningOp();
+    for (Value operand : mul->getOperands())
+      if (operand != v)
+        chain.push_back(operand.getDefiningOp());
+    chain.push_back(mul);
+    for (Operation *op : chain)
+      created.insert(op);
+    int64_t bytes = tensorBytes(grad.getType());
+    gradBytes += bytes;
+    gradBytesFull += bytes * tp; // the rank's part is all it ever holds
+    SmallPtrSet<Operation *, 3> except(chain.begin(), chain.end());
+    grad.replaceAllUsesExcept(scaled, except);
+    tpLocal.insert(scaled);
+    tpChains.push_back(chain);
+  }
+
+  /// The update half on a rank's parts of split params: elementwise ops
+  /// and updates keep them parts; a full reduce_sum (clipping's norm) adds
+  /// the group's partial sums, check_finite takes the group's minimum.
+  LogicalResult propagateTensorParallel(func::FuncOp step) {
+    if (!tpSplit)
+      return success();
+    OpBuilder b(step.getContext());
+    Block &body = step.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (created.contains(&op) ||
+          llvm::none_of(op.getOperands(),
+                        [&](Value v) { return tpLocal.contains(v); }))
+        continue;
+      if (isa<func::ReturnOp, func::CallOp>(op)) // results; the split forward
+        continue;
+      if ((fusionRole(&op) == FusionRole::Elementwise &&
+           !isa<DropoutOp>(op)) ||
+          isa<AdamwUpdateOp, SgdUpdateOp>(op)) {
+        for (Value r : op.getResults())
+          tpLocal.insert(r);
+        continue;
+      }
+      auto sum = dyn_cast<ReduceSumOp>(op);
+      bool fullSum =
+          sum && !sum.getKeepdim() &&
+          sum.getDims().size() ==
+              static_cast<size_t>(
+                  cast<RankedTensorType>(sum.getOperand().getType()).getRank());
+      if (!fullSum && !isa<CheckFiniteOp>(op))
+        return op.emitError()
+               << "step-shard: '" << op.getName()
+               << "' reads a rank's part of a param split by tensor "
+                  "parallelism; the update half may hold elementwise ops, "
+                  "sgd/adamw updates, full reduce_sums and check_finite";
+      b.setInsertionPointAfter(&op);
+      auto all = make<AllReduceOp>(
+          b, op.getLoc(), op.getResult(0),
+          b.getStringAttr(fullSum ? "sum" : "min"), tpSizeAttr, groupsAttr);
+      op.getResult(0).replaceAllUsesExcept(all, all);
     }
     return success();
   }
@@ -633,6 +811,21 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     hoist(lossReduce);
     for (auto &chain : gradChains)
       hoist(chain);
+    for (auto &chain : tpChains) {
+      // After the gradient's producer (the one operand from outside).
+      Operation *after = nullptr;
+      for (Operation *op : chain)
+        for (Value v : op->getOperands())
+          if (!llvm::is_contained(chain, v.getDefiningOp()))
+            after = v.getDefiningOp();
+      for (Operation *op : chain) {
+        if (after)
+          op->moveAfter(after);
+        else
+          op->moveBefore(&body, body.begin());
+        after = op;
+      }
+    }
     if (bucketBytes > 0)
       bucketGradients();
     for (auto &chain : gatherChains) {

@@ -84,11 +84,77 @@ Artifact readArtifact(const std::string &path) {
 }
 
 namespace {
-/// The meta fields the runtime reads (Session: "shard" when it starts,
-/// "dynamic" and "bucket" when it picks a bucket, "source_hash" in
-/// checkpoints) have the types it reads them as, so a crafted file is
-/// refused here rather than failing deep inside a step. Returns what is
-/// wrong, "" if nothing.
+/// What is wrong with the tensor-parallel keys of meta "shard" ("tp",
+/// "tp_split"; docs/distributed.md), "" if nothing. `shard` is an object
+/// with an integer "world_size".
+std::string tpDefect(const nlohmann::json &shard) {
+  using nlohmann::json;
+  int64_t world = shard["world_size"].get<int64_t>();
+  int64_t tp = 1;
+  if (shard.contains("tp")) {
+    const json &t = shard["tp"];
+    if (!t.is_number_integer() || t.get<int64_t>() < 1)
+      return "\"tp\" is " + t.dump() + ", expected an integer >= 1";
+    tp = t.get<int64_t>();
+    if (world < 1 || world % tp != 0)
+      return "\"tp\" " + std::to_string(tp) + " does not divide world_size " +
+             std::to_string(world) +
+             " (ranks are data-parallel replicas of tp ranks each)";
+  }
+  if (!shard.contains("tp_split"))
+    return "";
+  const json &split = shard["tp_split"];
+  const char *form = "{name: {\"dim\": k, \"groups\": G, \"shape\": [full "
+                     "shape]}}";
+  if (!split.is_object())
+    return "\"tp_split\" is not " + std::string(form);
+  const json sharded = shard.value("sharded", json::object());
+  for (const auto &[name, entry] : split.items()) {
+    std::string where = "\"tp_split\" '" + name + "'";
+    if (!entry.is_object())
+      return where + " is " + std::string(entry.type_name()) +
+             ", expected {\"dim\": k, \"groups\": G, \"shape\": [full "
+             "shape]}";
+    for (const char *key : {"dim", "groups"})
+      if (!entry.contains(key) || !entry[key].is_number_integer())
+        return where + ": \"" + key + "\" is " +
+               (entry.contains(key) ? entry[key].dump() : "missing") +
+               ", expected an integer";
+    bool isShape = entry.contains("shape") && entry["shape"].is_array();
+    for (const json &d : isShape ? entry["shape"] : json::array())
+      isShape = isShape && d.is_number_integer() && d.get<int64_t>() >= 0;
+    if (!isShape)
+      return where + ": \"shape\" is " +
+             (entry.contains("shape") ? entry["shape"].dump() : "missing") +
+             ", expected the full shape (integers >= 0)";
+    auto shape = entry["shape"].get<std::vector<int64_t>>();
+    int64_t dim = entry["dim"].get<int64_t>();
+    int64_t groups = entry["groups"].get<int64_t>();
+    auto rank = static_cast<int64_t>(shape.size());
+    if (dim < 0 || dim >= rank)
+      return where + ": dim " + std::to_string(dim) +
+             " is out of range for its shape " + shapeToString(shape) +
+             " (expected 0.." + std::to_string(rank - 1) + ")";
+    if (groups < 1)
+      return where + ": groups is " + std::to_string(groups) +
+             ", expected an integer >= 1";
+    int64_t size = shape[static_cast<size_t>(dim)];
+    // Two divisions, not size % (groups * tp), which can overflow.
+    if (size % groups != 0 || (size / groups) % tp != 0)
+      return where + ": dim " + std::to_string(dim) + " of " +
+             shapeToString(shape) + " has size " + std::to_string(size) +
+             ", expected a multiple of groups " + std::to_string(groups) +
+             " x tp " + std::to_string(tp);
+    if (sharded.is_object() && sharded.contains(name))
+      return "'" + name + "' is in both \"sharded\" and \"tp_split\" (a "
+             "tensor is split one way)";
+  }
+  return "";
+}
+} // namespace
+
+// The meta fields the runtime reads have the types it reads them as, so a
+// crafted file is refused here rather than failing deep inside a step.
 std::string metaDefect(const nlohmann::json &meta) {
   using nlohmann::json;
   auto isShape = [](const json &j) {
@@ -119,6 +185,9 @@ std::string metaDefect(const nlohmann::json &meta) {
         (shard.contains("sharded") && !allOf(shard["sharded"], isShape)))
       return "meta \"shard\" is not {\"world_size\": N, \"sharded\": "
              "{name: shape}}";
+    std::string tp = tpDefect(shard);
+    if (!tp.empty())
+      return "meta \"shard\": " + tp;
   }
   if (meta.contains("dynamic")) {
     const json &dynamic = meta["dynamic"];
@@ -145,6 +214,8 @@ std::string metaDefect(const nlohmann::json &meta) {
     return "meta \"bucket\" is not {S: size}";
   return "";
 }
+
+namespace {
 
 /// Every bucket of a model with symbolic dims gives a size to each symbol
 /// (the runtime looks them up when it picks a bucket).

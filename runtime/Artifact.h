@@ -45,6 +45,12 @@ struct Artifact {
 /// FNV-1a 64 of `n` bytes.
 uint64_t fnv1a64(const void *data, size_t n);
 
+/// What is wrong with the meta fields the runtime reads (Session: "shard"
+/// when it starts, "dynamic" and "bucket" when it picks a bucket,
+/// "source_hash" in checkpoints), "" if nothing. parseArtifact refuses an
+/// artifact with a defect; a Session over one in memory checks it too.
+std::string metaDefect(const nlohmann::json &meta);
+
 /// Writes the artifact atomically (temporary file + rename).
 void writeArtifact(const std::string &path, const Artifact &artifact);
 /// Reads and validates an artifact; throws Error on any defect.

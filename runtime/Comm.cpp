@@ -341,4 +341,133 @@ HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape) {
   return out;
 }
 
+namespace {
+
+/// Where the parts of a tensor-parallel split lie: the tensor seen as
+/// [outer, size, inner] around dim `dim`, and the elements of dim `dim`
+/// each rank takes from each group (`piece`).
+struct TpLayout {
+  int64_t outer = 1, size = 0, inner = 1, piece = 0;
+};
+
+/// The layout of `full` split `groups` x `count` ways along `dim`; throws
+/// Error naming `what` when it does not split so.
+TpLayout tpLayout(const std::string &what, const Shape &full, int64_t dim,
+                  int64_t groups, int64_t count) {
+  auto rank = static_cast<int64_t>(full.size());
+  if (dim < 0 || dim >= rank)
+    throw Error(what + ": dim " + std::to_string(dim) +
+                " is out of range for a tensor of rank " +
+                std::to_string(rank) + " (shape " + shapeToString(full) +
+                "), expected " +
+                (rank ? "0.." + std::to_string(rank - 1)
+                      : std::string("a tensor of rank >= 1")));
+  if (groups < 1)
+    throw Error(what + ": groups is " + std::to_string(groups) +
+                ", expected at least 1");
+  if (count < 1)
+    throw Error(what + ": " + std::to_string(count) +
+                " ranks, expected at least 1");
+  TpLayout l;
+  l.size = full[static_cast<size_t>(dim)];
+  // Two divisions, not size % (groups * count), which can overflow.
+  if (l.size % groups != 0 || (l.size / groups) % count != 0)
+    throw Error(what + ": dim " + std::to_string(dim) + " of " +
+                shapeToString(full) + " has size " + std::to_string(l.size) +
+                ", which does not split into " + std::to_string(groups) +
+                " group(s) x " + std::to_string(count) +
+                " rank(s) (expected a multiple of " +
+                std::to_string(groups) + " x " + std::to_string(count) + ")");
+  for (int64_t d = 0; d < dim; ++d)
+    l.outer *= full[static_cast<size_t>(d)];
+  for (int64_t d = dim + 1; d < rank; ++d)
+    l.inner *= full[static_cast<size_t>(d)];
+  l.piece = l.size / groups / count;
+  return l;
+}
+
+} // namespace
+
+HostTensor tpSliceOf(const HostTensor &full, int64_t dim, int64_t groups,
+                     int64_t index, int64_t count) {
+  TpLayout l = tpLayout("tpSliceOf", full.shape(), dim, groups, count);
+  if (index < 0 || index >= count)
+    throw Error("tpSliceOf: rank " + std::to_string(index) +
+                " is not one of the " + std::to_string(count) +
+                " tensor-parallel ranks (expected 0.." +
+                std::to_string(count - 1) + ")");
+  Shape shape = full.shape();
+  shape[static_cast<size_t>(dim)] /= count;
+  HostTensor out(full.dtype(), shape);
+  auto e = static_cast<int64_t>(dtypeSize(full.dtype()));
+  int64_t localSize = l.size / count, groupSize = l.size / groups;
+  auto bytes = static_cast<size_t>(l.piece * l.inner * e);
+  const auto *src = static_cast<const uint8_t *>(full.raw());
+  auto *dst = static_cast<uint8_t *>(out.raw());
+  if (bytes == 0)
+    return out;
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t g = 0; g < groups; ++g) {
+      int64_t from = o * l.size + g * groupSize + index * l.piece;
+      int64_t to = o * localSize + g * l.piece;
+      std::memcpy(dst + static_cast<size_t>(to * l.inner * e),
+                  src + static_cast<size_t>(from * l.inner * e), bytes);
+    }
+  return out;
+}
+
+HostTensor tpUnslice(const std::vector<HostTensor> &blocks, int64_t dim,
+                     int64_t groups) {
+  if (blocks.empty())
+    throw Error("tpUnslice: no blocks");
+  const HostTensor &first = blocks[0];
+  for (size_t t = 1; t < blocks.size(); ++t)
+    if (blocks[t].dtype() != first.dtype() ||
+        blocks[t].shape() != first.shape())
+      throw Error("tpUnslice: block " + std::to_string(t) + " is " +
+                  dtypeName(blocks[t].dtype()) + " " +
+                  shapeToString(blocks[t].shape()) + ", expected " +
+                  dtypeName(first.dtype()) + " " +
+                  shapeToString(first.shape()) + " as block 0");
+  auto count = static_cast<int64_t>(blocks.size());
+  auto rank = static_cast<int64_t>(first.shape().size());
+  if (dim < 0 || dim >= rank)
+    throw Error("tpUnslice: dim " + std::to_string(dim) +
+                " is out of range for blocks of rank " + std::to_string(rank) +
+                " (shape " + shapeToString(first.shape()) + "), expected " +
+                (rank ? "0.." + std::to_string(rank - 1)
+                      : std::string("blocks of rank >= 1")));
+  if (groups < 1)
+    throw Error("tpUnslice: groups is " + std::to_string(groups) +
+                ", expected at least 1");
+  int64_t local = first.shape()[static_cast<size_t>(dim)];
+  if (local % groups != 0)
+    throw Error("tpUnslice: dim " + std::to_string(dim) + " of the blocks (" +
+                shapeToString(first.shape()) + ") has size " +
+                std::to_string(local) + ", not a multiple of its " +
+                std::to_string(groups) + " groups");
+  Shape shape = first.shape();
+  shape[static_cast<size_t>(dim)] *= count;
+  TpLayout l = tpLayout("tpUnslice", shape, dim, groups, count);
+  HostTensor out(first.dtype(), shape);
+  auto e = static_cast<int64_t>(dtypeSize(first.dtype()));
+  int64_t localSize = l.size / count, groupSize = l.size / groups;
+  auto bytes = static_cast<size_t>(l.piece * l.inner * e);
+  auto *dst = static_cast<uint8_t *>(out.raw());
+  if (bytes == 0)
+    return out;
+  for (int64_t t = 0; t < count; ++t) {
+    const auto *src =
+        static_cast<const uint8_t *>(blocks[static_cast<size_t>(t)].raw());
+    for (int64_t o = 0; o < l.outer; ++o)
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t from = o * localSize + g * l.piece;
+        int64_t to = o * l.size + g * groupSize + t * l.piece;
+        std::memcpy(dst + static_cast<size_t>(to * l.inner * e),
+                    src + static_cast<size_t>(from * l.inner * e), bytes);
+      }
+  }
+  return out;
+}
+
 } // namespace step::rt

@@ -167,6 +167,23 @@ HostTensor shardOf(const HostTensor &full, int64_t index, int64_t count);
 /// reshaped. Throws Error on mismatched dtypes or sizes.
 HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape);
 
+/// Tensor-parallel layout (meta "shard" "tp_split", docs/distributed.md):
+/// rank `index` of `count`'s part of `full` along `dim`. Dim `dim` (size S)
+/// is viewed as `groups` groups of S / groups; from each group g the rank
+/// takes [g S/groups + index S/(groups count), g S/groups + (index + 1)
+/// S/(groups count)), and these slices, concatenated in g order, are its
+/// tensor: `full`'s shape with dim `dim` divided by `count`. groups > 1 is
+/// a fused weight (q, k and v side by side: each rank takes its heads'
+/// columns of each). Any dtype. Throws Error when `dim` is out of range, S
+/// is not a multiple of groups * count, or `index` is not in [0, count).
+HostTensor tpSliceOf(const HostTensor &full, int64_t dim, int64_t groups,
+                     int64_t index, int64_t count);
+/// The inverse: the full tensor from the parts of ranks 0..count-1
+/// (`blocks` in that order, count = blocks.size()). Throws Error when the
+/// blocks differ in dtype or shape, or `dim` or `groups` do not fit them.
+HostTensor tpUnslice(const std::vector<HostTensor> &blocks, int64_t dim,
+                     int64_t groups);
+
 } // namespace step::rt
 
 #endif // STEP_RUNTIME_COMM_H

@@ -20,6 +20,7 @@
 #endif
 
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -120,6 +121,10 @@ rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
 
 void Session::init(rt::Communicator *communicator) {
   const rt::Plan &plan = artifact_.plan;
+  // readArtifact checked it; an artifact made in memory is checked here.
+  std::string defect = rt::metaDefect(artifact_.meta);
+  if (!defect.empty())
+    throw Error("plan '" + plan.function + "': " + defect);
   comm_ = &rt::selfCommunicator();
   if (artifact_.meta.contains("shard")) {
     const nlohmann::json &shard = artifact_.meta["shard"];
@@ -136,6 +141,12 @@ void Session::init(rt::Communicator *communicator) {
     nlohmann::json sharded = shard.value("sharded", nlohmann::json::object());
     for (const auto &[name, shape] : sharded.items())
       fullShapes_[name] = shape.get<rt::Shape>();
+    tp_ = static_cast<int>(shard.value("tp", int64_t(1)));
+    nlohmann::json split = shard.value("tp_split", nlohmann::json::object());
+    for (const auto &[name, entry] : split.items())
+      tpSplits_[name] = {entry["dim"].get<int64_t>(),
+                         entry["groups"].get<int64_t>(),
+                         entry["shape"].get<rt::Shape>()};
   } else if (communicator && communicator->size() != 1) {
     throw Error("a communicator of " + std::to_string(communicator->size()) +
                 " ranks was given, but the step is not sharded (stepc "
@@ -160,6 +171,28 @@ void Session::init(rt::Communicator *communicator) {
     names->push_back(b.name);
     if (b.kind == BufferKind::State)
       values_[b.name] = HostTensor(b.dtype, b.shape);
+  }
+  // Each tensor-parallel split names a param or state whose buffer is
+  // this rank's part of the full shape.
+  for (const auto &[name, split] : tpSplits_) {
+    auto it = argumentIds_.find(name);
+    std::string where = "plan '" + plan.function +
+                        "': meta \"shard\" \"tp_split\" names '" + name + "'";
+    if (it == argumentIds_.end() ||
+        plan.buffers.at(it->second).kind == BufferKind::Input)
+      throw Error(where + ", which is not a param or state of the step "
+                  "(params: " + joined(params_) + "; state: " +
+                  joined(state_) + ")");
+    const BufferDesc &b = plan.buffers.at(it->second);
+    rt::Shape part = split.full;
+    part[static_cast<size_t>(split.dim)] /= tp_;
+    if (b.shape != part)
+      throw Error(where + ": its full shape " + rt::shapeToString(split.full) +
+                  " split " + std::to_string(tp_) + " ways along dim " +
+                  std::to_string(split.dim) + " is " +
+                  rt::shapeToString(part) + ", but the step's " +
+                  rt::bufferKindName(b.kind) + " is " +
+                  typeStr(b.dtype, b.shape));
   }
   if (plan.results.empty())
     throw Error("plan '" + plan.function +
@@ -251,6 +284,21 @@ rt::HostTensor Session::localTensor(const std::string &what,
   auto sharded = fullShapes_.find(name);
   if (sharded != fullShapes_.end() && t.shape() == sharded->second)
     t = rt::shardOf(t, comm_->rank(), comm_->size());
+  auto split = tpSplits_.find(name);
+  if (split != tpSplits_.end()) {
+    const BufferDesc &b = argumentBuffer(name);
+    const TpSplit &s = split->second;
+    bool full = t.shape() == s.full;
+    if (t.dtype() != b.dtype || (!full && t.shape() != b.shape))
+      throw Error(what + ": " + rt::bufferKindName(b.kind) + " '" + name +
+                  "' expects " + typeStr(b.dtype, s.full) +
+                  " (the full tensor, of which this rank keeps its "
+                  "tensor-parallel part) or that part, " +
+                  typeStr(b.dtype, b.shape) + "; found " +
+                  typeStr(t.dtype(), t.shape()));
+    if (full)
+      t = rt::tpSliceOf(t, s.dim, s.groups, tensorParallelRank(), tp_);
+  }
   checkMatches(what, name, t);
   return t;
 }
@@ -339,11 +387,17 @@ void Session::save_shards(const std::string &dir) const {
     bool blocks = fullShapes_.count(name) != 0;
     if (blocks)
       sharded[name] = fullShapes_.at(name);
+    // A tensor-parallel part is written whole, as an unsharded tensor:
+    // gathered on every rank (collective), written by rank 0.
+    bool split = tpSplits_.count(name) != 0;
+    HostTensor full;
+    if (split)
+      full = gathered(name);
     if (!blocks && r != 0)
       return;
     fs::path path = (blocks ? mine : fs::path(dir)) / (name + ".npy");
     makeFolder(path.parent_path(), "save_shards");
-    rt::writeNpy(path.string(), values_.at(name));
+    rt::writeNpy(path.string(), split ? full : values_.at(name));
   };
   for (const std::string &name : params_)
     save(name);
@@ -671,6 +725,23 @@ const HostTensor &Session::get(const std::string &name) const {
 
 HostTensor Session::gathered(const std::string &name) const {
   const HostTensor &block = get(name);
+  if (auto split = tpSplits_.find(name); split != tpSplits_.end()) {
+    // Every rank's part (all of one size) over the whole world; the data-
+    // parallel replicas hold the same parts, so ranks 0..T-1 make it whole.
+    auto bytes = static_cast<int64_t>(block.byteSize());
+    std::vector<uint8_t> all(block.byteSize() *
+                             static_cast<size_t>(comm_->size()));
+    comm_->allGather(block.raw(), all.data(), bytes);
+    std::vector<HostTensor> parts;
+    for (int t = 0; t < tp_; ++t) {
+      HostTensor part(block.dtype(), block.shape());
+      if (bytes)
+        std::memcpy(part.raw(), all.data() + static_cast<size_t>(t) * bytes,
+                    static_cast<size_t>(bytes));
+      parts.push_back(std::move(part));
+    }
+    return rt::tpUnslice(parts, split->second.dim, split->second.groups);
+  }
   auto it = fullShapes_.find(name);
   if (it == fullShapes_.end())
     return block;

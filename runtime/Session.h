@@ -68,7 +68,8 @@ public:
   /// (a missing one is zeros, as PyTorch's lazily created optimizer state).
   /// Each file must match its buffer's dtype and shape exactly; a sharded
   /// buffer also takes the full tensor (meta "shard"), of which it keeps
-  /// this rank's block, so any world size loads the same files.
+  /// this rank's block (ZeRO) or tensor-parallel part (tp_split), so any
+  /// world size loads the same files.
   void load_params(const std::string &dir);
   /// Writes DIR/<name>.npy for every param and state tensor (creating DIR),
   /// each file atomically. Throws, writing nothing, if a param has no value.
@@ -76,10 +77,12 @@ public:
   /// tensors); rank 0 writes.
   void save_params(const std::string &dir) const;
   /// Per-rank checkpoint (collective: every rank calls it): each rank
-  /// writes its blocks of the sharded buffers to DIR/rank<R>/<name>.npy,
-  /// rank 0 the others to DIR/<name>.npy and, last, DIR/shards.json (world
-  /// size, full shapes). load_params(DIR) reassembles the full tensors from
-  /// the blocks, so any world size, sharded or not, loads it.
+  /// writes its blocks of the ZeRO-sharded buffers to
+  /// DIR/rank<R>/<name>.npy, rank 0 the others to DIR/<name>.npy (the
+  /// tensor-parallel ones gathered into full tensors) and, last,
+  /// DIR/shards.json (world size, full shapes of the blocked ones).
+  /// load_params(DIR) reassembles the full tensors from the blocks, so any
+  /// world size, sharded or not, loads it.
   void save_shards(const std::string &dir) const;
 
   /// A training checkpoint (runtime/Checkpoint.h, docs/runtime.md): every
@@ -139,12 +142,27 @@ public:
   /// Replaces a param or state tensor; dtype and shape must match its buffer.
   void set(const std::string &name, rt::HostTensor t);
   /// A param or state tensor as one process would hold it: get(), or for a
-  /// sharded one the ranks' blocks gathered (collective: every rank calls).
+  /// sharded one the ranks' blocks gathered (collective: every rank calls),
+  /// or for a tensor-parallel one the parts of ranks 0..T-1 joined.
   rt::HostTensor gathered(const std::string &name) const;
 
   /// This process's rank and the number of ranks (1 unsharded).
   int rank() const { return comm_->rank(); }
   int worldSize() const { return comm_->size(); }
+  /// The tensor-parallel degree T (meta "shard" "tp"; 1 without tensor
+  /// parallelism). Ranks are laid out as rank = dataRank() * T +
+  /// tensorParallelRank().
+  int tensorParallel() const { return tp_; }
+  /// This rank's index in its tensor-parallel group (rank % T): which part
+  /// of each tp_split tensor it holds.
+  int tensorParallelRank() const { return comm_->rank() % tp_; }
+  /// This rank's index among the data-parallel replicas (rank / T): the T
+  /// ranks of one tensor-parallel group share it and take the same rows of
+  /// a global batch.
+  int dataRank() const { return comm_->rank() / tp_; }
+  /// The number of data-parallel replicas (worldSize() / T): how many
+  /// parts a global batch is split into.
+  int dataWorldSize() const { return comm_->size() / tp_; }
 
   /// Names in the order of the step's arguments.
   std::vector<std::string> paramNames() const { return params_; }
@@ -185,6 +203,15 @@ private:
   rt::Communicator *comm_ = nullptr;
   /// Sharded arguments (meta "shard"): name -> full shape.
   std::map<std::string, rt::Shape> fullShapes_;
+  /// How tensor parallelism splits a param or state tensor (meta "shard"
+  /// "tp_split"): along `dim`, in `groups` groups, of the `full` shape.
+  struct TpSplit {
+    int64_t dim = 0, groups = 1;
+    rt::Shape full;
+  };
+  std::map<std::string, TpSplit> tpSplits_;
+  /// The tensor-parallel degree (meta "shard" "tp").
+  int tp_ = 1;
   /// The CUDA backend's device state (Backend::Cuda only), one per bucket,
   /// made on the bucket's first step, by bucketKey(). Shared by copies of the session,
   /// which must then not step concurrently.

@@ -278,17 +278,33 @@ ShardOptions ShardOptions::parse(const std::string &spec, int64_t worldSize) {
                                        parseBytes("--shard: bucket", value));
   }
   o.mode = mode;
+  if (mode.rfind("tp:", 0) == 0) {
+    o.mode = "tp";
+    std::string t = mode.substr(3);
+    if (t.empty() || t.size() > 6 ||
+        t.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(t) < 1)
+      throw std::invalid_argument("--shard: '" + mode +
+                                  "' must be tp:T with T >= 1 ranks per "
+                                  "tensor-parallel group");
+    o.tp = std::stoll(t);
+  }
   if (o.mode != "none" && o.mode != "dp" && o.mode != "zero1" &&
-      o.mode != "zero2" && o.mode != "zero3")
+      o.mode != "zero2" && o.mode != "zero3" && o.mode != "tp")
     throw std::invalid_argument("--shard: unknown mode '" + mode +
-                                "', expected dp, zero1, zero2 or zero3 "
-                                "(tensor parallelism is not built yet)");
+                                "', expected dp, zero1, zero2, zero3 or "
+                                "tp:T");
   if (worldSize < 1)
     throw std::invalid_argument("--world-size: " + std::to_string(worldSize) +
                                 " must be >= 1");
   if (o.mode == "none" && worldSize != 1)
     throw std::invalid_argument("--world-size=" + std::to_string(worldSize) +
-                                " needs --shard=dp|zero1|zero2|zero3");
+                                " needs --shard=dp|zero1|zero2|zero3|tp:T");
+  if (o.mode == "tp" && worldSize % o.tp != 0)
+    throw std::invalid_argument(
+        "--shard=tp:" + std::to_string(o.tp) + ": --world-size=" +
+        std::to_string(worldSize) + " must be a multiple of " +
+        std::to_string(o.tp) + " (world-size / T data-parallel groups)");
   o.worldSize = worldSize;
   return o;
 }
@@ -432,6 +448,12 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   pad.sizes = sizes; // copied by createPadDynamic
   pm.addPass(ops::createPadDynamic(pad));
   pm.addPass(createCanonicalizerPass());
+  if (options.shard.mode == "tp") {
+    ops::TensorParallelOptions tp;
+    tp.tpSize = options.shard.tp;
+    tp.worldSize = options.shard.worldSize;
+    pm.addPass(ops::createTensorParallel(tp));
+  }
   if (!options.amp.dtype.empty()) {
     const AmpOptions &a = options.amp;
     ops::AmpOptions amp;
@@ -477,7 +499,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   pm.addPass(ops::createOptimizer(opt));
   if (options.shard.mode != "none") {
     ops::ShardOptions shard;
-    shard.mode = options.shard.mode;
+    shard.mode = options.shard.mode == "tp" ? "dp" : options.shard.mode;
+    shard.tp = options.shard.tp;
     shard.worldSize = options.shard.worldSize;
     shard.bucketBytes = options.shard.bucketBytes;
     pm.addPass(ops::createShard(shard));
@@ -648,6 +671,19 @@ nlohmann::json describeShard(func::FuncOp func) {
       sharded[argumentName(func, i)] = std::vector<int64_t>(
           shape.asArrayRef().begin(), shape.asArrayRef().end());
   out["sharded"] = sharded;
+  // Tensor parallelism: per split param or slot its dim, groups and full
+  // shape (the runtime's tp_split, docs/artifact.md).
+  nlohmann::json split = nlohmann::json::object();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto s = func.getArgAttrOfType<DenseI64ArrayAttr>(i, "step.tp_split")) {
+      ArrayRef<int64_t> v = s.asArrayRef();
+      split[argumentName(func, i)] = {
+          {"dim", v[0]},
+          {"groups", v[1]},
+          {"shape", std::vector<int64_t>(v.begin() + 2, v.end())}};
+    }
+  if (!split.empty())
+    out["tp_split"] = split;
   return out;
 }
 

@@ -127,13 +127,16 @@ struct OffloadOptions {
 /// `--shard=dp|zero1|zero2|zero3[,bucket=BYTES]` on `--world-size=N`
 /// replicas.
 struct ShardOptions {
-  std::string mode = "none"; ///< none | dp | zero1 | zero2 | zero3
+  std::string mode = "none"; ///< none | dp | zero1 | zero2 | zero3 | tp
   int64_t worldSize = 1;
+  /// Mode tp (`--shard=tp:T`): ranks per tensor-parallel group; the
+  /// world's worldSize / tp groups are data-parallel replicas.
+  int64_t tp = 1;
   /// Gradient buckets (DDP's bucket_cap_mb, same default); 0: one
   /// collective per gradient.
   int64_t bucketBytes = 25 << 20;
 
-  /// Parses `--shard` (a mode, then bucket=BYTES with the suffixes of
+  /// Parses `--shard` (a mode or tp:T, then bucket=BYTES with the suffixes of
   /// --remat-budget, or 0) and `--world-size` (>= 1; other than 1 only with
   /// a mode). Throws std::invalid_argument naming the flag and what is
   /// expected.

@@ -3,7 +3,9 @@
 
 For the MLP and the tiny GPT-2, each traced for a per-rank batch of 8 / N
 (as a DDP user writes the model), stepc --shard=MODE --world-size=N builds
-the step for dp, zero1, zero2 and zero3; `mpirun -np N step-run` runs three
+the step for dp, zero1, zero2, zero3 and tp:2 (tensor parallelism:
+pairs of matmuls split over groups of 2 ranks, the N / 2 groups
+data-parallel, the model traced for 8 / (N / 2) rows); `mpirun -np N step-run` runs three
 steps of it on the CPU backend, each rank on its rows of the global batch.
 The reference is one process (step-run, unsharded) on the same model traced
 for batch 8 with the same params. Losses, params and the full optimizer
@@ -86,12 +88,35 @@ def check_bytes(case, spec, n, report, params, slots):
                             f" bytes per rank is not 1/{n} of {slots * p + 8}")
 
 
+def check_bytes_tp(case, spec, n, report, params, slots):
+    """tp:T: split params and their slots hold 1/T per rank, the rest whole."""
+    shard = report["shard"]
+    t = int(spec.split(":")[1])
+    split = {k: v for k, v in shard.get("tp_split", {}).items()
+             if k in params}
+    if not split:
+        failures.append(f"{case} {spec} np{n}: no param split")
+    p = sum(4 * v.size for v in params.values())
+    s = sum(4 * params[k].size for k in split)
+    want = {"params_bytes": p - s + s // t, "grads_bytes": p - s + s // t,
+            "state_bytes": slots * (p - s + s // t) + 8,
+            "params_bytes_full": p}
+    for key, value in want.items():
+        if shard[key] != value:
+            failures.append(f"{case} {spec} np{n}: report {key} = "
+                            f"{shard[key]}, expected {value}")
+
+
 def check_case(case, emit, n, tools, work, options, tol):
     slots = 2 if "adamw" in options[0] else 1
     options = options + ["--no-kernels"]
     ref_dir, loc_dir = os.path.join(work, "ref"), os.path.join(work, "local")
     emit(ref_dir, GLOBAL_BATCH)
     emit(loc_dir, GLOBAL_BATCH // n)
+    # tp:2: groups of 2 ranks share rows, so the model is traced for the
+    # batch of n / 2 data-parallel replicas.
+    tp_dir = os.path.join(work, "tp")
+    emit(tp_dir, GLOBAL_BATCH * 2 // n)
     params = load(os.path.join(ref_dir, "params"))
     local_params = load(os.path.join(loc_dir, "params"))
     if set(params) != set(local_params) or any(
@@ -110,15 +135,22 @@ def check_case(case, emit, n, tools, work, options, tol):
     mpirun = [tools.mpirun, "-np", str(n), "--oversubscribe"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         mpirun.append("--allow-run-as-root")
-    for mode in MODES:
-        tag = mode.replace(",", "_").replace("=", "")
+    for mode in MODES + ["tp:2"]:
+        tp = mode.startswith("tp:")
+        tag = mode.replace(",", "_").replace("=", "").replace(":", "")
         artifact = os.path.join(work, tag + ".step")
         report = os.path.join(work, tag + ".json")
-        run([tools.stepc, os.path.join(loc_dir, "model.mlir"), "--train",
-             *options, f"--shard={mode}", f"--world-size={n}", "-o", artifact,
-             f"--report={report}"])
+        run([tools.stepc, os.path.join(tp_dir if tp else loc_dir, "model.mlir"),
+             "--train", *options, f"--shard={mode}", f"--world-size={n}",
+             "-o", artifact, f"--report={report}"])
         with open(report) as f:
-            check_bytes(case, mode, n, json.load(f), params, slots)
+            (check_bytes_tp if tp else check_bytes)(case, mode, n,
+                                                    json.load(f), params, slots)
+        # AdamW moves attention's keys' bias, whose gradient is exactly
+        # zero, by noise-signed steps of about lr: tensor parallelism
+        # splits the q/k/v products, so its bound there is 2e-4
+        # (tests/unit/compiler/TensorParallelTest.cpp).
+        bound = max(tol, 2e-4) if tp and case == "gpt2 adamw" else tol
         out = os.path.join(work, tag + "_out")
         shards = os.path.join(work, tag + "_shards")
         losses = step_run(mpirun, tools, artifact,
@@ -137,7 +169,7 @@ def check_case(case, emit, n, tools, work, options, tol):
         for d in (a, b, shards):
             shutil.rmtree(d)
         if len(losses) != STEPS or any(
-                abs(a - b) > tol * abs(b) for a, b in zip(losses, ref_losses)):
+                abs(a - b) > bound * abs(b) for a, b in zip(losses, ref_losses)):
             failures.append(f"{case} {mode} np{n}: losses {losses}, one "
                             f"process {ref_losses}")
         got = load(out)
@@ -155,9 +187,9 @@ def check_case(case, emit, n, tools, work, options, tol):
             w64, g64 = w.astype(np.float64), g.astype(np.float64)
             err = np.linalg.norm(g64 - w64) / max(np.linalg.norm(w64), 1e-30)
             worst = max(worst, err)
-            if err > tol:
+            if err > bound:
                 failures.append(f"{case} {mode} np{n}: '{name}' rel. err "
-                                f"{err:.3g} > {tol}")
+                                f"{err:.3g} > {bound}")
         print(f"{case} {mode} np{n}: losses {losses}, {len(want)} tensors, "
               f"worst rel. err {worst:.3g}")
         shutil.rmtree(out)

@@ -28,7 +28,10 @@
 // A sharded artifact (stepc --shard) runs as one rank of `mpirun -np N
 // step-run ...` (docs/distributed.md): the params and batches are the same
 // files on every rank, each input holding the global batch, of which rank r
-// takes rows [r * B / N, (r + 1) * B / N); rank 0 prints the losses (the
+// takes rows [d * B / D, (d + 1) * B / D) of its data-parallel index
+// d = r / T among D = N / T replicas, T the tensor-parallel degree (stepc
+// --shard=tp:T; 1 otherwise, so d = r and D = N): the T ranks of one
+// tensor-parallel group take the same rows. Rank 0 prints the losses (the
 // same on every rank) and writes --out (full tensors) and --trace. An error
 // on one rank ends all of them (MPI_Abort). Without MPI, the ranks come
 // from the environment (STEP_RANK, STEP_WORLD_SIZE, STEP_MASTER_ADDR,
@@ -99,13 +102,19 @@ std::vector<fs::path> batchFolders(const std::string &dir) {
   return out;
 }
 
-/// Rows [r * B / n, (r + 1) * B / n) of a global batch tensor.
+/// Rows [r * B / n, (r + 1) * B / n) of a global batch tensor: replica r's
+/// of n data-parallel replicas (`tp`: the tensor-parallel degree, for
+/// messages).
 HostTensor rowsOfRank(const std::string &name, const HostTensor &t, int r,
-                      int n) {
+                      int n, int tp) {
   if (t.rank() < 1 || t.shape()[0] % n != 0)
     throw Error("input '" + name + "' of shape " +
                 step::rt::shapeToString(t.shape()) + " does not split into " +
-                std::to_string(n) + " ranks along dim 0");
+                std::to_string(n) + " ranks along dim 0" +
+                (tp > 1 ? " (the data-parallel replicas: " +
+                              std::to_string(n * tp) + " ranks in groups of " +
+                              std::to_string(tp) + " tensor-parallel ranks)"
+                        : std::string()));
   std::vector<int64_t> start(t.shape().size(), 0), limit = t.shape(),
                        strides(t.shape().size(), 1);
   int64_t rows = t.shape()[0] / n;
@@ -114,7 +123,8 @@ HostTensor rowsOfRank(const std::string &name, const HostTensor &t, int r,
   return step::rt::cpu::slice(t, start, limit, strides);
 }
 
-/// One <name>.npy per input of the step; this rank's rows when sharded.
+/// One <name>.npy per input of the step; this rank's rows when there are
+/// several data-parallel replicas.
 std::map<std::string, HostTensor> readBatch(const step::Session &session,
                                             const fs::path &dir) {
   std::map<std::string, HostTensor> batch;
@@ -124,9 +134,10 @@ std::map<std::string, HostTensor> readBatch(const step::Session &session,
       throw Error("missing input '" + name + "': " + path.string() +
                   " does not exist");
     batch[name] = step::rt::readNpy(path.string());
-    if (session.worldSize() > 1)
-      batch[name] = rowsOfRank(name, batch[name], session.rank(),
-                               session.worldSize());
+    if (session.dataWorldSize() > 1)
+      batch[name] = rowsOfRank(name, batch[name], session.dataRank(),
+                               session.dataWorldSize(),
+                               session.tensorParallel());
   }
   return batch;
 }

@@ -37,11 +37,6 @@ using namespace step::test;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-std::string kindOf(FuncOp f, unsigned i) {
-  auto k = f.getArgAttrOfType<mlir::StringAttr>(i, "step.kind");
-  return k ? k.getValue().str() : "";
-}
-
 std::optional<Shape> fullShapeOf(mlir::DenseI64ArrayAttr a) {
   if (!a)
     return std::nullopt;
@@ -54,33 +49,6 @@ std::optional<Shape> argFullShape(FuncOp f, unsigned i) {
 std::optional<Shape> resultFullShape(FuncOp f, unsigned r) {
   return fullShapeOf(
       f.getResultAttrOfType<mlir::DenseI64ArrayAttr>(r, "step.full_shape"));
-}
-
-HostTensor zerosOf(mlir::Type type) {
-  auto t = mlir::cast<mlir::RankedTensorType>(type);
-  return HostTensor(*toDType(t.getElementType()),
-                    Shape(t.getShape().begin(), t.getShape().end()));
-}
-
-/// Deterministic global inputs of `f` by name: floats in [-1, 1], integers
-/// in [0, classes).
-std::map<std::string, HostTensor> globalInputs(FuncOp f, int64_t classes) {
-  std::map<std::string, HostTensor> inputs;
-  uint64_t lcg = 2024;
-  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-    if (kindOf(f, i) != "input")
-      continue;
-    HostTensor t = zerosOf(f.getArgumentTypes()[i]);
-    for (int64_t k = 0; k < t.numel(); ++k) {
-      lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-      uint64_t bits = lcg >> 33;
-      t.setFromDouble(k, rt::isFloat(t.dtype())
-                             ? static_cast<double>(bits % 2001) / 1000 - 1
-                             : static_cast<double>(bits % classes));
-    }
-    inputs[argumentName(f, i)] = std::move(t);
-  }
-  return inputs;
 }
 
 /// Rank r's first arguments of `f` (a step for `n` ranks): params (their
@@ -122,14 +90,6 @@ void expectSameParams(const std::map<std::string, HostTensor> &a,
     ASSERT_NE(it, b.end()) << name;
     EXPECT_TRUE(t.bitwiseEqual(it->second)) << name;
   }
-}
-
-/// The tiny GPT-2 (context 16) at `batch` sequences.
-Model gpt2At(int64_t batch) {
-  gpt2::GPT2Config cfg;
-  cfg.vocab = 32, cfg.context = 16, cfg.layers = 2, cfg.heads = 2,
-  cfg.width = 16, cfg.batch = batch;
-  return tracedGPT2(cfg, 5);
 }
 
 /// A regression with params smaller than the world (a [3] `w`, a [1]

@@ -82,6 +82,46 @@ inline Model mlpAt(int64_t batch) {
   return {g.mlir(), g.initialParams(), s.classes};
 }
 
+inline std::string kindOf(FuncOp f, unsigned i) {
+  auto k = f.getArgAttrOfType<mlir::StringAttr>(i, "step.kind");
+  return k ? k.getValue().str() : "";
+}
+
+inline HostTensor zerosOf(mlir::Type type) {
+  auto t = mlir::cast<mlir::RankedTensorType>(type);
+  return HostTensor(*toDType(t.getElementType()),
+                    Shape(t.getShape().begin(), t.getShape().end()));
+}
+
+/// Deterministic global inputs of `f` by name: floats in [-1, 1], integers
+/// in [0, classes).
+inline std::map<std::string, HostTensor> globalInputs(FuncOp f, int64_t classes) {
+  std::map<std::string, HostTensor> inputs;
+  uint64_t lcg = 2024;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    if (kindOf(f, i) != "input")
+      continue;
+    HostTensor t = zerosOf(f.getArgumentTypes()[i]);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t bits = lcg >> 33;
+      t.setFromDouble(k, rt::isFloat(t.dtype())
+                             ? static_cast<double>(bits % 2001) / 1000 - 1
+                             : static_cast<double>(bits % classes));
+    }
+    inputs[argumentName(f, i)] = std::move(t);
+  }
+  return inputs;
+}
+
+/// The tiny GPT-2 (context 16) at `batch` sequences.
+inline Model gpt2At(int64_t batch) {
+  gpt2::GPT2Config cfg;
+  cfg.vocab = 32, cfg.context = 16, cfg.layers = 2, cfg.heads = 2,
+  cfg.width = 16, cfg.batch = batch;
+  return tracedGPT2(cfg, 5);
+}
+
 } // namespace step::test
 
 #endif // STEP_TESTS_SHARDTESTUTIL_H

@@ -270,6 +270,83 @@ TEST(Artifact, MetaOfTheWrongTypeIsRefused) {
       "ok"));
 }
 
+// Tensor parallelism's keys of meta "shard": "tp" an integer >= 1 that
+// divides world_size, "tp_split" entries {dim, groups, shape} whose dim is
+// in range and splits into groups x tp; each defect is named.
+TEST(Artifact, TensorParallelMetaIsChecked) {
+  using nlohmann::json;
+  json split = {{"w", {{"dim", 1}, {"groups", 3}, {"shape", {2, 6}}}}};
+  auto shardWith = [&](json tp, json tpSplit) {
+    json shard = {{"world_size", 4}, {"sharded", json::object()}};
+    if (!tp.is_null())
+      shard["tp"] = std::move(tp);
+    if (!tpSplit.is_null())
+      shard["tp_split"] = std::move(tpSplit);
+    Artifact a = smallArtifact();
+    a.meta = {{"shard", shard}};
+    return a;
+  };
+  auto refused = [&](json tp, json tpSplit) {
+    return errorParsing(artifactBytes(shardWith(std::move(tp),
+                                                std::move(tpSplit))));
+  };
+  auto expectIn = [](const std::string &e, const std::string &part) {
+    EXPECT_NE(e.find(part), std::string::npos)
+        << "\"" << e << "\" lacks \"" << part << "\"";
+  };
+  // Accepted: tp 2 of 4 ranks, [2, 6] split along dim 1 in 3 groups x 2;
+  // tp 4; no tp at all (1), where dim 1 only has to split into the groups.
+  Artifact ok = parseArtifact(artifactBytes(shardWith(2, split)), "ok");
+  EXPECT_EQ(ok.meta["shard"]["tp"], 2);
+  EXPECT_NO_THROW(parseArtifact(
+      artifactBytes(shardWith(
+          4, {{"w", {{"dim", 0}, {"groups", 1}, {"shape", {8, 3}}}}})),
+      "ok"));
+  EXPECT_NO_THROW(parseArtifact(artifactBytes(shardWith(nullptr, split)), "ok"));
+  EXPECT_NO_THROW(parseArtifact(artifactBytes(shardWith(1, nullptr)), "ok"));
+
+  std::string e = refused("two", split);
+  expectIn(e, "crafted.step: not a valid StepJIT artifact");
+  expectIn(e, "meta \"shard\": \"tp\" is \"two\", expected an integer >= 1");
+  expectIn(refused(0, split), "\"tp\" is 0, expected an integer >= 1");
+  expectIn(refused(1.5, split), "\"tp\" is 1.5, expected an integer >= 1");
+  expectIn(refused(3, nullptr), "\"tp\" 3 does not divide world_size 4");
+  expectIn(refused(8, nullptr), "\"tp\" 8 does not divide world_size 4");
+
+  expectIn(refused(2, 5), "\"tp_split\" is not {name: {\"dim\": k");
+  expectIn(refused(2, {{"w", 5}}), "\"tp_split\" 'w' is number, expected");
+  expectIn(refused(2, {{"w", {{"groups", 1}, {"shape", {2, 6}}}}}),
+           "\"tp_split\" 'w': \"dim\" is missing, expected an integer");
+  expectIn(refused(2, {{"w", {{"dim", 0.5}, {"groups", 1}, {"shape", {2}}}}}),
+           "'w': \"dim\" is 0.5, expected an integer");
+  expectIn(refused(2, {{"w", {{"dim", 0}, {"groups", "3"}, {"shape", {2}}}}}),
+           "'w': \"groups\" is \"3\", expected an integer");
+  expectIn(refused(2, {{"w", {{"dim", 0}, {"groups", 1}}}}),
+           "'w': \"shape\" is missing, expected the full shape");
+  expectIn(refused(2, {{"w", {{"dim", 0}, {"groups", 1}, {"shape", {-2}}}}}),
+           "'w': \"shape\" is [-2], expected the full shape");
+  expectIn(refused(2, {{"w", {{"dim", 2}, {"groups", 1}, {"shape", {2, 6}}}}}),
+           "'w': dim 2 is out of range for its shape [2, 6] (expected 0..1)");
+  expectIn(refused(2, {{"w", {{"dim", -1}, {"groups", 1}, {"shape", {2, 6}}}}}),
+           "'w': dim -1 is out of range");
+  expectIn(refused(2, {{"w", {{"dim", 1}, {"groups", 0}, {"shape", {2, 6}}}}}),
+           "'w': groups is 0, expected an integer >= 1");
+  // 6 columns do not split into 3 groups x 4 ranks, nor 2 rows into 2.
+  e = refused(4, split);
+  expectIn(e, "'w': dim 1 of [2, 6] has size 6, expected a multiple of "
+              "groups 3 x tp 4");
+  expectIn(refused(2, {{"w", {{"dim", 0}, {"groups", 3}, {"shape", {2, 6}}}}}),
+           "dim 0 of [2, 6] has size 2, expected a multiple of groups 3 x tp 2");
+  // A tensor is either ZeRO's blocks or tensor-parallel parts.
+  Artifact both = shardWith(2, split);
+  both.meta["shard"]["sharded"] = {{"w", {12}}};
+  expectIn(errorParsing(artifactBytes(both)),
+           "'w' is in both \"sharded\" and \"tp_split\"");
+  // metaDefect is the same check, for artifacts made in memory.
+  EXPECT_EQ(metaDefect(shardWith(2, split).meta), "");
+  expectIn(metaDefect(shardWith(3, split).meta), "does not divide");
+}
+
 TEST(Artifact, BucketsDoNotNest) {
   Artifact inner = smallArtifact();
   Artifact middle = smallArtifact();

@@ -6,6 +6,8 @@
 //    same on every rank; subgroups and groupOf's checks (threads); the TCP
 //    world's rendezvous errors and a rank that dies mid-collective;
 //  - rt::shardOf / rt::unshard (ZeRO's flattened, zero-padded blocks);
+//  - rt::tpSliceOf / rt::tpUnslice (tensor parallelism's parts along a dim,
+//    in groups for fused weights);
 //  - the CPU kernels of the four collective ops on a group of 2 threads.
 // The pass itself is tested in tests/unit/compiler/ShardTest.cpp.
 //
@@ -426,6 +428,145 @@ TEST(ShardOf, UnshardRejectsWrongBlocks) {
   HostTensor d(DType::I32, {8});
   EXPECT_THROW(rt::unshard({a, d}, {5, 3}), rt::Error);
   EXPECT_THROW(rt::unshard({}, {5, 3}), rt::Error);
+}
+
+//===----------------------------------------------------------------------===//
+// tpSliceOf / tpUnslice
+//===----------------------------------------------------------------------===//
+
+/// 0, 1, ..., n - 1.
+std::vector<double> iota(int64_t n) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i)
+    v.push_back(static_cast<double>(i));
+  return v;
+}
+
+/// Each rank's part of `full` (values 0..numel-1) along `dim`, against the
+/// parts written out by hand in `want` (rank order); the parts joined give
+/// `full` back.
+void expectParts(const Shape &shape, int64_t dim, int64_t groups,
+                 const Shape &partShape,
+                 const std::vector<std::vector<double>> &want) {
+  HostTensor full = tensorOf(DType::F32, shape, iota(rt::numElements(shape)));
+  auto count = static_cast<int64_t>(want.size());
+  std::vector<HostTensor> parts;
+  for (int64_t t = 0; t < count; ++t) {
+    SCOPED_TRACE("rank " + std::to_string(t));
+    parts.push_back(rt::tpSliceOf(full, dim, groups, t, count));
+    EXPECT_EQ(parts.back().dtype(), DType::F32);
+    EXPECT_EQ(parts.back().shape(), partShape);
+    EXPECT_EQ(valuesOf(parts.back()), want[static_cast<size_t>(t)]);
+  }
+  EXPECT_TRUE(rt::tpUnslice(parts, dim, groups).bitwiseEqual(full));
+}
+
+// Parts worked out by hand from the layout (docs/distributed.md): dim k in
+// `groups` groups, each rank its contiguous share of every group.
+TEST(TpSlice, PartsByHand) {
+  // [2, 6] = [[0..5], [6..11]], columns in 3 groups of 2, 2 ranks: rank 0
+  // takes columns 0, 2, 4 and rank 1 columns 1, 3, 5.
+  expectParts({2, 6}, 1, 3, {2, 3}, {{0, 2, 4, 6, 8, 10},
+                                     {1, 3, 5, 7, 9, 11}});
+  // A fused q/k/v row [1, 12] (q = 0..3, k = 4..7, v = 8..11) over 2
+  // ranks: each takes its half of q, of k and of v.
+  expectParts({1, 12}, 1, 3, {1, 6}, {{0, 1, 4, 5, 8, 9},
+                                      {2, 3, 6, 7, 10, 11}});
+  // One group: contiguous columns. [2, 8] over 4 ranks, 2 columns each.
+  expectParts({2, 8}, 1, 1, {2, 2}, {{0, 1, 8, 9},
+                                     {2, 3, 10, 11},
+                                     {4, 5, 12, 13},
+                                     {6, 7, 14, 15}});
+  // Dim 0, one group: rows 0-2 and rows 3-5 of [6, 2].
+  expectParts({6, 2}, 0, 1, {3, 2}, {{0, 1, 2, 3, 4, 5},
+                                     {6, 7, 8, 9, 10, 11}});
+  // Dim 0, 3 groups of 2 rows: rank 0 rows 0, 2, 4, rank 1 rows 1, 3, 5.
+  expectParts({6, 2}, 0, 3, {3, 2}, {{0, 1, 4, 5, 8, 9},
+                                     {2, 3, 6, 7, 10, 11}});
+  // A middle dim: [2, 4, 2] along dim 1 over 2 ranks; for each of the 2
+  // outer rows a rank takes 2 of the 4 (each 2 elements wide).
+  expectParts({2, 4, 2}, 1, 1, {2, 2, 2}, {{0, 1, 2, 3, 8, 9, 10, 11},
+                                           {4, 5, 6, 7, 12, 13, 14, 15}});
+}
+
+// Every dtype (1, 2, 4 and 8 bytes), dims 0 and 1, groups 1 and 3, 2 and 4
+// ranks: the parts have the full shape with dim k divided by the ranks, and
+// joined in rank order they are the full tensor, bit for bit.
+TEST(TpSlice, RoundTrip) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::I64, DType::I1})
+    for (const Shape &shape : {Shape{12, 24}, Shape{24, 12, 3}})
+      for (int64_t dim : {0, 1})
+        for (int64_t groups : {1, 3})
+          for (int64_t count : {2, 4}) {
+            SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + " " +
+                         rt::shapeToString(shape) + " dim " +
+                         std::to_string(dim) + ", " + std::to_string(groups) +
+                         " groups, " + std::to_string(count) + " ranks");
+            // Distinct elements where the dtype holds them (i1 alternates).
+            std::vector<double> v = iota(rt::numElements(shape));
+            for (double &x : v)
+              x = dtype == DType::I1 ? std::fmod(x, 2) : std::fmod(x, 251);
+            HostTensor full = tensorOf(dtype, shape, v);
+            std::vector<HostTensor> parts;
+            for (int64_t t = 0; t < count; ++t)
+              parts.push_back(rt::tpSliceOf(full, dim, groups, t, count));
+            Shape partShape = shape;
+            partShape[static_cast<size_t>(dim)] /= count;
+            for (const HostTensor &p : parts) {
+              EXPECT_EQ(p.dtype(), dtype);
+              EXPECT_EQ(p.shape(), partShape);
+            }
+            EXPECT_TRUE(rt::tpUnslice(parts, dim, groups).bitwiseEqual(full));
+            // The parts in another order are another tensor.
+            std::swap(parts[0], parts[1]);
+            if (dtype != DType::I1) {
+              EXPECT_FALSE(
+                  rt::tpUnslice(parts, dim, groups).bitwiseEqual(full));
+            }
+          }
+}
+
+// Dims out of range, sizes that do not split, ranks and groups out of
+// range, and blocks that differ are Errors saying what was expected.
+TEST(TpSlice, Errors) {
+  HostTensor full(DType::F32, {2, 6});
+  auto slice = [&](int64_t dim, int64_t groups, int64_t index,
+                   int64_t count) {
+    return errorOf([&] { rt::tpSliceOf(full, dim, groups, index, count); });
+  };
+  auto has = [](const std::string &e, const std::string &part) {
+    EXPECT_NE(e.find(part), std::string::npos)
+        << "\"" << e << "\" lacks \"" << part << "\"";
+  };
+  std::string e = slice(2, 1, 0, 2);
+  has(e, "tpSliceOf: dim 2 is out of range for a tensor of rank 2");
+  has(e, "[2, 6]");
+  has(e, "expected 0..1");
+  has(slice(-1, 1, 0, 2), "dim -1 is out of range");
+  e = slice(1, 4, 0, 2);
+  has(e, "dim 1 of [2, 6] has size 6");
+  has(e, "4 group(s) x 2 rank(s)");
+  has(slice(0, 1, 0, 4), "dim 0 of [2, 6] has size 2");
+  has(slice(1, 0, 0, 2), "groups is 0, expected at least 1");
+  has(slice(1, 1, 0, 0), "0 ranks, expected at least 1");
+  has(slice(1, 3, 2, 2), "rank 2 is not one of the 2 tensor-parallel ranks");
+  has(slice(1, 3, -1, 2), "rank -1 is not one of the 2");
+  has(errorOf([] { rt::tpSliceOf(HostTensor(DType::F32, {}), 0, 1, 0, 1); }),
+      "dim 0 is out of range for a tensor of rank 0");
+
+  HostTensor a(DType::F32, {2, 3}), b(DType::F32, {2, 4}), c(DType::I32, {2, 3});
+  auto unslice = [](const std::vector<HostTensor> &blocks, int64_t dim,
+                    int64_t groups) {
+    return errorOf([&] { rt::tpUnslice(blocks, dim, groups); });
+  };
+  has(unslice({}, 0, 1), "tpUnslice: no blocks");
+  e = unslice({a, b}, 1, 1);
+  has(e, "block 1 is f32 [2, 4], expected f32 [2, 3] as block 0");
+  has(unslice({a, c}, 1, 1), "block 1 is i32 [2, 3], expected f32 [2, 3]");
+  has(unslice({a, a}, 2, 1), "dim 2 is out of range for blocks of rank 2");
+  has(unslice({a, a}, 1, 2),
+      "dim 1 of the blocks ([2, 3]) has size 3, not a multiple of its 2 groups");
+  has(unslice({a, a}, 1, 0), "groups is 0, expected at least 1");
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 namespace step::rt::test {
@@ -27,8 +29,9 @@ struct RunResult {
   std::string output; // stdout and stderr
 };
 
-RunResult stepRun(const std::string &args) {
-  std::string cmd = std::string(STEP_RUN_PATH) + " " + args + " 2>&1";
+/// Runs `script` with /bin/sh, its stdout and stderr together.
+RunResult runShell(const std::string &script) {
+  std::string cmd = "{ " + script + "; } 2>&1";
   RunResult r;
   FILE *pipe = ::popen(cmd.c_str(), "r");
   if (!pipe)
@@ -40,6 +43,10 @@ RunResult stepRun(const std::string &args) {
   int status = ::pclose(pipe);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+RunResult stepRun(const std::string &args) {
+  return runShell(std::string(STEP_RUN_PATH) + " " + args);
 }
 
 std::string slurp(const std::string &path) {
@@ -233,6 +240,87 @@ TEST(StepRun, BadInputFailsCleanly) {
   EXPECT_NE(usage.code, 0);
   EXPECT_NE(usage.output.find("--params is required"), std::string::npos)
       << usage.output;
+}
+
+/// A loopback port nobody listens on now (the kernel's pick).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// `args` on 4 step-run processes joined over TCP (STEP_RANK ...), as
+/// docs/distributed.md starts them without MPI; exit code 1 when any rank
+/// fails.
+RunResult stepRunOn4Ranks(const std::string &args) {
+  std::string env = "STEP_WORLD_SIZE=4 STEP_MASTER_ADDR=127.0.0.1 "
+                    "STEP_MASTER_PORT=" + std::to_string(freePort()) +
+                    " STEP_CONNECT_TIMEOUT=60";
+  return runShell("pids=; for r in 0 1 2 3; do STEP_RANK=$r " + env + " " +
+                  STEP_RUN_PATH + " " + args +
+                  " & pids=\"$pids $!\"; done; rc=0; for p in $pids; do "
+                  "wait $p || rc=1; done; exit $rc");
+}
+
+// Tensor parallelism 2 over 4 ranks: ranks 0, 1 are data-parallel replica
+// 0 and take row 0 of the global batch, ranks 2, 3 replica 1 and row 1.
+// Each rank's loss is its row times its part of w (rank t holds columns
+// 3t..3t+2 of [1, 6]), summed over the 4 ranks by an all_reduce:
+//   (row 0 + row 1) . (part 0 + part 1) = [1, 0, 10] . [5, 7, 9] = 95.
+// (Rows taken by tensor-parallel index instead would give
+// 2 (row 0 . part 0 + row 1 . part 1) = 2 (1 + 60) = 122.)
+TEST(StepRun, TensorParallelRanksShareRows) {
+  TempDir dir;
+  PlanBuilder p;
+  int64_t w = p.argument("w", BufferKind::Param, DType::F32, {1, 3});
+  int64_t x = p.argument("x", BufferKind::Input, DType::F32, {1, 3});
+  int64_t xw = p.transient(DType::F32, {1, 3}, 0);
+  int64_t part = p.transient(DType::F32, {}, 16);
+  int64_t loss = p.transient(DType::F32, {}, 32);
+  p.step("step.mul", {}, {x, w}, {xw});
+  p.step("step.reduce_sum", {{"dims", {0, 1}}}, {xw}, {part});
+  p.step("step.all_reduce",
+         {{"reduce", "sum"}, {"group_size", 4}, {"replica_groups", {0, 1, 2, 3}}},
+         {part}, {loss});
+  p.result(loss, "loss");
+  p.artifact.meta["shard"] = {
+      {"world_size", 4},
+      {"sharded", nlohmann::json::object()},
+      {"tp", 2},
+      {"tp_split", {{"w", {{"dim", 1}, {"groups", 1}, {"shape", {1, 6}}}}}}};
+  std::string model = dir / "tp.step";
+  writeArtifact(model, p.artifact);
+  fs::create_directories(dir / "params");
+  fs::create_directories(dir / "inputs");
+  fs::create_directories(dir / "odd");
+  writeNpy(dir / "params/w.npy", make(DType::F32, {1, 6}, {1, 2, 3, 4, 5, 6}));
+  writeNpy(dir / "inputs/x.npy", make(DType::F32, {2, 3}, {1, 0, 0, 0, 0, 10}));
+  writeNpy(dir / "odd/x.npy", make(DType::F32, {3, 3}, std::vector<double>(9)));
+
+  RunResult r = stepRunOn4Ranks(model + " --params " + dir / "params" +
+                                " --inputs " + dir / "inputs" +
+                                " --backend=cpu --out " + dir / "out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output, "step 1 loss = 95\n");
+  // --out: w whole again, gathered from the parts of ranks 0 and 1.
+  expectExact(readNpy(dir / "out/w.npy"), DType::F32, {1, 6},
+              {1, 2, 3, 4, 5, 6});
+
+  // 3 rows do not split into the 2 data-parallel replicas.
+  r = stepRunOn4Ranks(model + " --params " + dir / "params" + " --inputs " +
+                      dir / "odd" + " --backend=cpu");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'x' of shape [3, 3] does not split into 2 "
+                          "ranks along dim 0 (the data-parallel replicas: 4 "
+                          "ranks in groups of 2 tensor-parallel ranks)"),
+            std::string::npos)
+      << r.output;
 }
 
 } // namespace
