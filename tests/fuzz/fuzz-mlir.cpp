@@ -99,6 +99,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Printer and parser agree: the custom and the generic print parse back.
   for (bool generic : {false, true}) {
     std::string printed = print(*module, generic);
+    // MLIR 19's printer writes an empty symbol reference (`@""`, which
+    // parses) as `@<<INVALID EMPTY SYMBOL>>`: an upstream limitation, not
+    // ours (found by this target in CI, 2026-11-24).
+    if (printed.find("<<INVALID EMPTY SYMBOL>>") != std::string::npos)
+      return 0;
     mlir::OwningOpRef<mlir::ModuleOp> again =
         mlir::parseSourceString<mlir::ModuleOp>(printed, &ctx);
     if (!again || mlir::failed(mlir::verify(*again)))
