@@ -55,19 +55,6 @@ std::vector<double> valuesOf(const HostTensor &t) {
 // Communicators
 //===----------------------------------------------------------------------===//
 
-/// A loopback port nobody listens on now (the kernel's pick).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 rt::TcpOptions loopback(int port, double timeout = 30) {
   rt::TcpOptions o;
   o.host = "127.0.0.1";

@@ -19,6 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace step::test {
 
 /// Runs body(r) on one thread per rank of `ranks`, with rank r's
@@ -62,6 +66,19 @@ inline std::string errorOf(const std::function<void()> &f) {
     return e.what();
   }
   return "";
+}
+
+inline /// A loopback port nobody listens on now (the kernel's pick).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 } // namespace step::test

@@ -9,6 +9,7 @@
 
 #include "PlanTestUtil.h"
 #include "TestUtil.h"
+#include "tests/unit/runtime/CommTestUtil.h"
 #include "runtime/Npy.h"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 namespace step::rt::test {
 namespace {
 namespace fs = std::filesystem;
+using step::test::freePort;
 
 struct RunResult {
   int code = -1;
@@ -240,19 +242,6 @@ TEST(StepRun, BadInputFailsCleanly) {
   EXPECT_NE(usage.code, 0);
   EXPECT_NE(usage.output.find("--params is required"), std::string::npos)
       << usage.output;
-}
-
-/// A loopback port nobody listens on now (the kernel's pick).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 /// `args` on 4 step-run processes joined over TCP (STEP_RANK ...), as
