@@ -44,6 +44,10 @@ public:
   virtual int size() const = 0;
   /// "self", "threads", "mpi": for messages.
   virtual std::string kind() const = 0;
+  /// Whether threads other than the one that made it may call its
+  /// collectives, one thread at a time (the CPU executor's collective
+  /// thread does). False for MPI without MPI_THREAD_SERIALIZED.
+  virtual bool anyThread() const { return true; }
 
   /// out[i] = reduce over ranks of in[i] for `count` elements of `dtype`
   /// (F32, I32, I64 or I1 as bytes); `in` and `out` may be the same buffer.

@@ -1,8 +1,8 @@
 //===- Mpi.cpp - The MPI communicator (CPU ranks started by mpirun) -------===//
 //
 // Built only when CMake finds MPI (STEP_HAVE_MPI). MPI is initialized on
-// first use (MPI_THREAD_FUNNELED: one thread talks to it) and finalized at
-// exit. all_reduce is MPI_Reduce to rank 0 followed by MPI_Bcast, so every
+// first use (MPI_THREAD_SERIALIZED: one thread at a time talks to it, so
+// the CPU executor's collective thread may) and finalized at exit. all_reduce is MPI_Reduce to rank 0 followed by MPI_Bcast, so every
 // rank gets the same bits whatever algorithm the library picks (MPI does
 // not promise that of MPI_Allreduce).
 //
@@ -21,6 +21,9 @@
 
 namespace step::rt {
 namespace {
+
+/// The thread support MPI provides (MPI_Query_thread after init).
+int threadLevel = MPI_THREAD_SINGLE;
 
 void check(int rc, const char *what) {
   if (rc == MPI_SUCCESS)
@@ -73,6 +76,9 @@ public:
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string kind() const override { return "mpi"; }
+  bool anyThread() const override {
+    return threadLevel >= MPI_THREAD_SERIALIZED;
+  }
 
   void allReduce(const void *in, void *out, int64_t count, DType dtype,
                  CommOp op) override {
@@ -135,10 +141,11 @@ Communicator &mpiCommunicator() {
     check(MPI_Initialized(&initialized), "MPI_Initialized");
     if (!initialized) {
       int provided = 0;
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
             "MPI_Init_thread");
       std::atexit(finalize);
     }
+    check(MPI_Query_thread(&threadLevel), "MPI_Query_thread");
     // Errors come back as codes, so check() can say which call failed.
     check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
           "MPI_Comm_set_errhandler");

@@ -2,6 +2,8 @@
 
 #include "runtime/Plan.h"
 
+#include <algorithm>
+
 namespace step::rt {
 
 namespace {
@@ -29,6 +31,12 @@ BufferKind bufferKindFromName(const std::string &name) {
   throw Error("plan: unknown buffer kind '" + name + "'");
 }
 
+namespace {
+bool names(const std::vector<int64_t> &ids, int64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+} // namespace
+
 bool isView(const Plan &plan, const PlanStep &s) {
   if ((s.op != "step.reshape" && s.op != "step.stop_gradient") ||
       s.operands.size() != 1 || s.results.size() != 1)
@@ -37,6 +45,53 @@ bool isView(const Plan &plan, const PlanStep &s) {
   const BufferDesc &out = plan.buffers.at(s.results[0]);
   return in.kind == BufferKind::Transient &&
          out.kind == BufferKind::Transient && in.offset == out.offset;
+}
+
+bool sharesBytes(const BufferDesc &a, const BufferDesc &b) {
+  bool arena = a.kind == BufferKind::Transient || a.kind == BufferKind::Host;
+  return arena && a.kind == b.kind && a.offset < b.offset + b.bytes() &&
+         b.offset < a.offset + a.bytes();
+}
+
+bool isCollective(const std::string &op) {
+  return op == "step.all_reduce" || op == "step.reduce_scatter" ||
+         op == "step.all_gather";
+}
+
+std::vector<CollectiveSpan> collectiveSchedule(const Plan &plan) {
+  auto n = static_cast<int64_t>(plan.steps.size());
+  auto buffer = [&](int64_t id) -> const BufferDesc & {
+    return plan.buffers.at(static_cast<size_t>(id));
+  };
+  auto touches = [&](const std::vector<int64_t> &ids, const BufferDesc &b) {
+    for (int64_t id : ids)
+      if (sharesBytes(buffer(id), b))
+        return true;
+    return false;
+  };
+  std::vector<CollectiveSpan> spans;
+  for (int64_t k = 0; k < n; ++k) {
+    const PlanStep &c = plan.steps[k];
+    if (!isCollective(c.op))
+      continue;
+    CollectiveSpan span{k, n};
+    for (int64_t j = k + 1; j < n && span.waitBefore == n; ++j) {
+      const PlanStep &s = plan.steps[j];
+      bool hazard = false;
+      // Read after write: the result, or bytes a later buffer shares with it.
+      for (int64_t r : c.results)
+        hazard = hazard || names(s.operands, r) ||
+                 touches(s.operands, buffer(r)) ||
+                 touches(s.results, buffer(r));
+      // Write after read: the collective may still be reading its operands.
+      for (int64_t o : c.operands)
+        hazard = hazard || touches(s.results, buffer(o));
+      if (hazard)
+        span.waitBefore = j;
+    }
+    spans.push_back(span);
+  }
+  return spans;
 }
 
 int64_t launchCount(const Plan &plan) {

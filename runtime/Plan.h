@@ -92,6 +92,31 @@ struct Plan {
 /// nothing and has no kernel.
 bool isView(const Plan &plan, const PlanStep &s);
 
+/// Whether buffers `a` and `b` share a byte of one arena (both Transient,
+/// or both Host). Empty buffers share none.
+bool sharesBytes(const BufferDesc &a, const BufferDesc &b);
+
+/// Whether `op` names a collective a backend may run beside the compute
+/// steps: step.all_reduce, step.reduce_scatter or step.all_gather.
+bool isCollective(const std::string &op);
+
+/// A collective step run beside the compute steps (docs/runtime.md,
+/// "Overlapped collectives"): it starts at its position, after every
+/// earlier step, and must have finished before step `waitBefore`.
+struct CollectiveSpan {
+  int64_t step = 0;
+  /// The first later step that reads its result, writes bytes of its
+  /// operands or results, or touches its results' bytes (a view included);
+  /// plan.steps.size() when none does (the end of the run).
+  int64_t waitBefore = 0;
+};
+
+/// Every collective step of `plan` with the span in which it may run on
+/// its own (a communication thread on the CPU, a stream on the GPU);
+/// collectives among themselves stay in plan order. Pure; O(C * N) for C
+/// collectives and N steps.
+std::vector<CollectiveSpan> collectiveSchedule(const Plan &plan);
+
 /// Device launches of one call of `plan`: one per step (a generated kernel,
 /// or one cuBLASLt call for a matmul or a matmul fusion) except views.
 int64_t launchCount(const Plan &plan);

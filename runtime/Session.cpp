@@ -79,7 +79,8 @@ Backend resolveBackend(Backend requested) {
 } // namespace
 
 Session::Session(const std::string &artifactPath, SessionOptions options)
-    : backend_(resolveBackend(options.backend)) {
+    : backend_(resolveBackend(options.backend)),
+      overlapCollectives_(options.overlapCollectives) {
   artifact_ = rt::readArtifact(artifactPath);
   init(options.communicator);
   startBackend(options.backend);
@@ -87,7 +88,8 @@ Session::Session(const std::string &artifactPath, SessionOptions options)
 
 Session::Session(rt::Artifact artifact, SessionOptions options)
     : artifact_(std::move(artifact)),
-      backend_(resolveBackend(options.backend)) {
+      backend_(resolveBackend(options.backend)),
+      overlapCollectives_(options.overlapCollectives) {
   artifact_.plan.validate();
   init(options.communicator);
   startBackend(options.backend);
@@ -115,6 +117,7 @@ void Session::startBackend(Backend requested) {
 rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
   rt::cuda::CudaExecutorOptions o;
   o.comm = comm_;
+  o.overlapCollectives = overlapCollectives_;
   return o;
 }
 #endif
@@ -679,7 +682,9 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
 #endif
   {
     rt::CommScope scope(*comm_);
-    results = rt::cpu::execute(art, args);
+    rt::cpu::ExecuteOptions options;
+    options.overlapCollectives = overlapCollectives_;
+    results = rt::cpu::execute(art, args, options);
   }
   bucketsUsed_.insert(bucketKey(art));
 

@@ -52,6 +52,11 @@ struct SessionOptions {
   /// mpirun started, else those the environment names, else one). Its
   /// size must be the artifact's world size.
   rt::Communicator *communicator = nullptr;
+  /// Runs a sharded step's collectives beside its compute steps (a thread
+  /// on the CPU, a stream on the GPU; docs/runtime.md), each joined where
+  /// its result is first needed. False: each at its place, in order.
+  /// Same results either way.
+  bool overlapCollectives = true;
 };
 
 class Session {
@@ -201,6 +206,7 @@ private:
   Backend backend_ = Backend::Cpu;
   /// This rank's communicator (selfCommunicator() unsharded).
   rt::Communicator *comm_ = nullptr;
+  bool overlapCollectives_ = true;
   /// Sharded arguments (meta "shard"): name -> full shape.
   std::map<std::string, rt::Shape> fullShapes_;
   /// How tensor parallelism splits a param or state tensor (meta "shard"

@@ -11,10 +11,16 @@
 
 #include "runtime/cpu/Executor.h"
 
+#include "runtime/Comm.h"
 #include "runtime/cpu/EvalStep.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 namespace step::rt::cpu {
 namespace {
@@ -96,6 +102,106 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
+// CommThread: collectives beside the compute steps
+//===----------------------------------------------------------------------===//
+
+/// One thread that runs posted tasks in order with `comm` installed.
+/// After a task throws, the later ones do not run (each reports the first
+/// error), as a rank stops at its first failed collective; so does the
+/// destructor for those not started yet, after the running one ends.
+class CommThread {
+public:
+  using Task = std::function<std::vector<HostTensor>()>;
+
+  explicit CommThread(Communicator &comm)
+      : comm_(comm), thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  CommThread(const CommThread &) = delete;
+  CommThread &operator=(const CommThread &) = delete;
+
+  /// Queues `task`; returns its ticket for wait().
+  size_t post(Task task) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(Job{std::move(task), {}, nullptr, false});
+    cv_.notify_all();
+    return jobs_.size() - 1;
+  }
+
+  /// Blocks until task `ticket` has run; returns its results or rethrows
+  /// its error.
+  std::vector<HostTensor> wait(size_t ticket) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return jobs_[ticket].done; });
+    Job &job = jobs_[ticket];
+    if (job.error)
+      std::rethrow_exception(job.error);
+    return std::move(job.out);
+  }
+
+  /// Blocks until every task posted so far has run.
+  void drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return next_ == jobs_.size(); });
+  }
+
+private:
+  struct Job {
+    Task task;
+    std::vector<HostTensor> out;
+    std::exception_ptr error;
+    bool done;
+  };
+
+  void loop() {
+    CommScope scope(comm_);
+    std::exception_ptr failed;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || next_ < jobs_.size(); });
+      if (next_ == jobs_.size())
+        return; // stopped, nothing left
+      Job &job = jobs_[next_]; // a deque: stays put while others are posted
+      Task task = std::move(job.task);
+      std::vector<HostTensor> out;
+      std::exception_ptr error = failed;
+      if (!error && !stop_) {
+        lock.unlock();
+        try {
+          out = task();
+        } catch (...) {
+          error = std::current_exception();
+        }
+        lock.lock();
+      } else if (!error) {
+        error = std::make_exception_ptr(
+            Error("not run: the step stopped before this collective"));
+      }
+      failed = failed ? failed : error;
+      job.out = std::move(out);
+      job.error = error;
+      job.done = true;
+      ++next_;
+      cv_.notify_all();
+    }
+  }
+
+  Communicator &comm_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  size_t next_ = 0; ///< the first job not done
+  bool stop_ = false;
+  std::thread thread_; ///< last: starts once the members above exist
+};
+
+//===----------------------------------------------------------------------===//
 // Set-up checks
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +257,15 @@ std::vector<HostTensor> execute(const Artifact &artifact,
 std::vector<HostTensor> execute(const Artifact &artifact,
                                 const std::vector<const HostTensor *> &args,
                                 const StepObserver &observer) {
+  ExecuteOptions options;
+  options.observer = observer;
+  return execute(artifact, args, options);
+}
+
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<const HostTensor *> &args,
+                                const ExecuteOptions &options) {
+  const StepObserver &observer = options.observer;
   const Plan &plan = artifact.plan;
   checkLayout(plan, artifact);
   Memory memory(plan);
@@ -185,36 +300,21 @@ std::vector<HostTensor> execute(const Artifact &artifact,
     memory.write(id, std::move(t));
   }
 
+  auto stepWhere = [&](size_t k) {
+    return "plan step " + std::to_string(k) + " (" + plan.steps[k].op + ")";
+  };
   for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const PlanStep &s = plan.steps[k];
-    std::string where = "plan step " + std::to_string(k) + " (" + s.op + ")";
-    for (int64_t id : s.operands)
-      checkBufferId(plan, id, where);
-    for (int64_t id : s.results)
-      checkBufferId(plan, id, where);
+    for (int64_t id : plan.steps[k].operands)
+      checkBufferId(plan, id, stepWhere(k));
+    for (int64_t id : plan.steps[k].results)
+      checkBufferId(plan, id, stepWhere(k));
+  }
 
-    std::vector<HostTensor> out, seen;
-    try {
-      std::vector<HostTensor> in;
-      for (int64_t id : s.operands)
-        in.push_back(memory.read(id));
-      if (!observer) {
-        out = evalStep(plan, s, std::move(in));
-      } else {
-        seen = in;
-        FusedOpObserver inside =
-            [&](const Plan &body, size_t i, const std::vector<HostTensor> &a,
-                const std::vector<HostTensor> &r) {
-              observer(StepEvent{body, body.steps[i], i,
-                                 static_cast<int64_t>(k), a, r});
-            };
-        out = evalStep(plan, s, std::move(in), &inside);
-      }
-    } catch (const Error &e) {
-      throw Error(where + ": " + e.what());
-    } catch (const nlohmann::json::exception &e) {
-      throw Error(where + ": bad attributes: " + e.what());
-    }
+  // Stores step k's kernel results after checking them against its buffers.
+  auto store = [&](size_t k, std::vector<HostTensor> out,
+                   const std::vector<HostTensor> *seen) {
+    const PlanStep &s = plan.steps[k];
+    std::string where = stepWhere(k);
     if (out.size() != s.results.size())
       throw Error(where + ": the kernel produced " +
                   std::to_string(out.size()) + " results, the step names " +
@@ -228,10 +328,88 @@ std::vector<HostTensor> execute(const Artifact &artifact,
                     typeStr(b.dtype, b.shape));
     }
     if (observer)
-      observer(StepEvent{plan, s, k, -1, seen, out});
+      observer(StepEvent{plan, s, k, -1, *seen, out});
     for (size_t i = 0; i < out.size(); ++i)
       memory.write(s.results[i], std::move(out[i]));
+  };
+  auto rethrow = [&](size_t k) {
+    try {
+      throw;
+    } catch (const Error &e) {
+      throw Error(stepWhere(k) + ": " + e.what());
+    } catch (const nlohmann::json::exception &e) {
+      throw Error(stepWhere(k) + ": bad attributes: " + e.what());
+    }
+  };
+
+  // Overlapped collectives: joinAt[j] lists those to store before step j
+  // (j = the number of steps: at the end).
+  Communicator &comm = currentCommunicator();
+  std::optional<CommThread> commThread;
+  std::vector<std::vector<int64_t>> joinAt(plan.steps.size() + 1);
+  std::vector<size_t> ticket(plan.steps.size());
+  if (options.overlapCollectives && !observer && comm.size() > 1 &&
+      comm.anyThread()) {
+    for (const CollectiveSpan &c : collectiveSchedule(plan))
+      joinAt[static_cast<size_t>(c.waitBefore)].push_back(c.step);
+    bool any = false;
+    for (const auto &j : joinAt)
+      any = any || !j.empty();
+    if (any)
+      commThread.emplace(comm);
   }
+  auto join = [&](size_t j) {
+    for (int64_t c : joinAt[j]) {
+      auto k = static_cast<size_t>(c);
+      std::vector<HostTensor> out;
+      try {
+        out = commThread->wait(ticket[k]);
+      } catch (...) {
+        rethrow(k);
+      }
+      store(k, std::move(out), nullptr);
+    }
+  };
+
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep &s = plan.steps[k];
+    if (commThread) {
+      join(k);
+      // A local_shard of a replica group may make the group's communicator
+      // (a collective call): not while the thread may be in one.
+      if (s.op == "step.local_shard")
+        commThread->drain();
+    }
+    std::vector<HostTensor> out, seen;
+    try {
+      std::vector<HostTensor> in;
+      for (int64_t id : s.operands)
+        in.push_back(memory.read(id));
+      if (commThread && isCollective(s.op)) {
+        ticket[k] = commThread->post([&plan, &s, in = std::move(in)]() mutable {
+          return evalStep(plan, s, std::move(in));
+        });
+        continue;
+      }
+      if (!observer) {
+        out = evalStep(plan, s, std::move(in));
+      } else {
+        seen = in;
+        FusedOpObserver inside =
+            [&](const Plan &body, size_t i, const std::vector<HostTensor> &a,
+                const std::vector<HostTensor> &r) {
+              observer(StepEvent{body, body.steps[i], i,
+                                 static_cast<int64_t>(k), a, r});
+            };
+        out = evalStep(plan, s, std::move(in), &inside);
+      }
+    } catch (...) {
+      rethrow(k);
+    }
+    store(k, std::move(out), &seen);
+  }
+  if (commThread)
+    join(plan.steps.size());
 
   std::vector<HostTensor> results;
   for (size_t i = 0; i < plan.results.size(); ++i) {

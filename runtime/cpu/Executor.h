@@ -13,8 +13,10 @@
 // Nothing is trusted: argument dtypes and shapes, buffer ids, arena and
 // constant ranges, operand counts, attribute types and every kernel result
 // against its buffer are checked, and a violation throws rt::Error naming the
-// step index, the op and the buffer. Single-threaded apart from OpenBLAS, and
-// deterministic: the same inputs give the same bits.
+// step index, the op and the buffer. Deterministic: the same inputs give the
+// same bits. One thread runs the compute steps (OpenBLAS has its own); a
+// sharded plan's collectives run on a second one, overlapping them
+// (ExecuteOptions::overlapCollectives).
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_RUNTIME_CPU_EXECUTOR_H
@@ -41,6 +43,18 @@ struct StepEvent {
 };
 using StepObserver = std::function<void(const StepEvent &)>;
 
+struct ExecuteOptions {
+  /// Runs the collective steps on a thread of their own, in plan order,
+  /// while this thread runs the compute steps; each is joined before the
+  /// first step that needs it (rt::collectiveSchedule). Only with a
+  /// communicator of more than one rank that allows it (anyThread()) and
+  /// no observer. The results are the same bits either way.
+  bool overlapCollectives = true;
+  /// Called after every step and every fused op (operands are then kept as
+  /// copies for it); collectives then run in place.
+  StepObserver observer;
+};
+
 /// Runs `artifact.plan`. `args` are the values of plan.arguments, in order;
 /// constants come from the artifact's "constants" section. Returns the values
 /// of plan.results, in order. `args` are never modified.
@@ -53,6 +67,9 @@ std::vector<HostTensor> execute(const Artifact &artifact,
 std::vector<HostTensor> execute(const Artifact &artifact,
                                 const std::vector<const HostTensor *> &args,
                                 const StepObserver &observer = nullptr);
+std::vector<HostTensor> execute(const Artifact &artifact,
+                                const std::vector<const HostTensor *> &args,
+                                const ExecuteOptions &options);
 
 } // namespace step::rt::cpu
 

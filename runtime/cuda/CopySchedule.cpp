@@ -36,13 +36,6 @@ std::string bufferStr(const Plan &plan, int64_t id) {
          bufferKindName(b.kind) + ")";
 }
 
-/// Whether two buffers of the same arena (both Transient, or both Host)
-/// share a byte. Empty buffers share none.
-bool overlap(const BufferDesc &a, const BufferDesc &b) {
-  return a.kind == b.kind && a.offset < b.offset + b.bytes() &&
-         b.offset < a.offset + a.bytes();
-}
-
 bool names(const std::vector<int64_t> &ids, int64_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
@@ -71,10 +64,10 @@ CopySchedule copySchedule(const Plan &plan) {
       // so forking no earlier than they did keeps their writes first; an
       // earlier reload of those bytes must have forked, and finished.
       for (const CopySchedule::Offload &e : sched.offloads)
-        if (overlap(plan.buffers[plan.steps[e.step].results[0]], out))
+        if (sharesBytes(plan.buffers[plan.steps[e.step].results[0]], out))
           o.issueAfter = std::max(o.issueAfter, e.issueAfter);
       for (const CopySchedule::Reload &r : sched.reloads)
-        if (overlap(plan.buffers[plan.steps[r.step].operands[0]], out)) {
+        if (sharesBytes(plan.buffers[plan.steps[r.step].operands[0]], out)) {
           o.issueAfter = std::max(o.issueAfter, r.step);
           o.afterReloads.push_back(r.step);
         }
@@ -82,7 +75,7 @@ CopySchedule copySchedule(const Plan &plan) {
       // has not joined yet (it is that reload's result, or a view of it).
       for (const CopySchedule::Reload &r : sched.reloads)
         if (r.step <= o.issueAfter && r.waitBefore > o.issueAfter &&
-            overlap(plan.buffers[plan.steps[r.step].results[0]], in) &&
+            sharesBytes(plan.buffers[plan.steps[r.step].results[0]], in) &&
             !names(o.afterReloads, r.step))
           o.afterReloads.push_back(r.step);
       std::sort(o.afterReloads.begin(), o.afterReloads.end());
@@ -97,7 +90,7 @@ CopySchedule copySchedule(const Plan &plan) {
           writer = e.step;
       for (const CopySchedule::Offload &e : sched.offloads)
         if (e.step > writer &&
-            overlap(plan.buffers[plan.steps[e.step].results[0]], in))
+            sharesBytes(plan.buffers[plan.steps[e.step].results[0]], in))
           throw Error(stepStr(plan, k) + ": reads host " +
                       bufferStr(plan, host) + ", written by " +
                       stepStr(plan, writer) + ", but " +
@@ -110,7 +103,7 @@ CopySchedule copySchedule(const Plan &plan) {
         for (const std::vector<int64_t> *ids :
              {&plan.steps[j].operands, &plan.steps[j].results})
           for (int64_t id : *ids)
-            if (overlap(plan.buffers[id], out))
+            if (sharesBytes(plan.buffers[id], out))
               r.waitBefore = j;
       sched.reloads.push_back(r);
     }

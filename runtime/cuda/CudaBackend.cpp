@@ -52,7 +52,7 @@ CudaExecutor::Impl::~Impl() {
     d->cuMemFreeHost(hostArena);
   for (CUevent e : events)
     d->cuEventDestroy(e);
-  for (CUstream s : {stream, d2h, h2d})
+  for (CUstream s : {stream, d2h, h2d, commStream})
     if (s)
       d->cuStreamDestroy(s);
   if (ctx)
@@ -394,6 +394,18 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
     ck(d->cuStreamCreate(&d2h, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   if (!sched.reloads.empty())
     ck(d->cuStreamCreate(&h2d, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  // Overlapped collectives: each one's `done`, by step, made up front so
+  // an offload of its result can wait for it too.
+  std::map<int64_t, CUevent> collectiveDone;
+  std::vector<std::vector<int64_t>> collectiveJoinAt(n + 1);
+  if (options.overlapCollectives)
+    for (const CollectiveSpan &c : collectiveSchedule(plan)) {
+      collectiveDone[c.step] = event();
+      collectiveJoinAt[c.waitBefore].push_back(c.step);
+    }
+  if (!collectiveDone.empty())
+    ck(d->cuStreamCreate(&commStream, CU_STREAM_NON_BLOCKING),
+       "cuStreamCreate");
   // The fork of each copy, by step; offloads name reloads' `done` events,
   // so reloads come first.
   std::map<int64_t, Op> fork;
@@ -419,6 +431,10 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
     Op &op = copy(o.step, Op::CopyOut);
     for (int64_t r : o.afterReloads)
       op.after.push_back(fork.at(r).done);
+    // It forks right after its operand's producer: when that is a
+    // collective on its own stream, the copy waits for the collective.
+    if (auto c = collectiveDone.find(o.issueAfter); c != collectiveDone.end())
+      op.after.push_back(c->second);
   }
   // Offload forks after step k go to issueAt[k + 1] (slot 0: the start);
   // reload joins before step k to joinAt[k] (slot n: the end).
@@ -439,9 +455,19 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
       ops.push_back(fork.at(k));
   };
   issue(0);
+  auto joinCollectives = [&](int64_t slot, const std::string &when) {
+    for (int64_t c : collectiveJoinAt[slot]) {
+      Op op;
+      op.kind = Op::Wait;
+      op.where = where(c) + ": joining the collective " + when;
+      op.done = collectiveDone.at(c);
+      ops.push_back(std::move(op));
+    }
+  };
   for (int64_t k = 0; k < n; ++k) {
     for (int64_t r : joinAt[k])
       wait(r, "before " + where(k));
+    joinCollectives(k, "before " + where(k));
     const PlanStep &s = plan.steps[k];
     if (s.op == "step.offload") {
       // The memory plan frees the operand's bytes after this step.
@@ -453,22 +479,30 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
     } else {
       Op op;
       op.where = where(k);
-      if (prepareStep(k, op))
+      if (prepareStep(k, op)) {
+        if (auto c = collectiveDone.find(k); c != collectiveDone.end()) {
+          op.ready = event();
+          op.done = c->second;
+        }
         ops.push_back(std::move(op));
+      }
     }
     issue(k + 1);
   }
   for (int64_t r : joinAt[n])
     wait(r, "at the end of the run");
+  joinCollectives(n, "at the end of the run");
   // Every copy was joined through its `done`; joining the streams' last
   // state too keeps a capture valid whatever they recorded after it.
-  for (CUstream s : {d2h, h2d})
+  for (CUstream s : {d2h, h2d, commStream})
     if (s) {
       Op op;
       op.kind = Op::Join;
       op.where = std::string("joining the ") +
-                 (s == d2h ? "device-to-host" : "host-to-device") +
-                 " copy stream";
+                 (s == d2h   ? "device-to-host copy"
+                  : s == h2d ? "host-to-device copy"
+                             : "collective") +
+                 " stream";
       op.copyStream = s;
       op.done = event();
       ops.push_back(std::move(op));

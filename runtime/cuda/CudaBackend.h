@@ -171,6 +171,10 @@ struct CudaExecutorOptions {
   /// This rank's communicator for a sharded plan's collectives (NCCL is
   /// bootstrapped over it); null: one rank.
   Communicator *comm = nullptr;
+  /// Runs the collectives on a stream of their own, forked from the
+  /// compute stream at each one's position and joined where
+  /// rt::collectiveSchedule says; false: on the compute stream, in order.
+  bool overlapCollectives = true;
 };
 
 class CudaExecutor {

@@ -1,8 +1,11 @@
 //===- CudaCollectives.cpp - NCCL for the collective steps ---------------===//
 //
 // The CUDA backend's lowering of StepDistOps.td: all_reduce,
-// reduce_scatter and all_gather are NCCL calls on the compute stream (so a
-// CUDA graph captures them with the kernels), local_shard is a memset of
+// reduce_scatter and all_gather are NCCL calls on a collective stream,
+// forked from the compute stream at their position and joined where
+// rt::collectiveSchedule says (or on the compute stream itself without
+// overlapCollectives); through events, so a CUDA graph captures them with
+// the kernels; local_shard is a memset of
 // the block and a device copy of this rank's elements. NCCL is opened with
 // dlopen like the driver (libnccl.so.2), only for a plan that has
 // collectives; its communicator is bootstrapped over the session's
@@ -201,7 +204,14 @@ void CudaExecutor::Impl::recordCollective(const Op &op) {
   auto c = static_cast<ncclComm_t>(ncclComm);
   auto type = static_cast<ncclDataType_t>(op.ncclType);
   auto red = static_cast<ncclRedOp_t>(op.ncclOp);
-  auto st = reinterpret_cast<cudaStream_t>(stream);
+  // Overlapped (`done` set): fork the collective stream off the compute
+  // stream here; the compute stream joins it through a Wait on `done`.
+  CUstream on = op.done ? commStream : stream;
+  if (op.done) {
+    ck(d->cuEventRecord(op.ready, stream), op.where + ": cuEventRecord");
+    ck(d->cuStreamWaitEvent(on, op.ready, 0), op.where + ": cuStreamWaitEvent");
+  }
+  auto st = reinterpret_cast<cudaStream_t>(on);
   auto *src = reinterpret_cast<const void *>(op.src);
   auto *dst = reinterpret_cast<void *>(op.dst);
   switch (op.collective) {
@@ -218,6 +228,8 @@ void CudaExecutor::Impl::recordCollective(const Op &op) {
        op.where + ": ncclAllGather");
     break;
   }
+  if (op.done)
+    ck(d->cuEventRecord(op.done, on), op.where + ": cuEventRecord");
 }
 
 void CudaExecutor::Impl::destroyCollectives() {

@@ -40,7 +40,8 @@ struct Op {
     CopyIn,  ///< step.reload: `host` to device `dst` on the h2d stream
     Wait,    ///< the compute stream waits for `done`
     Join,    ///< `done` recorded on `copyStream`, waited for by compute
-    Collective, ///< an NCCL call on the compute stream
+    Collective, ///< an NCCL call on the compute stream, or forked onto
+                ///< the collective stream when `done` is set
   } kind = Kernel;
   std::string where; ///< "plan step 3 (step.add)"
   // Kernel.
@@ -98,6 +99,9 @@ struct CudaExecutor::Impl {
   /// Copy streams for step.offload (device to host) and step.reload (host
   /// to device); created only for a plan that has such steps.
   CUstream d2h = nullptr, h2d = nullptr;
+  /// The collectives' stream (options.overlapCollectives and a plan with
+  /// collectives), forked and joined as rt::collectiveSchedule says.
+  CUstream commStream = nullptr;
   std::vector<CUevent> events; ///< every event the Ops name, owned here
   std::string arch;
   int ccMajor = 0, ccMinor = 0; ///< compute capability

@@ -146,7 +146,7 @@ struct Options {
   std::string artifact, params, inputs, out, shardsOut, trace,
       backend = "auto", checkpoint;
   int64_t steps = 1, checkpointEvery = 0;
-  bool resume = false;
+  bool resume = false, noOverlap = false;
 };
 
 /// The data-loader position a checkpoint records: which batch folder the
@@ -186,6 +186,7 @@ int run(const Options &o) {
   auto t0 = Clock::now();
   step::SessionOptions sessionOptions;
   sessionOptions.backend = step::backendFromName(o.backend);
+  sessionOptions.overlapCollectives = !o.noOverlap;
   step::Session session(o.artifact, sessionOptions);
   std::vector<fs::path> batches = batchFolders(o.inputs);
   bool haveCheckpoint = false;
@@ -294,6 +295,9 @@ int main(int argc, char **argv) {
                  "rank<R>/, the rest and shards.json beside them; --params "
                  "loads it into any world size");
   app.add_option("--trace", o.trace, "write per-step wall times as JSON");
+  app.add_flag("--no-overlap", o.noOverlap,
+               "run a sharded step's collectives in place, in plan order, "
+               "instead of beside the compute steps (same results)");
   CLI::Option *checkpoint = app.add_option(
       "--checkpoint", o.checkpoint,
       "folder of the training checkpoint (params, state, step count, batch "

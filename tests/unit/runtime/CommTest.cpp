@@ -55,33 +55,6 @@ std::vector<double> valuesOf(const HostTensor &t) {
 // Communicators
 //===----------------------------------------------------------------------===//
 
-rt::TcpOptions loopback(int port, double timeout = 30) {
-  rt::TcpOptions o;
-  o.host = "127.0.0.1";
-  o.port = port;
-  o.timeoutSeconds = timeout;
-  return o;
-}
-
-/// A TCP world of `n` ranks in this process: each joins on its own thread,
-/// as separate processes would.
-std::vector<std::unique_ptr<rt::Communicator>> makeTcpGroup(int n) {
-  rt::TcpOptions o = loopback(freePort());
-  std::vector<std::unique_ptr<rt::Communicator>> ranks(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ranks[static_cast<size_t>(r)] = rt::connectTcp(r, n, o);
-      } catch (const rt::Error &e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
-  return ranks;
-}
-
 std::vector<std::unique_ptr<rt::Communicator>> groupOfKind(
     const std::string &kind, int n) {
   return kind == "tcp" ? makeTcpGroup(n) : rt::makeThreadGroup(n);

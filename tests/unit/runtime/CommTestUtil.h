@@ -68,8 +68,8 @@ inline std::string errorOf(const std::function<void()> &f) {
   return "";
 }
 
-inline /// A loopback port nobody listens on now (the kernel's pick).
-int freePort() {
+/// A loopback port nobody listens on now (the kernel's pick).
+inline int freePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -79,6 +79,33 @@ int freePort() {
   EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+inline rt::TcpOptions loopback(int port, double timeout = 30) {
+  rt::TcpOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.timeoutSeconds = timeout;
+  return o;
+}
+
+/// A TCP world of `n` ranks in this process: each joins on its own thread,
+/// as separate processes would.
+inline std::vector<std::unique_ptr<rt::Communicator>> makeTcpGroup(int n) {
+  rt::TcpOptions o = loopback(freePort());
+  std::vector<std::unique_ptr<rt::Communicator>> ranks(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        ranks[static_cast<size_t>(r)] = rt::connectTcp(r, n, o);
+      } catch (const rt::Error &e) {
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  return ranks;
 }
 
 } // namespace step::test
