@@ -412,6 +412,9 @@ def Shard : Pass<"step-shard", "::mlir::ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t", "0",
            "with overlap: merge the collectives of consecutive gradients "
            "into buckets of at least this many bytes (0: one per gradient)">,
+    Option<"prefetch", "prefetch", "bool", "true",
+           "with overlap, zero3: issue a layer's param gathers where the "
+           "layer before it starts (one layer ahead)">,
     Option<"tp", "tp", "int64_t", "1",
            "mode dp after step-tensor-parallel of this size: replicated "
            "gradients averaged over the world, split ones over their "

@@ -45,7 +45,10 @@
 // collective moved up to right after the op that produces the gradient, so
 // it can overlap the rest of the backward and, for zero2/3, the full
 // gradient dies there; zero3's gathers are re-issued right before each
-// use, so a full param lives only around the op that reads it. With
+// use, so a full param lives only around the op that reads it, and with
+// `prefetch` (default) moved up one layer: a layer's gathers are issued
+// where the layer before it starts, so they overlap its compute (layers
+// from param names, prefetchLayers). With
 // `bucket-bytes`, gradients of one element type that become ready one
 // after another share one collective per bucket, closed once it holds at
 // least bucket-bytes (DDP's buckets): flattened and concatenated (for
@@ -68,6 +71,7 @@
 #include "dialects/step/VJPUtil.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -828,23 +832,95 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     }
     if (bucketBytes > 0)
       bucketGradients();
+    // zero3: one gather per use, right before it; then, with `prefetch`,
+    // a layer's gathers move up to where the layer before starts.
+    SmallVector<Gather> gathers;
     for (auto &chain : gatherChains) {
       Value whole = chain.back()->getResult(0);
+      auto arg = cast<BlockArgument>(chain.front()->getOperand(0));
+      std::string unit = unitOf(argName(step, arg.getArgNumber()));
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : whole.getUses())
         uses.push_back(&use);
       for (OpOperand *use : uses) {
         OpBuilder b(use->getOwner());
         IRMapping map;
-        Operation *last = nullptr;
+        Gather g{unit, use->getOwner(), {}};
         for (Operation *op : chain)
-          last = b.clone(*op, map);
-        use->set(last->getResult(0));
+          g.chain.push_back(b.clone(*op, map));
+        use->set(g.chain.back()->getResult(0));
+        gathers.push_back(std::move(g));
       }
       for (Operation *op : llvm::reverse(chain))
         op->erase();
     }
+    if (prefetch)
+      prefetchLayers(gathers);
     return success();
+  }
+
+  /// A zero3 gather re-issued before one use: the param's layer, the op
+  /// that reads the full param, and the cloned gather ops.
+  struct Gather {
+    std::string unit;
+    Operation *user;
+    SmallVector<Operation *> chain;
+  };
+
+  /// The layer a param belongs to, from its name: up to its first
+  /// all-digit component ("h.3.attn.c_attn.weight" -> "h.3", as a
+  /// transformer block), else its module ("fc1.weight" -> "fc1"), else
+  /// the name itself ("wte").
+  static std::string unitOf(StringRef name) {
+    SmallVector<StringRef> parts;
+    name.split(parts, '.');
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (!parts[i].empty() &&
+          parts[i].find_first_not_of("0123456789") == StringRef::npos)
+        return llvm::join(ArrayRef(parts).take_front(i + 1), ".");
+    return parts.size() > 1
+               ? llvm::join(ArrayRef(parts).drop_back(), ".")
+               : name.str();
+  }
+
+  /// Prefetching one layer ahead. In program order the gathers form
+  /// visits: maximal runs of gathers of one layer (the forward visits
+  /// the layers in order, the backward in reverse, a tied embedding
+  /// twice; the last layer's forward and backward make one visit). Visit
+  /// i's gathers all move to right before the first use of visit i - 1
+  /// (visit 0's before its own first use), in program order, so the
+  /// collectives, which run in order, are issued one layer before their
+  /// layer computes and overlap the layer before it; a param's second
+  /// gather in one visit reuses the first. Cost: a full layer more of
+  /// params live at a time (two instead of one), as ZeRO-3's prefetch.
+  void prefetchLayers(MutableArrayRef<Gather> gathers) {
+    llvm::sort(gathers, [](const Gather &a, const Gather &b) {
+      return a.chain.front()->isBeforeInBlock(b.chain.front());
+    });
+    SmallVector<Operation *> visitStart; // each visit's first use
+    SmallVector<size_t> visitOf;
+    for (size_t i = 0; i < gathers.size(); ++i) {
+      if (i == 0 || gathers[i].unit != gathers[i - 1].unit)
+        visitStart.push_back(gathers[i].user);
+      visitOf.push_back(visitStart.size() - 1);
+    }
+    // A param gathered twice in one visit (the last layer's, read by the
+    // forward and then by the backward) is gathered once.
+    DenseMap<std::pair<size_t, Value>, Operation *> first;
+    for (size_t i = 0; i < gathers.size(); ++i) {
+      ArrayRef<Operation *> chain = gathers[i].chain;
+      auto [it, fresh] = first.try_emplace(
+          {visitOf[i], chain.front()->getOperand(0)}, chain.back());
+      if (!fresh) {
+        chain.back()->getResult(0).replaceAllUsesWith(it->second->getResult(0));
+        for (Operation *op : llvm::reverse(chain))
+          op->erase();
+        continue;
+      }
+      Operation *at = visitStart[visitOf[i] == 0 ? 0 : visitOf[i] - 1];
+      for (Operation *op : chain)
+        op->moveBefore(at);
+    }
   }
 };
 

@@ -270,9 +270,20 @@ ShardOptions ShardOptions::parse(const std::string &spec, int64_t worldSize) {
   ShardOptions o;
   auto [mode, kv] = splitSpec(spec.empty() ? "none" : spec, "--shard");
   for (auto &[key, value] : kv) {
+    if (key == "prefetch") {
+      if (mode != "zero3")
+        throw std::invalid_argument("--shard: prefetch applies to zero3 "
+                                    "only (params gathered before use), not "
+                                    "to " + mode);
+      if (value != "0" && value != "1")
+        throw std::invalid_argument("--shard: prefetch = " + value +
+                                    " must be 0 or 1");
+      o.prefetch = value == "1";
+      continue;
+    }
     if (key != "bucket")
       throw std::invalid_argument("--shard: unknown key '" + key +
-                                  "', expected bucket");
+                                  "', expected bucket or prefetch");
     o.bucketBytes = value == "0" ? 0
                                  : static_cast<int64_t>(
                                        parseBytes("--shard: bucket", value));
@@ -503,6 +514,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
     shard.tp = options.shard.tp;
     shard.worldSize = options.shard.worldSize;
     shard.bucketBytes = options.shard.bucketBytes;
+    shard.prefetch = options.shard.prefetch;
     pm.addPass(ops::createShard(shard));
   }
   pm.addPass(createInlinerPass());

@@ -124,8 +124,8 @@ struct OffloadOptions {
 };
 
 /// Data parallelism and ZeRO (step-shard, docs/distributed.md):
-/// `--shard=dp|zero1|zero2|zero3[,bucket=BYTES]` on `--world-size=N`
-/// replicas.
+/// `--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]` on
+/// `--world-size=N` replicas.
 struct ShardOptions {
   std::string mode = "none"; ///< none | dp | zero1 | zero2 | zero3 | tp
   int64_t worldSize = 1;
@@ -135,9 +135,11 @@ struct ShardOptions {
   /// Gradient buckets (DDP's bucket_cap_mb, same default); 0: one
   /// collective per gradient.
   int64_t bucketBytes = 25 << 20;
+  /// zero3: gather a layer's params one layer ahead (step-shard prefetch).
+  bool prefetch = true;
 
   /// Parses `--shard` (a mode or tp:T, then bucket=BYTES with the suffixes of
-  /// --remat-budget, or 0) and `--world-size` (>= 1; other than 1 only with
+  /// --remat-budget, or 0, and for zero3 prefetch=0 or 1) and `--world-size` (>= 1; other than 1 only with
   /// a mode). Throws std::invalid_argument naming the flag and what is
   /// expected.
   static ShardOptions parse(const std::string &spec, int64_t worldSize);

@@ -40,8 +40,15 @@ TEST(ShardErrors, OptionParsing) {
   EXPECT_EQ(o.mode, "zero3");
   EXPECT_EQ(o.worldSize, 4);
   EXPECT_EQ(o.bucketBytes, 25 << 20);
+  EXPECT_TRUE(o.prefetch);
   o = ShardOptions::parse("zero2,bucket=0", 2);
   EXPECT_EQ(o.bucketBytes, 0);
+  o = ShardOptions::parse("zero3,prefetch=0", 2);
+  EXPECT_FALSE(o.prefetch);
+  EXPECT_THROW(ShardOptions::parse("zero2,prefetch=1", 2),
+               std::invalid_argument);
+  EXPECT_THROW(ShardOptions::parse("zero3,prefetch=yes", 2),
+               std::invalid_argument);
   o = ShardOptions::parse("", 1);
   EXPECT_EQ(o.mode, "none");
   EXPECT_EQ(o.worldSize, 1);

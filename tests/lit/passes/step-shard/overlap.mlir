@@ -1,5 +1,5 @@
 // RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=zero2 world-size=2" | FileCheck %s
-// RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=zero3 world-size=2" | FileCheck %s --check-prefix=Z3
+// RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=zero3 world-size=2 prefetch=false" | FileCheck %s --check-prefix=Z3
 // RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=dp world-size=2 bucket-bytes=1000" | FileCheck %s --check-prefix=BDP
 // RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=zero2 world-size=2 bucket-bytes=1000" | FileCheck %s --check-prefix=BZ2
 // RUN: step-opt %s --step-autodiff --step-optimizer --step-shard="mode=zero2 world-size=2 bucket-bytes=24" | FileCheck %s --check-prefix=SMALL
@@ -17,7 +17,7 @@
 // CHECK-NEXT: %[[P1:.+]] = step.pad %[[F1]] low = [0] high = [1]
 // CHECK-NEXT: step.reduce_scatter %[[P1]] {{.*}} : tensor<16xf32> -> tensor<8xf32>
 
-// zero3: one gather per use, right before it: w2 is gathered for the
+// zero3 without prefetch: one gather per use, right before it: w2 is gathered for the
 // forward matmul and again for the backward's input gradient.
 // Z3-LABEL: func.func @train_step(
 // Z3: %[[A:.+]] = step.all_gather %arg1 {{.*}} : tensor<3xf32> -> tensor<6xf32>
