@@ -45,6 +45,10 @@ struct TpCase {
   bool adamw = false;
   /// Params the pass must split (all others stay whole).
   std::set<std::string> split;
+  /// The rest of the pipeline around tensor parallelism (both runs).
+  void (*tweak)(TrainOptions &) = nullptr;
+  /// Bound of the comparison; 0: 2e-4 with AdamW, else 1e-5.
+  double bound = 0;
 };
 void PrintTo(const TpCase &c, std::ostream *os) { *os << c.name; }
 
@@ -60,6 +64,10 @@ TEST_P(TpDiff, MatchesOneProcess) {
   if (c.adamw)
     for (TrainOptions *o : {&plain, &sharded})
       o->optimizer = OptimizerOptions::parse("adamw,lr=1e-2,wd=0.1");
+  if (c.tweak)
+    for (TrainOptions *o : {&plain, &sharded})
+      c.tweak(*o);
+  const double bound = c.bound > 0 ? c.bound : c.adamw ? 2e-4 : 1e-5;
   BuiltStep want = buildStep(ctx.get(), global, plain);
   ASSERT_TRUE(want.module) << want.errors;
   BuiltStep got = buildStep(ctx.get(), local, sharded);
@@ -178,7 +186,7 @@ TEST_P(TpDiff, MatchesOneProcess) {
                 << "rank " << r << " differs from rank 0";
           value = out[0][k];
         }
-        EXPECT_TRUE(closeTo(expected, value, c.adamw ? 2e-4 : 1e-5));
+        EXPECT_TRUE(closeTo(expected, value, bound));
         ++compared;
       }
       EXPECT_EQ(compared,
@@ -227,6 +235,31 @@ std::vector<TpCase> tpCases() {
       {"GPT2_tp2", gpt2At, 4, 2, 2, false, gpt2Split(2)},
       {"GPT2_dp2_tp2", gpt2At, 4, 2, 4, false, gpt2Split(2)},
       {"GPT2_tp2_adamw", gpt2At, 4, 2, 2, true, gpt2Split(2)},
+      // The passes around tensor parallelism. Accumulation: the
+      // collectives run once per update, on the accumulated gradients.
+      {"MLP_dp2_tp2_GradAccum2", mlpAt, 8, 2, 4, false, mlp,
+       [](TrainOptions &t) { t.gradAccum = 2; }},
+      {"GPT2_tp2_GradAccum2", gpt2At, 4, 2, 2, false, gpt2Split(2),
+       [](TrainOptions &t) { t.gradAccum = 2; }},
+      // Recomputation and offloading run after the split, on rank-local
+      // shapes: the same numbers.
+      {"GPT2_tp2_RematMax", gpt2At, 4, 2, 2, false, gpt2Split(2),
+       [](TrainOptions &t) { t.remat.mode = "max"; }},
+      {"GPT2_tp2_OffloadAll", gpt2At, 4, 2, 2, false, gpt2Split(2),
+       [](TrainOptions &t) { t.offload = OffloadOptions::parse("all"); }},
+      // Mixed precision: the casts come after the split, so each rank's
+      // half-precision partial products are summed by the all_reduce; the
+      // bound tells a right sum from a wrong one (as ShardDiff's Bf16).
+      // fp16's dynamic loss scale takes the minimum of check_finite over
+      // the group, so every rank skips or applies an update alike.
+      {"MLP_tp2_Bf16", mlpAt, 8, 2, 2, false, mlp,
+       [](TrainOptions &t) { t.amp = AmpOptions::parse("bf16", "", "auto"); },
+       1e-2},
+      {"GPT2_dp2_tp2_Fp16", gpt2At, 4, 2, 4, false, gpt2Split(2),
+       [](TrainOptions &t) {
+         t.amp = AmpOptions::parse("fp16", "", "dynamic,init=1024");
+       },
+       1e-2},
   };
 }
 
