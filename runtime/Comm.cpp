@@ -235,6 +235,98 @@ std::vector<std::unique_ptr<Communicator>> makeThreadGroup(int size) {
   return ranks;
 }
 
+namespace {
+
+/// lockstepSubgroup's communicator.
+class LockstepGroup final : public Communicator {
+public:
+  LockstepGroup(Communicator &parent, std::vector<int> members, int position)
+      : parent_(parent), members_(std::move(members)), position_(position) {}
+  int rank() const override { return position_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  std::string kind() const override { return parent_.kind() + " group"; }
+  bool anyThread() const override { return parent_.anyThread(); }
+
+  void allReduce(const void *in, void *out, int64_t count, DType dtype,
+                 CommOp op) override {
+    checkReducible(dtype, op);
+    auto n = static_cast<size_t>(count) * dtypeSize(dtype);
+    std::vector<uint8_t> all = gatherAll(in, n);
+    std::vector<uint8_t> acc(all.begin() + offsetOf(0, n),
+                             all.begin() + offsetOf(0, n) + n);
+    for (int p = 1; p < size(); ++p)
+      combineInto(acc.data(), all.data() + offsetOf(p, n), count, dtype, op);
+    if (n)
+      std::memcpy(out, acc.data(), n);
+  }
+  void allGather(const void *in, void *out, int64_t bytes) override {
+    auto n = static_cast<size_t>(bytes);
+    std::vector<uint8_t> all = gatherAll(in, n);
+    for (int p = 0; p < size() && n; ++p)
+      std::memcpy(static_cast<uint8_t *>(out) + n * static_cast<size_t>(p),
+                  all.data() + offsetOf(p, n), n);
+  }
+  void broadcast(void *data, int64_t bytes, int root) override {
+    if (root < 0 || root >= size())
+      throw Error("broadcast from rank " + std::to_string(root) +
+                  ", which is not a rank of a group of " +
+                  std::to_string(size()));
+    auto n = static_cast<size_t>(bytes);
+    std::vector<uint8_t> all = gatherAll(data, n);
+    if (position_ != root && n)
+      std::memcpy(data, all.data() + offsetOf(root, n), n);
+  }
+  [[noreturn]] void abortAll(int code) override { parent_.abortAll(code); }
+
+protected:
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    return lockstepSubgroup(*this, color, position);
+  }
+
+private:
+  /// Every parent rank's `n` bytes, in parent rank order.
+  std::vector<uint8_t> gatherAll(const void *in, size_t n) {
+    std::vector<uint8_t> all(n * static_cast<size_t>(parent_.size()));
+    parent_.allGather(in, all.data(), static_cast<int64_t>(n));
+    return all;
+  }
+  /// Where member `p`'s bytes are in gatherAll's result.
+  size_t offsetOf(int p, size_t n) const {
+    return n * static_cast<size_t>(members_[static_cast<size_t>(p)]);
+  }
+
+  Communicator &parent_;
+  std::vector<int> members_; ///< parent ranks, by position in the group
+  int position_;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> lockstepSubgroup(Communicator &parent, int color,
+                                               int position) {
+  int32_t mine[2] = {color, position};
+  std::vector<int32_t> all(2 * static_cast<size_t>(parent.size()));
+  parent.allGather(mine, all.data(), sizeof mine);
+  std::vector<int> members;
+  for (int r = 0; r < parent.size(); ++r)
+    if (all[2 * static_cast<size_t>(r)] == color)
+      members.push_back(r);
+  // Positions 0..size-1 within the group, each once.
+  std::vector<int> byPosition(members.size(), -1);
+  for (int r : members) {
+    int32_t p = all[2 * static_cast<size_t>(r) + 1];
+    if (p < 0 || p >= static_cast<int32_t>(members.size()) ||
+        byPosition[static_cast<size_t>(p)] != -1)
+      throw Error("subgroup " + std::to_string(color) + " of the " +
+                  parent.kind() + " communicator: rank " + std::to_string(r) +
+                  " asks for position " + std::to_string(p) +
+                  ", which is out of range or taken");
+    byPosition[static_cast<size_t>(p)] = r;
+  }
+  return std::make_unique<LockstepGroup>(parent, std::move(byPosition),
+                                         position);
+}
+
 bool launchedByMpi() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
          std::getenv("PMIX_RANK");

@@ -85,6 +85,18 @@ private:
 /// A group of one rank.
 Communicator &selfCommunicator();
 
+/// This rank's group `color` (at `position`) of a partition of `parent`'s
+/// ranks, built on `parent`'s own collectives: every group collective is
+/// an all_gather over the whole parent, of which each rank keeps its
+/// group's part (reductions combine the members in position order, as a
+/// thread group does). So it is lockstep: every rank of `parent` calls each
+/// collective of the partition together, each on its own group, with the
+/// same byte count, as the ranks of one plan do. Costs parent-size times
+/// the group's traffic; for communicators without native subgroups (TCP).
+/// Collective over `parent` (exchanges every rank's color and position).
+std::unique_ptr<Communicator> lockstepSubgroup(Communicator &parent, int color,
+                                               int position);
+
 /// `size` communicators of one process, one per thread that uses it; rank
 /// i must be used by one thread only. Collectives block until every rank
 /// has called them.

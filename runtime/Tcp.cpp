@@ -20,7 +20,9 @@
 // A rank that dies closes its sockets; its peers' reads end and they throw,
 // and a rank that throws in a collective closes all of its connections too,
 // so every rank stops instead of waiting forever. Subgroups (replica groups
-// other than the whole world) need MPI or threads.
+// other than the whole world) are lockstepSubgroup's: each group
+// collective is a world all_gather of which every rank keeps its group's
+// part, so every rank calls it together, as the ranks of one plan do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,10 +186,8 @@ public:
   }
 
 protected:
-  std::unique_ptr<Communicator> split(int, int) override {
-    throw Error("replica groups other than the whole world need MPI "
-                "(mpirun) or threads; the TCP communicator of an "
-                "environment-launched run has the whole world only");
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    return lockstepSubgroup(*this, color, position);
   }
 
 private:

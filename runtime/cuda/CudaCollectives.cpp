@@ -8,10 +8,12 @@
 // the kernels; local_shard is a memset of
 // the block and a device copy of this rank's elements. NCCL is opened with
 // dlopen like the driver (libnccl.so.2), only for a plan that has
-// collectives; its communicator is bootstrapped over the session's
-// rt::Communicator: rank 0 makes the unique id, broadcast to the others
-// (over MPI under mpirun). One NCCL communicator per executor, for the
-// whole world; replica groups other than the whole world are refused.
+// collectives. One NCCL communicator per replica groups of the plan (the
+// whole world, or e.g. a tensor-parallel mesh's groups), each this rank's
+// group, bootstrapped over the group's rt::Communicator (groupOf: an MPI
+// sub-communicator, or TCP's lockstep group): the group's rank 0 makes the
+// unique id and broadcasts it to the others. Made in plan order, so every
+// rank makes them in the same order.
 // Half types are reduced by NCCL in their own type (the CPU backend
 // reduces them in f32). Written against nccl.h; not yet run on a GPU
 // (docs/distributed.md).
@@ -126,24 +128,25 @@ std::string ncclErrorMessage(int, const std::string &) {
 }
 #endif
 
-/// The step's communicator: `comm` itself, after groupOf's checks (the
-/// world size the plan was compiled for); other groups are refused.
-static Communicator &worldOf(const PlanStep &s, Communicator &comm,
-                             const std::string &where) {
+/// The communicator of the step's replica group (groupOf's checks: the
+/// world size the plan was compiled for); `key` names the groups.
+static Communicator &groupOfStep(const PlanStep &s, Communicator &comm,
+                                 const std::string &where, std::string *key) {
   ReplicaGroups groups{s.attrs.at("group_size").get<int64_t>(),
                        s.attrs.at("replica_groups").get<std::vector<int64_t>>()};
-  if (!isWholeWorld(groups))
-    throw Error(where + ": the CUDA backend runs collectives over the whole "
-                        "world only (replica groups of " +
-                std::to_string(groups.groupSize) + " are not supported yet)");
+  if (key) {
+    *key = std::to_string(groups.groupSize) + ":";
+    for (int64_t r : groups.ranks)
+      *key += std::to_string(r) + ",";
+  }
   return groupOf(comm, groups, where);
 }
 
 void CudaExecutor::Impl::prepareLocalShard(int64_t k) {
   const PlanStep &s = plan.steps[k];
   std::string where = "plan step " + std::to_string(k) + " (" + s.op + ")";
-  Communicator &comm = worldOf(
-      s, options.comm ? *options.comm : selfCommunicator(), where);
+  Communicator &comm = groupOfStep(
+      s, options.comm ? *options.comm : selfCommunicator(), where, nullptr);
   const BufferDesc &in = plan.buffers.at(s.operands.at(0));
   const BufferDesc &out = plan.buffers.at(s.results.at(0));
   auto elt = static_cast<int64_t>(dtypeSize(in.dtype));
@@ -168,19 +171,23 @@ void CudaExecutor::Impl::prepareLocalShard(int64_t k) {
 #ifdef STEP_HAVE_NCCL
 void CudaExecutor::Impl::prepareCollective(int64_t k, Op &op) {
   const PlanStep &s = plan.steps[k];
-  Communicator &comm = worldOf(
-      s, options.comm ? *options.comm : selfCommunicator(), op.where);
+  std::string key;
+  Communicator &comm = groupOfStep(
+      s, options.comm ? *options.comm : selfCommunicator(), op.where, &key);
   const NcclSymbols &n = nccl();
-  if (!ncclComm) {
+  void *&made = ncclComms[key];
+  if (!made) {
     ncclUniqueId id{};
     if (comm.rank() == 0)
       nck(n, n.ncclGetUniqueId(&id), "ncclGetUniqueId");
     comm.broadcast(&id, sizeof id, 0);
     ncclComm_t c = nullptr;
     nck(n, n.ncclCommInitRank(&c, comm.size(), id, comm.rank()),
-       "ncclCommInitRank");
-    ncclComm = c;
+       op.where + ": ncclCommInitRank (" + std::to_string(comm.size()) +
+           " ranks)");
+    made = c;
   }
+  op.ncclComm = made;
   const BufferDesc &in = plan.buffers.at(s.operands.at(0));
   const BufferDesc &out = plan.buffers.at(s.results.at(0));
   op.kind = Op::Collective;
@@ -201,7 +208,7 @@ void CudaExecutor::Impl::prepareCollective(int64_t k, Op &op) {
 
 void CudaExecutor::Impl::recordCollective(const Op &op) {
   const NcclSymbols &n = nccl();
-  auto c = static_cast<ncclComm_t>(ncclComm);
+  auto c = static_cast<ncclComm_t>(op.ncclComm);
   auto type = static_cast<ncclDataType_t>(op.ncclType);
   auto red = static_cast<ncclRedOp_t>(op.ncclOp);
   // Overlapped (`done` set): fork the collective stream off the compute
@@ -233,9 +240,10 @@ void CudaExecutor::Impl::recordCollective(const Op &op) {
 }
 
 void CudaExecutor::Impl::destroyCollectives() {
-  if (ncclComm)
-    nccl().ncclCommDestroy(static_cast<ncclComm_t>(ncclComm));
-  ncclComm = nullptr;
+  for (auto &[key, c] : ncclComms)
+    if (c)
+      nccl().ncclCommDestroy(static_cast<ncclComm_t>(c));
+  ncclComms.clear();
 }
 #else
 void CudaExecutor::Impl::prepareCollective(int64_t, Op &op) {

@@ -65,6 +65,7 @@ struct Op {
   enum Which { AllReduce, ReduceScatter, AllGather } collective = AllReduce;
   int ncclType = 0, ncclOp = 0;
   size_t count = 0;
+  void *ncclComm = nullptr; ///< of the step's replica group
 };
 
 /// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
@@ -118,8 +119,9 @@ struct CudaExecutor::Impl {
   std::vector<Op> ops;
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
-  /// The NCCL communicator (ncclComm_t), made by the first collective.
-  void *ncclComm = nullptr;
+  /// NCCL communicators (ncclComm_t) by replica groups ("2:0,1,2,3,"):
+  /// this rank's group of each, made by its first collective.
+  std::map<std::string, void *> ncclComms;
 
   Impl(const Artifact &a, CudaExecutorOptions o)
       : artifact(&a), plan(a.plan), options(o) {}

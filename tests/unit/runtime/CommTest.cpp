@@ -226,7 +226,7 @@ TEST(TcpWorld, MismatchedCallsAndDeadRanksStopEveryRank) {
 }
 
 // Joining: a rank that never comes (timeout naming it), world sizes that
-// differ, nobody listening, a bad rank; subgroups are refused.
+// differ, nobody listening, a bad rank.
 TEST(TcpWorld, RendezvousErrorsNameTheProblem) {
   int port = freePort();
   std::string lonely = errorOf([&] { rt::connectTcp(0, 2, loopback(port, 1)); });
@@ -254,23 +254,21 @@ TEST(TcpWorld, RendezvousErrorsNameTheProblem) {
             std::string::npos)
       << root;
   EXPECT_FALSE(peer.empty());
-
-  auto pair = makeTcpGroup(2);
-  for (const auto &r : pair)
-    ASSERT_TRUE(r);
-  rt::ReplicaGroups halves{1, {0, 1}};
-  EXPECT_NE(errorOf([&] { rt::groupOf(*pair[0], halves, "all_reduce"); })
-                .find("need MPI (mpirun) or threads"),
-            std::string::npos);
 }
 
-// groupOf on 4 threads: replica groups of 2 split the ranks ({0,1},
-// {2,3}); an all_reduce sums only the group's members. A second partition
-// ({0,2}, {1,3}) gets groups of its own; asking again gives the same
-// communicator; the identity groups are the communicator itself.
-TEST(ThreadGroup, SubgroupsOfReplicaGroups) {
-  auto ranks = rt::makeThreadGroup(4);
+// groupOf on 4 ranks (threads, and TCP's lockstep groups): replica
+// groups of 2 split the ranks ({0,1}, {2,3}); an all_reduce sums only the
+// group's members. A second partition ({0,2}, {1,3}) gets groups of its
+// own, whose all_gather and broadcast stay in the group; asking again
+// gives the same communicator; the identity groups are the communicator
+// itself.
+TEST_P(Communicators, SubgroupsOfReplicaGroups) {
+  auto ranks = groupOfKind(GetParam(), 4);
+  for (const auto &r : ranks)
+    ASSERT_TRUE(r);
   std::vector<float> consecutive(4), strided(4), again(4);
+  std::vector<std::vector<float>> gathered(4);
+  std::vector<float> broadcast(4);
   std::vector<int> sizes(4), positions(4), stridedPositions(4);
   std::atomic<int> sameTwice{0}, identity{0};
   onRanks(ranks, [&](int r) {
@@ -286,6 +284,10 @@ TEST(ThreadGroup, SubgroupsOfReplicaGroups) {
         rt::groupOf(c, rt::ReplicaGroups{2, {0, 2, 1, 3}}, "test");
     stridedPositions[i] = s.rank();
     s.allReduce(&v, &strided[i], 1, DType::F32, CommOp::Sum);
+    gathered[i].resize(2);
+    s.allGather(&v, gathered[i].data(), sizeof v);
+    broadcast[i] = v;
+    s.broadcast(&broadcast[i], sizeof v, 1);
     rt::Communicator &g2 =
         rt::groupOf(c, rt::ReplicaGroups{2, {0, 1, 2, 3}}, "test");
     sameTwice += &g2 == &g;
@@ -298,6 +300,9 @@ TEST(ThreadGroup, SubgroupsOfReplicaGroups) {
   EXPECT_EQ(consecutive, (std::vector<float>{3, 3, 7, 7}));
   EXPECT_EQ(stridedPositions, (std::vector<int>{0, 0, 1, 1}));
   EXPECT_EQ(strided, (std::vector<float>{4, 6, 4, 6}));
+  EXPECT_EQ(gathered, (std::vector<std::vector<float>>{
+                          {1, 3}, {2, 4}, {1, 3}, {2, 4}}));
+  EXPECT_EQ(broadcast, (std::vector<float>{3, 4, 3, 4}));
   EXPECT_EQ(again, (std::vector<float>{2, 2, 4, 4}));
   EXPECT_EQ(sameTwice.load(), 4);
   EXPECT_EQ(identity.load(), 4);

@@ -312,5 +312,49 @@ TEST(StepRun, TensorParallelRanksShareRows) {
       << r.output;
 }
 
+// A 2 x 2 mesh over TCP, with the collectives of replica groups: the
+// same rows and parts as above, summed in the tensor-parallel groups
+// ({0, 1}, {2, 3}: row d . [5, 7, 9], 5 and 90), then averaged over the
+// data-parallel ones ({0, 2}, {1, 3}): 47.5 on every rank. (Groups taken as
+// the whole world would give 4 x 95 = 380 and then 380.)
+TEST(StepRun, TensorParallelMeshOverTcpSubgroups) {
+  TempDir dir;
+  PlanBuilder p;
+  int64_t w = p.argument("w", BufferKind::Param, DType::F32, {1, 3});
+  int64_t x = p.argument("x", BufferKind::Input, DType::F32, {1, 3});
+  int64_t xw = p.transient(DType::F32, {1, 3}, 0);
+  int64_t part = p.transient(DType::F32, {}, 16);
+  int64_t group = p.transient(DType::F32, {}, 32);
+  int64_t loss = p.transient(DType::F32, {}, 48);
+  p.step("step.mul", {}, {x, w}, {xw});
+  p.step("step.reduce_sum", {{"dims", {0, 1}}}, {xw}, {part});
+  p.step("step.all_reduce",
+         {{"reduce", "sum"}, {"group_size", 2}, {"replica_groups", {0, 1, 2, 3}}},
+         {part}, {group});
+  p.step("step.all_reduce",
+         {{"reduce", "mean"}, {"group_size", 2}, {"replica_groups", {0, 2, 1, 3}}},
+         {group}, {loss});
+  p.result(loss, "loss");
+  p.artifact.meta["shard"] = {
+      {"world_size", 4},
+      {"sharded", nlohmann::json::object()},
+      {"tp", 2},
+      {"tp_split", {{"w", {{"dim", 1}, {"groups", 1}, {"shape", {1, 6}}}}}}};
+  std::string model = dir / "mesh.step";
+  writeArtifact(model, p.artifact);
+  fs::create_directories(dir / "params");
+  fs::create_directories(dir / "inputs");
+  writeNpy(dir / "params/w.npy", make(DType::F32, {1, 6}, {1, 2, 3, 4, 5, 6}));
+  writeNpy(dir / "inputs/x.npy", make(DType::F32, {2, 3}, {1, 0, 0, 0, 0, 10}));
+  for (const char *overlap : {"", " --no-overlap"}) {
+    RunResult r = stepRunOn4Ranks(model + " --params " + dir / "params" +
+                                  " --inputs " + dir / "inputs" +
+                                  " --backend=cpu --steps 2" + overlap);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output, "step 1 loss = 47.5\nstep 2 loss = 47.5\n")
+        << overlap;
+  }
+}
+
 } // namespace
 } // namespace step::rt::test
