@@ -10,7 +10,10 @@ steps, each on its rows of the global batch of 8:
   - a sharded run checkpointed after step 2 (collective Session::save) and
     resumed ends bit-identical to the three-step run;
   - a rank killed with SIGKILL mid-run ends the other rank too: it exits 1
-    naming the rank that closed its connection, instead of waiting.
+    naming the rank that closed its connection, instead of waiting;
+  - tensor parallelism on a 2 x 2 mesh (tp:2 on four ranks), whose group
+    collectives run on TCP's lockstep groups, agrees with one process
+    within 1e-5 too.
 """
 import argparse
 import os
@@ -38,12 +41,12 @@ def free_port():
 
 
 def launch(cmd, names=("STEP_RANK", "STEP_WORLD_SIZE", "STEP_MASTER_ADDR",
-                       "STEP_MASTER_PORT")):
+                       "STEP_MASTER_PORT"), n=N):
     port = str(free_port())
     procs = []
-    for r in range(N):
+    for r in range(n):
         env = dict(os.environ)
-        env.update(zip(names, [str(r), str(N), "127.0.0.1", port]))
+        env.update(zip(names, [str(r), str(n), "127.0.0.1", port]))
         env["STEP_CONNECT_TIMEOUT"] = "60"
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -97,26 +100,40 @@ def main():
             r"^step \d+ loss = (\S+)$", run(cmd(ref_step, ref_out)), re.M)]
         want = load(ref_out)
 
-        for names in [None, ("RANK", "WORLD_SIZE", "MASTER_ADDR",
-                             "MASTER_PORT")]:
-            out = os.path.join(work, "env_out")
-            procs = launch(cmd(dp_step, out), *([names] if names else []))
-            losses = finish(procs, "env launch")
+        def check(losses, out, what):
             got = load(out)
             if set(got) != set(want) or len(losses) != 3 or any(
                     abs(x - y) > 1e-5 * abs(y)
                     for x, y in zip(losses, ref_losses)):
-                sys.exit(f"FAIL: losses {losses}, one process {ref_losses}; "
-                         f"tensors {sorted(got)}")
+                sys.exit(f"FAIL {what}: losses {losses}, one process "
+                         f"{ref_losses}; tensors {sorted(got)}")
             worst = max(np.linalg.norm(got[k].astype(np.float64) - w) /
                         max(np.linalg.norm(w.astype(np.float64)), 1e-30)
                         for k, w in want.items())
             if worst > 1e-5:
-                sys.exit(f"FAIL: worst rel. err {worst:.3g} > 1e-5")
-            print(f"{'torchrun' if names else 'STEP_'} variables: zero2 on "
-                  f"{N} ranks over TCP, losses {losses}, worst rel. err "
+                sys.exit(f"FAIL {what}: worst rel. err {worst:.3g} > 1e-5")
+            print(f"{what} over TCP, losses {losses}, worst rel. err "
                   f"{worst:.3g}")
+
+        for names in [None, ("RANK", "WORLD_SIZE", "MASTER_ADDR",
+                             "MASTER_PORT")]:
+            out = os.path.join(work, "env_out")
+            procs = launch(cmd(dp_step, out), *([names] if names else []))
+            check(finish(procs, "env launch"), out,
+                  f"{'torchrun' if names else 'STEP_'} variables: zero2 on "
+                  f"{N} ranks")
         straight = load(out)
+
+        # tp:2 on 4 ranks: two groups of two, traced for a group's rows.
+        tp_dir, tp_step = (os.path.join(work, f) for f in ("tp", "tp.step"))
+        run([a.mlp_example, "--in", "12", "--hidden1", "16", "--hidden2",
+             "16", "--classes", "5", "--batch", "4", "--out", tp_dir])
+        run([a.stepc, os.path.join(tp_dir, "model.mlir"), "--train", *ADAMW,
+             "--no-kernels", "--shard=tp:2", "--world-size=4", "-o",
+             tp_step])
+        out = os.path.join(work, "tp_out")
+        check(finish(launch(cmd(tp_step, out), n=4), "tp mesh"), out,
+              "tp:2 on a 2 x 2 mesh of 4 ranks")
 
         # Checkpointed after step 2 by both ranks, then resumed to step 3.
         ckpt = os.path.join(work, "ckpt")
