@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -257,27 +258,22 @@ RunResult stepRunOn4Ranks(const std::string &args) {
                   "wait $p || rc=1; done; exit $rc");
 }
 
-// Tensor parallelism 2 over 4 ranks: ranks 0, 1 are data-parallel replica
-// 0 and take row 0 of the global batch, ranks 2, 3 replica 1 and row 1.
-// Each rank's loss is its row times its part of w (rank t holds columns
-// 3t..3t+2 of [1, 6]), summed over the 4 ranks by an all_reduce:
-//   (row 0 + row 1) . (part 0 + part 1) = [1, 0, 10] . [5, 7, 9] = 95.
-// (Rows taken by tensor-parallel index instead would give
-// 2 (row 0 . part 0 + row 1 . part 1) = 2 (1 + 60) = 122.)
-TEST(StepRun, TensorParallelRanksShareRows) {
-  TempDir dir;
+/// Each of 4 ranks multiplies its row x [1, 3] by its part of w (rank t of
+/// its tensor-parallel group holds columns 3t..3t+2 of [1, 6]) and sums
+/// it; `reduce` then adds the collectives that make the loss of those
+/// partial sums. Writes the artifact and params/w.npy (1..6) and
+/// inputs/x.npy (rows [1, 0, 0] and [0, 0, 10]) under `dir`; returns the
+/// artifact's path.
+std::string writeTpToy(const TempDir &dir,
+                       const std::function<int64_t(PlanBuilder &, int64_t)> &reduce) {
   PlanBuilder p;
   int64_t w = p.argument("w", BufferKind::Param, DType::F32, {1, 3});
   int64_t x = p.argument("x", BufferKind::Input, DType::F32, {1, 3});
   int64_t xw = p.transient(DType::F32, {1, 3}, 0);
   int64_t part = p.transient(DType::F32, {}, 16);
-  int64_t loss = p.transient(DType::F32, {}, 32);
   p.step("step.mul", {}, {x, w}, {xw});
   p.step("step.reduce_sum", {{"dims", {0, 1}}}, {xw}, {part});
-  p.step("step.all_reduce",
-         {{"reduce", "sum"}, {"group_size", 4}, {"replica_groups", {0, 1, 2, 3}}},
-         {part}, {loss});
-  p.result(loss, "loss");
+  p.result(reduce(p, part), "loss");
   p.artifact.meta["shard"] = {
       {"world_size", 4},
       {"sharded", nlohmann::json::object()},
@@ -287,9 +283,34 @@ TEST(StepRun, TensorParallelRanksShareRows) {
   writeArtifact(model, p.artifact);
   fs::create_directories(dir / "params");
   fs::create_directories(dir / "inputs");
-  fs::create_directories(dir / "odd");
   writeNpy(dir / "params/w.npy", make(DType::F32, {1, 6}, {1, 2, 3, 4, 5, 6}));
   writeNpy(dir / "inputs/x.npy", make(DType::F32, {2, 3}, {1, 0, 0, 0, 0, 10}));
+  return model;
+}
+
+/// `input` reduced by `reduce` over replica groups of `size` ([0, 1, 2, 3]
+/// in the order `ranks`), into a new scalar at `offset`.
+int64_t allReduce(PlanBuilder &p, int64_t input, const std::string &reduce,
+                  int64_t size, std::vector<int64_t> ranks, int64_t offset) {
+  int64_t out = p.transient(DType::F32, {}, offset);
+  p.step("step.all_reduce",
+         {{"reduce", reduce}, {"group_size", size}, {"replica_groups", ranks}},
+         {input}, {out});
+  return out;
+}
+
+// Tensor parallelism 2 over 4 ranks: ranks 0, 1 are data-parallel replica
+// 0 and take row 0 of the global batch, ranks 2, 3 replica 1 and row 1.
+// Each rank's partial sum is summed over the 4 ranks by an all_reduce:
+//   (row 0 + row 1) . (part 0 + part 1) = [1, 0, 10] . [5, 7, 9] = 95.
+// (Rows taken by tensor-parallel index instead would give
+// 2 (row 0 . part 0 + row 1 . part 1) = 2 (1 + 60) = 122.)
+TEST(StepRun, TensorParallelRanksShareRows) {
+  TempDir dir;
+  std::string model = writeTpToy(dir, [](PlanBuilder &p, int64_t part) {
+    return allReduce(p, part, "sum", 4, {0, 1, 2, 3}, 32);
+  });
+  fs::create_directories(dir / "odd");
   writeNpy(dir / "odd/x.npy", make(DType::F32, {3, 3}, std::vector<double>(9)));
 
   RunResult r = stepRunOn4Ranks(model + " --params " + dir / "params" +
@@ -319,33 +340,10 @@ TEST(StepRun, TensorParallelRanksShareRows) {
 // the whole world would give 4 x 95 = 380 and then 380.)
 TEST(StepRun, TensorParallelMeshOverTcpSubgroups) {
   TempDir dir;
-  PlanBuilder p;
-  int64_t w = p.argument("w", BufferKind::Param, DType::F32, {1, 3});
-  int64_t x = p.argument("x", BufferKind::Input, DType::F32, {1, 3});
-  int64_t xw = p.transient(DType::F32, {1, 3}, 0);
-  int64_t part = p.transient(DType::F32, {}, 16);
-  int64_t group = p.transient(DType::F32, {}, 32);
-  int64_t loss = p.transient(DType::F32, {}, 48);
-  p.step("step.mul", {}, {x, w}, {xw});
-  p.step("step.reduce_sum", {{"dims", {0, 1}}}, {xw}, {part});
-  p.step("step.all_reduce",
-         {{"reduce", "sum"}, {"group_size", 2}, {"replica_groups", {0, 1, 2, 3}}},
-         {part}, {group});
-  p.step("step.all_reduce",
-         {{"reduce", "mean"}, {"group_size", 2}, {"replica_groups", {0, 2, 1, 3}}},
-         {group}, {loss});
-  p.result(loss, "loss");
-  p.artifact.meta["shard"] = {
-      {"world_size", 4},
-      {"sharded", nlohmann::json::object()},
-      {"tp", 2},
-      {"tp_split", {{"w", {{"dim", 1}, {"groups", 1}, {"shape", {1, 6}}}}}}};
-  std::string model = dir / "mesh.step";
-  writeArtifact(model, p.artifact);
-  fs::create_directories(dir / "params");
-  fs::create_directories(dir / "inputs");
-  writeNpy(dir / "params/w.npy", make(DType::F32, {1, 6}, {1, 2, 3, 4, 5, 6}));
-  writeNpy(dir / "inputs/x.npy", make(DType::F32, {2, 3}, {1, 0, 0, 0, 0, 10}));
+  std::string model = writeTpToy(dir, [](PlanBuilder &p, int64_t part) {
+    int64_t group = allReduce(p, part, "sum", 2, {0, 1, 2, 3}, 32);
+    return allReduce(p, group, "mean", 2, {0, 2, 1, 3}, 48);
+  });
   for (const char *overlap : {"", " --no-overlap"}) {
     RunResult r = stepRunOn4Ranks(model + " --params " + dir / "params" +
                                   " --inputs " + dir / "inputs" +
