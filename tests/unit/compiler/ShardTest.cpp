@@ -357,7 +357,7 @@ TEST_P(ShardDiff, MatchesOneProcess) {
   std::vector<rt::Artifact> copies(static_cast<size_t>(n), *shardArtifact);
   compareRuns("CPU backend", cpuOf(plainArtifact),
               [&](int r, const std::vector<HostTensor> &a) {
-                return rt::cpu::execute(copies[static_cast<size_t>(r)], a);
+                return executeBothWays(copies[static_cast<size_t>(r)], a);
               });
 }
 

@@ -13,6 +13,7 @@
 
 #include "tests/unit/runtime/CommTestUtil.h"
 
+#include "runtime/cpu/Executor.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cmath>
@@ -54,6 +55,25 @@ inline testing::AssertionResult closeTo(const HostTensor &want, const HostTensor
 }
 
 /// Rows [r*B/n, (r+1)*B/n) of `t` (leading dim B).
+/// `artifact` on the CPU backend with its collectives on their own thread
+/// (the default) and again in place: the two must give the same bits.
+/// Collective: every rank of the calling thread's communicator calls it.
+inline std::vector<HostTensor> executeBothWays(const rt::Artifact &artifact,
+                                               const std::vector<HostTensor> &args) {
+  std::vector<HostTensor> overlapped = rt::cpu::execute(artifact, args);
+  std::vector<const HostTensor *> ptrs;
+  for (const HostTensor &a : args)
+    ptrs.push_back(&a);
+  rt::cpu::ExecuteOptions inPlace;
+  inPlace.overlapCollectives = false;
+  std::vector<HostTensor> again = rt::cpu::execute(artifact, ptrs, inPlace);
+  EXPECT_EQ(overlapped.size(), again.size());
+  for (size_t i = 0; i < overlapped.size() && i < again.size(); ++i)
+    EXPECT_TRUE(overlapped[i].bitwiseEqual(again[i]))
+        << "result " << i << ": overlapped collectives differ from in place";
+  return overlapped;
+}
+
 inline HostTensor rowsOf(const HostTensor &t, int64_t r, int64_t n) {
   Shape start(t.shape().size(), 0), limit = t.shape(),
       strides(t.shape().size(), 1);

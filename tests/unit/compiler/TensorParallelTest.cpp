@@ -210,7 +210,7 @@ TEST_P(TpDiff, MatchesOneProcess) {
   std::vector<rt::Artifact> copies(static_cast<size_t>(n), *tpArtifact);
   compareRuns("CPU backend", cpuOf(plainArtifact),
               [&](int r, const std::vector<HostTensor> &a) {
-                return rt::cpu::execute(copies[static_cast<size_t>(r)], a);
+                return executeBothWays(copies[static_cast<size_t>(r)], a);
               });
 }
 
