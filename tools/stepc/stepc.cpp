@@ -6,7 +6,8 @@
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]]
-//         [--shard=dp|zero1|zero2|zero3[,bucket=BYTES] --world-size=N]
+//         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
+//          --world-size=N]
 //         [--guard-finite]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
@@ -259,9 +260,11 @@ int main(int argc, char **argv) {
                  "hbm=B/s,max_exposed=X,min_bytes=N; docs/remat.md");
   app.add_option("--shard", o.shard,
                  "split the step across replicas: dp | zero1 | zero2 | zero3 "
-                 "(the model is traced for one replica's batch), then "
+                 "| tp:T (the model is traced for one replica's batch), then "
                  ",bucket=BYTES (gradient buckets, default 25MiB; 0: one "
-                 "collective per gradient); docs/distributed.md");
+                 "collective per gradient), for zero3 ,prefetch=0|1 (gather "
+                 "a layer's params one layer ahead, default 1); "
+                 "docs/distributed.md");
   app.add_option("--world-size", o.worldSize,
                  "replicas (ranks) a sharded step runs on")
       ->capture_default_str();
