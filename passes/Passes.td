@@ -316,6 +316,25 @@ def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
 // step-fuse
 //===----------------------------------------------------------------------===//
 
+def SplatBroadcast : Pass<"step-splat-broadcast", "::mlir::ModuleOp"> {
+  let summary = "Splat constants become broadcasts of one element";
+  let description = [{
+    Rewrites every `step.constant` whose value is one number repeated over
+    more than one element into `step.broadcast_in_dim` of a rank-0
+    constant, so the value is never stored in full: not in the artifact's
+    constants, not in device memory. The broadcast fuses into the kernels
+    that read it (step-fuse) or, unfused, is a transient in the arena.
+    Runs after the last canonicalization (which folds such broadcasts back).
+
+    ```mlir
+    %c = step.constant dense<5.000000e-01> : tensor<8x128x1024xf32>
+    // becomes
+    %s = step.constant dense<5.000000e-01> : tensor<f32>
+    %c = step.broadcast_in_dim %s, dims = [] : tensor<f32> -> tensor<8x128x1024xf32>
+    ```
+  }];
+}
+
 def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups ops into step.fusion regions, one kernel each";
   let description = [{

@@ -530,6 +530,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   PassManager cleanup(ctx);
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
+  // Last: canonicalization would fold the broadcasts back into splats.
+  cleanup.addPass(ops::createSplatBroadcast());
   if (report)
     cleanup.addInstrumentation(
         std::make_unique<ReportInstrumentation>(*report));

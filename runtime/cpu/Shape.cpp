@@ -18,6 +18,27 @@ using namespace detail;
 /// Copies the elements of an index space `shape`, reading element idx at
 /// src + sum(idx[d] * srcStrides[d]) and writing it at dst + sum(idx[d] *
 /// dstStrides[d]) (strides in elements; a stride may be 0 to repeat).
+/// dst[0..n) = the element of `es` bytes at `value`, each a copy of its bits.
+template <typename T>
+static void fillAs(uint8_t *dst, int64_t n, const uint8_t *value) {
+  T v;
+  std::memcpy(&v, value, sizeof v);
+  T *out = reinterpret_cast<T *>(dst);
+  std::fill(out, out + n, v);
+}
+static void fillWith(uint8_t *dst, int64_t n, const uint8_t *value,
+                     size_t es) {
+  switch (es) {
+  case 1: fillAs<uint8_t>(dst, n, value); return;
+  case 2: fillAs<uint16_t>(dst, n, value); return;
+  case 4: fillAs<uint32_t>(dst, n, value); return;
+  case 8: fillAs<uint64_t>(dst, n, value); return;
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + static_cast<size_t>(i) * es, value, es);
+  }
+}
+
 static void stridedCopy(size_t es, const Shape &shape, const uint8_t *src,
                         const std::vector<int64_t> &srcStrides, uint8_t *dst,
                         const std::vector<int64_t> &dstStrides) {
@@ -95,6 +116,11 @@ HostTensor broadcastInDim(const HostTensor &x, const Shape &outShape,
       srcStrides[d] = xs[k];
   }
   HostTensor y(x.dtype(), outShape);
+  if (x.numel() == 1) {
+    // One element everywhere (a splat, step-splat-broadcast): a fill.
+    fillWith(bytesOf(y), y.numel(), bytesOf(x), dtypeSize(x.dtype()));
+    return y;
+  }
   stridedCopy(dtypeSize(x.dtype()), outShape, bytesOf(x), srcStrides,
               bytesOf(y), stridesOf(outShape));
   return y;
