@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""The GPU checks of a session that has a device, in two calls.
+
+The device machine has CUDA but no LLVM/MLIR, so artifacts are compiled
+here and run there (docs/runtime.md, "Checking on a GPU"):
+
+  prepare (here)   emits the MLP and a small GPT-2 with the examples,
+                   compiles one artifact per case with stepc (kernels for
+                   the default archs), writes numbered batch folders, runs
+                   every case on the CPU backend for the reference
+                   (params, optimizer state, losses), and copies the
+                   header-only libraries the runtime build needs, all under
+                   one git-ignored folder (default carry/) for the device
+                   tool's `carry`.
+  run (there)      runs every case with step-run --backend=cuda (or the
+                   backend named) from the same params and batches, and
+                   compares losses and every tensor written with the CPU
+                   reference: relative error max|a - b| / max|b| within
+                   the case's bound (1e-4 for f32, as gpu_parity.py; 1e-2
+                   for bf16/fp16). Step times are the median of the
+                   --trace wall times after the first two steps. Writes
+                   OUT/gpu-check.json and prints one line per case; exits 1
+                   when a case fails or errs.
+
+`dry-run` prepares without kernels into a temporary folder and runs every
+case on the CPU backend, which must reproduce the references bit for bit
+(the ctest tools.gpu_check_dry_run), so the script is known to work before
+a device is lent.
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+STEPS = 10
+BATCHES = 3
+
+# name, model, stepc flags, bound. World-size-1 sharded steps keep their
+# collectives: on the GPU they are NCCL calls on the collective stream.
+CASES = [
+    ("mlp", "mlp", [], 1e-4),
+    ("mlp_nofuse", "mlp", ["--no-fuse"], 1e-4),
+    ("mlp_fp16", "mlp", ["--amp=fp16", "--loss-scale=dynamic"], 1e-2),
+    ("gpt2", "gpt2", [], 1e-4),
+    ("gpt2_nofuse", "gpt2", ["--no-fuse"], 1e-4),
+    ("gpt2_bf16", "gpt2", ["--amp=bf16"], 1e-2),
+    ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4),
+    ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4),
+    ("gpt2_dp1_nccl", "gpt2", ["--shard=dp", "--world-size=1"], 1e-4),
+    ("gpt2_zero3_1_nccl", "gpt2", ["--shard=zero3", "--world-size=1"], 1e-4),
+]
+TRAIN = ["--optimizer=adamw,lr=1e-3", "--clip=1.0"]
+
+
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def must(cmd):
+    code, out = run(cmd)
+    if code != 0:
+        sys.exit(f"gpu-check: `{' '.join(cmd)}` exited {code}:\n{out}")
+    return out
+
+
+def load(folder):
+    return {os.path.basename(f)[:-4]: np.load(f)
+            for f in glob.glob(os.path.join(folder, "*.npy"))}
+
+
+def losses_of(text):
+    return [float(v) for v in re.findall(r"^step \d+ loss = (\S+)$", text,
+                                         re.M)]
+
+
+def write_batches(inputs, folder, rng):
+    """BATCHES numbered folders: the example's batch, rows permuted."""
+    rows = next(iter(inputs.values())).shape[0]
+    for k in range(BATCHES):
+        order = np.arange(rows) if k == 0 else rng.permutation(rows)
+        d = os.path.join(folder, f"{k:04d}")
+        os.makedirs(d)
+        for name, v in inputs.items():
+            np.save(os.path.join(d, name + ".npy"), v[order])
+
+
+def store_blobs(folder, blobs):
+    """Moves the .npy files of `folder` into `blobs`, named by content (the
+    cases that compute the same bits on the CPU share them); returns
+    {tensor name: blob file}."""
+    os.makedirs(blobs, exist_ok=True)
+    index = {}
+    for f in sorted(glob.glob(os.path.join(folder, "*.npy"))):
+        with open(f, "rb") as h:
+            digest = hashlib.sha256(h.read()).hexdigest()[:32] + ".npy"
+        if not os.path.exists(os.path.join(blobs, digest)):
+            shutil.move(f, os.path.join(blobs, digest))
+        index[os.path.basename(f)[:-4]] = digest
+    return index
+
+
+def header_dir(name):
+    """The include directory that holds `name` (e.g. CLI/CLI.hpp)."""
+    for d in ["/usr/include", "/usr/local/include"]:
+        if os.path.exists(os.path.join(d, name)):
+            return d
+    sys.exit(f"gpu-check: {name} not found under /usr/include")
+
+
+def prepare(a):
+    carry = a.carry
+    shutil.rmtree(carry, ignore_errors=True)
+    os.makedirs(carry)
+    tool = lambda *p: os.path.join(a.build, *p)
+    models = {
+        "mlp": [tool("examples", "mlp-example"), "--in", "64", "--hidden1",
+                "128", "--hidden2", "64", "--classes", "10", "--batch", "32",
+                "--out"],
+        "gpt2": [tool("examples", "gpt2-example"), "--context", "64",
+                 "--layers", "2", "--heads", "4", "--width", "128",
+                 "--batch", "4", "--emit-model"],
+    }
+    rng = np.random.default_rng(5)
+    for name, cmd in models.items():
+        d = os.path.join(carry, "models", name)
+        must(cmd + [d])
+        write_batches(load(os.path.join(d, "inputs")),
+                      os.path.join(d, "batches"), rng)
+    cases = []
+    for name, model, flags, bound in CASES:
+        if a.only and name not in a.only:
+            continue
+        d = os.path.join(carry, "models", model)
+        artifact = os.path.join(carry, name + ".step")
+        must([tool("tools", "stepc"), os.path.join(d, "model.mlir"),
+              "--train", *TRAIN, *flags, *(["--no-kernels"] if a.no_kernels
+                                           else []), "-o", artifact])
+        ref = os.path.join(carry, "ref-" + name)
+        text = must([tool("tools", "step-run"), artifact, "--params",
+                     os.path.join(d, "params"), "--inputs",
+                     os.path.join(d, "batches"), "--steps", str(STEPS),
+                     "--backend=cpu", "--out", ref])
+        cases.append({"name": name, "model": model, "flags": flags,
+                      "bound": bound, "losses": losses_of(text),
+                      "ref": store_blobs(ref, os.path.join(carry, "blobs"))})
+        shutil.rmtree(ref)
+    # The runtime's header-only dependencies, for an image without them.
+    include = os.path.join(carry, "include")
+    shutil.copytree(os.path.join(header_dir("nlohmann/json.hpp"), "nlohmann"),
+                    os.path.join(include, "nlohmann"))
+    shutil.copytree(os.path.join(header_dir("CLI/CLI.hpp"), "CLI"),
+                    os.path.join(include, "CLI"))
+    with open(os.path.join(carry, "manifest.json"), "w") as f:
+        json.dump({"steps": STEPS, "train": TRAIN, "cases": cases}, f,
+                  indent=1)
+    size = sum(os.path.getsize(p) for p in
+               glob.glob(os.path.join(carry, "**"), recursive=True)
+               if os.path.isfile(p))
+    print(f"gpu-check: {len(cases)} cases in {carry} ({size / 2**20:.1f} MiB)")
+
+
+def rel_err(got, want):
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if want.size == 0:
+        return 0.0
+    return float(np.max(np.abs(got - want)) /
+                 max(float(np.max(np.abs(want))), 1e-30))
+
+
+def run_cases(a):
+    carry = a.carry
+    with open(os.path.join(carry, "manifest.json")) as f:
+        manifest = json.load(f)
+    os.makedirs(a.out, exist_ok=True)
+    results, failed = [], 0
+    for c in manifest["cases"]:
+        d = os.path.join(carry, "models", c["model"])
+        out = os.path.join(a.out, c["name"])
+        trace = os.path.join(a.out, c["name"] + ".trace.json")
+        code, text = run([a.step_run, os.path.join(carry, c["name"] + ".step"),
+                          "--params", os.path.join(d, "params"), "--inputs",
+                          os.path.join(d, "batches"), "--steps",
+                          str(manifest["steps"]), f"--backend={a.backend}",
+                          "--out", out, "--trace", trace])
+        r = {"name": c["name"], "flags": c["flags"], "bound": c["bound"]}
+        if code != 0:
+            r.update(ok=False, error=text.strip()[-2000:])
+        else:
+            want = {k: np.load(os.path.join(carry, "blobs", v))
+                    for k, v in c["ref"].items()}
+            got = load(out)
+            errs = {k: rel_err(got[k], v) if k in got else float("inf")
+                    for k, v in want.items()}
+            losses = losses_of(text)
+            loss_err = max((abs(x - y) / max(abs(y), 1e-30)
+                            for x, y in zip(losses, c["losses"])),
+                           default=float("inf"))
+            if len(losses) != len(c["losses"]):
+                loss_err = float("inf")
+            worst = max(errs, key=errs.get)
+            with open(trace) as f:
+                walls = [s["wall_s"] for s in json.load(f)["steps"]][2:]
+            r.update(ok=max(errs[worst], loss_err) <= c["bound"],
+                     worst_tensor=worst, worst_rel_err=errs[worst],
+                     loss_rel_err=loss_err, losses=losses,
+                     step_s_median=statistics.median(walls) if walls else None)
+        failed += not r["ok"]
+        results.append(r)
+        if r["ok"] or "error" not in r:
+            print(f"{'ok  ' if r['ok'] else 'FAIL'} {c['name']}: worst "
+                  f"{r['worst_tensor']} {r['worst_rel_err']:.3g}, losses "
+                  f"{r['loss_rel_err']:.3g} (bound {c['bound']:g}), step "
+                  f"{r['step_s_median']}")
+        else:
+            print(f"FAIL {c['name']}: step-run exited {code}: "
+                  f"{r['error'][-400:]}")
+    with open(os.path.join(a.out, "gpu-check.json"), "w") as f:
+        json.dump({"backend": a.backend, "results": results}, f, indent=1)
+    if a.exact:
+        bad = [r["name"] for r in results
+               if r.get("worst_rel_err") != 0 or r.get("loss_rel_err") != 0]
+        if bad:
+            print("FAIL: not bit-identical to the reference: " + ", ".join(bad))
+            failed += 1
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("prepare", help="compile the cases and their CPU "
+                                       "references (needs the compiler)")
+    p.add_argument("--build", default="build", help="the build folder")
+    p.add_argument("--carry", default="carry")
+    p.add_argument("--only", nargs="*", help="these cases only")
+    p.add_argument("--no-kernels", action="store_true",
+                   help="stepc --no-kernels (a CPU dry run only)")
+    r = sub.add_parser("run", help="run the cases and compare")
+    r.add_argument("--step-run", required=True)
+    r.add_argument("--carry", default="carry")
+    r.add_argument("--out", required=True)
+    r.add_argument("--backend", default="cuda")
+    r.add_argument("--exact", action="store_true",
+                   help="require bit-identical results (the CPU dry run)")
+    d = sub.add_parser("dry-run", help="prepare without kernels and run on "
+                                       "the CPU backend, bit for bit")
+    d.add_argument("--build", default="build")
+    a = ap.parse_args()
+    if a.what == "prepare":
+        prepare(a)
+        return 0
+    if a.what == "dry-run":
+        work = tempfile.mkdtemp(prefix="stepjit-gpu-check-")
+        try:
+            a.carry, a.only, a.no_kernels = os.path.join(work, "carry"), None, True
+            prepare(a)
+            a.step_run = os.path.join(a.build, "tools", "step-run")
+            a.out, a.backend, a.exact = os.path.join(work, "out"), "cpu", True
+            return run_cases(a)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return run_cases(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
