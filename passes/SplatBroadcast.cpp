@@ -10,8 +10,8 @@
 // `1 - tanh^2`, GELU's coefficients, attention's mask fill and scale). The
 // plan stores every constant in full, in the artifact and in device
 // memory: a GPT-2 step's activation-sized splats alone were tens of
-// megabytes for a 2-layer width-256 model, and their shapes add up to
-// about 1.3 GB at GPT-2 small's [8, 1024] batch. A broadcast of a scalar fuses into the kernels that read
+// megabytes for a 2-layer width-256 model and 1057 MB for GPT-2 small at
+// batch 8 x 1024 under bf16 AMP (docs/training.md). A broadcast of a scalar fuses into the kernels that read
 // it (step-fuse puts it in their body, the constant stays a 4-byte
 // operand); without fusion it is a transient the memory plan reuses.
 //
