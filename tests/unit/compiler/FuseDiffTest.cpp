@@ -467,7 +467,8 @@ func.func @f(%x: tensor<32x32xf32>, %h: tensor<32x32xbf16>, %n: tensor<32x32xi32
   FuncOp f = ref->lookupSymbol<FuncOp>("f");
   std::vector<rt::HostTensor> want = interpretOrFail(f, args);
   ASSERT_EQ(want.size(), 4u);
-  std::optional<rt::Artifact> before = planOrFail(ref->clone(), "f");
+  OwningOpRef<ModuleOp> planned(ref->clone());
+  std::optional<rt::Artifact> before = planOrFail(*planned, "f");
   ASSERT_TRUE(before);
   for (const char *pipeline :
        {"step-splat-broadcast", "step-splat-broadcast,step-fuse"}) {
