@@ -355,6 +355,13 @@ CommScope::CommScope(Communicator &comm) : previous_(current) {
 }
 CommScope::~CommScope() { current = previous_; }
 
+std::string partitionName(const ReplicaGroups &groups) {
+  std::string key = std::to_string(groups.groupSize) + ":";
+  for (int64_t r : groups.ranks)
+    key += std::to_string(r) + ",";
+  return key;
+}
+
 bool isWholeWorld(const ReplicaGroups &groups) {
   auto n = static_cast<int64_t>(groups.ranks.size());
   if (groups.groupSize != n)
@@ -384,11 +391,8 @@ Communicator &groupOf(Communicator &comm, const ReplicaGroups &groups,
   if (isWholeWorld(groups))
     return comm;
   auto index = static_cast<int>(pos - groups.ranks.begin());
-  std::string key = std::to_string(groups.groupSize) + ":";
-  for (int64_t r : groups.ranks)
-    key += std::to_string(r) + ",";
   auto g = static_cast<int>(groups.groupSize);
-  return comm.subgroup(key, index / g, index % g);
+  return comm.subgroup(partitionName(groups), index / g, index % g);
 }
 
 HostTensor shardOf(const HostTensor &full, int64_t index, int64_t count) {

@@ -166,6 +166,9 @@ struct ReplicaGroups {
   std::vector<int64_t> ranks{0};
 };
 
+/// The name of the partition `groups` describe ("2:0,1,2,3,"): equal
+/// groups, equal names (Communicator::subgroup's `partition`).
+std::string partitionName(const ReplicaGroups &groups);
 /// Whether `groups` is one group of all its ranks in order: the
 /// communicator itself, no subgroup.
 bool isWholeWorld(const ReplicaGroups &groups);

@@ -134,11 +134,8 @@ static Communicator &groupOfStep(const PlanStep &s, Communicator &comm,
                                  const std::string &where, std::string *key) {
   ReplicaGroups groups{s.attrs.at("group_size").get<int64_t>(),
                        s.attrs.at("replica_groups").get<std::vector<int64_t>>()};
-  if (key) {
-    *key = std::to_string(groups.groupSize) + ":";
-    for (int64_t r : groups.ranks)
-      *key += std::to_string(r) + ",";
-  }
+  if (key)
+    *key = partitionName(groups);
   return groupOf(comm, groups, where);
 }
 

@@ -261,8 +261,6 @@ TEST_P(ShardDiff, MatchesOneProcess) {
 
   /// Two updates: `want` on the global batch, `rank` on each rank's rows
   /// (on its own thread, its communicator installed), compared.
-  using RankRunner = std::function<std::vector<HostTensor>(
-      int, const std::vector<HostTensor> &)>;
   auto compareRuns = [&](const std::string &what, const StepRunner &wantRun,
                          const RankRunner &rankRun) {
     SCOPED_TRACE(what);
@@ -339,26 +337,7 @@ TEST_P(ShardDiff, MatchesOneProcess) {
                                                 out[static_cast<size_t>(r)]);
     }
   };
-
-  // The interpreter. The IR is read by n threads at once: the context
-  // locks its uniquers meanwhile.
-  ctx->enableMultithreading(true);
-  compareRuns("interpreter", interpreterOf(f),
-              [&](int, const std::vector<HostTensor> &a) {
-                return interpretOrFail(g, a);
-              });
-  ctx->disableMultithreading();
-  // The CPU backend: the planned artifacts (every rank its own copy).
-  std::optional<rt::Artifact> plainArtifact =
-      planOrFail(*want.module, "train_step");
-  std::optional<rt::Artifact> shardArtifact =
-      planOrFail(*got.module, "train_step");
-  ASSERT_TRUE(plainArtifact && shardArtifact);
-  std::vector<rt::Artifact> copies(static_cast<size_t>(n), *shardArtifact);
-  compareRuns("CPU backend", cpuOf(plainArtifact),
-              [&](int r, const std::vector<HostTensor> &a) {
-                return executeBothWays(copies[static_cast<size_t>(r)], a);
-              });
+  compareOnInterpreterAndCpu(ctx.get(), want, got, n, compareRuns);
 }
 
 const char *const kModes[] = {"dp", "zero1", "zero2", "zero3"};

@@ -74,6 +74,39 @@ inline std::vector<HostTensor> executeBothWays(const rt::Artifact &artifact,
   return overlapped;
 }
 
+/// One rank's run of the sharded step: (rank, its arguments) -> results.
+using RankRunner =
+    std::function<std::vector<HostTensor>(int, const std::vector<HostTensor> &)>;
+/// A test's comparison of one process (`want`) with every rank (`ranks`).
+using CompareRuns = std::function<void(const std::string &what,
+                                       const StepRunner &want,
+                                       const RankRunner &ranks)>;
+
+/// Calls `compare` on the interpreter (@train_step of `want`, one
+/// process, and of `got`, every rank; the IR is read by `n` threads at
+/// once, so the context locks its uniquers meanwhile), then on the CPU
+/// backend (the planned artifacts, every rank its own copy, each run with
+/// collectives overlapped and in place: executeBothWays).
+inline void compareOnInterpreterAndCpu(mlir::MLIRContext *ctx,
+                                       BuiltStep &want, BuiltStep &got,
+                                       int64_t n, const CompareRuns &compare) {
+  FuncOp f = want.step(), g = got.step();
+  ctx->enableMultithreading(true);
+  compare("interpreter", interpreterOf(f),
+          [&](int, const std::vector<HostTensor> &a) {
+            return interpretOrFail(g, a);
+          });
+  ctx->disableMultithreading();
+  std::optional<rt::Artifact> plain = planOrFail(*want.module, "train_step");
+  std::optional<rt::Artifact> sharded = planOrFail(*got.module, "train_step");
+  ASSERT_TRUE(plain && sharded);
+  std::vector<rt::Artifact> copies(static_cast<size_t>(n), *sharded);
+  compare("CPU backend", cpuOf(plain),
+          [&](int r, const std::vector<HostTensor> &a) {
+            return executeBothWays(copies[static_cast<size_t>(r)], a);
+          });
+}
+
 inline HostTensor rowsOf(const HostTensor &t, int64_t r, int64_t n) {
   Shape start(t.shape().size(), 0), limit = t.shape(),
       strides(t.shape().size(), 1);

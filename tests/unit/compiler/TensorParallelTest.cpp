@@ -142,8 +142,6 @@ TEST_P(TpDiff, MatchesOneProcess) {
     argOf[argumentName(g, i)] = i;
   auto ranks = rt::makeThreadGroup(static_cast<int>(n));
 
-  using RankRunner =
-      std::function<std::vector<HostTensor>(int, const std::vector<HostTensor> &)>;
   auto compareRuns = [&](const std::string &what, const StepRunner &wantRun,
                          const RankRunner &rankRun) {
     SCOPED_TRACE(what);
@@ -197,21 +195,7 @@ TEST_P(TpDiff, MatchesOneProcess) {
             nextArgs(g, args[static_cast<size_t>(r)], out[static_cast<size_t>(r)]);
     }
   };
-  ctx->enableMultithreading(true);
-  compareRuns("interpreter", interpreterOf(f),
-              [&](int, const std::vector<HostTensor> &a) {
-                return interpretOrFail(g, a);
-              });
-  ctx->disableMultithreading();
-  std::optional<rt::Artifact> plainArtifact =
-      planOrFail(*want.module, "train_step");
-  std::optional<rt::Artifact> tpArtifact = planOrFail(*got.module, "train_step");
-  ASSERT_TRUE(plainArtifact && tpArtifact);
-  std::vector<rt::Artifact> copies(static_cast<size_t>(n), *tpArtifact);
-  compareRuns("CPU backend", cpuOf(plainArtifact),
-              [&](int r, const std::vector<HostTensor> &a) {
-                return executeBothWays(copies[static_cast<size_t>(r)], a);
-              });
+  compareOnInterpreterAndCpu(ctx.get(), want, got, n, compareRuns);
 }
 
 std::set<std::string> gpt2Split(int layers) {

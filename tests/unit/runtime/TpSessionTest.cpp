@@ -92,6 +92,14 @@ SessionOptions on(Communicator &comm) {
   return o;
 }
 
+/// Rank r of `world` ranks in tensor-parallel groups of `tp`: r = d tp + t.
+void expectLayout(const Session &s, int r, int tp, int world) {
+  EXPECT_EQ(s.tensorParallel(), tp);
+  EXPECT_EQ(s.tensorParallelRank(), r % tp);
+  EXPECT_EQ(s.dataRank(), r / tp);
+  EXPECT_EQ(s.dataWorldSize(), world / tp);
+}
+
 // 2 ranks, tp 2: full params load as parts, gathered() joins them, a step
 // runs on the parts, and save_params / save_shards / save write full
 // tensors (save_shards beside its rank folders, not in them) that load
@@ -103,10 +111,7 @@ TEST(TpSession, PartsLoadGatherAndSave) {
   auto ranks = makeThreadGroup(2);
   onRanks(ranks, [&](int r) {
     Session s(a, on(*ranks[static_cast<size_t>(r)]));
-    EXPECT_EQ(s.tensorParallel(), 2);
-    EXPECT_EQ(s.tensorParallelRank(), r);
-    EXPECT_EQ(s.dataRank(), 0);
-    EXPECT_EQ(s.dataWorldSize(), 1);
+    expectLayout(s, r, 2, static_cast<int>(ranks.size()));
     s.load_params(dir / "in");
     expectExact(s.get("w"), F32, {2, 3}, kWPart[r]);
     expectExact(s.get("v"), F32, {2}, kVPart[r]);
@@ -193,10 +198,7 @@ TEST(TpSession, DataParallelReplicasOfTensorParallelGroups) {
   auto ranks = makeThreadGroup(4);
   onRanks(ranks, [&](int r) {
     Session s(a, on(*ranks[static_cast<size_t>(r)]));
-    EXPECT_EQ(s.tensorParallel(), 2);
-    EXPECT_EQ(s.tensorParallelRank(), r % 2);
-    EXPECT_EQ(s.dataRank(), r / 2);
-    EXPECT_EQ(s.dataWorldSize(), 2);
+    expectLayout(s, r, 2, static_cast<int>(ranks.size()));
     s.load_params(dir / "in");
     expectExact(s.get("w"), F32, {2, 3}, kWPart[r % 2]);
     expectExact(s.get("v"), F32, {2}, kVPart[r % 2]);
