@@ -92,12 +92,28 @@ SessionOptions on(Communicator &comm) {
   return o;
 }
 
-/// Rank r of `world` ranks in tensor-parallel groups of `tp`: r = d tp + t.
-void expectLayout(const Session &s, int r, int tp, int world) {
-  EXPECT_EQ(s.tensorParallel(), tp);
-  EXPECT_EQ(s.tensorParallelRank(), r % tp);
-  EXPECT_EQ(s.dataRank(), r / tp);
-  EXPECT_EQ(s.dataWorldSize(), world / tp);
+/// tpStep(2, world) on `world` thread ranks, each a Session that loaded
+/// the full params of writeFullParams(dir / "in"): checks rank r's layout
+/// (r = d * 2 + t), its parts of w and v (part t) and the gathered full
+/// tensors, then runs body(r, session).
+void onLoadedTpRanks(const TempDir &dir, int world,
+                     const std::function<void(int, Session &)> &body) {
+  writeFullParams(dir / "in");
+  Artifact a = tpStep(2, world);
+  auto ranks = makeThreadGroup(world);
+  onRanks(ranks, [&](int r) {
+    Session s(a, on(*ranks[static_cast<size_t>(r)]));
+    EXPECT_EQ(s.tensorParallel(), 2);
+    EXPECT_EQ(s.tensorParallelRank(), r % 2);
+    EXPECT_EQ(s.dataRank(), r / 2);
+    EXPECT_EQ(s.dataWorldSize(), world / 2);
+    s.load_params(dir / "in");
+    expectExact(s.get("w"), F32, {2, 3}, kWPart[r % 2]);
+    expectExact(s.get("v"), F32, {2}, kVPart[r % 2]);
+    expectExact(s.gathered("w"), F32, {2, 6}, iota(12));
+    expectExact(s.gathered("v"), F32, {4}, {10, 20, 30, 40});
+    body(r, s);
+  });
 }
 
 // 2 ranks, tp 2: full params load as parts, gathered() joins them, a step
@@ -106,19 +122,9 @@ void expectLayout(const Session &s, int r, int tp, int world) {
 // back into 2 ranks.
 TEST(TpSession, PartsLoadGatherAndSave) {
   TempDir dir;
-  writeFullParams(dir / "in");
-  Artifact a = tpStep(2, 2);
-  auto ranks = makeThreadGroup(2);
-  onRanks(ranks, [&](int r) {
-    Session s(a, on(*ranks[static_cast<size_t>(r)]));
-    expectLayout(s, r, 2, static_cast<int>(ranks.size()));
-    s.load_params(dir / "in");
-    expectExact(s.get("w"), F32, {2, 3}, kWPart[r]);
-    expectExact(s.get("v"), F32, {2}, kVPart[r]);
+  onLoadedTpRanks(dir, 2, [&](int r, Session &s) {
     expectExact(s.get("b"), F32, {3}, {1, 2, 3});
     expectExact(s.get("w.m"), F32, {2, 3}, std::vector<double>(6, 0));
-    expectExact(s.gathered("w"), F32, {2, 6}, iota(12));
-    expectExact(s.gathered("v"), F32, {4}, {10, 20, 30, 40});
     expectExact(s.gathered("b"), F32, {3}, {1, 2, 3});
 
     // loss = the sum of this rank's part of w (x is ones).
@@ -148,6 +154,8 @@ TEST(TpSession, PartsLoadGatherAndSave) {
   EXPECT_EQ(manifest["world_size"], 2);
 
   // Each folder loads back into 2 ranks as the parts of the trained w.
+  Artifact a = tpStep(2, 2);
+  auto ranks = makeThreadGroup(2);
   onRanks(ranks, [&](int r) {
     for (const char *from : {"out", "shards"}) {
       SCOPED_TRACE(from);
@@ -193,18 +201,7 @@ TEST(TpSession, FullTensorsLoadIntoOneProcess) {
 // parts of ranks 0 and 1.
 TEST(TpSession, DataParallelReplicasOfTensorParallelGroups) {
   TempDir dir;
-  writeFullParams(dir / "in");
-  Artifact a = tpStep(2, 4);
-  auto ranks = makeThreadGroup(4);
-  onRanks(ranks, [&](int r) {
-    Session s(a, on(*ranks[static_cast<size_t>(r)]));
-    expectLayout(s, r, 2, static_cast<int>(ranks.size()));
-    s.load_params(dir / "in");
-    expectExact(s.get("w"), F32, {2, 3}, kWPart[r % 2]);
-    expectExact(s.get("v"), F32, {2}, kVPart[r % 2]);
-    expectExact(s.gathered("w"), F32, {2, 6}, iota(12));
-    expectExact(s.gathered("v"), F32, {4}, {10, 20, 30, 40});
-  });
+  onLoadedTpRanks(dir, 4, [](int, Session &) {});
 }
 
 // set() takes the full tensor (keeping the rank's part) or the part; any
