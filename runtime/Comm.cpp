@@ -252,12 +252,11 @@ public:
     checkReducible(dtype, op);
     auto n = static_cast<size_t>(count) * dtypeSize(dtype);
     std::vector<uint8_t> all = gatherAll(in, n);
-    std::vector<uint8_t> acc(all.begin() + offsetOf(0, n),
-                             all.begin() + offsetOf(0, n) + n);
+    uint8_t *acc = all.data() + offsetOf(0, n); // position 0's, reduced into
     for (int p = 1; p < size(); ++p)
-      combineInto(acc.data(), all.data() + offsetOf(p, n), count, dtype, op);
+      combineInto(acc, all.data() + offsetOf(p, n), count, dtype, op);
     if (n)
-      std::memcpy(out, acc.data(), n);
+      std::memcpy(out, acc, n);
   }
   void allGather(const void *in, void *out, int64_t bytes) override {
     auto n = static_cast<size_t>(bytes);

@@ -90,7 +90,11 @@ Session::Session(rt::Artifact artifact, SessionOptions options)
     : artifact_(std::move(artifact)),
       backend_(resolveBackend(options.backend)),
       overlapCollectives_(options.overlapCollectives) {
+  // What readArtifact checks of an artifact read from a file.
   artifact_.plan.validate();
+  std::string defect = rt::metaDefect(artifact_.meta);
+  if (!defect.empty())
+    throw Error("plan '" + artifact_.plan.function + "': " + defect);
   init(options.communicator);
   startBackend(options.backend);
 }
@@ -124,10 +128,6 @@ rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
 
 void Session::init(rt::Communicator *communicator) {
   const rt::Plan &plan = artifact_.plan;
-  // readArtifact checked it; an artifact made in memory is checked here.
-  std::string defect = rt::metaDefect(artifact_.meta);
-  if (!defect.empty())
-    throw Error("plan '" + plan.function + "': " + defect);
   comm_ = &rt::selfCommunicator();
   if (artifact_.meta.contains("shard")) {
     const nlohmann::json &shard = artifact_.meta["shard"];
