@@ -53,6 +53,12 @@ bool sharesBytes(const BufferDesc &a, const BufferDesc &b) {
          b.offset < a.offset + a.bytes();
 }
 
+bool inHostMemory(const BufferDesc &b) {
+  return b.kind == BufferKind::Host ||
+         ((b.kind == BufferKind::Param || b.kind == BufferKind::State) &&
+          b.host);
+}
+
 bool isCollective(const std::string &op) {
   return op == "step.all_reduce" || op == "step.reduce_scatter" ||
          op == "step.all_gather";
@@ -103,12 +109,15 @@ int64_t launchCount(const Plan &plan) {
 
 nlohmann::json toJson(const Plan &plan) {
   nlohmann::json buffers = nlohmann::json::array();
-  for (const BufferDesc &b : plan.buffers)
+  for (const BufferDesc &b : plan.buffers) {
     buffers.push_back({{"name", b.name},
                        {"kind", bufferKindName(b.kind)},
                        {"dtype", dtypeName(b.dtype)},
                        {"shape", b.shape},
                        {"offset", b.offset}});
+    if (b.host)
+      buffers.back()["memory"] = "host";
+  }
   nlohmann::json steps = nlohmann::json::array();
   for (const PlanStep &s : plan.steps) {
     nlohmann::json j = {{"op", s.op},
@@ -118,6 +127,8 @@ nlohmann::json toJson(const Plan &plan) {
                         {"results", s.results}};
     if (!s.kernel.empty())
       j["kernel"] = s.kernel;
+    if (s.host)
+      j["host"] = true;
     if (!s.location.empty())
       j["location"] = s.location;
     if (s.body)
@@ -164,6 +175,12 @@ Plan planFromJsonAt(const nlohmann::json &j, int depth) {
       d.dtype = dtypeFromName(b.at("dtype").get<std::string>());
       d.shape = intsOf(b.at("shape"), "a shape");
       d.offset = intOf(b.at("offset"), "an offset");
+      // Optional: "device" when absent (step-offload-optimizer sets it).
+      std::string memory = b.value("memory", std::string("device"));
+      if (memory != "device" && memory != "host")
+        throw Error("plan: buffer '" + d.name + "' has memory '" + memory +
+                    "'; expected device or host");
+      d.host = memory == "host";
       plan.buffers.push_back(std::move(d));
     }
     for (const auto &s : j.at("steps")) {
@@ -173,6 +190,7 @@ Plan planFromJsonAt(const nlohmann::json &j, int depth) {
       step.operands = intsOf(s.at("operands"), "an operand id");
       step.results = intsOf(s.at("results"), "a result id");
       step.kernel = s.value("kernel", std::string());
+      step.host = s.value("host", false);
       // Optional: artifacts written before it have no locations.
       step.location = s.value("location", std::string());
       if (s.contains("body")) {
@@ -269,6 +287,11 @@ void Plan::validate(bool isBody) const {
   }
   for (size_t i = 0; i < buffers.size(); ++i)
     defined[i] = buffers[i].kind == BufferKind::Constant;
+  for (const BufferDesc &b : buffers)
+    if (b.host && b.kind != BufferKind::Param && b.kind != BufferKind::State)
+      throw Error("plan: " + std::string(bufferKindName(b.kind)) +
+                  " buffer '" + b.name + "' has memory 'host'; only params "
+                  "and optimizer state may");
   for (int64_t id : arguments) {
     check(id, "an argument");
     if (buffers[id].kind == BufferKind::Host)
@@ -277,43 +300,55 @@ void Plan::validate(bool isBody) const {
     defined[id] = true;
   }
   for (size_t k = 0; k < steps.size(); ++k) {
-    std::string where = "step " + std::to_string(k) + " (" + steps[k].op + ")";
-    // Host bytes are touched by copies only: step.offload writes them
-    // and step.reload reads them, one buffer each.
-    bool offload = steps[k].op == "step.offload";
-    bool reload = steps[k].op == "step.reload";
-    auto hostAt = [&](const std::vector<int64_t> &ids, size_t i) {
-      return i < ids.size() && buffers[ids[i]].kind == BufferKind::Host;
-    };
-    for (size_t i = 0; i < steps[k].operands.size(); ++i) {
-      int64_t id = steps[k].operands[i];
+    const PlanStep &s = steps[k];
+    std::string where = "step " + std::to_string(k) + " (" + s.op + ")";
+    // Host memory is touched by copies and host steps only: step.offload
+    // writes a host buffer, step.reload reads one, a host step reads host
+    // memory and constants and writes host buffers.
+    bool offload = s.op == "step.offload";
+    bool reload = s.op == "step.reload";
+    if (s.host && (offload || reload || isCollective(s.op) ||
+                   s.op == "step.local_shard"))
+      throw Error("plan: " + where + " cannot run on the host (a copy, a "
+                  "collective or a rank's shard)");
+    for (size_t i = 0; i < s.operands.size(); ++i) {
+      int64_t id = s.operands[i];
       check(id, where);
+      const BufferDesc &b = buffers[id];
       if (!defined[id])
-        throw Error("plan: " + where + " reads buffer '" + buffers[id].name +
+        throw Error("plan: " + where + " reads buffer '" + b.name +
                     "' before it is written");
-      if (hostAt(steps[k].operands, i) && !reload)
-        throw Error("plan: " + where + " reads host buffer '" +
-                    buffers[id].name + "'; only step.reload may");
+      bool inHost = inHostMemory(b);
+      if (s.host && !inHost && b.kind != BufferKind::Constant)
+        throw Error("plan: host " + where + " reads device buffer '" +
+                    b.name + "'; a host step reads host memory only");
+      if (inHost && !s.host && !reload)
+        throw Error("plan: " + where + " reads host buffer '" + b.name +
+                    "'; only step.reload and host steps may");
     }
-    for (size_t i = 0; i < steps[k].results.size(); ++i) {
-      int64_t id = steps[k].results[i];
+    for (size_t i = 0; i < s.results.size(); ++i) {
+      int64_t id = s.results[i];
       check(id, where);
       defined[id] = true;
-      if (hostAt(steps[k].results, i) && !offload)
+      bool host = buffers[id].kind == BufferKind::Host;
+      if (host && !offload && !s.host)
         throw Error("plan: " + where + " writes host buffer '" +
-                    buffers[id].name + "'; only step.offload may");
+                    buffers[id].name + "'; only step.offload and host "
+                    "steps may");
+      if (!host && s.host)
+        throw Error("plan: " + where + " must write host buffer '" +
+                    buffers[id].name + "'; a host step writes host "
+                    "buffers only");
     }
     if ((offload || reload) &&
-        (steps[k].operands.size() != 1 || steps[k].results.size() != 1 ||
-         hostAt(steps[k].operands, 0) != reload ||
-         hostAt(steps[k].results, 0) != offload ||
-         (reload &&
-          buffers[steps[k].results[0]].kind != BufferKind::Transient) ||
-         buffers[steps[k].operands[0]].bytes() !=
-             buffers[steps[k].results[0]].bytes()))
+        (s.operands.size() != 1 || s.results.size() != 1 ||
+         inHostMemory(buffers[s.operands[0]]) != reload ||
+         (reload && buffers[s.results[0]].kind != BufferKind::Transient) ||
+         (offload && buffers[s.results[0]].kind != BufferKind::Host) ||
+         buffers[s.operands[0]].bytes() != buffers[s.results[0]].bytes()))
       throw Error("plan: " + where + " must copy one " +
                   (offload ? "device buffer into a host buffer"
-                           : "host buffer into a transient buffer") +
+                           : "buffer in host memory into a transient buffer") +
                   " of the same size");
     if ((steps[k].op == "step.fusion") != (steps[k].body != nullptr))
       throw Error("plan: " + where +
@@ -329,9 +364,6 @@ void Plan::validate(bool isBody) const {
                 std::to_string(resultNames.size()) + " result names");
   for (int64_t id : results) {
     check(id, "a result");
-    if (buffers[id].kind == BufferKind::Host)
-      throw Error("plan: result buffer '" + buffers[id].name +
-                  "' is a host buffer");
     if (!defined[id])
       throw Error("plan: result buffer '" + buffers[id].name +
                   "' is never written");

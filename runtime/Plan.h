@@ -43,6 +43,10 @@ struct BufferDesc {
   /// Transient: byte offset in the arena. Host: byte offset in the host
   /// arena. Constant: byte offset in the constants section. -1 otherwise.
   int64_t offset = -1;
+  /// Param and State only: held in (pinned) host memory instead of device
+  /// memory (step-offload-optimizer, ZeRO-Offload); only host steps and
+  /// step.reload read it.
+  bool host = false;
 
   int64_t bytes() const {
     return numElements(shape) * static_cast<int64_t>(dtypeSize(dtype));
@@ -64,6 +68,11 @@ struct PlanStep {
   /// in registers on the GPU and in temporaries on the CPU, never in the
   /// arena.
   std::shared_ptr<const Plan> body;
+  /// Runs on the host CPU, on host buffers (step-offload-optimizer): its
+  /// operands are host, host-memory param/state or constant buffers, its
+  /// results host buffers. The CUDA backend runs it with the CPU kernel
+  /// in stream order; the CPU backend as any step.
+  bool host = false;
 };
 
 /// One compiled function (the artifact holds @train_step).
@@ -81,9 +90,12 @@ struct Plan {
 
   /// Checks internal consistency (ids in range, every operand defined before
   /// use, transient buffers inside the arena, host buffers inside the host
-  /// arena and only written by step.offload and read by step.reload, fusion
-  /// bodies whose signature is their step's); throws Error naming the first violation. Called by
-  /// the artifact reader. `isBody`: this is a fusion body (no arena).
+  /// arena; buffers in host memory read only by step.reload and host steps,
+  /// host buffers written only by step.offload and host steps; host steps
+  /// touching host memory and constants only; fusion bodies whose
+  /// signature is their step's); throws Error naming the first violation.
+  /// Called by the artifact reader. `isBody`: this is a fusion body (no
+  /// arena).
   void validate(bool isBody = false) const;
 };
 
@@ -95,6 +107,10 @@ bool isView(const Plan &plan, const PlanStep &s);
 /// Whether buffers `a` and `b` share a byte of one arena (both Transient,
 /// or both Host). Empty buffers share none.
 bool sharesBytes(const BufferDesc &a, const BufferDesc &b);
+
+/// Whether `b` lives in host memory: a Host buffer (the host arena) or a
+/// param or state buffer held on the host (BufferDesc::host).
+bool inHostMemory(const BufferDesc &b);
 
 /// Whether `op` names a collective a backend may run beside the compute
 /// steps: step.all_reduce, step.reduce_scatter or step.all_gather.

@@ -10,8 +10,11 @@
 // destination bytes) and joins before the first later step touching those
 // bytes in the device arena, or at the end of the run.
 //
+// A reload may also read a host step's result (step-offload-optimizer) or
+// a param or state buffer held in host memory, which no step writes.
 // Two hazards live outside the device arena's liveness, and both are
-// resolved here rather than left to the executor: a host arena slot reused
+// resolved here rather than left to the executor (a third, a host step
+// writing bytes a reload still reads, by a wait before the host step): a host arena slot reused
 // by a later offload must not be overwritten while an earlier reload still
 // reads it (the later offload forks no earlier than that reload and waits
 // for its copy), and an offload of a reload's result must not read the
@@ -84,18 +87,19 @@ CopySchedule copySchedule(const Plan &plan) {
       int64_t host = s.operands[0];
       const BufferDesc &in = plan.buffers[host];
       const BufferDesc &out = plan.buffers[s.results[0]];
-      int64_t writer = -1; // exists: validate() saw the host buffer written
-      for (const CopySchedule::Offload &e : sched.offloads)
-        if (plan.steps[e.step].results[0] == host)
-          writer = e.step;
-      for (const CopySchedule::Offload &e : sched.offloads)
-        if (e.step > writer &&
-            sharesBytes(plan.buffers[plan.steps[e.step].results[0]], in))
-          throw Error(stepStr(plan, k) + ": reads host " +
-                      bufferStr(plan, host) + ", written by " +
-                      stepStr(plan, writer) + ", but " +
-                      stepStr(plan, e.step) +
-                      " overwrites its host bytes in between");
+      // The writer: an offload or a host step (validate() saw the buffer
+      // written), or none for a param or state buffer in host memory.
+      int64_t writer = -1;
+      for (int64_t j = k - 1; j >= 0 && writer < 0; --j)
+        if (names(plan.steps[j].results, host))
+          writer = j;
+      for (int64_t j = writer + 1; j < k; ++j)
+        for (int64_t id : plan.steps[j].results)
+          if (id != host && sharesBytes(plan.buffers[id], in))
+            throw Error(stepStr(plan, k) + ": reads host " +
+                        bufferStr(plan, host) + ", written by " +
+                        stepStr(plan, writer) + ", but " + stepStr(plan, j) +
+                        " overwrites its host bytes in between");
       CopySchedule::Reload r;
       r.step = k;
       r.waitBefore = n;

@@ -17,8 +17,11 @@
 
 #include "runtime/cuda/CudaExecutorImpl.h"
 
+#include "runtime/cpu/EvalStep.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace step::rt::cuda {
 
@@ -50,6 +53,8 @@ CudaExecutor::Impl::~Impl() {
     d->cuMemFree(p);
   if (hostArena)
     d->cuMemFreeHost(hostArena);
+  for (void *p : hostAllocations)
+    d->cuMemFreeHost(p);
   for (CUevent e : events)
     d->cuEventDestroy(e);
   for (CUstream s : {stream, d2h, h2d, commStream})
@@ -130,6 +135,18 @@ void CudaExecutor::Impl::allocate() {
     const BufferDesc &b = plan.buffers[id];
     bool transient = b.kind == BufferKind::Transient;
     bool host = b.kind == BufferKind::Host;
+    if (b.host) {
+      // A param or state buffer in host memory (ZeRO-Offload): pinned, so
+      // reloads from it are asynchronous and capturable.
+      void *p = nullptr;
+      checkAlloc(d->cuMemHostAlloc(&p, static_cast<size_t>(std::max<int64_t>(
+                                           b.bytes(), 1)),
+                                   0),
+                 "cuMemHostAlloc of " + bufferStr(plan, id), b.bytes());
+      hostAllocations.push_back(p);
+      hostOf[id] = p;
+      continue;
+    }
     if (!transient && !host && b.kind != BufferKind::Constant) {
       ptrOf[id] = alloc(b.bytes(), bufferStr(plan, id));
       continue;
@@ -238,6 +255,62 @@ void CudaExecutor::Impl::prepareKernel(const PlanStep &s, Op &op) {
     op.params.push_back(&p);
 }
 
+/// The host function of a host step: copies its operands out of host
+/// memory, runs the CPU kernel, copies the results into the host arena.
+static void CUDA_CB runHostStep(void *data) {
+  auto *h = static_cast<HostStep *>(data);
+  try {
+    const PlanStep &s = h->plan->steps[h->step];
+    std::vector<HostTensor> operands;
+    for (size_t i = 0; i < s.operands.size(); ++i) {
+      const BufferDesc &b = h->plan->buffers[s.operands[i]];
+      operands.emplace_back(b.dtype, b.shape);
+      if (b.bytes())
+        std::memcpy(operands.back().raw(), h->in[i],
+                    static_cast<size_t>(b.bytes()));
+    }
+    std::vector<HostTensor> results =
+        cpu::evalStep(*h->plan, s, std::move(operands));
+    for (size_t i = 0; i < s.results.size(); ++i) {
+      const BufferDesc &b = h->plan->buffers[s.results[i]];
+      if (i >= results.size() || results[i].byteSize() != b.bytes())
+        throw Error("the CPU kernel returned a result of another size");
+      if (b.bytes())
+        std::memcpy(h->out[i], results[i].raw(),
+                    static_cast<size_t>(b.bytes()));
+    }
+  } catch (const std::exception &e) {
+    if (h->error.empty())
+      h->error = h->where + " (on the host): " + e.what();
+  }
+}
+
+void CudaExecutor::Impl::prepareHostStep(int64_t k, Op &op) {
+  const PlanStep &s = plan.steps[k];
+  auto h = std::make_shared<HostStep>();
+  h->plan = &plan;
+  h->step = static_cast<size_t>(k);
+  h->where = op.where;
+  auto constants = artifact->sections.find("constants");
+  h->constants.reserve(s.operands.size());
+  for (int64_t id : s.operands) {
+    const BufferDesc &b = plan.buffers[id];
+    if (b.kind == BufferKind::Constant) {
+      // allocate() checked the offset against the section.
+      h->constants.push_back(constants->second.substr(
+          static_cast<size_t>(b.offset), static_cast<size_t>(b.bytes())));
+      h->in.push_back(h->constants.back().data());
+    } else {
+      h->in.push_back(hostOf[id]);
+    }
+  }
+  for (int64_t id : s.results)
+    h->out.push_back(hostOf[id]);
+  op.kind = Op::HostFn;
+  op.hostStep = h;
+  hostSteps.push_back(std::move(h));
+}
+
 /// Enqueues every prepared op on the stream (captured or not).
 void CudaExecutor::Impl::record() {
   float one = 1.0f, zero = 0.0f;
@@ -290,6 +363,10 @@ void CudaExecutor::Impl::record() {
     }
     case Op::Collective:
       recordCollective(op);
+      break;
+    case Op::HostFn:
+      ck(d->cuLaunchHostFunc(stream, runHostStep, op.hostStep.get()),
+         op.where + ": cuLaunchHostFunc");
       break;
     case Op::Join:
       ck(d->cuEventRecord(op.done, op.copyStream),
@@ -469,7 +546,23 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
       wait(r, "before " + where(k));
     joinCollectives(k, "before " + where(k));
     const PlanStep &s = plan.steps[k];
-    if (s.op == "step.offload") {
+    if (s.host) {
+      // A reload still copying out of host bytes this step writes (the
+      // host arena reuses a slot once its last reload has forked) must
+      // finish first.
+      for (const CopySchedule::Reload &r : sched.reloads)
+        if (r.step < k && r.waitBefore > k)
+          for (int64_t id : s.results)
+            if (sharesBytes(plan.buffers[plan.steps[r.step].operands[0]],
+                            plan.buffers[id])) {
+              wait(r.step, "before host " + where(k) + " reuses its bytes");
+              break;
+            }
+      Op op;
+      op.where = where(k);
+      prepareHostStep(k, op);
+      ops.push_back(std::move(op));
+    } else if (s.op == "step.offload") {
       // The memory plan frees the operand's bytes after this step.
       wait(k, "at its position");
     } else if (s.op == "step.reload") {
@@ -572,11 +665,18 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
                   typeStr(args[i]->dtype(), args[i]->shape()));
   }
   x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i]->byteSize())
-      x.ck(x.d->cuMemcpyHtoDAsync(x.ptrOf[plan.arguments[i]], args[i]->raw(),
+  // The previous run ended synchronized: nothing reads host memory now.
+  for (size_t i = 0; i < args.size(); ++i) {
+    int64_t id = plan.arguments[i];
+    if (!args[i]->byteSize())
+      continue;
+    if (plan.buffers[id].host)
+      std::memcpy(x.hostOf[id], args[i]->raw(), args[i]->byteSize());
+    else
+      x.ck(x.d->cuMemcpyHtoDAsync(x.ptrOf[id], args[i]->raw(),
                                   args[i]->byteSize(), x.stream),
            "uploading argument " + std::to_string(i));
+  }
   if (x.options.useGraph) {
     if (!x.graphExec)
       x.capture();
@@ -588,13 +688,25 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
   for (int64_t id : plan.results) {
     const BufferDesc &b = plan.buffers.at(id);
     results.emplace_back(b.dtype, b.shape);
-    if (b.bytes())
+    if (b.bytes() && !inHostMemory(b))
       x.ck(x.d->cuMemcpyDtoHAsync(results.back().raw(), x.ptrOf[id],
                                   static_cast<size_t>(b.bytes()), x.stream),
            "downloading " + bufferStr(plan, id));
   }
   x.ck(x.d->cuStreamSynchronize(x.stream), "running plan '" + plan.function +
                                                "' (a kernel failed)");
+  for (const std::shared_ptr<HostStep> &h : x.hostSteps)
+    if (!h->error.empty()) {
+      std::string error;
+      std::swap(error, h->error);
+      throw Error(error);
+    }
+  for (size_t i = 0; i < plan.results.size(); ++i) {
+    const BufferDesc &b = plan.buffers.at(plan.results[i]);
+    if (b.bytes() && inHostMemory(b))
+      std::memcpy(results[i].raw(), x.hostOf[plan.results[i]],
+                  static_cast<size_t>(b.bytes()));
+  }
   return results;
 }
 

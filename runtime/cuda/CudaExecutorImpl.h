@@ -13,6 +13,7 @@
 #include "runtime/cuda/MatmulEpilogue.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,21 @@ inline std::string typeStr(DType t, const Shape &s) {
   return std::string(dtypeName(t)) + " " + shapeToString(s);
 }
 
+/// A host step (PlanStep::host, step-offload-optimizer): the CPU kernel
+/// runs on host memory from a host function the compute stream calls in
+/// order (cuLaunchHostFunc, a host node of the captured graph). A host
+/// function may not call CUDA, nor throw: a failure is kept in `error`
+/// and thrown by the run after its synchronization.
+struct HostStep {
+  const Plan *plan = nullptr;
+  size_t step = 0;
+  std::string where;
+  std::vector<const void *> in; ///< operand bytes (host memory, constants)
+  std::vector<void *> out;      ///< result bytes (the host arena)
+  std::vector<std::string> constants; ///< copies of constant operands
+  std::string error;            ///< "" unless the last call failed
+};
+
 /// One prepared launch, or a copy-stream fork or join.
 struct Op {
   enum Kind {
@@ -42,6 +58,7 @@ struct Op {
     Join,    ///< `done` recorded on `copyStream`, waited for by compute
     Collective, ///< an NCCL call on the compute stream, or forked onto
                 ///< the collective stream when `done` is set
+    HostFn,     ///< a host step on the compute stream (`hostStep`)
   } kind = Kernel;
   std::string where; ///< "plan step 3 (step.add)"
   // Kernel.
@@ -66,6 +83,8 @@ struct Op {
   int ncclType = 0, ncclOp = 0;
   size_t count = 0;
   void *ncclComm = nullptr; ///< of the step's replica group
+  // HostFn.
+  std::shared_ptr<HostStep> hostStep;
 };
 
 /// One cuBLASLt call: a plain step.matmul (epilogue None, no bias) or a
@@ -109,7 +128,10 @@ struct CudaExecutor::Impl {
   std::vector<CUdeviceptr> allocations;
   std::vector<CUdeviceptr> ptrOf; ///< device address of every buffer
   uint8_t *hostArena = nullptr;    ///< pinned, plan.hostBytes; null if 0
-  std::vector<void *> hostOf;      ///< Host buffers: their host address
+  /// Host buffers and params/state held in host memory: their address.
+  std::vector<void *> hostOf;
+  std::vector<void *> hostAllocations; ///< pinned params/state, freed here
+  std::vector<std::shared_ptr<HostStep>> hostSteps;
   CUdeviceptr workspace = 0;
   std::map<std::string, CUmodule> modules;
   std::map<std::string, CUfunction> functions;
@@ -139,6 +161,7 @@ struct CudaExecutor::Impl {
   bool prepareStep(int64_t k, Op &op);
   void prepareOps(const CopySchedule &sched);
   CUfunction function(const std::string &kernel);
+  void prepareHostStep(int64_t k, Op &op);
   void prepareKernel(const PlanStep &s, Op &op);
   void prepareMatmul(const MatmulCall &call, Op &op);
   /// Collectives (CudaCollectives.cpp).

@@ -42,6 +42,7 @@ namespace step::rt::cuda {
   X(cuModuleGetFunction)                                                       \
   X(cuFuncSetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
+  X(cuLaunchHostFunc)                                                          \
   X(cuMemAlloc)                                                                \
   X(cuMemFree)                                                                 \
   X(cuMemHostAlloc)                                                            \

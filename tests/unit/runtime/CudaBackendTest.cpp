@@ -400,8 +400,8 @@ TEST(CudaCopySchedule, RejectsMalformedCopies) {
     p.step("step.offload", {}, {0}, {2});
     p.step("step.reload", {}, {2}, {0}); // into an input, not the arena
     EXPECT_ERROR(copySchedule(p.plan),
-                 {"plan: step 1 (step.reload) must copy one host buffer into "
-                  "a transient buffer of the same size"});
+                 {"plan: step 1 (step.reload) must copy one buffer in host "
+                  "memory into a transient buffer of the same size"});
   }
   {
     PlanBuilder p;
@@ -437,6 +437,28 @@ TEST(CudaCopySchedule, RejectsMalformedCopies) {
                   "written by plan step 0 (step.offload), but plan step 1 "
                   "(step.offload) overwrites its host bytes in between"});
   }
+}
+
+// A host step may not write host bytes between the writer of a reload's
+// host operand and that reload.
+TEST(CudaCopySchedule, RejectsAHostStepOverwritingAReloadsBytes) {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t w = p.argument("w", BufferKind::Param, F32, {4});
+  p.plan.buffers[w].host = true;
+  int64_t a = p.host(F32, {4}, 0), b = p.host(F32, {4}, 0);
+  int64_t r = p.transient(F32, {4}, 0);
+  p.step("step.neg", {}, {w}, {a});
+  p.plan.steps.back().host = true;
+  p.step("step.abs", {}, {w}, {b}); // a's bytes, before a's reload
+  p.plan.steps.back().host = true;
+  p.step("step.reload", {}, {a}, {r});
+  p.result(r, "r");
+  ASSERT_NO_THROW(p.plan.validate());
+  EXPECT_ERROR(copySchedule(p.plan),
+               {"plan step 2 (step.reload): reads host buffer 1",
+                "written by plan step 0 (step.neg), but plan step 1 "
+                "(step.abs) overwrites its host bytes in between"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -557,6 +579,92 @@ Artifact offloadPlan() {
   return p.artifact;
 }
 
+/// ZeRO-Offload's shape (step-offload-optimizer) around the PTX add,
+/// every value f32 [2, 3]; w (param) and m (state) live in host memory:
+///   0 wd = reload(w)        @0      4 hn = hs + c   host step, host @64
+///   1 g = x + wd            @32     5 nd = reload(hn) @0
+///   2 gh = offload(g)  host @0      6 y = nd + x    @64
+///   3 hs = gh + m      host step, host @32
+/// Results: y, w = hn, m = hs (the last two read from host memory).
+Artifact hostStepPlan() {
+  constexpr auto F32 = DType::F32;
+  PlanBuilder p;
+  int64_t w = p.argument("w", BufferKind::Param, F32, {2, 3});
+  int64_t m = p.argument("m", BufferKind::State, F32, {2, 3});
+  int64_t x = p.argument("x", BufferKind::Input, F32, {2, 3});
+  p.plan.buffers[w].host = p.plan.buffers[m].host = true;
+  int64_t c = p.constant(make(F32, {2, 3}, {0.5, -1, 2, 0.25, 3, -0.75}));
+  int64_t wd = p.transient(F32, {2, 3}, 0);
+  int64_t g = p.transient(F32, {2, 3}, 32);
+  int64_t gh = p.host(F32, {2, 3}, 0);
+  int64_t hs = p.host(F32, {2, 3}, 32);
+  int64_t hn = p.host(F32, {2, 3}, 64);
+  int64_t nd = p.transient(F32, {2, 3}, 0);
+  int64_t y = p.transient(F32, {2, 3}, 64);
+  auto add = [&](int64_t a, int64_t b, int64_t out, bool host) {
+    p.step("step.add", {}, {a, b}, {out});
+    if (host)
+      p.plan.steps.back().host = true;
+    else
+      p.plan.steps.back().kernel = "step_test_add";
+  };
+  p.step("step.reload", {}, {w}, {wd});
+  add(x, wd, g, false);
+  p.step("step.offload", {}, {g}, {gh});
+  add(gh, m, hs, true);
+  add(hs, c, hn, true);
+  p.step("step.reload", {}, {hn}, {nd});
+  add(nd, x, y, false);
+  p.result(y, "loss");
+  p.result(hn, "w");
+  p.result(hs, "m");
+  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
+  p.artifact.meta["kernels"]["step_test_add"] = {
+      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
+      {"params", {"in0", "in1", "out0"}}};
+  return p.artifact;
+}
+
+std::vector<HostTensor> hostStepArgs(double shift) {
+  std::vector<HostTensor> args;
+  for (int k = 0; k < 3; ++k) {
+    HostTensor t(DType::F32, {2, 3});
+    for (int64_t i = 0; i < 6; ++i)
+      t.setFromDouble(i, 0.25 * static_cast<double>((i * 7 + k) % 11) - 1 +
+                             shift);
+    args.push_back(std::move(t));
+  }
+  return args;
+}
+
+TEST(CudaCopySchedule, HostStepPlanIsWellFormed) {
+  Artifact a = hostStepPlan();
+  ASSERT_NO_THROW(a.plan.validate());
+  CopySchedule s = copySchedule(a.plan);
+  ASSERT_EQ(s.reloads.size(), 2u);
+  EXPECT_EQ(s.reloads[0].step, 0); // a host param: no writer
+  EXPECT_EQ(s.reloads[0].waitBefore, 1);
+  EXPECT_EQ(s.reloads[1].step, 5); // a host step's result
+  EXPECT_EQ(s.reloads[1].waitBefore, 6);
+  ASSERT_EQ(s.offloads.size(), 1u);
+  EXPECT_EQ(s.offloads[0].issueAfter, 1);
+  std::vector<HostTensor> args = hostStepArgs(0);
+  std::vector<HostTensor> out = cpu::execute(a, args);
+  ASSERT_EQ(out.size(), 3u);
+  const double c[] = {0.5, -1, 2, 0.25, 3, -0.75};
+  std::vector<double> y, w, m;
+  for (int64_t i = 0; i < 6; ++i) {
+    double x = args[2].getAsDouble(i);
+    double hs = x + args[0].getAsDouble(i) + args[1].getAsDouble(i);
+    m.push_back(hs);
+    w.push_back(hs + c[i]);
+    y.push_back(hs + c[i] + x);
+  }
+  test::expectValues(out[0], DType::F32, {2, 3}, y);
+  test::expectValues(out[1], DType::F32, {2, 3}, w);
+  test::expectValues(out[2], DType::F32, {2, 3}, m);
+}
+
 // The GPU test's plan, checked where there is no GPU: it is valid, its
 // copies fork and join where the comments above say, and the CPU backend
 // runs it.
@@ -645,6 +753,23 @@ TEST_F(CudaDevice, OffloadAndReloadMatchCpuBackend) {
     CudaExecutor gpu(a, o);
     for (double shift : {0.0, 0.5, -0.25}) {
       std::vector<HostTensor> args = {deviceArgs(shift)[2]}; // f32 [2, 3]
+      SCOPED_TRACE(std::string(useGraph ? "graph" : "eager") + ", shift " +
+                   std::to_string(shift));
+      expectClose(gpu.run(args), cpu::execute(a, args));
+    }
+  }
+}
+
+// Host-memory params and state, host steps as host functions in the
+// graph, reloads of their results: as the CPU backend, graph and eager.
+TEST_F(CudaDevice, HostStepsMatchCpuBackend) {
+  Artifact a = hostStepPlan();
+  for (bool useGraph : {true, false}) {
+    CudaExecutorOptions o;
+    o.useGraph = useGraph;
+    CudaExecutor gpu(a, o);
+    for (double shift : {0.0, 0.5, -0.25}) {
+      std::vector<HostTensor> args = hostStepArgs(shift);
       SCOPED_TRACE(std::string(useGraph ? "graph" : "eager") + ", shift " +
                    std::to_string(shift));
       expectClose(gpu.run(args), cpu::execute(a, args));

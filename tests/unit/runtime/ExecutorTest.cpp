@@ -152,7 +152,8 @@ TEST(Executor, HostBuffersAreOnlyCopied) {
   roundTripPlan(readByKernel);
   readByKernel.plan.steps[2].op = "step.neg";
   EXPECT_ERROR(readByKernel.plan.validate(),
-               {"step 2 (step.neg) reads host buffer '%2'; only step.reload may"});
+               {"step 2 (step.neg) reads host buffer '%2'; only step.reload "
+                "and host steps may"});
   PlanBuilder intoDevice;
   roundTripPlan(intoDevice);
   intoDevice.plan.buffers[2].kind = BufferKind::Transient;
@@ -165,11 +166,85 @@ TEST(Executor, HostBuffersAreOnlyCopied) {
   EXPECT_ERROR(outside.plan.validate(),
                {"host buffer '%2' at offset 0 (24 bytes) is outside the host "
                 "arena of 16 bytes"});
-  PlanBuilder returned;
-  roundTripPlan(returned);
-  returned.plan.results[0] = 2;
-  EXPECT_ERROR(returned.plan.validate(),
-               {"result buffer '%2' is a host buffer"});
+  PlanBuilder writtenByKernel;
+  roundTripPlan(writtenByKernel);
+  writtenByKernel.plan.steps[0].results[0] = 2;
+  writtenByKernel.plan.steps[1].operands[0] = 0;
+  EXPECT_ERROR(writtenByKernel.plan.validate(),
+               {"step 0 (step.neg) writes host buffer '%2'; only "
+                "step.offload and host steps may"});
+}
+
+/// ZeRO-Offload's shape (step-offload-optimizer): param w in host memory,
+/// a host step on it, its result reloaded; out = reload(neg(w)) + x.
+void hostStepPlan(PlanBuilder &p) {
+  int64_t w = p.argument("w", BufferKind::Param, F32, {2, 3});
+  p.plan.buffers[w].host = true;
+  int64_t x = p.argument("x", In, F32, {2, 3});
+  int64_t h = p.host(F32, {2, 3}, 0);
+  int64_t back = p.transient(F32, {2, 3}, 0);
+  int64_t out = p.transient(F32, {2, 3}, 32);
+  p.step("step.neg", {}, {w}, {h});
+  p.plan.steps.back().host = true;
+  p.step("step.reload", {}, {h}, {back});
+  p.step("step.add", {}, {back, x}, {out});
+  p.result(out, "out");
+  p.result(h, "w");
+}
+
+TEST(Executor, HostStepsTouchHostMemoryOnly) {
+  PlanBuilder good;
+  hostStepPlan(good);
+  good.plan.validate();
+  Plan back = planFromJson(toJson(good.plan));
+  EXPECT_TRUE(back.buffers[0].host);
+  EXPECT_FALSE(back.buffers[1].host);
+  EXPECT_TRUE(back.steps[0].host);
+  EXPECT_FALSE(back.steps[1].host);
+  // A host result is a result (the new param, read back from host memory).
+  auto r = cpu::execute(good.artifact, {x23(), y23()});
+  HostTensor x = x23(), y = y23();
+  std::vector<double> sum, neg;
+  for (int64_t i = 0; i < 6; ++i) {
+    sum.push_back(-x.getAsDouble(i) + y.getAsDouble(i));
+    neg.push_back(-x.getAsDouble(i));
+  }
+  expectExact(r[0], F32, {2, 3}, sum);
+  expectExact(r[1], F32, {2, 3}, neg);
+
+  PlanBuilder readsDevice;
+  hostStepPlan(readsDevice);
+  readsDevice.plan.steps[0].operands[0] = 1;
+  EXPECT_ERROR(readsDevice.plan.validate(),
+               {"host step 0 (step.neg) reads device buffer 'x'; a host "
+                "step reads host memory only"});
+  PlanBuilder writesDevice;
+  hostStepPlan(writesDevice);
+  writesDevice.plan.steps[0].results[0] = 3;
+  EXPECT_ERROR(writesDevice.plan.validate(),
+               {"step 0 (step.neg) must write host buffer '%3'; a host step "
+                "writes host buffers only"});
+  PlanBuilder deviceReadsParam;
+  hostStepPlan(deviceReadsParam);
+  deviceReadsParam.plan.steps[2].operands[0] = 0;
+  EXPECT_ERROR(deviceReadsParam.plan.validate(),
+               {"step 2 (step.add) reads host buffer 'w'; only step.reload "
+                "and host steps may"});
+  PlanBuilder hostInput;
+  hostStepPlan(hostInput);
+  hostInput.plan.buffers[1].host = true;
+  EXPECT_ERROR(hostInput.plan.validate(),
+               {"input buffer 'x' has memory 'host'; only params and "
+                "optimizer state may"});
+  PlanBuilder hostCollective;
+  hostStepPlan(hostCollective);
+  hostCollective.plan.steps[0].op = "step.all_reduce";
+  EXPECT_ERROR(hostCollective.plan.validate(),
+               {"step 0 (step.all_reduce) cannot run on the host"});
+  nlohmann::json j = toJson(good.plan);
+  j["buffers"][0]["memory"] = "disk";
+  EXPECT_ERROR(planFromJson(j), {"buffer 'w' has memory 'disk'; expected "
+                                 "device or host"});
 }
 
 TEST(Executor, ArgumentsAreChecked) {
