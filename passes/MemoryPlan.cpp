@@ -13,7 +13,9 @@
 // The results of `step.offload` live in host memory: they are placed the
 // same way in a second arena (`step.host_bytes`), each live from the op
 // that computes the offloaded value (the copy starts right after it) to
-// its last `step.reload`; their step.offsets are host offsets.
+// its last `step.reload`; their step.offsets are host offsets. So do the
+// results of ops marked `step.host` (step-offload-optimizer: computed on
+// the host CPU), each live from its op to its last user.
 // The plan is deterministic.
 //
 // Algorithm: the function is one block, so a live range is the interval
@@ -122,7 +124,8 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
     index[&op] = static_cast<int64_t>(index.size());
     if (isa<ConstantOp>(op))
       continue;
-    if (isa<ReshapeOp, StopGradientOp>(op)) {
+    bool onHost = op.hasAttr("step.host");
+    if (isa<ReshapeOp, StopGradientOp>(op) && !onHost) {
       Operation *d = op.getOperand(0).getDefiningOp();
       if (d && !isa<ConstantOp>(d)) {
         storageOf[op.getResult(0)] = storage(op.getOperand(0));
@@ -140,6 +143,10 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
         Operation *src = storage(op.getOperand(0)).getDefiningOp();
         int64_t first = src ? index.lookup(src) : 0;
         host.push_back({r, tensorBytes(type), first, index[&op]});
+        continue;
+      }
+      if (onHost) {
+        host.push_back({r, tensorBytes(type), index[&op], index[&op]});
         continue;
       }
       intervals.push_back({r, tensorBytes(type), index[&op], index[&op]});

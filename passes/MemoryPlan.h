@@ -19,8 +19,8 @@ struct ArenaPlan {
 };
 
 /// Plans the transient values of `f` (one block) with byte `alignment` (a
-/// power of two), and the step.offload results in a host arena of their
-/// own. With `annotate`, writes step.offsets on every op, the two
+/// power of two), and the results of step.offload and of `step.host` ops
+/// in a host arena of their own. With `annotate`, writes step.offsets on every op, the two
 /// step.arena_bytes* attributes and step.host_bytes on `f`, exactly as
 /// step-memory-plan.
 /// Fails (with an error on the op) on a result of non-static type.

@@ -270,6 +270,35 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def OffloadOptimizer : Pass<"step-offload-optimizer", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-Offload: optimizer state and update on the host CPU";
+  let description = [{
+    On the final one-block training step (after step-fuse), keeps the
+    params and the optimizer state in (pinned) host memory
+    (`step.memory = "host"` on their arguments and results) and computes
+    the optimizer update there: every update op (or fusion holding one) and
+    every op computed from optimizer state and host values alone gets
+    `step.host`. Device values a host op reads are copied out with
+    `step.offload` just before it (the copy starts when the value is
+    made, overlapping the rest of the backward); host values a device op
+    reads come back with `step.reload` (params at the start of the step,
+    in order of first use; others right after they are made). Results
+    are bit-identical. The function gets a `step.offload_optimizer`
+    dictionary of the bytes moved and kept on the host.
+
+    ```mlir
+    %g_h = step.offload %g : tensor<768x768xf32>
+    %p2, %m2, %v2 = step.adamw_update %p, %g_h, %m, %v, %t, %lr {step.host} ...
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
   let summary = "Recomputes forward values in the backward to fit a budget";
   let description = [{

@@ -164,6 +164,9 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     d.name = argumentName(f, arg.getArgNumber());
     auto kind = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "step.kind");
     d.kind = rt::bufferKindFromName(kind ? kind.str() : "input");
+    auto memory =
+        f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "step.memory");
+    d.host = memory && memory.getValue() == "host";
     plan.arguments.push_back(addBuffer(arg, d));
   }
 
@@ -198,14 +201,16 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     step.op = op.getName().getStringRef().str();
     step.attrs = attributesToJson(&op);
     step.location = locationString(op.getLoc());
+    step.host = op.hasAttr("step.host");
     if (auto fusion = dyn_cast<ops::FusionOp>(op))
       step.body = buildFusionBody(fusion);
     for (Value v : op.getOperands())
       step.operands.push_back(bufferOf.lookup(v));
     for (auto [i, r] : llvm::enumerate(op.getResults())) {
       rt::BufferDesc d;
-      d.kind = isa<ops::OffloadOp>(op) ? rt::BufferKind::Host
-                                       : rt::BufferKind::Transient;
+      d.kind = isa<ops::OffloadOp>(op) || step.host
+                   ? rt::BufferKind::Host
+                   : rt::BufferKind::Transient;
       d.offset = offsets[i];
       step.results.push_back(addBuffer(r, d));
     }

@@ -85,6 +85,12 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
                                 "peak_after"})
           if (auto v = d.getAs<IntegerAttr>(key))
             r.counts[key] = v.getInt();
+  } else if (r.pass == "step-offload-optimizer") {
+    if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+      if (auto d = f->getAttrOfType<DictionaryAttr>("step.offload_optimizer"))
+        for (const char *key : {"host_ops", "offloaded_bytes", "reloaded_bytes"})
+          if (auto v = d.getAs<IntegerAttr>(key))
+            r.counts[key] = v.getInt();
   } else if (r.pass == "step-shard") {
     if (auto f = module.lookupSymbol<func::FuncOp>("train_step")) {
       f.walk([&](Operation *op) {
@@ -140,6 +146,11 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   func::registerInlinerExtension(registry);
   ctx->appendDialectRegistry(registry);
   ctx->loadDialect<ops::StepDialect, func::FuncDialect>();
+  if (options.offloadOptimizer && options.remat.mode == "budget")
+    return module.emitError(
+        "offloading the optimizer cannot be combined with a remat budget: "
+        "the budget bounds the arena before the params' device copies move "
+        "into it");
 
   PassManager pm(ctx);
   pm.enableVerifier(true);
@@ -271,6 +282,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
       addRemat(mode);
     if (options.fuse)
       pm->addPass(ops::createFuse());
+    if (options.offloadOptimizer)
+      pm->addPass(ops::createOffloadOptimizer());
     if (report)
       pm->addInstrumentation(
           std::make_unique<ReportInstrumentation>(*report));
@@ -363,6 +376,11 @@ nlohmann::json dictionaryToJson(DictionaryAttr d) {
 
 nlohmann::json describeOffload(func::FuncOp func) {
   auto d = func->getAttrOfType<DictionaryAttr>("step.offload");
+  return d ? dictionaryToJson(d) : nlohmann::json();
+}
+
+nlohmann::json describeOffloadOptimizer(func::FuncOp func) {
+  auto d = func->getAttrOfType<DictionaryAttr>("step.offload_optimizer");
   return d ? dictionaryToJson(d) : nlohmann::json();
 }
 

@@ -170,6 +170,10 @@ struct TrainOptions {
   /// a budget, where it runs between the min-cut and the segment search
   /// if that order meets the budget (docs/remat.md).
   OffloadOptions offload;
+  /// ZeRO-Offload (step-offload-optimizer, docs/distributed.md): params
+  /// and optimizer state in host memory, the update on the host CPU. Runs
+  /// last, after step-fuse.
+  bool offloadOptimizer = false;
   /// How the step is split across replicas: after step-optimizer, before
   /// inlining (the model is traced for one replica's batch).
   ShardOptions shard;
@@ -216,6 +220,8 @@ nlohmann::json describeRemat(mlir::func::FuncOp func);
 /// and after, host arena, modeled step time and exposed copy time. Null
 /// when the pass did not run.
 nlohmann::json describeOffload(mlir::func::FuncOp func);
+/// The `step.offload_optimizer` dictionary (null when not applied).
+nlohmann::json describeOffloadOptimizer(mlir::func::FuncOp func);
 
 /// What step-shard did (its `step.shard` dictionary) for `stepc --report`
 /// and the artifact's meta "shard": mode, world size, per-replica bytes of

@@ -26,6 +26,8 @@ def Step_Dialect : Dialect {
     `step-pad-dynamic` makes them static.
   }];
   let hasConstantMaterializer = 1;
+  // `step.host` (an op computed on the host CPU) is checked where it is set.
+  let hasOperationAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 

@@ -50,6 +50,47 @@ Operation *StepDialect::materializeConstant(OpBuilder &builder,
 }
 
 //===----------------------------------------------------------------------===//
+// Host memory: step.memory arguments, step.host ops
+//===----------------------------------------------------------------------===//
+
+bool mlir::step::isHostValue(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto f = dyn_cast_or_null<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!f || arg.getOwner() != &f.getBody().front())
+      return false;
+    auto memory =
+        f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "step.memory");
+    return memory && memory.getValue() == "host";
+  }
+  Operation *d = v.getDefiningOp();
+  return isa<OffloadOp>(d) || d->hasAttr("step.host");
+}
+
+bool mlir::step::mayRunOnHost(Operation *op) {
+  return !isa<OffloadOp, ReloadOp, AllReduceOp, ReduceScatterOp, AllGatherOp,
+              LocalShardOp>(op);
+}
+
+LogicalResult StepDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != "step.host")
+    return success();
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError("step.host must be a unit attribute");
+  if (!mayRunOnHost(op))
+    return op->emitOpError("cannot run on the host (step.host): a copy "
+                           "between memories, a collective or a rank's "
+                           "shard runs on the device");
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (!isHostValue(v) && !v.getDefiningOp<ConstantOp>())
+      return op->emitOpError("runs on the host (step.host) but operand ")
+             << i << " is in device memory; expected a host value "
+                     "(step.offload, a step.host op, a step.memory = "
+                     "\"host\" argument) or a constant";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // custom<SameTypes>: `: T` when both operands have type T, else `: T1, T2`
 //===----------------------------------------------------------------------===//
 

@@ -21,4 +21,18 @@
 #define GET_OP_CLASSES
 #include "dialects/step/StepOps.h.inc"
 
+namespace mlir::step {
+
+/// Whether `v` lives in host memory (docs/dialect.md, "Memory placement"):
+/// the result of a `step.offload` or of an op marked `step.host`, or an
+/// argument of a function whose `step.memory` argument attribute is
+/// "host".
+bool isHostValue(Value v);
+
+/// Whether `op` may carry `step.host` (run on the host CPU): not a copy
+/// between memories, not a collective, not a rank's `local_shard`.
+bool mayRunOnHost(Operation *op);
+
+} // namespace mlir::step
+
 #endif // STEP_DIALECTS_STEP_STEPOPS_H

@@ -251,12 +251,15 @@ def Step_OffloadOp : Step_Op<"offload",
     backward. The copy starts as soon as the operand is computed (on a copy
     stream, overlapped with the ops that follow) and has finished when this
     op is reached, so the operand's device memory lives until here. Only
-    `step.reload` may read the result. Identity for every dtype; its VJP
-    passes the gradient through.
+    `step.reload`, ops computed on the host (`step.host`, set by
+    `step-offload-optimizer`) and the return of a result held in host
+    memory may read it. Identity for every
+    dtype; its VJP passes the gradient through.
 
     C1: the result type equals the operand type.
-    C2: every user of the result is a `step.reload` (so a host value is
-        never offloaded again, and no fusion reads one).
+    C2: every user of the result is a `step.reload`, a `step.host` op or
+        a `func.return` (a result held in host memory), so a host value
+        is never offloaded again, and no device kernel reads one.
 
     ```mlir
     %h = step.offload %x : tensor<8x768xbf16>
@@ -273,14 +276,15 @@ def Step_ReloadOp : Step_Op<"reload",
     [Pure, InferTypeOpInterface]>, Step_SameAsFirstOperandInference {
   let summary = "copy of an offloaded value back into device memory";
   let description = [{
-    Returns its operand, a host value made by `step.offload`, in the device
-    arena again. The copy starts when this op is reached (its result's
+    Returns its operand, a host value (made by `step.offload` or by a
+    `step.host` op, or a function argument with `step.memory = "host"`),
+    in the device arena again. The copy starts when this op is reached (its result's
     device memory lives from here) and runs on a copy stream while the
     following ops compute; the first op reading the result waits for it.
     Identity for every dtype; its VJP passes the gradient through.
 
     C1: the result type equals the operand type.
-    C2: the operand is the result of a `step.offload`.
+    C2: the operand is a host value.
 
     ```mlir
     %x2 = step.reload %h : tensor<8x768xbf16>

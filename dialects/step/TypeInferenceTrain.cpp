@@ -183,17 +183,19 @@ STEP_ADAM_LIKE(LambUpdateOp)
 
 LogicalResult OffloadOp::verify() {
   for (Operation *user : getResult().getUsers())
-    if (!isa<ReloadOp>(user))
+    if (!isa<ReloadOp, func::ReturnOp>(user) && !user->hasAttr("step.host"))
       return emitOpError("C2: the host value may only be read by "
-                         "step.reload, found a use by '")
+                         "step.reload, step.host ops and a function's "
+                         "return, found a use by '")
              << user->getName() << "'";
   return success();
 }
 
 LogicalResult ReloadOp::verify() {
-  if (!getOperand().getDefiningOp<OffloadOp>())
-    return emitOpError("C2: the operand must be the result of step.offload "
-                       "(a host value)");
+  if (!isHostValue(getOperand()))
+    return emitOpError("C2: the operand must be a host value (the result "
+                       "of step.offload or of a step.host op, or a "
+                       "step.memory = \"host\" argument)");
   if ((*this)->getParentOfType<FusionOp>())
     return emitOpError("C3: may not be inside a step.fusion");
   return success();

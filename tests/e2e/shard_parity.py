@@ -42,7 +42,10 @@ from runtime_parity import STEPS, batches, load, run
 GLOBAL_BATCH = 8
 # Gradients share one collective per 25 MiB bucket by default (all of
 # these models' gradients fit one); "bucket=0" runs one per gradient.
-MODES = ["dp", "zero1", "zero2", "zero3", "zero2,bucket=0"]
+# "zero2 --offload-optimizer": ZeRO-Offload on top (params and optimizer
+# state in host memory, each rank's update on the host; the same numbers).
+MODES = ["dp", "zero1", "zero2", "zero3", "zero2,bucket=0",
+         "zero2 --offload-optimizer"]
 ADAMW = ["--optimizer=adamw,lr=1e-2,wd=0.1", "--clip=0.5"]
 SGD = ["--optimizer=sgd,lr=0.1,momentum=0.9", "--clip=0.5"]
 failures = []
@@ -76,7 +79,7 @@ def check_bytes(case, spec, n, report, params, slots):
             "state_bytes": slots * (p if mode == "dp" else pn) + 8}
     for key, value in want.items():
         if shard[key] != value:
-            failures.append(f"{case} {mode} np{n}: report {key} = "
+            failures.append(f"{case} {spec} np{n}: report {key} = "
                             f"{shard[key]}, expected {value}")
     # The 1/N factor itself: a shard is at most one element per tensor
     # larger than its share.
@@ -84,7 +87,7 @@ def check_bytes(case, spec, n, report, params, slots):
         slack = slots * 4 * len(params)
         if not (slots * p <= n * (shard["state_bytes"] - 8)
                 <= slots * p + n * slack):
-            failures.append(f"{case} {mode} np{n}: state {shard['state_bytes']}"
+            failures.append(f"{case} {spec} np{n}: state {shard['state_bytes']}"
                             f" bytes per rank is not 1/{n} of {slots * p + 8}")
 
 
@@ -135,14 +138,16 @@ def check_case(case, emit, n, tools, work, options, tol):
     mpirun = [tools.mpirun, "-np", str(n), "--oversubscribe"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         mpirun.append("--allow-run-as-root")
-    for mode in MODES + ["tp:2"]:
+    for spec in MODES + ["tp:2"]:
+        mode, *flags = spec.split(" ")
         tp = mode.startswith("tp:")
-        tag = mode.replace(",", "_").replace("=", "").replace(":", "")
+        tag = "_".join([mode] + [f.strip("-") for f in flags])
+        tag = tag.replace(",", "_").replace("=", "").replace(":", "")
         artifact = os.path.join(work, tag + ".step")
         report = os.path.join(work, tag + ".json")
         run([tools.stepc, os.path.join(tp_dir if tp else loc_dir, "model.mlir"),
              "--train", *options, f"--shard={mode}", f"--world-size={n}",
-             "-o", artifact, f"--report={report}"])
+             *flags, "-o", artifact, f"--report={report}"])
         with open(report) as f:
             (check_bytes_tp if tp else check_bytes)(case, mode, n,
                                                     json.load(f), params, slots)
@@ -164,33 +169,33 @@ def check_case(case, emit, n, tools, work, options, tol):
         la, lb = load(a), load(b)
         if set(la) != set(lb) or any(la[k].tobytes() != lb[k].tobytes()
                                      for k in la):
-            failures.append(f"{case} {mode} np{n}: the per-rank checkpoint "
+            failures.append(f"{case} {spec} np{n}: the per-rank checkpoint "
                             f"does not load as the gathered one")
         for d in (a, b, shards):
             shutil.rmtree(d)
         if len(losses) != STEPS or any(
                 abs(a - b) > bound * abs(b) for a, b in zip(losses, ref_losses)):
-            failures.append(f"{case} {mode} np{n}: losses {losses}, one "
+            failures.append(f"{case} {spec} np{n}: losses {losses}, one "
                             f"process {ref_losses}")
         got = load(out)
         if set(got) != set(want):
-            failures.append(f"{case} {mode} np{n}: wrote {sorted(got)}, one "
+            failures.append(f"{case} {spec} np{n}: wrote {sorted(got)}, one "
                             f"process {sorted(want)}")
             continue
         worst = 0.0
         for name, w in want.items():
             g = got[name]
             if g.shape != w.shape or g.dtype != w.dtype:
-                failures.append(f"{case} {mode} np{n}: '{name}' is {g.dtype} "
+                failures.append(f"{case} {spec} np{n}: '{name}' is {g.dtype} "
                                 f"{g.shape}, expected {w.dtype} {w.shape}")
                 continue
             w64, g64 = w.astype(np.float64), g.astype(np.float64)
             err = np.linalg.norm(g64 - w64) / max(np.linalg.norm(w64), 1e-30)
             worst = max(worst, err)
             if err > bound:
-                failures.append(f"{case} {mode} np{n}: '{name}' rel. err "
+                failures.append(f"{case} {spec} np{n}: '{name}' rel. err "
                                 f"{err:.3g} > {bound}")
-        print(f"{case} {mode} np{n}: losses {losses}, {len(want)} tensors, "
+        print(f"{case} {spec} np{n}: losses {losses}, {len(want)} tensors, "
               f"worst rel. err {worst:.3g}")
         shutil.rmtree(out)
 

@@ -4,7 +4,7 @@
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
-//              [--offload=none|auto|all[,...]]
+//              [--offload=none|auto|all[,...]] [--offload-optimizer]
 //   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
 //              [--out FILE.json]
 //
@@ -144,6 +144,10 @@ int main(int argc, char **argv) {
   app.add_option("--offload", offload,
                  "none | auto | all[,link=B/s,flops=F/s,...] (as stepc; "
                  "with --remat-sweep, at every point)");
+  bool offloadOptimizer = false;
+  app.add_flag("--offload-optimizer", offloadOptimizer,
+               "ZeRO-Offload: params and optimizer state in host memory, the "
+               "update on the host (as stepc)");
   int64_t sweep = 0;
   app.add_option("--remat-sweep", sweep,
                  "compile only: N budgets between no recomputation and "
@@ -172,6 +176,7 @@ int main(int argc, char **argv) {
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
     options.offload = step::OffloadOptions::parse(offload);
+    options.offloadOptimizer = offloadOptimizer;
     if (!bucket.empty()) {
       size_t colon = bucket.find(':');
       std::string size =

@@ -5,7 +5,7 @@
 //         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
 //         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
-//         [--offload=none|auto|all[,link=B/s,...]]
+//         [--offload=none|auto|all[,link=B/s,...]] [--offload-optimizer]
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
 //         [--guard-finite]
@@ -72,6 +72,7 @@ struct Options {
   std::string buckets; ///< --buckets=T:128,256,...
   std::string remat, rematBudget;
   std::string offload;
+  bool offloadOptimizer = false;
   std::string shard;
   int64_t worldSize = 1;
 };
@@ -90,7 +91,8 @@ nlohmann::json reportJson(const Options &o,
                           const nlohmann::json &activations = nullptr,
                           const nlohmann::json &remat = nullptr,
                           const nlohmann::json &offload = nullptr,
-                          const nlohmann::json &shard = nullptr) {
+                          const nlohmann::json &shard = nullptr,
+                          const nlohmann::json &offloadOptimizer = nullptr) {
   nlohmann::json passes = nlohmann::json::array();
   for (const step::PassRecord &r : records) {
     nlohmann::json counts = nlohmann::json::object();
@@ -109,7 +111,8 @@ nlohmann::json reportJson(const Options &o,
           {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions},        {"activations", activations},
           {"remat", remat},            {"offload", offload},
-          {"shard", shard},            {"guard_finite", o.guardFinite}};
+          {"shard", shard},            {"guard_finite", o.guardFinite},
+          {"offload_optimizer", offloadOptimizer}};
 }
 /// Writes every (path, bytes) of `files` or none of them: each is staged
 /// as PATH.tmp.<pid> beside its destination, and only when all are staged
@@ -258,6 +261,9 @@ int main(int argc, char **argv) {
                  "move saved activations to host memory: none | auto (copies "
                  "the cost model hides) | all, then ,link=B/s,flops=F/s,"
                  "hbm=B/s,max_exposed=X,min_bytes=N; docs/remat.md");
+  app.add_flag("--offload-optimizer", o.offloadOptimizer,
+               "ZeRO-Offload: params and optimizer state in host memory, the "
+               "update on the host CPU; docs/distributed.md");
   app.add_option("--shard", o.shard,
                  "split the step across replicas: dp | zero1 | zero2 | zero3 "
                  "| tp:T (the model is traced for one replica's batch), then "
@@ -286,6 +292,18 @@ int main(int argc, char **argv) {
               << " is not a kind of output; expected artifact or mlir\n";
     return 1;
   }
+  if (o.offloadOptimizer && !o.train) {
+    std::cerr << "stepc: --offload-optimizer needs --train (it moves the "
+                 "optimizer update to the host)\n";
+    return 1;
+  }
+  if (o.offloadOptimizer && !o.rematBudget.empty()) {
+    std::cerr << "stepc: --offload-optimizer and --remat-budget cannot be "
+                 "combined: the budget bounds the arena before the params' "
+                 "device copies move into it; give --remat=max or auto "
+                 "instead\n";
+    return 1;
+  }
   if (o.guardFinite && !o.train) {
     std::cerr << "stepc: --guard-finite needs --train (it checks the "
                  "training step's loss and gradients)\n";
@@ -308,6 +326,7 @@ int main(int argc, char **argv) {
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
   train.guardFinite = o.guardFinite;
+  train.offloadOptimizer = o.offloadOptimizer;
 
   if (!o.buckets.empty())
     return compileWithBuckets(o, train);
@@ -373,6 +392,7 @@ int main(int argc, char **argv) {
   nlohmann::json remat = step::describeRemat(funcOp);
   nlohmann::json offload = step::describeOffload(funcOp);
   nlohmann::json shard = step::describeShard(funcOp);
+  nlohmann::json offloadOptimizer = step::describeOffloadOptimizer(funcOp);
   if (!o.dumpKernels.empty()) {
 #ifdef STEP_HAVE_CODEGEN
     try {
@@ -439,7 +459,7 @@ int main(int argc, char **argv) {
     if (!o.report.empty())
       files.emplace_back(o.report, reportJson(o, records, seconds, fusions,
                                               activations, remat, offload,
-                                              shard)
+                                              shard, offloadOptimizer)
                                            .dump(2) +
                                        "\n");
     writeTogether(files);

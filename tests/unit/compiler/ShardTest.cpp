@@ -438,6 +438,14 @@ std::vector<ShardCase> shardCases() {
        [](TrainOptions &t) { t.offload = OffloadOptions::parse("all"); }, false,
        true, 1e-5},
       {"NoFuse", [](TrainOptions &t) { t.fuse = false; }, false, true, 1e-5},
+      // ZeRO-Offload: each rank's (shard of the) update on the host; AdamW
+      // as above, so the same bound.
+      {"OffloadOptimizer",
+       [](TrainOptions &t) {
+         t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
+         t.offloadOptimizer = true;
+       },
+       true, true, 1e-4},
   };
   for (const Variant &v : variants)
     for (const char *m : kModes) {

@@ -2308,7 +2308,7 @@ func.func @offload_c1(%x: tensor<4xf32>) -> tensor<4xf16> {
 // -----
 
 func.func @offload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, found a use by 'step.exp'}}
+  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, step.host ops and a function's return, found a use by 'step.exp'}}
   %h = step.offload %x : tensor<4xf32>
   %y = step.exp %h : tensor<4xf32>
   return %y : tensor<4xf32>
@@ -2317,7 +2317,7 @@ func.func @offload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @offload_c2_twice(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, found a use by 'step.offload'}}
+  // expected-error @+1 {{'step.offload' op C2: the host value may only be read by step.reload, step.host ops and a function's return, found a use by 'step.offload'}}
   %h = step.offload %x : tensor<4xf32>
   %h2 = step.offload %h : tensor<4xf32>
   %y = step.reload %h2 : tensor<4xf32>
@@ -2340,7 +2340,7 @@ func.func @offload_in_fusion(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @reload_c2(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'step.reload' op C2: the operand must be the result of step.offload (a host value)}}
+  // expected-error @+1 {{'step.reload' op C2: the operand must be a host value (the result of step.offload or of a step.host op, or a step.memory = "host" argument)}}
   %y = step.reload %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
