@@ -27,18 +27,17 @@
 //   1. Placement. Walking the ops in order, an op is a candidate for the
 //      host if it may run there (not a copy, a collective or a
 //      `local_shard`) and it is an update (`sgd_update`, `adamw_update`,
-//      `lamb_update`, or a fusion holding one), or it reads a value
-//      computed from optimizer state and all its operands are host values,
-//      candidates or constants (the step counter, the learning-rate
-//      schedule, the loss scale's update). Walking back, a candidate goes
-//      to the host if it is an update, or a host op or a host result slot
-//      reads it; the rest stay on the device (a loss scale broadcast to a
-//      gradient's shape is made there, not copied). Everything else stays
-//      on the device: the forward and backward, the collectives, the
+//      `lamb_update`, or a fusion holding one), or each operand is a host
+//      value, a candidate, a constant or a device scalar, and it reads a
+//      value computed from optimizer state or broadcasts a scalar (the
+//      step counter, the learning-rate schedule, the loss scale's update,
+//      fp16's skip of a non-finite update: a select between old and new
+//      values by a broadcast finiteness flag). Walking back, a candidate
+//      goes to the host if it is an update, or a host op or a host result
+//      slot reads it; the rest stay on the device (a loss scale broadcast
+//      to a gradient's shape is made there, not copied). Everything else
+//      stays on the device: the forward and backward, the collectives, the
 //      clipping norm, a param-only op (a cast, a broadcast of a bias).
-//      Known cost: an op mixing a device value into an update's result
-//      (fp16's skip of a non-finite step, a select per param) runs on the
-//      device, so that param crosses the link twice more.
 //   2. Copies. A device value a host op reads gets one `step.offload`,
 //      placed just before its first host reader (the copy starts when
 //      the value is made, overlapping everything up to there). A host
@@ -85,6 +84,12 @@ bool isUpdate(Operation *op) {
 }
 
 bool isConstant(Value v) { return static_cast<bool>(v.getDefiningOp<ConstantOp>()); }
+
+/// One element (a flag, a norm, the loss scale).
+bool isScalar(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getNumElements() == 1;
+}
 
 /// Whether slot `kind` ("param", "state", ...) lives in host memory.
 bool hostKind(StringAttr kind) {
@@ -144,9 +149,14 @@ struct OffloadOptimizerPass
       bool update = isUpdate(&op);
       bool stateOperand = llvm::any_of(
           op.getOperands(), [&](Value v) { return fromState.contains(v); });
+      // A device scalar is cheap to copy out (a flag, a norm).
+      bool operandsOk = llvm::all_of(op.getOperands(), [&](Value v) {
+        return hostSide(v) || isScalar(v);
+      });
+      bool scalarBroadcast =
+          isa<BroadcastInDimOp>(op) && isScalar(op.getOperand(0));
       if (mayRunOnHost(&op) &&
-          (update ||
-           (stateOperand && llvm::all_of(op.getOperands(), hostSide))))
+          (update || (operandsOk && (stateOperand || scalarBroadcast))))
         candidates.insert(&op);
       if (update || stateOperand)
         fromState.insert(op.getResults().begin(), op.getResults().end());

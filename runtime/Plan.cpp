@@ -103,7 +103,7 @@ std::vector<CollectiveSpan> collectiveSchedule(const Plan &plan) {
 int64_t launchCount(const Plan &plan) {
   int64_t n = 0;
   for (const PlanStep &s : plan.steps)
-    n += !isView(plan, s);
+    n += !isView(plan, s) && !s.host;
   return n;
 }
 

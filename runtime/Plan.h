@@ -134,7 +134,8 @@ struct CollectiveSpan {
 std::vector<CollectiveSpan> collectiveSchedule(const Plan &plan);
 
 /// Device launches of one call of `plan`: one per step (a generated kernel,
-/// or one cuBLASLt call for a matmul or a matmul fusion) except views.
+/// or one cuBLASLt call for a matmul or a matmul fusion) except views and
+/// host steps.
 int64_t launchCount(const Plan &plan);
 
 nlohmann::json toJson(const Plan &plan);

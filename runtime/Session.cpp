@@ -104,10 +104,15 @@ void Session::startBackend(Backend requested) {
   // Auto keeps the CPU for an artifact built without kernels (stepc
   // --no-kernels); an explicit Cuda request reports what is missing.
   // Auto also keeps a sharded step on the CPU: the CUDA backend's NCCL
-  // collectives have not run on GPUs yet (docs/distributed.md).
+  // collectives have not run on GPUs yet (docs/distributed.md); so does a
+  // step with host steps (ZeRO-Offload), whose host functions have not
+  // either.
+  bool hostSteps = false;
+  for (const rt::PlanStep &s : artifact_.plan.steps)
+    hostSteps = hostSteps || s.host;
   if (backend_ == Backend::Cuda && requested == Backend::Auto &&
       (!rt::cuda::hasDeviceCode(artifact_.plan) ||
-       artifact_.meta.contains("shard")))
+       artifact_.meta.contains("shard") || hostSteps))
     backend_ = Backend::Cpu;
   if (backend_ == Backend::Cuda)
     cuda_[bucketKey(artifact_)] =

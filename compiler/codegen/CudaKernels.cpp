@@ -57,6 +57,9 @@ std::vector<KernelSource> emitFunctionKernels(mlir::func::FuncOp func) {
   const std::string placeholder = "STEPJIT_KERNEL_NAME";
   std::vector<KernelSource> kernels;
   for (mlir::Operation &op : func.getBody().front()) {
+    // Computed on the host CPU (step-offload-optimizer): no kernel.
+    if (op.hasAttr("step.host"))
+      continue;
     auto ks = emitKernel(&op, placeholder);
     if (!ks)
       continue;

@@ -28,6 +28,9 @@ def Step_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   // `step.host` (an op computed on the host CPU) is checked where it is set.
   let hasOperationAttrVerify = 1;
+  // `step.memory` on function arguments and results.
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 

@@ -71,6 +71,32 @@ bool mlir::step::mayRunOnHost(Operation *op) {
               LocalShardOp>(op);
 }
 
+/// `step.memory` is "host" or "device".
+static LogicalResult verifyMemoryAttr(Operation *op, NamedAttribute attr,
+                                      const char *what, unsigned index) {
+  if (attr.getName() != "step.memory")
+    return success();
+  auto memory = dyn_cast<StringAttr>(attr.getValue());
+  if (!memory || (memory.getValue() != "host" && memory.getValue() != "device"))
+    return op->emitOpError("step.memory of ")
+           << what << " " << index << " must be \"host\" or \"device\", found "
+           << attr.getValue();
+  return success();
+}
+
+LogicalResult StepDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned arg,
+                                                    NamedAttribute attr) {
+  return verifyMemoryAttr(op, attr, "argument", arg);
+}
+
+LogicalResult StepDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned,
+                                                       unsigned result,
+                                                       NamedAttribute attr) {
+  return verifyMemoryAttr(op, attr, "result", result);
+}
+
 LogicalResult StepDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != "step.host")

@@ -93,7 +93,7 @@ CopySchedule copySchedule(const Plan &plan) {
       for (int64_t j = k - 1; j >= 0 && writer < 0; --j)
         if (names(plan.steps[j].results, host))
           writer = j;
-      for (int64_t j = writer + 1; j < k; ++j)
+      for (int64_t j = writer + 1; writer >= 0 && j < k; ++j)
         for (int64_t id : plan.steps[j].results)
           if (id != host && sharesBytes(plan.buffers[id], in))
             throw Error(stepStr(plan, k) + ": reads host " +

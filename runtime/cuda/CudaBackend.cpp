@@ -282,6 +282,10 @@ static void CUDA_CB runHostStep(void *data) {
   } catch (const std::exception &e) {
     if (h->error.empty())
       h->error = h->where + " (on the host): " + e.what();
+  } catch (...) {
+    // Nothing may leave a host function (a C callback).
+    if (h->error.empty())
+      h->error = h->where + " (on the host): an unknown exception";
   }
 }
 
@@ -693,14 +697,18 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
                                   static_cast<size_t>(b.bytes()), x.stream),
            "downloading " + bufferStr(plan, id));
   }
-  x.ck(x.d->cuStreamSynchronize(x.stream), "running plan '" + plan.function +
-                                               "' (a kernel failed)");
-  for (const std::shared_ptr<HostStep> &h : x.hostSteps)
-    if (!h->error.empty()) {
-      std::string error;
-      std::swap(error, h->error);
-      throw Error(error);
-    }
+  CUresult synced = x.d->cuStreamSynchronize(x.stream);
+  // Every host step's failure of this run is taken (cleared), so the next
+  // run reports only its own; the first is thrown.
+  std::string hostError;
+  for (const std::shared_ptr<HostStep> &h : x.hostSteps) {
+    if (hostError.empty())
+      hostError = h->error;
+    h->error.clear();
+  }
+  x.ck(synced, "running plan '" + plan.function + "' (a kernel failed)");
+  if (!hostError.empty())
+    throw Error(hostError);
   for (size_t i = 0; i < plan.results.size(); ++i) {
     const BufferDesc &b = plan.buffers.at(plan.results[i]);
     if (b.bytes() && inHostMemory(b))

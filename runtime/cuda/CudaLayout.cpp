@@ -135,7 +135,8 @@ MatmulLayout matmulLayout(const Shape &lhs, const Shape &rhs, bool transposeA,
 
 bool hasDeviceCode(const Plan &plan) {
   for (const PlanStep &s : plan.steps)
-    if (s.kernel.empty() && s.op != "step.matmul" && s.op != "step.reshape" &&
+    if (!s.host && s.kernel.empty() && s.op != "step.matmul" &&
+        s.op != "step.reshape" &&
         s.op != "step.stop_gradient" && s.op != "step.offload" &&
         s.op != "step.reload" && !isMatmulFusion(s))
       return false;

@@ -640,6 +640,9 @@ std::vector<HostTensor> hostStepArgs(double shift) {
 TEST(CudaCopySchedule, HostStepPlanIsWellFormed) {
   Artifact a = hostStepPlan();
   ASSERT_NO_THROW(a.plan.validate());
+  // Host steps need no kernel; the device steps have theirs.
+  EXPECT_TRUE(hasDeviceCode(a.plan));
+  EXPECT_EQ(launchCount(a.plan), 5); // 7 steps, 2 on the host
   CopySchedule s = copySchedule(a.plan);
   ASSERT_EQ(s.reloads.size(), 2u);
   EXPECT_EQ(s.reloads[0].step, 0); // a host param: no writer

@@ -49,3 +49,10 @@ func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = step.neg %h : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{step.memory of argument 0 must be "host" or "device", found "disk"}}
+func.func @train_step(%x: tensor<4xf32> {step.memory = "disk"}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

@@ -80,9 +80,10 @@ func.func @train_step(%arg0: tensor<4xf32> {step.kind = "param", step.name = "w"
 
 // A dynamic loss scale (state) read by the forward and broadcast to a
 // gradient's shape: those ops stay on the device with the scalar scale
-// reloaded (after the param: reloads come in order of first use), not a broadcast made on the host and copied. The update's
-// new param mixed with a device flag (the skip of a non-finite step) is
-// reloaded for the select, whose result goes out to the host slot.
+// reloaded (after the param: reloads come in order of first use), not a
+// broadcast made on the host and copied. The skip of a non-finite update
+// (a select between the new and the old param by the broadcast flag) runs
+// on the host: only the one-byte flag goes out, no param comes back.
 // CHECK-LABEL: func.func @train_step(
 // CHECK-NEXT: %[[WD:.+]] = step.reload %arg0 : tensor<4xf32>
 // CHECK-NEXT: %[[S:.+]] = step.reload %arg2 : tensor<f32>
@@ -93,11 +94,10 @@ func.func @train_step(%arg0: tensor<4xf32> {step.kind = "param", step.name = "w"
 // CHECK-NEXT: %[[T1:.+]] = step.add %arg1, %{{.+}} {step.host}
 // CHECK-NEXT: %[[GH:.+]] = step.offload %[[G]]
 // CHECK-NEXT: %[[P:.+]] = step.sgd_update %arg0, %[[GH]], %[[T1]], %{{.+}} {step.host}
-// CHECK-NEXT: %[[PD:.+]] = step.reload %[[P]]
-// CHECK-NEXT: %[[OKB:.+]] = step.broadcast_in_dim %[[OK]]
-// CHECK-NEXT: %[[SEL:.+]] = step.select %[[OKB]], %[[PD]], %[[WD]]
-// CHECK-NEXT: %[[SELH:.+]] = step.offload %[[SEL]]
-// CHECK-NEXT: return %{{.+}}, %[[SELH]], %[[T1]], %arg2
+// CHECK-NEXT: %[[OKH:.+]] = step.offload %[[OK]] : tensor<i1>
+// CHECK-NEXT: %[[OKB:.+]] = step.broadcast_in_dim %[[OKH]], dims = [] {step.host}
+// CHECK-NEXT: %[[SEL:.+]] = step.select %[[OKB]], %[[P]], %arg0 {step.host}
+// CHECK-NEXT: return %{{.+}}, %[[SEL]], %[[T1]], %arg2
 func.func @train_step(%w: tensor<4xf32> {step.kind = "param", step.name = "w"}, %t: tensor<i64> {step.kind = "state", step.name = "opt.step"}, %s: tensor<f32> {step.kind = "state", step.name = "amp.loss_scale"}, %x: tensor<4xf32> {step.kind = "input", step.name = "x"}) -> (tensor<f32> {step.name = "loss"}, tensor<4xf32> {step.kind = "param", step.name = "w"}, tensor<i64> {step.kind = "state", step.name = "opt.step"}, tensor<f32> {step.kind = "state", step.name = "amp.loss_scale"}) {
   %lr = step.constant dense<1.000000e-01> : tensor<f32>
   %one = step.constant dense<1> : tensor<i64>
