@@ -270,6 +270,28 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def DropoutOffset : Pass<"step-dropout-offset", "::mlir::ModuleOp"> {
+  let summary = "Feeds every dropout the step counter: a new mask per update";
+  let description = [{
+    On the inlined training step, sets the `offset` of every `step.dropout`
+    that has none to the `opt.step` argument (updates done so far), so the
+    mask changes every update while the first update (offset 0) keeps the
+    seed's mask. The forward's dropout and its VJP read the same offset.
+
+    ```mlir
+    %d = step.dropout %x p = 1.0e-01 seed = 42 : tensor<4x8xf32>
+    // becomes
+    %d = step.dropout %x offset %t p = 1.0e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def OffloadOptimizer : Pass<"step-offload-optimizer", "::mlir::ModuleOp"> {
   let summary = "ZeRO-Offload: optimizer state and update on the host CPU";
   let description = [{

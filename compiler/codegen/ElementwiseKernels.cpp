@@ -204,11 +204,22 @@ static ElementwiseSpec dropoutSpec(ops::DropoutOp op) {
   ElementwiseSpec spec;
   spec.needsIndex = true;
   spec.needs.splitmix = true;
+  std::string seed = litU(static_cast<uint64_t>(op.getSeed()));
+  // runtime/cpu dropoutKey: seed + offset * 0x9e3779b97f4a7c15 (mod 2^64).
+  std::string key =
+      op.getOffset()
+          ? "(" + seed + " + (unsigned long long)a1 * 0x9e3779b97f4a7c15ull)"
+          : seed;
+  if (op.getOffset()) {
+    spec.uniform = {false, true};
+    spec.pre = "  const long long a1 = in1[0];\n";
+    spec.preLoadsUniforms = true;
+  }
   spec.body = subst(
-      "      const unsigned long long bits = splitmix64($SEED ^ "
+      "      const unsigned long long bits = splitmix64($KEY ^ "
       "splitmix64((unsigned long long)i)) >> 40;\n"
       "      r0 = bits >= $THRESH ? a0 * $SCALE : 0.0f; // p = $P\n",
-      {{"SEED", litU(static_cast<uint64_t>(op.getSeed()))},
+      {{"KEY", key},
        {"THRESH", litU(threshold)},
        {"SCALE", litF(scale)},
        {"P", litD(p)}});

@@ -124,6 +124,9 @@ struct DimList {
 /// per-element type has at most 4 bytes.
 struct ElementwiseSpec {
   std::vector<bool> uniform; ///< per operand; empty = none uniform
+  /// `pre` only loads each uniform operand k into `a<k>` (element 0), so a
+  /// fusion can load them itself (FusionExpr) and skip `pre`.
+  bool preLoadsUniforms = false;
   bool asFloat = true;
   bool needsIndex = false;
   std::string pre, body;

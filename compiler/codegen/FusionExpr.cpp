@@ -224,12 +224,17 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
   if (!spec || op->getNumResults() != 1)
     throw rt::Error("codegen: '" + op->getName().getStringRef().str() +
                     "' cannot be computed per element in a fusion");
-  if (!spec->pre.empty() || !spec->uniform.empty())
+  if ((!spec->pre.empty() || !spec->uniform.empty()) &&
+      !spec->preLoadsUniforms)
     throw rt::Error("codegen: '" + op->getName().getStringRef().str() +
                     "' has uniform operands, which fusions do not support");
+  // A uniform operand (dropout's offset) is one element, read at 0.
   std::vector<std::string> args;
-  for (mlir::Value operand : op->getOperands())
-    args.push_back(valueAt(operand, idx));
+  for (auto [k, operand] : llvm::enumerate(op->getOperands()))
+    args.push_back(valueAt(operand, k < spec->uniform.size() &&
+                                            spec->uniform[k]
+                                        ? std::string("0")
+                                        : idx));
   needs_.half |= spec->needs.half;
   needs_.bf16 |= spec->needs.bf16;
   needs_.vec |= spec->needs.vec;

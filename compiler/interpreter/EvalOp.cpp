@@ -186,7 +186,8 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
       })
       .Case([&](ops::DropoutOp d) {
         return cpu::dropout(in[0], d.getP().convertToDouble(),
-                            static_cast<uint64_t>(d.getSeed()));
+                            static_cast<uint64_t>(d.getSeed()),
+                            cpu::dropoutOffset(in));
       })
       .Case([&](ops::AttentionOp a) {
         std::optional<double> scale;

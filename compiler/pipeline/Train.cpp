@@ -232,6 +232,9 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
     if (f.getName() != "train_step")
       f.erase();
   PassManager cleanup(ctx);
+  // Dropout masks keyed by the step counter, now that the forward's
+  // dropouts are in @train_step beside opt.step.
+  cleanup.addPass(ops::createDropoutOffset());
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
   // Last: canonicalization would fold the broadcasts back into splats.

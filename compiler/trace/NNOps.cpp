@@ -252,7 +252,8 @@ Tensor dropout(const Tensor &x, double p, int64_t seed, SourceLoc loc) {
   if (p == 0)
     return x;
   return wrap(g, g.create<ops::DropoutOp>(loc, "dropout", x.value().getType(),
-                                          x.value(), llvm::APFloat(p),
+                                          x.value(), mlir::Value(),
+                                          llvm::APFloat(p),
                                           static_cast<uint64_t>(seed)));
 }
 

@@ -107,21 +107,29 @@ def Step_DropoutOp : Step_Op<"dropout", [Pure, InferTypeOpInterface]>,
   let summary = "seeded, reproducible inverted dropout";
   let description = [{
     `torch.nn.functional.dropout(x, p, training=True)` with a counter-based
-    mask: element `i` is kept iff a hash of `(seed, i)` (splitmix64, see
-    `runtime/cpu/Kernels.h`) gives a uniform `u >= p`; kept elements are
-    scaled by `1 / (1 - p)`. The same seed gives the same mask on every
-    backend, which is what makes the op pure and its VJP exact.
+    mask: element `i` is kept iff a hash of `(key, i)` (splitmix64, see
+    `runtime/cpu/Kernels.h`) gives a uniform `u >= p`, where `key = seed +
+    offset * 0x9e3779b97f4a7c15` (mod 2^64; `offset` 0 when absent); kept
+    elements are scaled by `1 / (1 - p)`. The same seed and offset give the
+    same mask on every backend, which is what makes the op pure and its VJP
+    exact. `offset` (a rank-0 `i64`) draws a new mask per training step:
+    `step-dropout-offset` feeds it the step counter.
 
     C1: `0 <= p < 1`.
+    C2: `offset`, when present, is `tensor<i64>`.
 
     ```mlir
     %d = step.dropout %x p = 1.0e-01 seed = 42 : tensor<4x8xf32>
+    %e = step.dropout %x offset %t p = 1.0e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
     ```
   }];
-  let arguments = (ins Step_FloatTensor:$operand, F64Attr:$p, I64Attr:$seed);
+  let arguments = (ins Step_FloatTensor:$operand,
+                       Optional<Step_IntTensor>:$offset, F64Attr:$p,
+                       I64Attr:$seed);
   let results = (outs Step_FloatTensor:$result);
   let assemblyFormat =
-      "$operand `p` `=` $p `seed` `=` $seed attr-dict `:` type($operand)";
+      "$operand (`offset` $offset^)? `p` `=` $p `seed` `=` $seed attr-dict "
+      "`:` type($operand) (`,` type($offset)^)?";
   let extraClassDeclaration = inferDecl;
   let hasVerifier = 1;
   let hasFolder = 1;

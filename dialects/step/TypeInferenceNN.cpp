@@ -183,6 +183,12 @@ LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))
     return emitOpError("p = ") << p << " must be in [0, 1) (C1)";
+  if (Value offset = getOffset()) {
+    auto t = cast<RankedTensorType>(offset.getType());
+    if (t.getRank() != 0 || !t.getElementType().isInteger(64))
+      return emitOpError("offset must be tensor<i64>, found ")
+             << offset.getType() << " (C2)";
+  }
   return success();
 }
 

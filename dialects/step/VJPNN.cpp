@@ -214,8 +214,8 @@ FailureOr<Grads> dropoutVJP(OpBuilder &b, Operation *op, Value grad,
   // so dropout(g) with equal attributes is exactly mask / (1 - p) * g, and
   // nothing of the forward is saved.
   auto dropout = cast<DropoutOp>(op);
-  return Grads{b.create<DropoutOp>(op->getLoc(), grad, dropout.getPAttr(),
-                                   dropout.getSeedAttr())};
+  return Grads{b.create<DropoutOp>(op->getLoc(), grad, dropout.getOffset(),
+                                   dropout.getPAttr(), dropout.getSeedAttr())};
 }
 
 //===----------------------------------------------------------------------===//

@@ -250,9 +250,10 @@ const std::map<std::string, OpInfo> &opTable() {
       return one(crossEntropy(c.in[0], c.in[1], reductionOf(c),
                               c.optI64("ignore_index").value_or(-100)));
     });
-    add("dropout", 1, 1, [](const Ctx &c) {
+    add("dropout", 1, 2, [](const Ctx &c) {
       return one(dropout(c.in[0], c.f64("p"),
-                         static_cast<uint64_t>(c.i64("seed"))));
+                         static_cast<uint64_t>(c.i64("seed")),
+                         dropoutOffset(c.in)));
     });
     add("attention", 3, 3, [](const Ctx &c) {
       std::optional<double> scale;

@@ -137,9 +137,16 @@ enum class Reduction { None, Mean, Sum };
 HostTensor crossEntropy(const HostTensor &logits, const HostTensor &targets,
                         Reduction reduction, int64_t ignoreIndex);
 
-/// Inverted dropout: element i is kept iff dropoutKeep(seed, i, p), and kept
-/// elements are scaled by 1/(1-p). 0 <= p < 1.
-HostTensor dropout(const HostTensor &x, double p, uint64_t seed);
+/// Inverted dropout: element i is kept iff dropoutKeep(dropoutKey(seed,
+/// offset), i, p), and kept elements are scaled by 1/(1-p). 0 <= p < 1.
+HostTensor dropout(const HostTensor &x, double p, uint64_t seed,
+                   uint64_t offset = 0);
+/// The mask's key for `seed` at step `offset`: seed + offset * 0x9e37...
+/// (mod 2^64), so offset 0 keys by the seed alone.
+uint64_t dropoutKey(uint64_t seed, uint64_t offset);
+/// The offset operand of a dropout's operands (0 when there is none);
+/// throws unless it is one i64.
+uint64_t dropoutOffset(const std::vector<HostTensor> &operands);
 /// The mask, shared with the CUDA lowering so both backends drop the same
 /// elements: u = (splitmix64(seed ^ splitmix64(i)) >> 40) * 2^-24, a uniform
 /// in [0, 1) with 24 bits; keep iff u >= p.

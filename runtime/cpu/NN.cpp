@@ -203,9 +203,26 @@ bool dropoutKeep(uint64_t seed, uint64_t index, double p) {
   return u >= p;
 }
 
-HostTensor dropout(const HostTensor &x, double p, uint64_t seed) {
+uint64_t dropoutKey(uint64_t seed, uint64_t offset) {
+  return seed + offset * 0x9e3779b97f4a7c15ull;
+}
+
+uint64_t dropoutOffset(const std::vector<HostTensor> &operands) {
+  if (operands.size() < 2)
+    return 0;
+  const HostTensor &t = operands[1];
+  if (t.dtype() != DType::I64 || t.numel() != 1)
+    fail("dropout", "expected the offset as i64 [], found " +
+                        std::string(dtypeName(t.dtype())) + " " +
+                        shapeToString(t.shape()));
+  return static_cast<uint64_t>(t.data<int64_t>()[0]);
+}
+
+HostTensor dropout(const HostTensor &x, double p, uint64_t seed,
+                   uint64_t offset) {
   const char *op = "dropout";
   requireFloat(op, x, "operand");
+  seed = dropoutKey(seed, offset);
   if (!(p >= 0.0 && p < 1.0))
     fail(op, "expected 0 <= p < 1, found p = " + std::to_string(p));
   HostTensor y(x.dtype(), x.shape());

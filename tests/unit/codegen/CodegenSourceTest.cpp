@@ -129,6 +129,24 @@ TEST(ElementwiseKernels, DropoutMaskMatchesTheCpuReference) {
   }
 }
 
+// With an offset (the step counter): read once before the loop, mixed into
+// the key as runtime/cpu dropoutKey does.
+TEST(ElementwiseKernels, DropoutOffsetIsReadOnceAndKeysTheMask) {
+  KernelSource ks = firstKernel(
+      fn("%a: tensor<64x32xf32>, %t: tensor<i64>",
+         "step.dropout %a offset %t p = 2.500000e-01 seed = 42 : "
+         "tensor<64x32xf32>, tensor<i64>",
+         "tensor<64x32xf32>"));
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
+  size_t read = ks.source.find("const long long a1 = in1[0];");
+  ASSERT_NE(read, std::string::npos);
+  EXPECT_LT(read, ks.source.find("for ("));
+  EXPECT_TRUE(contains(ks.source, "splitmix64((42ull + (unsigned long "
+                                  "long)a1 * 0x9e3779b97f4a7c15ull) ^ "
+                                  "splitmix64("));
+  // NvrtcTest compiles it (allOps).
+}
+
 TEST(ElementwiseKernels, CopiesAndNoKernelOps) {
   KernelSource ks = firstKernel(
       fn("%a: tensor<4x8xi64>",

@@ -145,6 +145,23 @@ TEST(FusionLoop, OddSizeIsScalarAndDropoutUsesItsOwnIndex) {
   expectCompiles(ks);
 }
 
+// Dropout's offset is a rank-0 fusion input, read at index 0.
+TEST(FusionLoop, DropoutOffsetIsReadAtZero) {
+  KernelSource ks = firstKernel(fusionFn(
+      "%x: tensor<16xf32>, %t: tensor<i64>",
+      R"(step.fusion "loop" (%x, %t) : (tensor<16xf32>, tensor<i64>) -> tensor<16xf32> {
+  ^bb0(%a: tensor<16xf32>, %s: tensor<i64>):
+    %0 = step.exp %a : tensor<16xf32>
+    %1 = step.dropout %0 offset %s p = 2.500000e-01 seed = 42 : tensor<16xf32>, tensor<i64>
+    step.yield %1 : tensor<16xf32>
+  })", "tensor<16xf32>"), "loop_offset");
+  EXPECT_TRUE(contains(ks.source, "in1[0]"));
+  EXPECT_FALSE(contains(ks.source, "in1[i]"));
+  EXPECT_TRUE(contains(ks.source, "(unsigned long long)a1 * "
+                                  "0x9e3779b97f4a7c15ull"));
+  expectCompiles(ks);
+}
+
 TEST(FusionLoop, TwoOutputsOfDifferentShapesAndTypes) {
   // The pre-activation kept for the backward pass, and relu's mask as i1.
   KernelSource ks = firstKernel(fusionFnN(

@@ -134,7 +134,7 @@ func.func @f(%a: tensor<8x32xT>, %b: tensor<8x32xT>, %i: tensor<8xi64>,
   %6 = step.cast %a : tensor<8x32xT> -> tensor<8x32xi64>
   %7 = step.cast %6 : tensor<8x32xi64> -> tensor<8x32xT>
   %8 = step.cast %a : tensor<8x32xT> -> tensor<8x32xf32>
-  %9 = step.dropout %a p = 1.0e-01 seed = 7 : tensor<8x32xT>
+  %9 = step.dropout %a offset %t p = 1.0e-01 seed = 7 : tensor<8x32xT>, tensor<i64>
   %10 = step.transpose %a, perm = [1, 0] : tensor<8x32xT> -> tensor<32x8xT>
   %11 = step.broadcast_in_dim %w, dims = [1] : tensor<32xT> -> tensor<8x32xT>
   %12 = step.pad %a low = [1, 0] high = [0, 2] value = -1.0 : tensor<8x32xT> -> tensor<9x34xT>

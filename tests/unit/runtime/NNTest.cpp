@@ -268,6 +268,40 @@ TEST(Dropout, AppliesMaskAndScale) {
   EXPECT_TRUE(dropout(x, 0.0, 9).bitwiseEqual(x));
 }
 
+// The offset (the step counter, step-dropout-offset) keys a new mask per
+// step; offset 0 is the seed's own mask, so a step before the pass and the
+// first step after it agree.
+TEST(Dropout, OffsetDrawsANewMaskPerStep) {
+  const int64_t n = 20000;
+  HostTensor x = make(DType::F32, {n}, std::vector<double>(n, 1.0));
+  HostTensor base = dropout(x, 0.3, 1234);
+  EXPECT_TRUE(dropout(x, 0.3, 1234, 0).bitwiseEqual(base));
+  EXPECT_EQ(dropoutKey(1234, 0), 1234u);
+  EXPECT_EQ(dropoutKey(1234, 1), 1234u + 0x9e3779b97f4a7c15ull);
+  std::vector<HostTensor> masks = {base};
+  for (uint64_t offset : {1u, 2u, 3u, 1000u}) {
+    HostTensor y = dropout(x, 0.3, 1234, offset);
+    EXPECT_TRUE(y.bitwiseEqual(dropout(x, 0.3, dropoutKey(1234, offset))));
+    int64_t kept = 0, same = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      kept += y.data<float>()[i] != 0.0f;
+      same += (y.data<float>()[i] != 0.0f) == (base.data<float>()[i] != 0.0f);
+    }
+    // About 0.7 n kept (5 sigma of Binomial(n, 0.7)); independent masks
+    // agree on about 0.7^2 + 0.3^2 = 0.58 of the elements, not all.
+    EXPECT_NEAR(static_cast<double>(kept), 0.7 * n, 325) << offset;
+    EXPECT_NEAR(static_cast<double>(same), 0.58 * n, 350) << offset;
+    for (const HostTensor &m : masks)
+      EXPECT_FALSE(y.bitwiseEqual(m)) << offset;
+    masks.push_back(y);
+  }
+  HostTensor off = make(DType::I64, {}, {2});
+  EXPECT_EQ(dropoutOffset({x, off}), 2u);
+  EXPECT_EQ(dropoutOffset({x}), 0u);
+  EXPECT_ERROR(dropoutOffset({x, make(DType::I32, {}, {2})}),
+               {"step.dropout", "expected the offset as i64 [], found i32 []"});
+}
+
 TEST(Dropout, Errors) {
   HostTensor x(DType::F32, {2});
   EXPECT_ERROR(dropout(x, 1.0, 0), {"step.dropout", "0 <= p < 1", "p = 1"});

@@ -155,8 +155,8 @@ func.func @matmul(%a: tensor<3x8xf32>, %b: tensor<8x3xf32>) {
 }
 
 // CHECK-LABEL: func.func @nn
-// CHECK-SAME: (%[[X:.+]]: tensor<4x10xf32>, %[[W:.+]]: tensor<10xf32>, %[[T:.+]]: tensor<4xi64>)
-func.func @nn(%x: tensor<4x10xf32>, %w: tensor<10xf32>, %t: tensor<4xi64>) {
+// CHECK-SAME: (%[[X:.+]]: tensor<4x10xf32>, %[[W:.+]]: tensor<10xf32>, %[[T:.+]]: tensor<4xi64>, %[[S:.+]]: tensor<i64>)
+func.func @nn(%x: tensor<4x10xf32>, %w: tensor<10xf32>, %t: tensor<4xi64>, %s: tensor<i64>) {
   // CHECK-NEXT: step.softmax %[[X]] dim = 1 : tensor<4x10xf32>{{$}}
   %0 = "step.softmax"(%x) <{dimension = 1 : i64}> : (tensor<4x10xf32>) -> tensor<4x10xf32>
   // CHECK-NEXT: step.log_softmax %[[X]] dim = 0 : tensor<4x10xf32>{{$}}
@@ -167,6 +167,8 @@ func.func @nn(%x: tensor<4x10xf32>, %w: tensor<10xf32>, %t: tensor<4xi64>) {
   %3 = "step.embedding"(%t, %x) : (tensor<4xi64>, tensor<4x10xf32>) -> tensor<4x10xf32>
   // CHECK-NEXT: step.dropout %[[X]] p = 2.500000e-01 seed = 7 : tensor<4x10xf32>{{$}}
   %4 = "step.dropout"(%x) <{p = 0.25 : f64, seed = 7 : i64}> : (tensor<4x10xf32>) -> tensor<4x10xf32>
+  // CHECK-NEXT: step.dropout %[[X]] offset %[[S]] p = 2.500000e-01 seed = 7 : tensor<4x10xf32>, tensor<i64>{{$}}
+  %5 = "step.dropout"(%x, %s) <{p = 0.25 : f64, seed = 7 : i64}> : (tensor<4x10xf32>, tensor<i64>) -> tensor<4x10xf32>
   return
 }
 

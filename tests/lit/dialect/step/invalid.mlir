@@ -1670,6 +1670,22 @@ func.func @dropout_c1_one(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+func.func @dropout_c2_offset_type(%x: tensor<4x8xf32>, %t: tensor<i32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.dropout' op offset must be tensor<i64>, found 'tensor<i32>' (C2)}}
+  %0 = step.dropout %x offset %t p = 0.5 seed = 0 : tensor<4x8xf32>, tensor<i32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @dropout_c2_offset_rank(%x: tensor<4x8xf32>, %t: tensor<2xi64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.dropout' op offset must be tensor<i64>, found 'tensor<2xi64>' (C2)}}
+  %0 = step.dropout %x offset %t p = 0.5 seed = 0 : tensor<4x8xf32>, tensor<2xi64>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @dropout_c1_negative(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'step.dropout' op p = -1.000000e-01 must be in [0, 1) (C1)}}
   %0 = step.dropout %x p = -0.1 seed = 0 : tensor<4x8xf32>

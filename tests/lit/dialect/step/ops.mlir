@@ -946,6 +946,15 @@ func.func @dropout(%f32: tensor<4x8xf32>, %f16: tensor<?xf16>, %bf16: tensor<bf1
   return %0, %1, %2, %3, %4 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<?xf16>, tensor<bf16>, tensor<0x2xf32>
 }
 
+// The step counter as the mask's offset (step-dropout-offset).
+// CHECK-LABEL: func.func @dropout_offset
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[T:.+]]: tensor<i64>)
+// CHECK-NEXT: step.dropout %[[X]] offset %[[T]] p = 1.000000e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>{{$}}
+func.func @dropout_offset(%x: tensor<4x8xf32>, %t: tensor<i64>) -> tensor<4x8xf32> {
+  %0 = step.dropout %x offset %t p = 1.0e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
+  return %0 : tensor<4x8xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // step.attention
 //===----------------------------------------------------------------------===//
