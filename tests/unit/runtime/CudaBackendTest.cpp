@@ -502,6 +502,14 @@ DONE:
 }
 )";
 
+/// The PTX add as the kernel `step_test_add` of `p`'s artifact.
+void addPtxAdd(PlanBuilder &p) {
+  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
+  p.artifact.meta["kernels"]["step_test_add"] = {
+      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
+      {"params", {"in0", "in1", "out0"}}};
+}
+
 /// h = x + c (PTX kernel); y = h w; z = h w2^T; b = hb w (batched, shared
 /// rhs, transposed lhs); r = reshape(y).
 Artifact devicePlan() {
@@ -527,10 +535,7 @@ Artifact devicePlan() {
   p.result(z, "z");
   p.result(b, "b");
   p.result(h, "h");
-  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
-  p.artifact.meta["kernels"]["step_test_add"] = {
-      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
-      {"params", {"in0", "in1", "out0"}}};
+  addPtxAdd(p);
   return p.artifact;
 }
 
@@ -572,10 +577,7 @@ Artifact offloadPlan() {
   p.result(z, "z");
   p.result(v, "v");
   p.result(rx, "rx");
-  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
-  p.artifact.meta["kernels"]["step_test_add"] = {
-      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
-      {"params", {"in0", "in1", "out0"}}};
+  addPtxAdd(p);
   return p.artifact;
 }
 
@@ -618,10 +620,7 @@ Artifact hostStepPlan() {
   p.result(y, "loss");
   p.result(hn, "w");
   p.result(hs, "m");
-  p.artifact.sections["ptx.step_test_add"] = kAddPtx;
-  p.artifact.meta["kernels"]["step_test_add"] = {
-      {"grid", 1}, {"block", 32}, {"shared_bytes", 0},
-      {"params", {"in0", "in1", "out0"}}};
+  addPtxAdd(p);
   return p.artifact;
 }
 

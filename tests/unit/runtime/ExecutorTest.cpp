@@ -212,35 +212,33 @@ TEST(Executor, HostStepsTouchHostMemoryOnly) {
   expectExact(r[0], F32, {2, 3}, sum);
   expectExact(r[1], F32, {2, 3}, neg);
 
-  PlanBuilder readsDevice;
-  hostStepPlan(readsDevice);
-  readsDevice.plan.steps[0].operands[0] = 1;
-  EXPECT_ERROR(readsDevice.plan.validate(),
-               {"host step 0 (step.neg) reads device buffer 'x'; a host "
-                "step reads host memory only"});
-  PlanBuilder writesDevice;
-  hostStepPlan(writesDevice);
-  writesDevice.plan.steps[0].results[0] = 3;
-  EXPECT_ERROR(writesDevice.plan.validate(),
-               {"step 0 (step.neg) must write host buffer '%3'; a host step "
-                "writes host buffers only"});
-  PlanBuilder deviceReadsParam;
-  hostStepPlan(deviceReadsParam);
-  deviceReadsParam.plan.steps[2].operands[0] = 0;
-  EXPECT_ERROR(deviceReadsParam.plan.validate(),
-               {"step 2 (step.add) reads host buffer 'w'; only step.reload "
-                "and host steps may"});
-  PlanBuilder hostInput;
-  hostStepPlan(hostInput);
-  hostInput.plan.buffers[1].host = true;
-  EXPECT_ERROR(hostInput.plan.validate(),
-               {"input buffer 'x' has memory 'host'; only params and "
-                "optimizer state may"});
-  PlanBuilder hostCollective;
-  hostStepPlan(hostCollective);
-  hostCollective.plan.steps[0].op = "step.all_reduce";
-  EXPECT_ERROR(hostCollective.plan.validate(),
-               {"step 0 (step.all_reduce) cannot run on the host"});
+  // Each defect, made in a fresh copy of the plan, and its message.
+  struct Defect {
+    std::function<void(Plan &)> make;
+    const char *message;
+  };
+  const Defect defects[] = {
+      {[](Plan &p) { p.steps[0].operands[0] = 1; },
+       "host step 0 (step.neg) reads device buffer 'x'; a host step reads "
+       "host memory only"},
+      {[](Plan &p) { p.steps[0].results[0] = 3; },
+       "step 0 (step.neg) must write host buffer '%3'; a host step writes "
+       "host buffers only"},
+      {[](Plan &p) { p.steps[2].operands[0] = 0; },
+       "step 2 (step.add) reads host buffer 'w'; only step.reload and host "
+       "steps may"},
+      {[](Plan &p) { p.buffers[1].host = true; },
+       "input buffer 'x' has memory 'host'; only params and optimizer "
+       "state may"},
+      {[](Plan &p) { p.steps[0].op = "step.all_reduce"; },
+       "step 0 (step.all_reduce) cannot run on the host"},
+  };
+  for (const Defect &d : defects) {
+    PlanBuilder bad;
+    hostStepPlan(bad);
+    d.make(bad.plan);
+    EXPECT_ERROR(bad.plan.validate(), {d.message});
+  }
   nlohmann::json j = toJson(good.plan);
   j["buffers"][0]["memory"] = "disk";
   EXPECT_ERROR(planFromJson(j), {"buffer 'w' has memory 'disk'; expected "
