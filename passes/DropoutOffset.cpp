@@ -9,7 +9,10 @@
 // Guarantees:
 //   * After the pass every dropout of @train_step has an offset: the value
 //     of the `opt.step` argument (updates done before this one: 0, 1, ...).
-//     A dropout that already has an offset keeps it.
+//     A dropout step-grad-accum gave micro-batch j's index as its offset
+//     (marked `step.micro_batches = K`) gets opt.step * K + j, so every
+//     micro-batch of every update draws its own masks. Any other dropout
+//     that already has an offset keeps it.
 //   * The first update (opt.step = 0) computes exactly what it computed
 //     before: offset 0 keys the mask by the seed alone
 //     (runtime/cpu/Kernels.h dropoutKey). Later updates draw other masks.
@@ -21,10 +24,8 @@
 // dropout is left unchanged; one with dropout but no `opt.step` argument
 // is an error.
 //
-// Known limit: under --grad-accum the K micro-batches of one update read
-// the same counter, so they share a mask per update (it still changes
-// every update). Under fp16 a skipped (non-finite) update keeps the
-// counter, so the retried step reuses its mask.
+// Known limit: under fp16 a skipped (non-finite) update keeps the counter,
+// so the retried step reuses its masks.
 //
 // Cost: O(N) for N ops.
 //
@@ -51,7 +52,7 @@ struct DropoutOffsetPass : impl::DropoutOffsetBase<DropoutOffsetPass> {
     }
     SmallVector<DropoutOp> dropouts;
     f.walk([&](DropoutOp d) {
-      if (!d.getOffset())
+      if (!d.getOffset() || d->hasAttr("step.micro_batches"))
         dropouts.push_back(d);
     });
     if (dropouts.empty())
@@ -72,8 +73,21 @@ struct DropoutOffsetPass : impl::DropoutOffsetBase<DropoutOffsetPass> {
           << "draw a new mask per update from (run step-optimizer first)";
       return signalPassFailure();
     }
-    for (DropoutOp d : dropouts)
-      d.getOffsetMutable().assign(counter);
+    for (DropoutOp d : dropouts) {
+      auto micro = d->getAttrOfType<IntegerAttr>("step.micro_batches");
+      if (!micro || !d.getOffset()) {
+        d.getOffsetMutable().assign(counter);
+        continue;
+      }
+      // opt.step * K + j (CSE shares the product among the dropouts).
+      OpBuilder b(d);
+      Value k = b.create<ConstantOp>(
+          d.getLoc(), type, DenseElementsAttr::get(type, micro.getValue()));
+      Value first = b.create<MulOp>(d.getLoc(), counter, k);
+      d.getOffsetMutable().assign(
+          b.create<AddOp>(d.getLoc(), first, d.getOffset()).getResult());
+      d->removeAttr("step.micro_batches");
+    }
     f->setAttr("step.dropout_offset",
                Builder(f.getContext())
                    .getI64IntegerAttr(static_cast<int64_t>(dropouts.size())));

@@ -18,6 +18,13 @@
 // module untouched. Inputs of rank 0 or with a dynamic leading dim are an
 // error.
 //
+// Dropout: each micro-batch must draw its own masks. When the micro
+// function has dropouts, it takes one more argument, the micro-batch index
+// j (a tensor<i64>, the constant j at call j), fed as the `offset` of each
+// of its dropouts, which get `step.micro_batches = K`; step-dropout-offset
+// later makes that offset opt.step * K + j, so update u, micro-batch j
+// keys its masks by u * K + j (the forward's dropout and its VJP alike).
+//
 // Cost: K calls (step-inline later unrolls them, so the IR grows K-fold);
 // one running sum per gradient, so the accumulators add one gradient-sized
 // buffer per param, not K.
@@ -112,6 +119,7 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
         f.setResultAttrs(j, attrs);
     Block *body = f.addEntryBlock();
     b.setInsertionPointToStart(body);
+    bool microIndex = feedMicroIndex(micro);
 
     SmallVector<Value> sums(kept.size());
     for (int64_t j = 0; j < k; ++j) {
@@ -133,6 +141,11 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
             b.getDenseI64ArrayAttr(limit),
             b.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 1))));
       }
+      if (microIndex) {
+        auto scalar = RankedTensorType::get({}, b.getI64Type());
+        args.push_back(b.create<ConstantOp>(
+            loc, scalar, DenseElementsAttr::get(scalar, b.getI64IntegerAttr(j))));
+      }
       auto call = b.create<func::CallOp>(loc, micro, args);
       for (auto [s, r] : llvm::enumerate(kept)) {
         Value v = toF32(b, loc, call.getResult(r));
@@ -149,6 +162,32 @@ struct GradAccumPass : impl::GradAccumBase<GradAccumPass> {
       results.push_back(mean);
     }
     b.create<func::ReturnOp>(loc, results);
+  }
+
+  /// With dropouts in `micro`: a last argument, the micro-batch index, as
+  /// their offset, and `step.micro_batches = k` on them (step-dropout-offset
+  /// mixes in the step counter). Returns whether the argument was added.
+  bool feedMicroIndex(func::FuncOp micro) {
+    SmallVector<DropoutOp> dropouts;
+    micro.walk([&](DropoutOp d) {
+      if (!d.getOffset())
+        dropouts.push_back(d);
+    });
+    if (dropouts.empty())
+      return false;
+    unsigned n = micro.getNumArguments();
+    Builder b(micro.getContext());
+    auto scalar = RankedTensorType::get({}, b.getI64Type());
+    micro.insertArgument(
+        n, scalar,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("step.name", b.getStringAttr("micro_batch"))}),
+        micro.getLoc());
+    for (DropoutOp d : dropouts) {
+      d.getOffsetMutable().assign(micro.getArgument(n));
+      d->setAttr("step.micro_batches", b.getI64IntegerAttr(k));
+    }
+    return true;
   }
 
   /// Inputs split into micro-batches: all but step-pad-dynamic's valid

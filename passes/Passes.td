@@ -276,7 +276,9 @@ def DropoutOffset : Pass<"step-dropout-offset", "::mlir::ModuleOp"> {
     On the inlined training step, sets the `offset` of every `step.dropout`
     that has none to the `opt.step` argument (updates done so far), so the
     mask changes every update while the first update (offset 0) keeps the
-    seed's mask. The forward's dropout and its VJP read the same offset.
+    seed's mask; one step-grad-accum fed micro-batch j's index (marked
+    `step.micro_batches = K`) gets `opt.step * K + j`. The forward's
+    dropout and its VJP read the same offset.
 
     ```mlir
     %d = step.dropout %x p = 1.0e-01 seed = 42 : tensor<4x8xf32>

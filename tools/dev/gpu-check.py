@@ -57,6 +57,11 @@ CASES = [
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4),
     ("gpt2_dp1_nccl", "gpt2", ["--shard=dp", "--world-size=1"], 1e-4),
     ("gpt2_zero3_1_nccl", "gpt2", ["--shard=zero3", "--world-size=1"], 1e-4),
+    # ZeRO-Offload: pinned params and state, the update as host functions
+    # in the graph (the CPU kernels, so a few ulp from the NVRTC update).
+    ("gpt2_offload_optimizer", "gpt2", ["--offload-optimizer"], 1e-4),
+    ("mlp_fp16_offload_optimizer", "mlp",
+     ["--amp=fp16", "--loss-scale=dynamic", "--offload-optimizer"], 1e-2),
 ]
 TRAIN = ["--optimizer=adamw,lr=1e-3", "--clip=1.0"]
 

@@ -10,7 +10,9 @@
 //     do (the defect the pass fixes: without it every update drew the
 //     first update's masks);
 //   * the CPU backend (fusions with the offset as a rank-0 input) gives the
-//     interpreter's bits at every counter value.
+//     interpreter's bits at every counter value;
+//   * under --grad-accum=2 each micro-batch draws the masks of its own
+//     counter value (update u, micro-batch j: u * 2 + j).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,8 @@
 #include "mlir/IR/Verifier.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 namespace {
 using namespace step;
@@ -91,6 +95,50 @@ TEST_P(DropoutOffset, NewMasksAfterTheFirstUpdate) {
       first = got;
     else
       EXPECT_FALSE(got[0].bitwiseEqual(first[0]));
+  }
+}
+
+// --grad-accum=2 on a batch whose two halves are the same rows: micro-batch
+// j of update u draws the masks of a one-micro-batch update u * 2 + j, so
+// the accumulated loss is the mean of those two updates' losses (before,
+// both halves drew the same masks and the mean was one of them).
+TEST_P(DropoutOffset, EveryMicroBatchDrawsItsOwnMasks) {
+  Model model = dropoutMlp();
+  auto ctx = makeContext();
+  TrainOptions t;
+  t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
+  t.fuse = GetParam();
+  BuiltStep one = buildStep(ctx.get(), model, t);
+  t.gradAccum = 2;
+  BuiltStep two = buildStep(ctx.get(), model, t);
+  ASSERT_TRUE(one.module) << one.errors;
+  ASSERT_TRUE(two.module) << two.errors;
+  FuncOp f1 = one.step(), f2 = two.step();
+  std::vector<rt::HostTensor> a1 = trainArgs(f1, model);
+  std::vector<rt::HostTensor> a2 = trainArgs(f2, model);
+  for (unsigned i = 0; i < a2.size(); ++i) {
+    auto kind = f2.getArgAttrOfType<mlir::StringAttr>(i, "step.kind");
+    if (!kind || kind.getValue() != "input")
+      continue;
+    // Both halves: the one-micro-batch step's rows.
+    const rt::HostTensor &half = a1[i];
+    ASSERT_EQ(a2[i].byteSize(), 2 * half.byteSize());
+    auto *dst = static_cast<char *>(a2[i].raw());
+    std::memcpy(dst, half.raw(), half.byteSize());
+    std::memcpy(dst + half.byteSize(), half.raw(), half.byteSize());
+  }
+  for (int64_t u : {0, 1}) {
+    SCOPED_TRACE("update " + std::to_string(u));
+    std::vector<rt::HostTensor> r0 =
+        interpretOrFail(f1, atCounter(f1, a1, 2 * u));
+    std::vector<rt::HostTensor> r1 =
+        interpretOrFail(f1, atCounter(f1, a1, 2 * u + 1));
+    std::vector<rt::HostTensor> r = interpretOrFail(f2, atCounter(f2, a2, u));
+    ASSERT_FALSE(r0.empty() || r1.empty() || r.empty());
+    double l0 = r0[0].getAsDouble(0), l1 = r1[0].getAsDouble(0);
+    EXPECT_NE(l0, l1);
+    // f32 sum and division: a few ulp.
+    EXPECT_NEAR(r[0].getAsDouble(0), (l0 + l1) / 2, 1e-6 * std::abs(l0 + l1));
   }
 }
 

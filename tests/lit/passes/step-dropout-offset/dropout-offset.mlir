@@ -30,3 +30,20 @@ func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = step.neg %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A micro-batch index from step-grad-accum (offset %j, marked
+// step.micro_batches = 4) becomes opt.step * 4 + j.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<i64> {step.kind = "state", step.name = "opt.step"}
+// CHECK:      %[[K:.+]] = step.constant dense<4> : tensor<i64>
+// CHECK-NEXT: %[[TK:.+]] = step.mul %[[T]], %[[K]] : tensor<i64>
+// CHECK-NEXT: %[[O:.+]] = step.add %[[TK]], %[[J:.+]] : tensor<i64>
+// CHECK-NEXT: step.dropout %{{.+}} offset %[[O]] p = 5.000000e-01 seed = 3 : tensor<4xf32>, tensor<i64>
+// CHECK-NOT:  step.micro_batches
+func.func @train_step(%t: tensor<i64> {step.kind = "state", step.name = "opt.step"}, %x: tensor<4xf32> {step.kind = "input", step.name = "x"}) -> tensor<4xf32> {
+  %j = step.constant dense<1> : tensor<i64>
+  %d = step.dropout %x offset %j p = 0.5 seed = 3 {step.micro_batches = 4 : i64} : tensor<4xf32>, tensor<i64>
+  return %d : tensor<4xf32>
+}
