@@ -62,6 +62,19 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
        std::to_string(t.amp.growthInterval);
   for (const std::string &k : t.amp.keepF32)
     s += "," + k;
+  // The memory passes and sharding change the plan too.
+  s += ";remat=" + t.remat.mode + "," + std::to_string(t.remat.budget);
+  const OffloadOptions &f = t.offload;
+  s += ";offload=" + f.mode + "," + std::to_string(f.linkBandwidth) + "," +
+       std::to_string(f.deviceFlops) + "," + std::to_string(f.memoryBandwidth) +
+       "," + std::to_string(f.maxExposed) + "," + std::to_string(f.minBytes) +
+       ";offload_optimizer=" + std::to_string(t.offloadOptimizer);
+  const ShardOptions &h = t.shard;
+  s += ";shard=" + h.mode + "," + std::to_string(h.worldSize) + "," +
+       std::to_string(h.tp) + "," + std::to_string(h.bucketBytes) + "," +
+       std::to_string(h.prefetch);
+  for (const auto &[symbol, size] : t.buckets)
+    s += ";bucket=" + symbol + ":" + std::to_string(size);
   return s;
 }
 
@@ -120,6 +133,10 @@ rt::Artifact compileModel(const std::string &modelMlir,
       describeOffload(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
   if (!offload.is_null())
     artifact.meta["offload"] = offload;
+  nlohmann::json offloadOptimizer = describeOffloadOptimizer(
+      module->lookupSymbol<mlir::func::FuncOp>("train_step"));
+  if (!offloadOptimizer.is_null())
+    artifact.meta["offload_optimizer"] = offloadOptimizer;
   nlohmann::json shard =
       describeShard(module->lookupSymbol<mlir::func::FuncOp>("train_step"));
   if (!shard.is_null())

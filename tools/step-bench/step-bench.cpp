@@ -248,6 +248,8 @@ int main(int argc, char **argv) {
         {"planned_peak_bytes", artifact.plan.arenaBytes},
         {"remat", artifact.meta.value("remat", nlohmann::json())},
         {"offload", artifact.meta.value("offload", nlohmann::json())},
+        {"offload_optimizer",
+         artifact.meta.value("offload_optimizer", nlohmann::json())},
         {"host_bytes", artifact.plan.hostBytes},
         {"machine",
          {{"host", host}, {"cores", std::thread::hardware_concurrency()}}}};

@@ -421,6 +421,8 @@ int main(int argc, char **argv) {
                           {"arena_bytes", artifact.plan.arenaBytes}});
     if (!shard.is_null())
       artifact.meta["shard"] = shard;
+    if (!offloadOptimizer.is_null())
+      artifact.meta["offload_optimizer"] = offloadOptimizer;
 #ifdef STEP_HAVE_CODEGEN
     if (!o.noKernels) {
       step::codegen::NvrtcOptions nvrtc;

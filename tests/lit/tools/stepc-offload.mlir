@@ -64,6 +64,7 @@ func.func @forward(%x: tensor<64x16xf32> {step.kind = "input", step.name = "x"},
 // The plan marks the host memory and the host steps.
 // ZO-ARTIFACT-DAG: "memory":"host"
 // ZO-ARTIFACT-DAG: "host":true
+// ZO-ARTIFACT-DAG: "offload_optimizer":{"host_ops":{{[1-9]}}
 
 // ZO-BUDGET: stepc: --offload-optimizer and --remat-budget cannot be combined
 // ZO-TRAIN: stepc: --offload-optimizer needs --train

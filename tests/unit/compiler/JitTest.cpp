@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -93,6 +95,27 @@ TEST_F(JitTest, SecondUseLoadsFromMemoryThenFromDisk) {
   fourth.step(batch(0));
   EXPECT_NE(fourth.key(), first.key());
   EXPECT_FALSE(fourth.fromCache());
+
+  // Every option that changes the plan changes the key: a cached artifact
+  // compiled without recomputation (say) is never handed to a user who
+  // asked for it.
+  // (Sharding is keyed too; a sharded step needs its ranks to run.)
+  std::vector<void (*)(JitOptions &)> changes = {
+      [](JitOptions &o) { o.train.remat.mode = "max"; },
+      [](JitOptions &o) { o.train.offload = OffloadOptions::parse("all"); },
+      [](JitOptions &o) { o.train.offloadOptimizer = true; },
+      [](JitOptions &o) { o.train.fuse = false; },
+  };
+  std::set<std::string> keys = {first.key()};
+  for (auto change : changes) {
+    JitOptions o = options(dir);
+    change(o);
+    Jit other = jit(tinyModel, o);
+    other.step(batch(0));
+    EXPECT_FALSE(other.fromCache()) << "key " << other.key();
+    keys.insert(other.key());
+  }
+  EXPECT_EQ(keys.size(), changes.size() + 1);
 }
 
 TEST_F(JitTest, ADamagedCacheEntryIsRecompiled) {
