@@ -231,6 +231,9 @@ std::vector<TpCase> tpCases() {
        [](TrainOptions &t) { t.remat.mode = "max"; }},
       {"GPT2_tp2_OffloadAll", gpt2At, 4, 2, 2, false, gpt2Split(2),
        [](TrainOptions &t) { t.offload = OffloadOptions::parse("all"); }},
+      // ZeRO-Offload: each rank's (split) params and state on the host.
+      {"GPT2_dp2_tp2_OffloadOptimizer", gpt2At, 4, 2, 4, true, gpt2Split(2),
+       [](TrainOptions &t) { t.offloadOptimizer = true; }},
       // Mixed precision: the casts come after the split, so each rank's
       // half-precision partial products are summed by the all_reduce; the
       // bound tells a right sum from a wrong one (as ShardDiff's Bf16).
