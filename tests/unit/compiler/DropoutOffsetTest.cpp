@@ -49,15 +49,21 @@ std::vector<rt::HostTensor> atCounter(FuncOp f, std::vector<rt::HostTensor> args
   return args;
 }
 
-class DropoutOffset : public testing::TestWithParam<bool> {};
+class DropoutOffset : public testing::TestWithParam<bool> {
+protected:
+  /// AdamW, fused or not (the parameter).
+  TrainOptions options() const {
+    TrainOptions t;
+    t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
+    t.fuse = GetParam();
+    return t;
+  }
+  Model model = dropoutMlp();
+  std::unique_ptr<mlir::MLIRContext> ctx = makeContext();
+};
 
 TEST_P(DropoutOffset, NewMasksAfterTheFirstUpdate) {
-  Model model = dropoutMlp();
-  auto ctx = makeContext();
-  TrainOptions t;
-  t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
-  t.fuse = GetParam();
-  BuiltStep built = buildStep(ctx.get(), model, t);
+  BuiltStep built = buildStep(ctx.get(), model, options());
   ASSERT_TRUE(built.module) << built.errors;
   FuncOp f = built.step();
   auto fed = f->getAttrOfType<mlir::IntegerAttr>("step.dropout_offset");
@@ -103,11 +109,7 @@ TEST_P(DropoutOffset, NewMasksAfterTheFirstUpdate) {
 // the accumulated loss is the mean of those two updates' losses (before,
 // both halves drew the same masks and the mean was one of them).
 TEST_P(DropoutOffset, EveryMicroBatchDrawsItsOwnMasks) {
-  Model model = dropoutMlp();
-  auto ctx = makeContext();
-  TrainOptions t;
-  t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
-  t.fuse = GetParam();
+  TrainOptions t = options();
   BuiltStep one = buildStep(ctx.get(), model, t);
   t.gradAccum = 2;
   BuiltStep two = buildStep(ctx.get(), model, t);
