@@ -233,6 +233,13 @@ struct AdamHyper {
 struct AdamResult {
   HostTensor param, expAvg, expAvgSq;
 };
+/// Threads the elementwise optimizer updates (sgd_update, adamw_update) may
+/// split a large tensor over: each thread takes a contiguous range of
+/// elements, so the results are the same bits for every count. Default
+/// (0): the machine's cores. 1: one thread. Process-wide.
+void setUpdateThreads(int threads);
+int updateThreads();
+
 /// One torch.optim.AdamW step (amsgrad=False, single-tensor path):
 ///   p *= 1 - lr*wd; m = m*beta1 + (1-beta1)*g; v = v*beta2 + (1-beta2)*g*g;
 ///   denom = sqrt(v) / sqrt(1 - beta2^step) + eps;

@@ -15,11 +15,50 @@
 
 #include "runtime/cpu/KernelUtil.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 namespace step::rt::cpu {
 
 using namespace detail;
+
+namespace {
+std::atomic<int> configuredThreads{0};
+
+/// Runs body(begin, end) over [0, n) in contiguous ranges, one per thread
+/// (the calling thread takes the first): at most updateThreads() threads,
+/// each with at least kMinPerThread elements, so small tensors stay on
+/// the caller. Elementwise bodies give the same bits however n is split.
+template <typename Body> void forRanges(int64_t n, const Body &body) {
+  constexpr int64_t kMinPerThread = int64_t(1) << 18;
+  int64_t threads =
+      std::min<int64_t>(updateThreads(), std::max<int64_t>(1, n / kMinPerThread));
+  if (threads <= 1) {
+    body(int64_t(0), n);
+    return;
+  }
+  int64_t per = (n + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (int64_t k = 1; k < threads; ++k)
+    pool.emplace_back([&body, k, per, n] {
+      body(k * per, std::min(n, (k + 1) * per));
+    });
+  body(int64_t(0), std::min(n, per));
+  for (std::thread &t : pool)
+    t.join();
+}
+} // namespace
+
+void setUpdateThreads(int threads) { configuredThreads = std::max(0, threads); }
+
+int updateThreads() {
+  int t = configuredThreads;
+  if (t > 0)
+    return t;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 //===----------------------------------------------------------------------===//
 // step.embedding_grad
@@ -266,21 +305,25 @@ SgdResult sgdUpdate(const HostTensor &param, const HostTensor &grad,
   const float mom = static_cast<float>(hyper.momentum);
   const float keep = static_cast<float>(1.0 - hyper.dampening);
   const float negLr = -lrF;
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    // d_p = grad.add(param, alpha=weight_decay), only when it is non-zero
-    // (0 * inf would otherwise turn an infinite param's gradient into NaN).
-    float d = g[i];
-    if (hyper.weightDecay != 0)
-      d = d + wd * p[i];
-    if (useMomentum) {
-      // Step 1: PyTorch creates the buffer as a copy of d_p.
-      float buf =
-          t == 1 ? d : loadF(dt, momentumBuffer->raw(), i) * mom + keep * d;
-      storeF(dt, r.momentumBuffer->raw(), i, buf);
-      d = hyper.nesterov ? d + mom * buf : buf;
+  forRanges(param.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      // d_p = grad.add(param, alpha=weight_decay), only when it is non-zero
+      // (0 * inf would otherwise turn an infinite param's gradient into
+      // NaN).
+      float d = g[i];
+      if (hyper.weightDecay != 0)
+        d = d + wd * p[i];
+      if (useMomentum) {
+        // Step 1: PyTorch creates the buffer as a copy of d_p.
+        float buf = t == 1 ? d
+                           : loadF(dt, momentumBuffer->raw(), i) * mom +
+                                 keep * d;
+        storeF(dt, r.momentumBuffer->raw(), i, buf);
+        d = hyper.nesterov ? d + mom * buf : buf;
+      }
+      storeF(dt, r.param.raw(), i, p[i] + negLr * d);
     }
-    storeF(dt, r.param.raw(), i, p[i] + negLr * d);
-  }
+  });
   return r;
 }
 
@@ -305,16 +348,18 @@ AdamResult adamwUpdate(const HostTensor &param, const HostTensor &grad,
   const float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
   const float eps = static_cast<float>(hyper.eps);
   FloatIn p(param), g(grad), m(expAvg), v(expAvgSq);
-  for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    float pi = p[i] * decay;
-    float mi = mo.avg(m[i], g[i]);
-    float vi = mo.avgSq(v[i], g[i]);
-    float denom = std::sqrt(vi) / bc2Sqrt + eps;
-    pi = pi + negStepSize * mi / denom;
-    storeF(dt, r.param.raw(), i, pi);
-    storeF(dt, r.expAvg.raw(), i, mi);
-    storeF(dt, r.expAvgSq.raw(), i, vi);
-  }
+  forRanges(param.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float pi = p[i] * decay;
+      float mi = mo.avg(m[i], g[i]);
+      float vi = mo.avgSq(v[i], g[i]);
+      float denom = std::sqrt(vi) / bc2Sqrt + eps;
+      pi = pi + negStepSize * mi / denom;
+      storeF(dt, r.param.raw(), i, pi);
+      storeF(dt, r.expAvg.raw(), i, mi);
+      storeF(dt, r.expAvgSq.raw(), i, vi);
+    }
+  });
   return std::move(a.r);
 }
 

@@ -168,6 +168,24 @@ func.func @forward(%x: tensor<4x8xf32> {step.kind = "param", step.name = "x"})
 
 // -----
 
+// With an offset (a step counter), the cotangent's dropout reads the same
+// offset: the same mask.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<4x8xf32> {step.kind = "param", step.name = "x"}, %[[T:[^:]+]]: tensor<i64>
+// CHECK: step.dropout %[[X]] offset %[[T]] p = 3.000000e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
+// CHECK: %[[G:.+]] = step.broadcast_in_dim %{{.+}}, dims = [] : tensor<f32> -> tensor<4x8xf32>
+// CHECK: %[[DX:.+]] = step.dropout %[[G]] offset %[[T]] p = 3.000000e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
+// CHECK: return %{{.+}}, %[[DX]]
+func.func @forward(%x: tensor<4x8xf32> {step.kind = "param", step.name = "x"},
+                   %t: tensor<i64> {step.kind = "input", step.name = "t"})
+    -> tensor<f32> {
+  %d = step.dropout %x offset %t p = 3.0e-01 seed = 42 : tensor<4x8xf32>, tensor<i64>
+  %l = step.reduce_sum %d dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Causal attention recomputes the scores from q and k (default scale
 // 1/sqrt(8)), masks key j > query i with -inf through iota/compare/select,
 // and builds dV, dP, dS, dQ, dK with batched matmuls.
