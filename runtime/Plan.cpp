@@ -131,6 +131,8 @@ nlohmann::json toJson(const Plan &plan) {
       j["host"] = true;
     if (!s.location.empty())
       j["location"] = s.location;
+    if (s.flops)
+      j["flops"] = s.flops;
     if (s.body)
       j["body"] = toJson(*s.body);
     steps.push_back(j);
@@ -193,6 +195,10 @@ Plan planFromJsonAt(const nlohmann::json &j, int depth) {
       step.host = s.value("host", false);
       // Optional: artifacts written before it have no locations.
       step.location = s.value("location", std::string());
+      step.flops = s.value("flops", int64_t(0));
+      if (step.flops < 0)
+        throw Error("plan: step '" + step.op + "' has flops " +
+                    std::to_string(step.flops) + "; expected >= 0");
       if (s.contains("body")) {
         if (depth > 0)
           throw Error("plan: malformed manifest: a fusion body holds "

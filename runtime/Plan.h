@@ -73,6 +73,12 @@ struct PlanStep {
   /// results host buffers. The CUDA backend runs it with the CPU kernel
   /// in stream order; the CPU backend as any step.
   bool host = false;
+  /// Floating-point operations of one run of the step, as the compiler's
+  /// cost model counts them (2 M N K for a matmul, the fused ops' sum for
+  /// a fusion; passes/Activations.h, opFlops); 0 when unknown. Profiles
+  /// (runtime/Profile.h) divide it by the step's time; nothing executes by
+  /// it.
+  int64_t flops = 0;
 };
 
 /// One compiled function (the artifact holds @train_step).

@@ -639,7 +639,12 @@ size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
   return best;
 }
 
-double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
+double Session::step(const std::map<std::string, HostTensor> &batch) {
+  return step(batch, nullptr);
+}
+
+double Session::step(const std::map<std::string, HostTensor> &rawBatch,
+                     rt::RunTimeline *timeline) {
   std::map<std::string, HostTensor> paddedBatch;
   size_t b = 0;
   bool bucketed = artifact_.meta.contains("dynamic");
@@ -682,13 +687,14 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch) {
     auto &executor = cuda_[bucketKey(art)];
     if (!executor)
       executor = std::make_shared<rt::cuda::CudaExecutor>(art, cudaOptions());
-    results = executor->run(args);
+    results = executor->run(args, timeline);
   } else
 #endif
   {
     rt::CommScope scope(*comm_);
     rt::cpu::ExecuteOptions options;
     options.overlapCollectives = overlapCollectives_;
+    options.timeline = timeline;
     results = rt::cpu::execute(art, args, options);
   }
   bucketsUsed_.insert(bucketKey(art));

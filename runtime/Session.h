@@ -23,6 +23,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Comm.h"
+#include "runtime/Profile.h"
 
 #include <map>
 #include <memory>
@@ -110,6 +111,12 @@ public:
   /// Runs one step on `batch` (one tensor per input name, no others); keeps
   /// the new params and state and returns the loss.
   double step(const std::map<std::string, rt::HostTensor> &batch);
+  /// The same, recording when each plan step ran into `timeline`
+  /// (runtime/Profile.h; null: not recorded). On the GPU such a step runs
+  /// its ops one by one with timing events instead of replaying the graph
+  /// (the same results).
+  double step(const std::map<std::string, rt::HostTensor> &batch,
+              rt::RunTimeline *timeline);
 
   /// Buckets (docs/dynamic-shapes.md): a model with symbolic dims has one
   /// plan per bucket. step() takes inputs of any valid length up to the

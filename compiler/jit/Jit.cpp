@@ -7,10 +7,13 @@
 #endif
 #include "compiler/pipeline/PlanBuilder.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Passes.h"
 #include "runtime/Npy.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <algorithm>
 #include <cctype>
@@ -157,6 +160,35 @@ rt::Artifact compileModel(const std::string &modelMlir,
     codegen::addKernels(
         artifact, module->lookupSymbol<mlir::func::FuncOp>("train_step"),
         nvrtc);
+  }
+#else
+  (void)kernels;
+  (void)kernelCacheDir;
+#endif
+  return artifact;
+}
+
+rt::Artifact compileForward(const std::string &modelMlir, bool fuse,
+                            bool kernels, const std::string &kernelCacheDir) {
+  ModelContext m;
+  auto module = m.parse(modelMlir);
+  auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!forward)
+    throw rt::Error("the model has no func.func @forward");
+  mlir::PassManager pm(&m.ctx);
+  pm.addPass(mlir::createCanonicalizerPass());
+  if (fuse)
+    pm.addPass(mlir::step::createFuse());
+  if (mlir::failed(pm.run(*module)))
+    throw rt::Error("compiling @forward failed:\n" + m.diags);
+  rt::Artifact artifact = planArtifact(*module, "forward");
+#ifdef STEP_HAVE_CODEGEN
+  if (kernels) {
+    codegen::NvrtcOptions nvrtc;
+    nvrtc.cacheDir = kernelCacheDir;
+    codegen::addKernels(artifact,
+                        module->lookupSymbol<mlir::func::FuncOp>("forward"),
+                        nvrtc);
   }
 #else
   (void)kernels;

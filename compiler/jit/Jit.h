@@ -61,6 +61,16 @@ rt::Artifact compileModel(const std::string &modelMlir,
                           const TrainOptions &options, bool kernels = true,
                           const std::string &kernelCacheDir = "");
 
+/// The artifact of `modelMlir`'s @forward as it is, for evaluation: no
+/// backward, no optimizer; canonicalized, fused unless `fuse` is false,
+/// memory-planned, with kernels. Its arguments are the model's params and
+/// inputs, its results the model's (the loss first), so a Session runs it
+/// with params set from a training session (examples/gpt2's validation).
+/// Throws rt::Error with the compiler's diagnostics on failure.
+rt::Artifact compileForward(const std::string &modelMlir, bool fuse = true,
+                            bool kernels = true,
+                            const std::string &kernelCacheDir = "");
+
 /// For a model with symbolic dims (`step.symbols`): {"symbols": {S: max},
 /// "inputs": {name: ["", "S", ...]}} read off @forward; null otherwise.
 /// compileModel records it in the artifact's meta "dynamic", with the

@@ -4,6 +4,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
+#include "passes/Activations.h"
 #include "passes/Passes.h"
 #include "runtime/FiniteGuard.h"
 
@@ -201,6 +202,7 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     step.op = op.getName().getStringRef().str();
     step.attrs = attributesToJson(&op);
     step.location = locationString(op.getLoc());
+    step.flops = ops::opFlops(&op);
     step.host = op.hasAttr("step.host");
     if (auto fusion = dyn_cast<ops::FusionOp>(op))
       step.body = buildFusionBody(fusion);

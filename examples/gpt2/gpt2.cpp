@@ -5,6 +5,9 @@
 //                [--steps 200] [--lr 3e-3] [--warmup 20] [--min-lr-ratio 0.1]
 //                [--wd 0] [--clip 1] [--print-every 10] [--sample 0]
 //                [--out DIR] [--emit-model DIR] [--pack]
+//                [--prepare DIR [--val-fraction 0.1]]
+//                [--data DIR [--eval-every N [--eval-batches K]
+//                 [--patience P [--min-delta D]]]]
 //
 // Traces GPT-2 (Model.h) for batches of B windows of T bytes of --text: the
 // tokens are the bytes, the targets the same windows shifted by one.
@@ -26,10 +29,19 @@
 // OUT/loss.csv and OUT/loss.svg; with --sample N it then generates N bytes
 // from the trained model. Everything is a function of --seed.
 //
+// --prepare DIR writes the text's bytes as DIR/train.tok and DIR/val.tok
+// (the last --val-fraction held out; docs/data.md) and exits. --data DIR
+// then trains on random windows of train.tok, made ahead by a background
+// prefetcher; --eval-every N evaluates the mean loss of --eval-batches
+// fixed windows of val.tok with the model's forward compiled on its own,
+// writing OUT/val.csv, and --patience P stops when it has not improved by
+// more than --min-delta for P evaluations in a row (Data.h).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/jit/Jit.h"
 #include "examples/common/LossPlot.h"
+#include "examples/gpt2/Data.h"
 #include "examples/gpt2/Model.h"
 #include "examples/gpt2/Packing.h"
 #include "runtime/Npy.h"
@@ -66,6 +78,9 @@ struct Options {
   std::string out = "gpt2-out", emitModel;
   std::string amp; ///< "", "bf16" or "fp16" (stepc --amp)
   bool pack = false; ///< cfg.packed, with the packing loader
+  std::string prepare, data; ///< --prepare DIR, --data DIR
+  double valFraction = 0.1, minDelta = 0;
+  int64_t evalEvery = 0, evalBatches = 4, patience = 0;
 };
 
 /// The bytes of `path`, as token ids; each must be < vocab. Random windows
@@ -253,7 +268,21 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   t.amp = step::AmpOptions::parse(o.amp, "", "auto");
 
   // The data first: a text that gives no batch fails before compiling.
-  Batches batches(o, text);
+  // --data: windows of train.tok, made ahead on a thread.
+  std::unique_ptr<Batches> batches;
+  std::unique_ptr<rt::Prefetcher> prefetcher;
+  if (o.data.empty()) {
+    batches = std::make_unique<Batches>(o, text);
+  } else {
+    rt::BatchSpec spec;
+    spec.batch = o.cfg.batch;
+    spec.context = o.cfg.context;
+    spec.seed = paramSeed(o.seed, "batch:windows");
+    prefetcher = std::make_unique<rt::Prefetcher>(
+        std::make_shared<const rt::TokenFile>(
+            (fs::path(o.data) / "train.tok").string()),
+        spec);
+  }
   auto t0 = std::chrono::steady_clock::now();
   step::JitOptions jo;
   jo.train = t;
@@ -261,6 +290,16 @@ int train(const Options &o, const std::vector<int64_t> &text) {
   step::Jit net = step::jit(
       [&](Graph &traced) { traceModel(traced, o.cfg); }, jo);
   step::Session &session = net.session();
+  std::unique_ptr<gpt2::Validator> validator;
+  if (o.evalEvery > 0) {
+    Graph g(o.seed);
+    traceModel(g, o.cfg);
+    validator = std::make_unique<gpt2::Validator>(
+        g.mlir(/*locations=*/true), (fs::path(o.data) / "val.tok").string(),
+        o.cfg.batch, o.cfg.context, o.evalBatches, session.backend());
+  }
+  gpt2::EarlyStop stop(o.patience, o.minDelta);
+  std::string valCsv = "step,val_loss\n";
   auto t1 = std::chrono::steady_clock::now();
   std::printf("gpt2: V=%lld T=%lld L=%lld H=%lld C=%lld B=%lld, %zu bytes "
               "of text; train step built in %.2f s\n",
@@ -271,7 +310,7 @@ int train(const Options &o, const std::vector<int64_t> &text) {
 
   std::vector<examples::LossPoint> curve;
   for (int64_t s = 0; s < o.steps; ++s) {
-    double loss = net.step(batches.next());
+    double loss = net.step(prefetcher ? prefetcher->next() : batches->next());
     curve.push_back({s + 1, step::learningRate(t, s), loss});
     if (!std::isfinite(loss))
       throw std::runtime_error("loss is " + std::to_string(loss) +
@@ -284,11 +323,31 @@ int train(const Options &o, const std::vector<int64_t> &text) {
                   1e3 * secs / static_cast<double>(s + 1));
       std::fflush(stdout);
     }
+    if (validator && ((s + 1) % o.evalEvery == 0 || s + 1 == o.steps)) {
+      double val = validator->loss(session);
+      valCsv += std::to_string(s + 1) + "," + std::to_string(val) + "\n";
+      bool done = stop.update(s + 1, val);
+      std::printf("step %5lld/%lld  val loss %.4f  (best %.4f at step %lld)\n",
+                  (long long)(s + 1), (long long)o.steps, val, stop.best(),
+                  (long long)stop.bestStep());
+      if (done) {
+        std::printf("early stop: no improvement of more than %g in %lld "
+                    "evaluations\n",
+                    o.minDelta, (long long)o.patience);
+        break;
+      }
+    }
   }
 
   if (o.pack)
-    std::printf("%s\n", batches.packingSummary().c_str());
+    std::printf("%s\n", batches->packingSummary().c_str());
+  if (prefetcher)
+    std::printf("input: waited %.3f s for batches in all\n",
+                prefetcher->totalWait());
   fs::create_directories(o.out);
+  if (validator)
+    rt::writeFileAtomic((fs::path(o.out) / "val.csv").string(), valCsv,
+                        "val.csv");
   examples::writeLossCsv((fs::path(o.out) / "loss.csv").string(), curve);
   char title[160];
   std::snprintf(title, sizeof title,
@@ -360,7 +419,36 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--emit-model", o.emitModel,
                  "write model.mlir, params/ and inputs/ here and exit");
+  app.add_option("--prepare", o.prepare,
+                 "write the text as DIR/train.tok and DIR/val.tok and exit");
+  app.add_option("--val-fraction", o.valFraction,
+                 "--prepare: the share of the text held out for validation")
+      ->capture_default_str();
+  CLI::Option *data = app.add_option(
+      "--data", o.data,
+      "train on DIR/train.tok (a prefetcher makes batches ahead)");
+  CLI::Option *evalEvery =
+      app.add_option("--eval-every", o.evalEvery,
+                     "steps between validation losses on DIR/val.tok")
+          ->needs(data);
+  app.add_option("--eval-batches", o.evalBatches,
+                 "validation batches per evaluation")
+      ->needs(evalEvery)
+      ->capture_default_str();
+  CLI::Option *patience =
+      app.add_option("--patience", o.patience,
+                     "stop after this many evaluations without improvement")
+          ->needs(evalEvery);
+  app.add_option("--min-delta", o.minDelta,
+                 "the least drop of the validation loss that counts")
+      ->needs(patience)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (o.pack && !o.data.empty()) {
+    std::cerr << "gpt2-example: --pack and --data exclude each other: "
+                 "--data trains on windows of a token file\n";
+    return 1;
+  }
 
   if (o.pack && o.cfg.dynamicContext) {
     std::cerr << "gpt2-example: --pack and --dynamic-context exclude each "
@@ -388,6 +476,12 @@ int main(int argc, char **argv) {
                                std::to_string(o.cfg.context) +
                                " bytes of the text, which has only " +
                                std::to_string(text.size()));
+    if (!o.prepare.empty()) {
+      std::printf("%s\n", gpt2::prepareTokens(o.prepare, text, o.valFraction,
+                                              o.cfg.context)
+                              .c_str());
+      return 0;
+    }
     return o.emitModel.empty() ? train(o, text) : emitModel(o, text);
   } catch (const std::exception &e) {
     std::cerr << "gpt2-example: error: " << e.what() << "\n";

@@ -288,6 +288,12 @@ std::vector<HostTensor> execute(const Artifact &artifact,
   keepHeapPages();
   const StepObserver &observer = options.observer;
   const Plan &plan = artifact.plan;
+  RunTimeline *timeline = options.timeline;
+  if (timeline) {
+    timeline->plan = &plan;
+    timeline->spans.clear();
+    timeline->start = steadySeconds();
+  }
   checkLayout(plan, artifact);
   Memory memory(plan);
 
@@ -369,6 +375,9 @@ std::vector<HostTensor> execute(const Artifact &artifact,
   std::optional<CommThread> commThread;
   std::vector<std::vector<int64_t>> joinAt(plan.steps.size() + 1);
   std::vector<size_t> ticket(plan.steps.size());
+  // Overlapped collectives' spans, written on their thread, read after
+  // their join.
+  std::vector<StepSpan> collectiveSpans(timeline ? plan.steps.size() : 0);
   if (options.overlapCollectives && !observer && comm.size() > 1 &&
       comm.anyThread()) {
     for (const CollectiveSpan &c : collectiveSchedule(plan))
@@ -388,6 +397,8 @@ std::vector<HostTensor> execute(const Artifact &artifact,
       } catch (...) {
         rethrow(k);
       }
+      if (timeline)
+        timeline->spans.push_back(collectiveSpans[k]);
       store(k, std::move(out), nullptr);
     }
   };
@@ -407,11 +418,19 @@ std::vector<HostTensor> execute(const Artifact &artifact,
       for (int64_t id : s.operands)
         in.push_back(memory.read(id));
       if (commThread && isCollective(s.op)) {
-        ticket[k] = commThread->post([&plan, &s, in = std::move(in)]() mutable {
-          return evalStep(plan, s, std::move(in));
-        });
+        StepSpan *span = timeline ? &collectiveSpans[k] : nullptr;
+        ticket[k] = commThread->post(
+            [&plan, &s, k, span, in = std::move(in)]() mutable {
+              double start = span ? steadySeconds() : 0;
+              std::vector<HostTensor> r = evalStep(plan, s, std::move(in));
+              if (span)
+                *span = {static_cast<int64_t>(k), Lane::Collective, start,
+                         steadySeconds()};
+              return r;
+            });
         continue;
       }
+      double start = timeline ? steadySeconds() : 0;
       if (!observer) {
         out = evalStep(plan, s, std::move(in));
       } else {
@@ -424,6 +443,12 @@ std::vector<HostTensor> execute(const Artifact &artifact,
             };
         out = evalStep(plan, s, std::move(in), &inside);
       }
+      if (timeline)
+        timeline->spans.push_back({static_cast<int64_t>(k),
+                                   s.host                ? Lane::Host
+                                   : isCollective(s.op) ? Lane::Collective
+                                                        : Lane::Compute,
+                                   start, steadySeconds()});
     } catch (...) {
       rethrow(k);
     }
@@ -431,6 +456,8 @@ std::vector<HostTensor> execute(const Artifact &artifact,
   }
   if (commThread)
     join(plan.steps.size());
+  if (timeline)
+    timeline->end = steadySeconds();
 
   std::vector<HostTensor> results;
   for (size_t i = 0; i < plan.results.size(); ++i) {

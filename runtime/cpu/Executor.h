@@ -23,6 +23,7 @@
 #define STEP_RUNTIME_CPU_EXECUTOR_H
 
 #include "runtime/Artifact.h"
+#include "runtime/Profile.h"
 
 #include <functional>
 #include <vector>
@@ -53,6 +54,11 @@ struct ExecuteOptions {
   /// Called after every step and every fused op (operands are then kept as
   /// copies for it); collectives then run in place.
   StepObserver observer;
+  /// When set, receives when each step ran (runtime/Profile.h): compute
+  /// steps on Lane::Compute (host steps on Lane::Host), collectives on
+  /// Lane::Collective (overlapped ones timed on their thread). Two clock
+  /// reads per step.
+  RunTimeline *timeline = nullptr;
 };
 
 /// Runs `artifact.plan`. `args` are the values of plan.arguments, in order;

@@ -316,9 +316,31 @@ void CudaExecutor::Impl::prepareHostStep(int64_t k, Op &op) {
 }
 
 /// Enqueues every prepared op on the stream (captured or not).
-void CudaExecutor::Impl::record() {
+void CudaExecutor::Impl::record(Timing *timed) {
   float one = 1.0f, zero = 0.0f;
+  size_t marks = 0;
+  // A timing event on the compute stream; created on first use (timing
+  // events, unlike the ops' own), kept for later profiled runs.
+  auto mark = [&] {
+    if (marks == timed->events.size()) {
+      CUevent e = nullptr;
+      ck(d->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+      timed->events.push_back(e);
+      events.push_back(e); // destroyed with the others
+    }
+    ck(d->cuEventRecord(timed->events[marks], stream), "cuEventRecord");
+    ++marks;
+  };
+  if (timed) {
+    timed->steps.clear();
+    mark();
+  }
   for (Op &op : ops) {
+    // Ops that run a plan step on the compute stream; a forked collective
+    // runs on its own stream, where only its issue would be timed.
+    bool onCompute = op.step >= 0 &&
+                     (op.kind != Op::Collective || op.done == nullptr) &&
+                     op.kind != Op::CopyIn && op.kind != Op::CopyOut;
     switch (op.kind) {
     case Op::Kernel:
       ck(d->cuLaunchKernel(op.fn, op.grid, 1, 1, op.block, 1, 1, op.shared,
@@ -381,6 +403,13 @@ void CudaExecutor::Impl::record() {
          op.where + ": cuStreamWaitEvent");
       break;
     }
+    if (timed && onCompute) {
+      mark();
+      timed->steps.emplace_back(op.step,
+                                op.kind == Op::HostFn     ? Lane::Host
+                                : op.kind == Op::Collective ? Lane::Collective
+                                                            : Lane::Compute);
+    }
   }
 }
 
@@ -409,6 +438,7 @@ void CudaExecutor::Impl::capture() {
 /// the step moves nothing (an alias view, an empty copy).
 bool CudaExecutor::Impl::prepareStep(int64_t k, Op &op) {
   const PlanStep &s = plan.steps[k];
+  op.step = k;
   try {
     if (!s.kernel.empty()) {
       prepareKernel(s, op);
@@ -564,6 +594,7 @@ void CudaExecutor::Impl::prepareOps(const CopySchedule &sched) {
             }
       Op op;
       op.where = where(k);
+      op.step = k;
       prepareHostStep(k, op);
       ops.push_back(std::move(op));
     } else if (s.op == "step.offload") {
@@ -653,8 +684,12 @@ std::vector<HostTensor> CudaExecutor::run(const std::vector<HostTensor> &args) {
 }
 
 std::vector<HostTensor>
-CudaExecutor::run(const std::vector<const HostTensor *> &args) {
+CudaExecutor::run(const std::vector<const HostTensor *> &args,
+                  RunTimeline *timeline) {
   Impl &x = *impl_;
+  if (timeline && !x.d->cuEventElapsedTime)
+    throw Error("profiling on the GPU needs cuEventElapsedTime, which the "
+                "CUDA driver " + x.d->path() + " lacks");
   const Plan &plan = x.plan;
   if (args.size() != plan.arguments.size())
     throw Error("plan '" + plan.function + "' takes " +
@@ -669,6 +704,7 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
                   typeStr(args[i]->dtype(), args[i]->shape()));
   }
   x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
+  double hostStart = steadySeconds();
   // The previous run ended synchronized: nothing reads host memory now.
   for (size_t i = 0; i < args.size(); ++i) {
     int64_t id = plan.arguments[i];
@@ -681,7 +717,10 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
                                   args[i]->byteSize(), x.stream),
            "uploading argument " + std::to_string(i));
   }
-  if (x.options.useGraph) {
+  if (timeline) {
+    // Timed op by op: outside the graph, as useGraph = false runs.
+    x.record(&x.timing);
+  } else if (x.options.useGraph) {
     if (!x.graphExec)
       x.capture();
     x.ck(x.d->cuGraphLaunch(x.graphExec, x.stream), "cuGraphLaunch");
@@ -714,6 +753,27 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args) {
     if (b.bytes() && inHostMemory(b))
       std::memcpy(results[i].raw(), x.hostOf[plan.results[i]],
                   static_cast<size_t>(b.bytes()));
+  }
+  if (timeline) {
+    // Device times from the first mark, placed after the run's host start
+    // (the uploads are queued before it).
+    timeline->plan = &plan;
+    timeline->spans.clear();
+    timeline->start = hostStart;
+    const std::vector<CUevent> &e = x.timing.events;
+    auto at = [&](size_t i) {
+      float ms = 0;
+      x.ck(x.d->cuEventElapsedTime(&ms, e[0], e[i]), "cuEventElapsedTime");
+      return hostStart + ms * 1e-3;
+    };
+    double previous = hostStart;
+    for (size_t i = 0; i < x.timing.steps.size(); ++i) {
+      double end = at(i + 1);
+      timeline->spans.push_back(
+          {x.timing.steps[i].first, x.timing.steps[i].second, previous, end});
+      previous = end;
+    }
+    timeline->end = std::max(previous, steadySeconds());
   }
   return results;
 }

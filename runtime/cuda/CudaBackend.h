@@ -32,6 +32,7 @@
 
 #include "runtime/Artifact.h"
 #include "runtime/Comm.h"
+#include "runtime/Profile.h"
 
 #include <map>
 #include <memory>
@@ -193,7 +194,12 @@ public:
   /// Runs the plan: `args` are the values of plan.arguments, in order;
   /// returns the values of plan.results, in order (as cpu::execute).
   std::vector<HostTensor> run(const std::vector<HostTensor> &args);
-  std::vector<HostTensor> run(const std::vector<const HostTensor *> &args);
+  /// With a `timeline` the run is not the graph's replay but its ops
+  /// recorded one by one with a timing event after each: every compute-
+  /// stream step gets its device time (runtime/Profile.h); collectives on
+  /// their own stream and offload copies are not in it.
+  std::vector<HostTensor> run(const std::vector<const HostTensor *> &args,
+                              RunTimeline *timeline = nullptr);
 
   /// "sm_90", the device's architecture.
   const std::string &arch() const;

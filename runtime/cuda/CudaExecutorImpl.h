@@ -61,6 +61,7 @@ struct Op {
     HostFn,     ///< a host step on the compute stream (`hostStep`)
   } kind = Kernel;
   std::string where; ///< "plan step 3 (step.add)"
+  int64_t step = -1; ///< the plan step it runs (-1: a fork, join or wait)
   // Kernel.
   CUfunction fn = nullptr;
   unsigned grid = 0, block = 0, shared = 0;
@@ -169,8 +170,17 @@ struct CudaExecutor::Impl {
   void prepareLocalShard(int64_t k);
   void recordCollective(const Op &op);
   void destroyCollectives();
-  void record();
+  /// Enqueues every op on the stream. `timed` (a run outside the graph):
+  /// a timing event is recorded on the compute stream before the first op
+  /// and after every op that runs a plan step there, in timed->events;
+  /// timed->steps names each one's plan step and lane.
+  struct Timing {
+    std::vector<CUevent> events; ///< reused across profiled runs
+    std::vector<std::pair<int64_t, Lane>> steps;
+  };
+  void record(Timing *timed = nullptr);
   void capture();
+  Timing timing;
 };
 
 } // namespace step::rt::cuda

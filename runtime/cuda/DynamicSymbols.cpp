@@ -72,6 +72,10 @@ DriverSymbols::load(const std::vector<std::string> &candidates,
   if (!t->openFirst("the CUDA driver library", candidates, reason))
     return nullptr;
   STEP_CUDA_DRIVER_SYMBOLS(STEP_CUDA_RESOLVE)
+  // Optional: only profiled runs need it (its _v2 name is from CUDA 12.8).
+  std::string ignored;
+  t->resolve(STEP_CUDA_STR(cuEventElapsedTime), &t->cuEventElapsedTime,
+             &ignored);
   return t;
 }
 

@@ -121,6 +121,8 @@ private:
 class DriverSymbols : public Library {
 public:
   STEP_CUDA_DRIVER_SYMBOLS(STEP_CUDA_DECLARE_SYMBOL)
+  /// Optional (null when the driver lacks it): timing of profiled runs.
+  STEP_CUDA_DECLARE_SYMBOL(cuEventElapsedTime)
   /// Nullptr with *reason when no candidate opens or lacks a symbol.
   static std::unique_ptr<DriverSymbols>
   load(const std::vector<std::string> &candidates, std::string *reason);

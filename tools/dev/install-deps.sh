@@ -9,7 +9,7 @@ packages=(cmake ninja-build g++ pkg-config
           llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
           libopenblas-dev libgtest-dev nlohmann-json3-dev libcli11-dev
           libopenmpi-dev openmpi-bin
-          python3 python3-numpy python3-torch
+          python3 python3-numpy python3-torch python3-jsonschema
           "$@")
 
 missing=()

@@ -2,6 +2,8 @@
 //
 //   step-run MODEL.step --params DIR --inputs DIR [--steps N]
 //            [--backend=auto|cpu|cuda] [--out DIR] [--trace=FILE.json]
+//            [--profile [--profile-top N] [--peak-bandwidth GB/s]
+//             [--peak-flops TFLOP/s]]
 //            [--checkpoint DIR [--checkpoint-every K] [--resume]]
 //
 // Loads the artifact and the params (DIR/<step.name>.npy; optimizer state
@@ -10,7 +12,10 @@
 // every step; a folder of numbered subfolders (0000/, 0001/, ...) feeds them
 // in numeric order, cycling. Each step prints "step K loss = <%.9g>", K from
 // 1. After the last step the params and state go to --out, each file
-// atomically; --trace writes per-step wall times as JSON.
+// atomically. --trace writes a Chrome trace (docs/profiling.md): every
+// step and batch read, and the ops of the last step, each with its kernel,
+// model line, bytes and FLOPs; its other keys keep the per-step wall times.
+// --profile prints the kernels by total time (steps after the first).
 //
 // Any error (bad artifact, missing or mistyped .npy, a failing step) prints
 // "step-run: error: ..." and exits 1 before anything is written; the params
@@ -40,6 +45,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Npy.h"
+#include "runtime/Profile.h"
+#include "runtime/TokenData.h"
 #include "runtime/Session.h"
 #include "runtime/cpu/Kernels.h"
 #include "tools/Validators.h"
@@ -123,8 +130,18 @@ HostTensor rowsOfRank(const std::string &name, const HostTensor &t, int r,
   return step::rt::cpu::slice(t, start, limit, strides);
 }
 
-/// One <name>.npy per input of the step; this rank's rows when there are
-/// several data-parallel replicas.
+/// This rank's rows of a global batch when there are several
+/// data-parallel replicas.
+std::map<std::string, HostTensor>
+ownRows(const step::Session &session, std::map<std::string, HostTensor> batch) {
+  if (session.dataWorldSize() > 1)
+    for (auto &[name, t] : batch)
+      t = rowsOfRank(name, t, session.dataRank(), session.dataWorldSize(),
+                     session.tensorParallel());
+  return batch;
+}
+
+/// One <name>.npy per input of the step; this rank's rows.
 std::map<std::string, HostTensor> readBatch(const step::Session &session,
                                             const fs::path &dir) {
   std::map<std::string, HostTensor> batch;
@@ -134,19 +151,59 @@ std::map<std::string, HostTensor> readBatch(const step::Session &session,
       throw Error("missing input '" + name + "': " + path.string() +
                   " does not exist");
     batch[name] = step::rt::readNpy(path.string());
-    if (session.dataWorldSize() > 1)
-      batch[name] = rowsOfRank(name, batch[name], session.dataRank(),
-                               session.dataWorldSize(),
-                               session.tensorParallel());
   }
-  return batch;
+  return ownRows(session, std::move(batch));
+}
+
+/// --tokens: batches of the token file made ahead by a prefetcher
+/// (docs/data.md). The step's inputs must be exactly `tokens` and
+/// `targets`, [B, T] of one integer dtype; the file's batches are global
+/// (B times the data-parallel replicas), of which this rank takes its rows.
+std::unique_ptr<step::rt::Prefetcher>
+tokenPrefetcher(const step::Session &session, const std::string &path,
+                uint64_t seed, int depth, int64_t first) {
+  std::vector<std::string> inputs = session.inputNames();
+  std::sort(inputs.begin(), inputs.end());
+  if (inputs != std::vector<std::string>{"targets", "tokens"})
+    throw Error("--tokens: the step's inputs must be 'tokens' and 'targets' "
+                "(a language model's), but they are: " +
+                [&] {
+                  std::string list;
+                  for (const std::string &n : session.inputNames())
+                    list += (list.empty() ? "" : ", ") + n;
+                  return list;
+                }());
+  const step::rt::Plan &plan = session.artifact().plan;
+  const step::rt::BufferDesc *tok = nullptr, *tgt = nullptr;
+  for (const step::rt::BufferDesc &b : plan.buffers)
+    if (b.kind == step::rt::BufferKind::Input)
+      (b.name == "tokens" ? tok : tgt) = &b;
+  if (tok->shape.size() != 2 || tgt->shape != tok->shape ||
+      tgt->dtype != tok->dtype)
+    throw Error("--tokens: 'tokens' and 'targets' must both be [B, T] of "
+                "one dtype; the step has " +
+                step::rt::shapeToString(tok->shape) + " " +
+                step::rt::dtypeName(tok->dtype) + " and " +
+                step::rt::shapeToString(tgt->shape) + " " +
+                step::rt::dtypeName(tgt->dtype));
+  step::rt::BatchSpec spec;
+  spec.batch = tok->shape[0] * session.dataWorldSize();
+  spec.context = tok->shape[1];
+  spec.seed = seed;
+  spec.dtype = tok->dtype;
+  return std::make_unique<step::rt::Prefetcher>(
+      std::make_shared<const step::rt::TokenFile>(path), spec, first, depth);
 }
 
 struct Options {
   std::string artifact, params, inputs, out, shardsOut, trace,
-      backend = "auto", checkpoint;
+      backend = "auto", checkpoint, tokens;
+  uint64_t seed = 0;
+  int prefetch = 2;
   int64_t steps = 1, checkpointEvery = 0;
-  bool resume = false, noOverlap = false;
+  bool resume = false, noOverlap = false, profile = false;
+  size_t profileTop = 20;
+  double peakBandwidth = 0, peakFlops = 0; // GB/s, TFLOP/s; 0: unknown
 };
 
 /// The data-loader position a checkpoint records: which batch folder the
@@ -188,7 +245,11 @@ int run(const Options &o) {
   sessionOptions.backend = step::backendFromName(o.backend);
   sessionOptions.overlapCollectives = !o.noOverlap;
   step::Session session(o.artifact, sessionOptions);
-  std::vector<fs::path> batches = batchFolders(o.inputs);
+  // --tokens: step k reads batch k of the token file, so a resumed run
+  // needs no position; batch folders are counted and cycled.
+  bool fromTokens = !o.tokens.empty();
+  std::vector<fs::path> batches =
+      fromTokens ? std::vector<fs::path>{} : batchFolders(o.inputs);
   bool haveCheckpoint = false;
   if (!o.checkpoint.empty()) {
     step::rt::checkCheckpointFolder(o.checkpoint); // before any step runs
@@ -207,7 +268,8 @@ int run(const Options &o) {
   if (haveCheckpoint) {
     step::rt::Checkpoint c = session.load(o.checkpoint);
     first = c.step;
-    next = resumePosition(o, c, batches.size());
+    if (!fromTokens)
+      next = resumePosition(o, c, batches.size());
     if (session.rank() == 0)
       std::fprintf(stderr,
                    first < o.steps
@@ -224,31 +286,67 @@ int run(const Options &o) {
   std::map<std::string, HostTensor> fixed;
   if (batches.size() == 1)
     fixed = readBatch(session, batches[0]);
+  std::unique_ptr<step::rt::Prefetcher> prefetcher =
+      fromTokens ? tokenPrefetcher(session, o.tokens, o.seed, o.prefetch, first)
+                 : nullptr;
 
   nlohmann::json steps = nlohmann::json::array();
+  using step::rt::Lane;
+  step::rt::ChromeTrace chrome;
+  std::vector<step::rt::RunTimeline> profiled;
+  bool tracing = !o.trace.empty() && session.rank() == 0;
   for (int64_t k = first; k < o.steps; ++k) {
-    const fs::path &folder = batches[next];
-    next = (next + 1) % batches.size();
+    std::string batchName = fromTokens
+                                ? o.tokens + " batch " + std::to_string(k)
+                                : batches[next].string();
+    if (!fromTokens)
+      next = (next + 1) % batches.size();
+    bool last = k + 1 == o.steps;
+    // Op-level timelines: the last step for --trace; every step but the
+    // first (a warm-up) for --profile, or the only one.
+    bool timeOps = (tracing && last) ||
+                   (o.profile && (k > first || o.steps - first == 1));
+    step::rt::RunTimeline timeline;
     auto start = Clock::now();
-    double loss;
+    double loss, readStart = step::rt::steadySeconds(), readEnd = readStart;
     try {
-      loss = batches.size() == 1 ? session.step(fixed)
-                                 : session.step(readBatch(session, folder));
+      std::map<std::string, HostTensor> read;
+      if (prefetcher)
+        read = ownRows(session, prefetcher->next());
+      else if (batches.size() != 1)
+        read = readBatch(session, batchName);
+      readEnd = step::rt::steadySeconds();
+      timeline.start = readEnd;
+      loss = session.step(batches.size() == 1 ? fixed : read,
+                          timeOps ? &timeline : nullptr);
     } catch (const Error &e) {
-      throw Error("step " + std::to_string(k + 1) + " (batch " +
-                  folder.string() + "): " + e.what());
+      throw Error("step " + std::to_string(k + 1) + " (batch " + batchName +
+                  "): " + e.what());
     }
     double seconds = secondsSince(start);
-    bool last = k + 1 == o.steps;
+    if (!timeOps)
+      timeline.end = step::rt::steadySeconds();
+    if (tracing) {
+      if (batches.size() != 1)
+        chrome.addSpan(fromTokens ? "wait for batch" : "read batch", "input",
+                       Lane::Input, readStart, readEnd,
+                       {{"batch", batchName}});
+      chrome.addRun(k + 1, timeline, timeOps && last);
+    }
+    if (o.profile && timeOps)
+      profiled.push_back(std::move(timeline));
     if (!o.checkpoint.empty() &&
         (last || (o.checkpointEvery > 0 && (k + 1) % o.checkpointEvery == 0)))
-      session.save(o.checkpoint, dataPosition(o, batches.size(), next));
+      session.save(o.checkpoint,
+                   fromTokens ? nlohmann::json{{"tokens", o.tokens},
+                                               {"next_batch", k + 1}}
+                              : dataPosition(o, batches.size(), next));
     if (session.rank() != 0)
       continue;
     std::printf("step %lld loss = %.9g\n", static_cast<long long>(k + 1), loss);
     std::fflush(stdout);
     steps.push_back({{"step", k + 1},
-                     {"batch", folder.string()},
+                     {"batch", batchName},
                      {"loss", std::isfinite(loss) ? nlohmann::json(loss)
                                                   : nlohmann::json(nullptr)},
                      {"wall_s", seconds}});
@@ -258,13 +356,29 @@ int run(const Options &o) {
     session.save_params(o.out);
   if (!o.shardsOut.empty())
     session.save_shards(o.shardsOut);
-  if (!o.trace.empty() && session.rank() == 0) {
-    nlohmann::json trace = {{"artifact", o.artifact},
-                            {"backend", step::backendName(session.backend())},
-                            {"setup_s", setupSeconds},
-                            {"steps", steps},
-                            {"total_s", secondsSince(t0)}};
-    step::rt::writeFileAtomic(o.trace, trace.dump(2) + "\n", "--trace");
+  if (tracing) {
+    // A Chrome trace (Perfetto opens it); the other keys are metadata to
+    // its readers, and what this file held before the trace events.
+    nlohmann::json trace = chrome.toJson();
+    trace["artifact"] = o.artifact;
+    trace["backend"] = step::backendName(session.backend());
+    trace["setup_s"] = setupSeconds;
+    trace["steps"] = steps;
+    trace["total_s"] = secondsSince(t0);
+    trace["idle_between_steps"] = chrome.idleBetweenRuns();
+    step::rt::writeFileAtomic(o.trace, trace.dump(1) + "\n", "--trace");
+  }
+  if (o.profile && session.rank() == 0) {
+    step::rt::DevicePeaks peaks;
+    peaks.device = step::backendName(session.backend());
+    peaks.bytesPerSecond = o.peakBandwidth * 1e9;
+    peaks.flopsPerSecond = o.peakFlops * 1e12;
+    std::printf("profile: %zu step(s) on the %s backend, kernels by total "
+                "time\n%s",
+                profiled.size(), step::backendName(session.backend()),
+                step::rt::profileTable(step::rt::profileKernels(profiled),
+                                       o.profileTop, peaks)
+                    .c_str());
   }
   return 0;
 }
@@ -278,10 +392,24 @@ int main(int argc, char **argv) {
   app.add_option("--params", o.params,
                  "folder with <name>.npy per param (state files optional)")
       ->required();
-  app.add_option("--inputs", o.inputs,
-                 "folder with <name>.npy per input, or numbered batch "
-                 "folders 0000/, 0001/, ... (used in order, cycling)")
-      ->required();
+  CLI::Option *inputs = app.add_option(
+      "--inputs", o.inputs,
+      "folder with <name>.npy per input, or numbered batch folders 0000/, "
+      "0001/, ... (used in order, cycling)");
+  CLI::Option *tokens = app.add_option(
+      "--tokens", o.tokens,
+      "a token file (docs/data.md): step K trains on its batch K of random "
+      "windows, made ahead on a background thread");
+  inputs->excludes(tokens);
+  app.add_option("--seed", o.seed, "--tokens: the windows' seed")
+      ->needs(tokens)
+      ->capture_default_str();
+  app.add_option("--prefetch", o.prefetch,
+                 "--tokens: batches made ahead (0: each in its step, on "
+                 "this thread)")
+      ->needs(tokens)
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--steps", o.steps, "number of steps")
       ->check(step::tools::PositiveInteger)
       ->capture_default_str();
@@ -294,7 +422,24 @@ int main(int argc, char **argv) {
                  "a sharded run's per-rank checkpoint: each rank's blocks in "
                  "rank<R>/, the rest and shards.json beside them; --params "
                  "loads it into any world size");
-  app.add_option("--trace", o.trace, "write per-step wall times as JSON");
+  app.add_option("--trace", o.trace,
+                 "write a Chrome trace (Perfetto): every step, the batch "
+                 "reads, and each op of the last step with its kernel, model "
+                 "line, bytes and FLOPs (docs/profiling.md)");
+  app.add_flag("--profile", o.profile,
+               "print the kernels by total time over the steps after the "
+               "first, with achieved GB/s and TFLOP/s");
+  app.add_option("--profile-top", o.profileTop, "rows of --profile")
+      ->check(step::tools::PositiveInteger)
+      ->capture_default_str();
+  app.add_option("--peak-bandwidth", o.peakBandwidth,
+                 "the device's memory bandwidth in GB/s, for --profile's "
+                 "shares of peak (H100 SXM: 3350)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--peak-flops", o.peakFlops,
+                 "the device's peak in TFLOP/s, for --profile's shares of "
+                 "peak (H100 SXM dense bf16: 989)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-overlap", o.noOverlap,
                "run a sharded step's collectives in place, in plan order, "
                "instead of beside the compute steps (same results)");
@@ -311,6 +456,11 @@ int main(int argc, char **argv) {
                "one (else from --params) and run up to --steps in all")
       ->needs(checkpoint);
   CLI11_PARSE(app, argc, argv);
+  if (o.inputs.empty() == o.tokens.empty()) {
+    std::cerr << "step-run: error: give the batches as --inputs DIR or "
+                 "--tokens FILE (one of them)\n";
+    return 1;
+  }
 
   try {
     return run(o);

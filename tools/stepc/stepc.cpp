@@ -4,7 +4,7 @@
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
 //         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
-//         [--dump-kernels=DIR] [--remat=none|auto|max | --remat-budget=BYTES]
+//         [--dump-kernels=DIR] [--dot=FILE.dot] [--remat=none|auto|max | --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]] [--offload-optimizer]
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
@@ -40,6 +40,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/ViewOpGraph.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <CLI/CLI.hpp>
@@ -69,6 +70,7 @@ struct Options {
   bool noKernels = false, noFuse = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
+  std::string dot; ///< --dot=FILE.dot
   std::string buckets; ///< --buckets=T:128,256,...
   std::string remat, rematBudget;
   std::string offload;
@@ -76,6 +78,29 @@ struct Options {
   std::string shard;
   int64_t worldSize = 1;
 };
+
+/// The compiled function as a Graphviz graph, by MLIR's op-graph printer
+/// (-view-op-graph): a node per op, data-flow edges, each step.fusion's
+/// body a cluster, so fusion groups show as boxes around their ops.
+/// Attributes are left out (a constant's would print its data).
+std::string dotText(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::unique_ptr<mlir::Pass> print = mlir::createPrintOpGraphPass(os);
+  auto optionError = [](const llvm::Twine &message) {
+    throw step::rt::Error("--dot: " + message.str());
+    return mlir::failure();
+  };
+  if (mlir::failed(print->initializeOptions(
+          "print-attrs=false max-label-len=60", optionError)))
+    throw step::rt::Error("--dot: the graph printer's options");
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(std::move(print));
+  if (mlir::failed(pm.run(module)))
+    throw step::rt::Error("--dot: the graph printer failed");
+  os.flush();
+  return text;
+}
 
 std::string moduleText(mlir::ModuleOp module) {
   std::string text;
@@ -280,6 +305,9 @@ int main(int argc, char **argv) {
                "the first NaN/Inf (docs/training.md)");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
+  app.add_option("--dot", o.dot,
+                 "also write the compiled function as a Graphviz graph, "
+                 "fusion groups as clusters (dot -Tsvg FILE.dot)");
   app.add_option("--dump-kernels", o.dumpKernels,
                  "write the generated CUDA sources, one <kernel>.cu each, to "
                  "this folder");
@@ -328,8 +356,15 @@ int main(int argc, char **argv) {
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;
 
-  if (!o.buckets.empty())
+  if (!o.buckets.empty()) {
+    if (!o.dot.empty()) {
+      std::cerr << "stepc: error: --dot draws one plan; it does not combine "
+                   "with --buckets (compile one bucket without --buckets "
+                   "to draw it)\n";
+      return 1;
+    }
     return compileWithBuckets(o, train);
+  }
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::step::StepDialect, mlir::func::FuncDialect,
@@ -407,6 +442,17 @@ int main(int argc, char **argv) {
     return 1;
 #endif
   }
+  // Drawn before the memory plan annotates the ops (the graph has no
+  // attributes anyway).
+  std::string dot;
+  if (!o.dot.empty()) {
+    try {
+      dot = dotText(*module);
+    } catch (const std::exception &e) {
+      std::cerr << "stepc: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   step::rt::Artifact artifact;
   if (o.emit == "artifact") {
     try {
@@ -458,6 +504,8 @@ int main(int argc, char **argv) {
     std::vector<std::pair<std::string, std::string>> files = {
         {o.output, o.emit == "artifact" ? step::rt::artifactBytes(artifact)
                                         : moduleText(*module)}};
+    if (!o.dot.empty())
+      files.emplace_back(o.dot, dot);
     if (!o.report.empty())
       files.emplace_back(o.report, reportJson(o, records, seconds, fusions,
                                               activations, remat, offload,
