@@ -744,6 +744,40 @@ TEST_F(CudaDevice, MatchesCpuBackendWithoutGraph) {
   expectClose(gpu.run(args), cpu::execute(a, args));
 }
 
+// A timed run (step-run --trace / --profile, docs/profiling.md): the ops
+// recorded one by one with timing events give the graph's results, and
+// every step that launches something has a span, in plan order, each
+// inside the run and after the one before.
+TEST_F(CudaDevice, TimedRunMatchesGraphAndTimesEachStep) {
+  Artifact a = devicePlan();
+  CudaExecutor gpu(a);
+  std::vector<HostTensor> args = deviceArgs(0.5);
+  std::vector<const HostTensor *> ptrs;
+  for (const HostTensor &t : args)
+    ptrs.push_back(&t);
+  std::vector<HostTensor> graph = gpu.run(args);
+  RunTimeline timeline;
+  expectClose(gpu.run(ptrs, &timeline), graph);
+  ASSERT_EQ(timeline.plan, &a.plan);
+  ASSERT_FALSE(timeline.spans.empty());
+  int64_t launched = 0;
+  for (const PlanStep &s : a.plan.steps)
+    launched += !isView(a.plan, s);
+  EXPECT_EQ(static_cast<int64_t>(timeline.spans.size()), launched);
+  double previous = timeline.start;
+  for (size_t i = 0; i < timeline.spans.size(); ++i) {
+    const StepSpan &s = timeline.spans[i];
+    if (i > 0)
+      EXPECT_GT(s.index, timeline.spans[i - 1].index);
+    EXPECT_DOUBLE_EQ(s.start, previous);
+    EXPECT_GE(s.end, s.start);
+    EXPECT_LE(s.end, timeline.end);
+    previous = s.end;
+  }
+  // The graph still replays afterwards, with the same results.
+  expectClose(gpu.run(args), graph);
+}
+
 // Offload and reload copies forked onto the copy streams and joined back:
 // the graph (captured once, replayed with other inputs) and the eager
 // launches give what the CPU backend gives.
