@@ -113,6 +113,26 @@ struct ModelContext {
 };
 } // namespace
 
+namespace {
+/// The CUDA kernels of @`func` compiled into `artifact` (NVRTC, cached in
+/// `kernelCacheDir`); nothing in a build without the CUDA toolkit.
+void addKernelsIfBuilt(rt::Artifact &artifact, mlir::ModuleOp module,
+                       const std::string &func,
+                       const std::string &kernelCacheDir) {
+#ifdef STEP_HAVE_CODEGEN
+  codegen::NvrtcOptions nvrtc;
+  nvrtc.cacheDir = kernelCacheDir;
+  codegen::addKernels(artifact, module.lookupSymbol<mlir::func::FuncOp>(func),
+                      nvrtc);
+#else
+  (void)artifact;
+  (void)module;
+  (void)func;
+  (void)kernelCacheDir;
+#endif
+}
+} // namespace
+
 nlohmann::json dynamicSignature(const std::string &modelMlir) {
   ModelContext m;
   return dynamicSignature(*m.parse(modelMlir));
@@ -153,18 +173,8 @@ rt::Artifact compileModel(const std::string &modelMlir,
     artifact.meta["dynamic"] = dynamic;
     artifact.meta["bucket"] = bucket;
   }
-#ifdef STEP_HAVE_CODEGEN
-  if (kernels) {
-    codegen::NvrtcOptions nvrtc;
-    nvrtc.cacheDir = kernelCacheDir;
-    codegen::addKernels(
-        artifact, module->lookupSymbol<mlir::func::FuncOp>("train_step"),
-        nvrtc);
-  }
-#else
-  (void)kernels;
-  (void)kernelCacheDir;
-#endif
+  if (kernels)
+    addKernelsIfBuilt(artifact, *module, "train_step", kernelCacheDir);
   return artifact;
 }
 
@@ -182,18 +192,8 @@ rt::Artifact compileForward(const std::string &modelMlir, bool fuse,
   if (mlir::failed(pm.run(*module)))
     throw rt::Error("compiling @forward failed:\n" + m.diags);
   rt::Artifact artifact = planArtifact(*module, "forward");
-#ifdef STEP_HAVE_CODEGEN
-  if (kernels) {
-    codegen::NvrtcOptions nvrtc;
-    nvrtc.cacheDir = kernelCacheDir;
-    codegen::addKernels(artifact,
-                        module->lookupSymbol<mlir::func::FuncOp>("forward"),
-                        nvrtc);
-  }
-#else
-  (void)kernels;
-  (void)kernelCacheDir;
-#endif
+  if (kernels)
+    addKernelsIfBuilt(artifact, *module, "forward", kernelCacheDir);
   return artifact;
 }
 
