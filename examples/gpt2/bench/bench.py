@@ -1,0 +1,698 @@
+#!/usr/bin/env python3
+"""GPT-2 training step: StepJIT against PyTorch eager and torch.compile.
+
+One command, same model, same initial params, same batch, same optimizer:
+
+1. `gpt2-example --emit-model DIR` writes the model (`model.mlir`), its
+   initial params (`params/<name>.npy`) and one batch
+   (`inputs/{tokens,targets}.npy`), and prints the forward loss of those
+   params on StepJIT's reference interpreter.
+2. `step-bench` compiles the training step (cold and warm) and times it
+   (W untimed steps, then N timed ones) on the batch, over and over.
+3. The same GPT-2 as a trainable `torch.nn.Module`, loaded from the same
+   .npy files (GPT-2's param names, weights stored [in, out], tied LM head,
+   GELU tanh, pre-LN, causal attention), trained with `torch.optim.AdamW`
+   on the same batch: eager, then `torch.compile` where this torch has it.
+4. A parity guard: `stepc` + `step-run` run the first steps of the same
+   training step and their losses are compared with PyTorch's.
+
+Prints one JSON object (also `--out FILE`) and a markdown table (appended
+to `--markdown FILE` with the date and the device).
+
+Run it with a python3 that imports torch and numpy (Debian's
+/usr/bin/python3), from the repository root:
+
+    /usr/bin/python3 examples/gpt2/bench/bench.py --build build
+    /usr/bin/python3 examples/gpt2/bench/bench.py --preset tiny --steps 10
+
+The default preset is `small` (GPT-2 124M) when torch sees a CUDA device,
+else `tiny` (a config sized for a CPU).
+
+Optimizer on both sides (nanoGPT's): AdamW, lr 6e-4, betas (0.9, 0.95),
+eps 1e-8, weight decay 0.1 on params of rank >= 2 only (matrices and both
+embeddings; biases and layer-norm params are not decayed), a constant
+learning rate, no gradient clipping unless --clip. In stepc's terms
+`adamw,lr=..,beta1=..,beta2=..,eps=..,wd=..,wd_vectors=false`
+(docs/training.md); in PyTorch two param groups, the second with
+weight_decay 0. Both apply the decay decoupled (`p *= 1 - lr * wd`) before
+the Adam update, with bias correction, in f32.
+"""
+
+import argparse
+import contextlib
+import datetime
+import gc
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np  # noqa: F401 (torch_gpt2 needs it; checked here)
+    import torch
+except ImportError as e:  # the python3 first on PATH may lack torch
+    sys.exit(f"bench.py: error: {e}; run it with a python3 that imports torch "
+             f"and numpy (e.g. /usr/bin/python3 on Debian)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from torch_gpt2 import (HAS_SDPA, build_model, load_npy_dir,  # noqa: E402
+                        make_optimizer)
+DEFAULT_TEXT = os.path.join(os.path.dirname(HERE), "data", "tiny.txt")
+
+PRESETS = {
+    # GPT-2 small (124M params), nanoGPT's vocab rounded up to 50304.
+    "small": dict(vocab=50304, context=1024, layers=12, heads=12, width=768,
+                  batch=8),
+    # A CPU-sized model: a few seconds of steps on two cores.
+    "tiny": dict(vocab=256, context=64, layers=2, heads=2, width=64, batch=8),
+}
+
+# Dense bf16 tensor-core peak FLOP/s by device name (NVIDIA data sheets).
+# The first matching substring wins; an unknown device gives no MFU unless
+# --peak-flops is given. MFU is quoted against this bf16 peak also for
+# --amp none runs (an f32 step cannot reach it: read it as "fraction of
+# what the chip does at its best").
+PEAK_BF16_FLOPS = [
+    ("H100 PCIe", 756e12),
+    ("H100 NVL", None),     # not on our list: pass --peak-flops
+    ("H100", 989e12),       # H100 SXM
+    ("H200", 989e12),
+    ("A100", 312e12),
+]
+
+# Relative tolerance of the parity guard (first-step loss, StepJIT vs
+# PyTorch eager). In f32 both sides compute the same math in different
+# summation orders; their losses agree to ~1e-7 (e2e.gpt2_parity), 1e-4
+# leaves a wide margin. On CUDA the matmul kernels differ more (cuBLASLt vs
+# cuBLAS with their own split-K choices): 1e-3. bf16 rounds matmul operands
+# to 8 mantissa bits on both sides, but not at the same places: 2e-2.
+PARITY_TOL = {("none", "cpu"): 1e-4, ("none", "cuda"): 1e-3,
+              ("bf16", "cpu"): 2e-2, ("bf16", "cuda"): 2e-2}
+
+
+def fail(msg):
+    sys.exit(f"bench.py: error: {msg}")
+
+
+def note(msg):
+    print(f"bench.py: {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------- tools --
+
+def find_tool(build, name, subdirs):
+    for sub in subdirs:
+        path = os.path.join(build, sub, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    tried = ", ".join(os.path.join(build, s, name) for s in subdirs)
+    fail(f"{name} not found (looked for {tried}); build it first, e.g. "
+         f"`cmake --build {build} --target {name}`, or pass --build DIR")
+
+
+def run(cmd, what):
+    note("$ " + " ".join(cmd))
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        fail(f"{what}: cannot run {cmd[0]}: {e}")
+    if proc.returncode != 0:
+        fail(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+             f"--- stdout (tail)\n{proc.stdout[-4000:]}\n"
+             f"--- stderr (tail)\n{proc.stderr[-4000:]}")
+    return proc.stdout, time.perf_counter() - t0
+
+
+# ---------------------------------------------------------- torch timing --
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def amp_context(device, amp):
+    if amp == "bf16":
+        return lambda: torch.autocast(device_type=device.type,
+                                      dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+def time_torch(model, fn, opt, tokens, targets, device, amp, clip, warmup,
+               steps):
+    """W + N steps of forward, backward, (clip), AdamW; each timed alone and
+    ending with the loss on the host, as step-bench's Session::step does.
+    Returns (losses of all steps, times of all steps)."""
+    ctx = amp_context(device, amp)
+    params = list(model.parameters())
+    losses, times = [], []
+    for _ in range(warmup + steps):
+        sync(device)
+        t0 = time.perf_counter()
+        with ctx():
+            loss = fn(tokens, targets)
+        loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        value = loss.item()
+        sync(device)
+        times.append(time.perf_counter() - t0)
+        losses.append(value)
+    return losses, times
+
+
+def stats(times):
+    """median, min, max of the timed steps and their spread (max - min) /
+    median."""
+    s = sorted(times)
+    med = s[len(s) // 2]
+    return {"median": med, "min": s[0], "max": s[-1],
+            "spread": (s[-1] - s[0]) / med if med > 0 else None,
+            "samples": len(s)}
+
+
+def free(device):
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_torch(kind, cfg, params, batch, device, args, opt_cfg):
+    """kind: "eager" or "compile". Returns the result dict (or a skip)."""
+    tokens = torch.from_numpy(batch["tokens"]).to(device)
+    targets = torch.from_numpy(batch["targets"]).to(device)
+    warmup, steps = args.warmup, args.steps
+    res = {}
+
+    def fresh():
+        try:
+            model = build_model(cfg, params, device)
+        except ValueError as e:
+            fail(str(e))
+        opt, impl = make_optimizer(model, opt_cfg, device)
+        return model, opt, impl
+
+    if kind == "compile":
+        if not hasattr(torch, "compile"):
+            return {"skipped": f"torch {torch.__version__} has no "
+                               f"torch.compile (needs torch >= 2.0)"}
+        # The first call compiles: keep it out of the timed steps.
+        warmup = max(warmup, 1)
+    mode = None if args.compile_mode == "default" else args.compile_mode
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    model, opt, impl = fresh()
+    fn = model
+    try:
+        if kind == "compile":
+            fn = torch.compile(model, mode=mode)
+        losses, times = time_torch(model, fn, opt, tokens, targets, device,
+                                   args.amp, args.clip, warmup, steps)
+    except Exception as e:  # torch.compile may fail where eager works
+        if kind != "compile":
+            raise
+        del model, opt, fn
+        free(device)
+        return {"skipped": f"torch.compile failed: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''}"}
+    res["step_seconds"] = stats(times[warmup:])
+    res["losses"] = losses
+    res["warmup"] = warmup
+    res["optimizer_impl"] = impl
+    res["peak_bytes"] = (torch.cuda.max_memory_allocated(device)
+                         if device.type == "cuda" else None)
+    res["peak_bytes_what"] = (
+        "torch.cuda.max_memory_allocated over the run: params, grads, "
+        "optimizer state, activations, temporaries"
+        if device.type == "cuda" else "not measured on the CPU")
+    if kind == "eager":
+        res["compile_seconds"] = {"cold": None, "warm": None}
+    else:
+        med = res["step_seconds"]["median"]
+        res["compile_mode"] = args.compile_mode
+        # Compile time = the first call (trace + compile + one step) minus a
+        # typical step. Warm: torch._dynamo.reset() and a fresh module, with
+        # the kernel caches of this process and of disk now filled (what a
+        # second run of the program sees).
+        cold = times[0] - med
+        warm = None
+        model = opt = fn = None
+        free(device)
+        if not args.no_compile_warm:
+            try:
+                torch._dynamo.reset()
+                model, opt, _ = fresh()
+                fn = torch.compile(model, mode=mode)
+                _, t = time_torch(model, fn, opt, tokens, targets, device,
+                                  args.amp, args.clip, 1, 0)
+                warm = max(t[0] - med, 0.0)
+            except Exception as e:
+                res["compile_warm_skipped"] = f"{type(e).__name__}: {e}"
+        res["compile_seconds"] = {"cold": max(cold, 0.0), "warm": warm,
+                                  "first_call_seconds": times[0]}
+    model = opt = fn = None
+    free(device)
+    return res
+
+
+# --------------------------------------------------------------- StepJIT --
+
+def optimizer_string(o):
+    return (f"adamw,lr={o['lr']!r},beta1={o['beta1']!r},"
+            f"beta2={o['beta2']!r},eps={o['eps']!r},wd={o['wd']!r},"
+            f"wd_vectors=false")
+
+
+def stepc_options(args, opt_cfg):
+    opts = ["--optimizer=" + optimizer_string(opt_cfg)]
+    if args.clip > 0:
+        opts.append(f"--clip={args.clip!r}")
+    if args.amp == "bf16":
+        opts.append("--amp=bf16")
+    return opts
+
+
+def run_step_bench(tool, model_dir, backend, args, opt_cfg, out_json):
+    cmd = [tool, os.path.join(model_dir, "model.mlir"),
+           "--params", os.path.join(model_dir, "params"),
+           "--inputs", os.path.join(model_dir, "inputs"),
+           *stepc_options(args, opt_cfg),
+           "--steps", str(args.steps), "--warmup", str(args.warmup),
+           "--backend", backend, "--out", out_json]
+    run(cmd, "step-bench")
+    with open(out_json) as f:
+        return json.load(f)
+
+
+def run_step_run(stepc, step_run, model_dir, backend, args, opt_cfg, work):
+    """The first --parity-steps losses of the same training step, compiled
+    by stepc (without CUDA kernels for the CPU backend) and run by
+    step-run. Returns (losses, seconds)."""
+    artifact = os.path.join(work, "train.step")
+    cmd = [stepc, os.path.join(model_dir, "model.mlir"), "--train",
+           *stepc_options(args, opt_cfg), "-o", artifact]
+    if backend == "cpu":
+        cmd.append("--no-kernels")
+    _, t_compile = run(cmd, "stepc")
+    out, t_run = run([step_run, artifact,
+                      "--params", os.path.join(model_dir, "params"),
+                      "--inputs", os.path.join(model_dir, "inputs"),
+                      "--steps", str(args.parity_steps),
+                      "--backend", backend], "step-run")
+    losses = [float(v) for v in
+              re.findall(r"^step \d+ loss = (\S+)$", out, re.MULTILINE)]
+    if len(losses) != args.parity_steps:
+        fail(f"step-run printed {len(losses)} losses, expected "
+             f"{args.parity_steps}:\n{out}")
+    return losses, t_compile + t_run
+
+
+# ------------------------------------------------------------- reporting --
+
+def device_name(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.MULTILINE)
+            if m:
+                name = m.group(1).strip()
+    except OSError:
+        pass
+    return f"{name} ({os.cpu_count()} cores, CPU)"
+
+
+def peak_flops(device, name, override):
+    if override:
+        return override, "--peak-flops"
+    if device.type != "cuda":
+        return None, "no peak FLOP/s for a CPU: MFU is not computed"
+    for key, flops in PEAK_BF16_FLOPS:
+        if key in name:
+            if flops is None:
+                break
+            return flops, f"{key}, bf16 dense tensor core (data sheet)"
+    return None, f"unknown device '{name}': pass --peak-flops for MFU"
+
+
+def model_flops_per_token(cfg, n_params):
+    """Training FLOPs per token (PaLM, appendix B; nanoGPT's estimate_mfu):
+    6 * N for the matmuls of forward (2N) and backward (4N), N the params
+    without wpe (a lookup, no matmul; wte is counted: the tied head is a
+    [C, V] matmul), plus 12 * L * C * T for attention's two T x T matmuls
+    (q k^T and att v, forward and backward; counted over the full T x T as
+    in the paper, although causal kernels skip half)."""
+    n = n_params - cfg["context"] * cfg["width"]
+    return 6 * n + 12 * cfg["layers"] * cfg["width"] * cfg["context"]
+
+
+def summarize(res, tokens_per_step, flops_per_token, peak):
+    if "skipped" in res:
+        return res
+    med = res["step_seconds"]["median"]
+    tps = tokens_per_step / med
+    res["tokens_per_second"] = tps
+    res["mfu"] = flops_per_token * tps / peak if peak else None
+    return res
+
+
+def rel(a, b):
+    return abs(a - b) / abs(b) if b else abs(a - b)
+
+
+def fmt_bytes(b):
+    return "-" if b is None else f"{b / 2**20:,.1f} MiB"
+
+
+def fmt_s(x, scale=1e3, unit=" ms"):
+    if x is None:
+        return "-"
+    v = x * scale
+    return f"{v:,.3f}{unit}" if v < 10 else f"{v:,.1f}{unit}"
+
+
+def markdown(report):
+    cfg, r = report["config"], report["results"]
+    head = (f"### GPT-2 `{report['preset']}` on {report['device']['name']}, "
+            f"{report['date']}\n\n"
+            f"V={cfg['vocab']}, T={cfg['context']}, L={cfg['layers']}, "
+            f"H={cfg['heads']}, C={cfg['width']}, B={cfg['batch']} "
+            f"({report['n_params']:,} params), amp {report['amp']}, "
+            f"backend {report['device']['backend']}, torch "
+            f"{report['torch_version']}, `{report['optimizer']['stepc']}`"
+            f"{', clip ' + str(report['optimizer']['clip']) if report['optimizer']['clip'] else ''}, "
+            f"{report['steps']} timed steps after {report['warmup']} untimed. "
+            f"Spread = (max - min) / median; MFU against "
+            f"{'-' if report['peak_flops'] is None else '%.0f TFLOP/s' % (report['peak_flops'] / 1e12)}"
+            f" ({report['peak_flops_source']}); StepJIT's memory is planned "
+            f"(arena + params + AdamW state + batch), PyTorch's measured "
+            f"(max_memory_allocated).")
+    rows = ["| run | step median | min | max | spread | tokens/s | MFU "
+            "| peak memory | compile cold / warm |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for key, label in (("stepjit", "StepJIT"), ("torch_eager", "PyTorch eager"),
+                       ("torch_compile", "torch.compile")):
+        x = r[key]
+        if "skipped" in x:
+            rows.append(f"| {label} | skipped: {x['skipped']} "
+                        f"| | | | | | | |")
+            continue
+        s, c = x["step_seconds"], x["compile_seconds"]
+        mfu = "-" if x["mfu"] is None else f"{100 * x['mfu']:.1f}%"
+        comp = ("-" if c["cold"] is None else
+                f"{c['cold']:.2f} s / " +
+                ("-" if c["warm"] is None else f"{c['warm']:.2f} s"))
+        rows.append(f"| {label} | {fmt_s(s['median'])} | {fmt_s(s['min'])} "
+                    f"| {fmt_s(s['max'])} | {100 * s['spread']:.1f}% "
+                    f"| {x['tokens_per_second']:,.0f} | {mfu} "
+                    f"| {fmt_bytes(x['peak_bytes'])} | {comp} |")
+    p = report["parity"]
+    tail = (f"First-step loss: StepJIT {p['stepjit_first_loss']!r} vs "
+            f"PyTorch {p['torch_first_loss']!r}, relative error "
+            f"{p['first_loss_rel_err']:.2e} (tolerance {p['tolerance']:g}, "
+            f"{'ok' if p['ok'] else 'NOT OK'}).")
+    return f"{head}\n\n" + "\n".join(rows) + f"\n\n{tail}\n"
+
+
+# ------------------------------------------------------------------ main --
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        description="Benchmarks StepJIT's GPT-2 training step against "
+                    "PyTorch eager and torch.compile (same init, data and "
+                    "optimizer).")
+    ap.add_argument("--build", default="build", help="build folder")
+    ap.add_argument("--preset", choices=sorted(PRESETS),
+                    help="small (GPT-2 124M) or tiny; default small when "
+                         "torch sees a CUDA device (and --backend is not "
+                         "cpu), else tiny")
+    for name in ("layers", "heads", "width", "context", "vocab", "batch"):
+        ap.add_argument("--" + name, type=int, help="override the preset")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    ap.add_argument("--backend", choices=["auto", "cpu", "cuda"],
+                    default="auto", help="auto: cuda when torch sees a device")
+    ap.add_argument("--amp", choices=["bf16", "none"],
+                    help="default: bf16 on CUDA, none on the CPU")
+    ap.add_argument("--lr", type=float, default=6e-4)
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--wd", type=float, default=0.1,
+                    help="AdamW weight decay on params of rank >= 2")
+    ap.add_argument("--clip", type=float, default=0.0,
+                    help="global gradient-norm clip on both sides (0: off)")
+    ap.add_argument("--seed", type=int, default=0, help="params and batch")
+    ap.add_argument("--text", default=DEFAULT_TEXT,
+                    help="text the batch is drawn from (bytes are tokens)")
+    ap.add_argument("--parity-steps", type=int, default=3,
+                    help="steps of stepc + step-run for the loss parity "
+                         "guard (0: only the interpreter's forward loss)")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 when the parity guard fails")
+    ap.add_argument("--compile-mode", default="default",
+                    choices=["default", "reduce-overhead", "max-autotune"],
+                    help="torch.compile mode")
+    ap.add_argument("--no-compile-warm", action="store_true",
+                    help="skip the second (warm) torch.compile")
+    ap.add_argument("--skip-compile", action="store_true",
+                    help="skip torch.compile altogether")
+    ap.add_argument("--peak-flops", type=float,
+                    help="peak FLOP/s for MFU (default: by device name)")
+    ap.add_argument("--workdir", help="keep the emitted model and JSON here "
+                                      "(default: a temporary folder)")
+    ap.add_argument("--out", help="write the JSON report here")
+    ap.add_argument("--markdown", help="append the markdown table here")
+    args = ap.parse_args(argv)
+    if args.steps < 1 or args.warmup < 0 or args.parity_steps < 0:
+        ap.error("need --steps >= 1, --warmup >= 0, --parity-steps >= 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    build = args.build
+    if not os.path.isdir(build):
+        fail(f"build folder '{build}' does not exist: build StepJIT first "
+             f"(tools/dev/quickstart.sh) or pass --build DIR")
+    gpt2 = find_tool(build, "gpt2-example", ["examples"])
+    bench = find_tool(build, "step-bench", ["tools/step-bench", "tools"])
+    stepc = step_run = None
+    if args.parity_steps:
+        stepc = find_tool(build, "stepc", ["tools/stepc", "tools"])
+        step_run = find_tool(build, "step-run", ["tools/step-run", "tools"])
+    if not os.path.isfile(args.text):
+        fail(f"--text {args.text} does not exist")
+
+    cuda_ok = torch.cuda.is_available()
+    if args.backend == "cuda" and not cuda_ok:
+        fail("--backend cuda, but torch sees no CUDA device (torch "
+             f"{torch.__version__}, built with CUDA: "
+             f"{torch.version.cuda is not None})")
+    backend = args.backend if args.backend != "auto" else (
+        "cuda" if cuda_ok else "cpu")
+    device = torch.device("cuda" if backend == "cuda" else "cpu")
+    preset = args.preset or ("small" if backend == "cuda" else "tiny")
+    cfg = dict(PRESETS[preset])
+    for k in cfg:
+        if getattr(args, k) is not None:
+            cfg[k] = getattr(args, k)
+    if cfg["width"] % cfg["heads"]:
+        fail(f"--width {cfg['width']} is not a multiple of --heads "
+             f"{cfg['heads']}")
+    if args.amp is None:
+        args.amp = "bf16" if backend == "cuda" else "none"
+    opt_cfg = dict(lr=args.lr, beta1=args.beta1, beta2=args.beta2,
+                   eps=args.eps, wd=args.wd)
+    torch.manual_seed(args.seed)
+
+    tmp = None
+    if args.workdir:
+        work = os.path.abspath(args.workdir)
+        os.makedirs(work, exist_ok=True)
+    else:
+        tmp = tempfile.mkdtemp(prefix="gpt2-bench-")
+        work = tmp
+    try:
+        report = bench_all(args, cfg, preset, backend, device, opt_cfg, work,
+                           gpt2, bench, stepc, step_run)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    text = json.dumps(report, indent=2)
+    print(text)
+    table = markdown(report)
+    print()
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    if args.markdown:
+        with open(args.markdown, "a") as f:
+            f.write("\n" + table)
+    if args.strict and not report["parity"]["ok"]:
+        fail("the parity guard failed (see 'parity' in the JSON)")
+
+
+def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
+              stepc, step_run):
+    model_dir = os.path.join(work, "model")
+    if os.path.isdir(model_dir):
+        shutil.rmtree(model_dir)
+    out, t_emit = run([gpt2, "--vocab", str(cfg["vocab"]),
+                       "--context", str(cfg["context"]),
+                       "--layers", str(cfg["layers"]),
+                       "--heads", str(cfg["heads"]),
+                       "--width", str(cfg["width"]),
+                       "--batch", str(cfg["batch"]),
+                       "--seed", str(args.seed), "--text", args.text,
+                       "--emit-model", model_dir], "gpt2-example --emit-model")
+    m = re.search(r"^loss = (\S+)$", out, re.MULTILINE)
+    interp_loss = float(m.group(1)) if m else None
+    params = load_npy_dir(os.path.join(model_dir, "params"))
+    batch = load_npy_dir(os.path.join(model_dir, "inputs"))
+    if set(batch) != {"tokens", "targets"}:
+        fail(f"expected inputs tokens.npy and targets.npy, found {sorted(batch)}")
+    n_params = int(sum(a.size for a in params.values()))
+    tokens_per_step = cfg["batch"] * cfg["context"]
+
+    # StepJIT: step-bench, then the parity steps.
+    sj = run_step_bench(bench, model_dir, backend, args, opt_cfg,
+                        os.path.join(work, "step-bench.json"))
+    if sj.get("backend") != backend:
+        fail(f"step-bench ran on '{sj.get('backend')}', asked for '{backend}'")
+    parity_losses, t_parity = ([], 0.0)
+    if args.parity_steps:
+        parity_losses, t_parity = run_step_run(stepc, step_run, model_dir,
+                                               backend, args, opt_cfg, work)
+
+    # PyTorch.
+    note(f"torch {torch.__version__}: eager on {device}")
+    eager = run_torch("eager", cfg, params, batch, device, args, opt_cfg)
+    if args.skip_compile:
+        comp = {"skipped": "--skip-compile"}
+    else:
+        note(f"torch.compile on {device}")
+        comp = run_torch("compile", cfg, params, batch, device, args, opt_cfg)
+
+    name = device_name(device)
+    peak, peak_source = peak_flops(device, name, args.peak_flops)
+    fpt = model_flops_per_token(cfg, n_params)
+
+    # StepJIT's memory: the planned arena (activations, gradients,
+    # temporaries; step-memory-plan's peak) plus what stays resident for the
+    # whole run: the f32 params, AdamW's two f32 moments and the batch.
+    persistent = 3 * 4 * n_params + sum(a.nbytes for a in batch.values())
+    arena = sj.get("planned_peak_bytes")
+    stepjit = {
+        "step_seconds": {**{k: sj["step_seconds"][k]
+                            for k in ("median", "min", "max", "samples")}},
+        "compile_seconds": {"cold": sj["compile_seconds"]["cold"],
+                            "warm": sj["compile_seconds"]["warm"]},
+        "peak_bytes": None if arena is None else arena + persistent,
+        "peak_bytes_what": "planned: step-bench's planned_peak_bytes (arena) "
+                           "+ f32 params and AdamW moments + the batch",
+        "planned_peak_bytes": arena,
+        "persistent_bytes": persistent,
+        "kernel_launches": sj.get("kernel_launches"),
+        "distinct_kernels": sj.get("distinct_kernels"),
+        "plan_steps": sj.get("plan_steps"),
+        "backend": sj.get("backend"),
+        "last_loss": sj.get("last_loss"),
+        "parity_losses": parity_losses,
+    }
+    s = stepjit["step_seconds"]
+    s["spread"] = (s["max"] - s["min"]) / s["median"] if s["median"] else None
+    for r in (stepjit, eager, comp):
+        summarize(r, tokens_per_step, fpt, peak)
+
+    # Parity guard: the first-step loss (forward of the initial params) of
+    # StepJIT's compiled step (step-run; else the reference interpreter's
+    # forward that --emit-model printed) against PyTorch eager's first step.
+    torch_losses = eager["losses"]
+    first_sj = parity_losses[0] if parity_losses else interp_loss
+    tol = PARITY_TOL[(args.amp, backend)]
+    first_err = rel(first_sj, torch_losses[0])
+    per_step = [{"step": i + 1, "stepjit": a, "torch": torch_losses[i],
+                 "rel_err": rel(a, torch_losses[i])}
+                for i, a in enumerate(parity_losses) if i < len(torch_losses)]
+    last_idx = args.warmup + args.steps - 1
+    parity = {
+        "stepjit_first_loss": first_sj,
+        "stepjit_first_loss_from": ("step-run" if parity_losses
+                                    else "reference interpreter (forward)"),
+        "torch_first_loss": torch_losses[0],
+        "first_loss_rel_err": first_err,
+        "tolerance": tol,
+        "ok": first_err <= tol,
+        # gpt2-example's forward on the reference interpreter: always f32
+        # (no AMP), so under --amp bf16 it differs from the first step's.
+        "interpreter_forward_loss": interp_loss,
+        "interpreter_rel_err": (None if interp_loss is None
+                                else rel(interp_loss, torch_losses[0])),
+        "steps": per_step,
+        # step-bench and eager both ran W + N steps on the same batch: the
+        # loss of the last one after W + N - 1 identical updates.
+        "last_step": last_idx + 1,
+        "stepjit_last_loss": sj.get("last_loss"),
+        "torch_last_loss": torch_losses[last_idx],
+        "last_loss_rel_err": (None if sj.get("last_loss") is None
+                              else rel(sj["last_loss"], torch_losses[last_idx])),
+    }
+    if not parity["ok"]:
+        note(f"WARNING: first-step loss StepJIT {first_sj!r} vs PyTorch "
+             f"{torch_losses[0]!r}: relative error {first_err:.3e} > {tol:g}")
+    for r in (eager, comp):
+        if "losses" in r:
+            r["first_loss"] = r["losses"][0]
+            r["last_loss"] = r["losses"][-1]
+
+    return {
+        "benchmark": "gpt2_train_step",
+        "date": datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"),
+        "device": {"name": name, "backend": backend,
+                   "host": platform.node(), "cpu_cores": os.cpu_count()},
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "torch_tf32_matmul": (torch.backends.cuda.matmul.allow_tf32
+                              if device.type == "cuda" else None),
+        "torch_attention": ("F.scaled_dot_product_attention" if HAS_SDPA
+                            else "explicit masked softmax"),
+        "preset": preset,
+        "config": cfg,
+        "n_params": n_params,
+        "tokens_per_step": tokens_per_step,
+        "amp": args.amp,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "optimizer": {"stepc": optimizer_string(opt_cfg), "clip": args.clip,
+                      "schedule": "constant",
+                      "torch": f"torch.optim.AdamW(lr={args.lr}, betas=("
+                               f"{args.beta1}, {args.beta2}), eps={args.eps}, "
+                               f"weight_decay={args.wd} on dim >= 2 else 0)"},
+        # MFU = flops_per_token * tokens_per_second / peak_flops, with
+        # flops_per_token = 6 * (N - T*C) + 12 * L * C * T
+        # (model_flops_per_token's comment).
+        "flops_per_token": fpt,
+        "peak_flops": peak,
+        "peak_flops_source": peak_source,
+        "results": {"stepjit": stepjit, "torch_eager": eager,
+                    "torch_compile": comp},
+        "parity": parity,
+        "seconds": {"emit_model": t_emit, "parity_step_run": t_parity},
+    }
+
+
+if __name__ == "__main__":
+    main()
