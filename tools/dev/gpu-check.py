@@ -18,7 +18,10 @@ here and run there (docs/runtime.md, "Checking on a GPU"):
                    reference: relative error max|a - b| / max|b| within
                    the case's bound (1e-4 for f32, as gpu_parity.py; 1e-2
                    for bf16/fp16). Step times are the median of the
-                   --trace wall times after the first two steps. Writes
+                   --trace wall times after the first two steps, the last
+                   (timed op by op) left out; the trace's slowest ops of
+                   the last step, with the GB/s and TFLOP/s they reached,
+                   go to top_kernels (docs/profiling.md). Writes
                    OUT/gpu-check.json and prints one line per case; exits 1
                    when a case fails or errs.
 
@@ -184,6 +187,24 @@ def rel_err(got, want):
                  max(float(np.max(np.abs(want))), 1e-30))
 
 
+def top_kernels(trace, n=8):
+    """The last step's slowest ops in the trace (docs/profiling.md), with
+    the bandwidth and FLOP/s each reached."""
+    ops = [e for e in trace["traceEvents"]
+           if e["ph"] == "X" and e["cat"] not in ("step", "input", "view")]
+    ops.sort(key=lambda e: -e["dur"])
+    out = []
+    for e in ops[:n]:
+        us, args = e["dur"], e["args"]
+        moved = args["bytes_read"] + args["bytes_written"]
+        out.append({"name": e["name"], "op": args["op"], "us": us,
+                    "bytes": moved, "flops": args["flops"],
+                    "GB_per_s": moved / us / 1e3 if us > 0 else None,
+                    "TFLOP_per_s": args["flops"] / us / 1e6 if us > 0
+                    else None})
+    return out
+
+
 def run_cases(a):
     carry = a.carry
     with open(os.path.join(carry, "manifest.json")) as f:
@@ -216,11 +237,14 @@ def run_cases(a):
                 loss_err = float("inf")
             worst = max(errs, key=errs.get)
             with open(trace) as f:
-                walls = [s["wall_s"] for s in json.load(f)["steps"]][2:]
+                events = json.load(f)
+            # Not the last step: it is timed op by op (outside the graph).
+            walls = [s["wall_s"] for s in events["steps"]][2:-1]
             r.update(ok=max(errs[worst], loss_err) <= c["bound"],
                      worst_tensor=worst, worst_rel_err=errs[worst],
                      loss_rel_err=loss_err, losses=losses,
-                     step_s_median=statistics.median(walls) if walls else None)
+                     step_s_median=statistics.median(walls) if walls else None,
+                     top_kernels=top_kernels(events))
         failed += not r["ok"]
         results.append(r)
         if r["ok"] or "error" not in r:
