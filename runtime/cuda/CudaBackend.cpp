@@ -273,7 +273,8 @@ static void CUDA_CB runHostStep(void *data) {
         cpu::evalStep(*h->plan, s, std::move(operands));
     for (size_t i = 0; i < s.results.size(); ++i) {
       const BufferDesc &b = h->plan->buffers[s.results[i]];
-      if (i >= results.size() || results[i].byteSize() != b.bytes())
+      if (i >= results.size() ||
+          static_cast<int64_t>(results[i].byteSize()) != b.bytes())
         throw Error("the CPU kernel returned a result of another size");
       if (b.bytes())
         std::memcpy(h->out[i], results[i].raw(),
