@@ -15,6 +15,8 @@
 #include "CommTestUtil.h"
 #include "PlanTestUtil.h"
 
+#include <map>
+
 namespace step::rt::test {
 namespace {
 
@@ -178,6 +180,40 @@ TEST_P(OverlapOn, EqualsInPlaceCollectives) {
                       : std::memcmp(async[r][i].raw(), inPlace[r][i].raw(),
                                     async[r][i].byteSize()),
                   0);
+  }
+}
+
+// A timeline of the run (step-run --trace, docs/profiling.md): every step
+// once; the collectives (plan steps 1 and 5) on the collective lane,
+// overlapped or in place, the rest on the compute lane; all inside the run.
+TEST(Overlap, TimelineHasEveryStepOnItsLane) {
+  Artifact a = overlapped(2);
+  for (bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlapped" : "in place");
+    auto ranks = makeThreadGroup(2);
+    std::vector<RunTimeline> timelines(2);
+    step::test::onRanks(ranks, [&](int r) {
+      HostTensor x = make(F32, {4}, {1, 2, 3, 4});
+      cpu::ExecuteOptions o;
+      o.overlapCollectives = overlap;
+      o.timeline = &timelines[static_cast<size_t>(r)];
+      cpu::execute(a, {&x}, o);
+    });
+    for (const RunTimeline &t : timelines) {
+      EXPECT_EQ(t.plan, &a.plan);
+      std::map<int64_t, Lane> lanes;
+      for (const StepSpan &s : t.spans) {
+        EXPECT_TRUE(lanes.emplace(s.index, s.lane).second) << s.index;
+        EXPECT_LE(t.start, s.start);
+        EXPECT_LE(s.start, s.end);
+        EXPECT_LE(s.end, t.end);
+      }
+      ASSERT_EQ(lanes.size(), 6u);
+      for (const auto &[index, lane] : lanes)
+        EXPECT_EQ(lane, index == 1 || index == 5 ? Lane::Collective
+                                                 : Lane::Compute)
+            << "plan step " << index;
+    }
   }
 }
 
