@@ -105,8 +105,9 @@ inline SavedActivations savedActivations(func::FuncOp f) {
 
 /// Floating-point operations of one op, the cost model of step-remat and
 /// of the FLOP figures in `stepc --report`: a matmul is 2*M*N*K per batch
-/// element, attention 4*Tq*Tk*D per head (two matmuls) plus 5 per score
-/// (scale, max, exp, sum, divide), a row op (softmax, layer_norm, the
+/// element, attention 2*Tq*Tk*(D + Dv) per head (two matmuls) plus 5 per
+/// score (scale, max, exp, sum, divide), attention_grad five matmuls
+/// (2*Tq*Tk*(3D + 2Dv)) plus 8 per score, a row op (softmax, layer_norm, the
 /// losses) 5 per input element, an optimizer update 10 per element, a
 /// fusion the sum of its body, and anything else 1 per result element (a
 /// reduction: per input element). Only matmuls and attention matter for
@@ -123,14 +124,19 @@ inline int64_t opFlops(Operation *op) {
     int64_t k = lhs[lhs.size() - (mm.getTransposeA() ? 2 : 1)];
     return 2 * numel(mm.getResult()) * k;
   }
-  if (auto at = dyn_cast<AttentionOp>(op)) {
+  if (isa<AttentionOp, AttentionGradOp>(op)) {
     auto q = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
     auto k = cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
+    int64_t dv =
+        cast<RankedTensorType>(op->getOperand(2).getType()).getShape().back();
     int64_t heads = 1;
     for (size_t i = 0; i + 2 < q.size(); ++i)
       heads *= q[i];
     int64_t scores = heads * q[q.size() - 2] * k[k.size() - 2];
-    return scores * (4 * q.back() + 5);
+    if (isa<AttentionOp>(op))
+      return scores * (2 * q.back() + 2 * dv + 5);
+    // S and dP recomputed, then dq, dk and dv: five products.
+    return scores * (6 * q.back() + 4 * dv + 8);
   }
   if (auto fusion = dyn_cast<FusionOp>(op)) {
     int64_t sum = 0;

@@ -1,4 +1,4 @@
-//===- NNKernels.cpp - cross_entropy(_grad), embedding_grad, attention ----===//
+//===- NNKernels.cpp - losses, embedding_grad, attention(_grad) -----------===//
 //
 //  - cross_entropy: one block per row (max, sum of exp, loss), f32. For
 //    mean/sum, blocks keep per-block partials (rows in a fixed order) in a
@@ -16,6 +16,15 @@
 //    key for the scores (lanes split D), a block softmax over the visible
 //    keys, then each thread owns output columns. Scores live in dynamic
 //    shared memory: sharedBytes = (Tk + D) * 4.
+//  - attention_grad: one block per (batch, head) slice, nothing of size
+//    Tq x Tk stored. Pass 1, a warp per query row: the row's log-sum-exp and
+//    rowsum(P * dP) in one online pass over the keys, kept in shared memory
+//    (2 * Tq floats), then dq. Pass 2, a warp per key row: P and dS
+//    recomputed from the saved statistics, dk and dv summed over the
+//    queries that see the key. Lane partials are combined by shuffle trees
+//    (deterministic, no atomics). The products run on CUDA cores in f32,
+//    not on tensor cores: it trades the decomposed backward's speed for its
+//    memory (see docs/codegen.md).
 // The cross-entropy kernels read the logits and store through a RowIO
 // (Emitters.h), so a reduction fusion can put a prologue and an epilogue
 // around them.
@@ -369,6 +378,177 @@ static KernelSource emitAttention(ops::AttentionOp op,
   return ks;
 }
 
+//===----------------------------------------------------------------------===//
+// step.attention_grad
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
+                                      const std::string &name) {
+  std::vector<int64_t> qs = shapeOf(op.getQuery());
+  size_t r = qs.size();
+  int64_t tq = qs[r - 2], d = qs[r - 1];
+  int64_t tk = shapeOf(op.getKey())[r - 2];
+  int64_t dv = shapeOf(op.getValue())[r - 1];
+  int64_t slices = numelOf(op.getQuery()) / std::max<int64_t>(tq * d, 1);
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt(static_cast<double>(d));
+  Elem e = elemOf(op.getQuery().getType());
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(slices, 1), 65535);
+  // Per query row its log-sum-exp and rowsum(P * dP); per warp one staged
+  // row of D and one of Dv values.
+  ks.sharedBytes = (2 * tq + (ks.blockX / 32) * (d + dv)) * 4;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  auto idx = [](const std::string &row, int64_t width) {
+    return "(long long)" + row + " * " + std::to_string(width) + " + c";
+  };
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *lse = smem, *dd = smem + $TQ;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  float *rowA = smem + 2 * $TQ + warp * ($D + $DV), *rowB = rowA + $D;
+  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dq = out0 + b * $TQ * $D, *dk = out1 + b * $TK * $D;
+    $T *dv = out2 + b * $TK * $DV;
+    // Pass 1, a warp per query row i (q_i, g_i staged): the softmax
+    // statistics and u = sum_j P_ij dP_ij in one online pass over the keys
+    // (lanes take every 32nd key, combined by a shuffle tree), then
+    // dq_i = sum_j dS_ij k_j * scale.
+    for (int i = warp; i < $TQ; i += warps) {
+      __syncwarp();
+      for (int c = lane; c < $D; c += 32)
+        rowA[c] = $QI;
+      for (int c = lane; c < $DV; c += 32)
+        rowB[c] = $GI;
+      __syncwarp();
+      // Causal (top-left): key j is visible to query i iff j <= i.
+      const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+      float m = $NEGINF, l = 0.0f, u = 0.0f;
+      for (int j = lane; j < visible; j += 32) {
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < $D; ++c)
+          s += rowA[c] * $KJ;
+        for (int c = 0; c < $DV; ++c)
+          dp += rowB[c] * $VJ;
+        s *= $SCALE;
+        const float mNew = maxNaN(m, s);
+        const float keep = m == $NEGINF ? 0.0f : expf(m - mNew);
+        const float w = expf(s - mNew);
+        l = l * keep + w;
+        u = u * keep + w * dp;
+        m = mNew;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const float l2 = __shfl_xor_sync(0xffffffffu, l, o);
+        const float u2 = __shfl_xor_sync(0xffffffffu, u, o);
+        const float mNew = maxNaN(m, m2);
+        const float a = m == $NEGINF ? 0.0f : expf(m - mNew);
+        const float a2 = m2 == $NEGINF ? 0.0f : expf(m2 - mNew);
+        l = l * a + l2 * a2;
+        u = u * a + u2 * a2;
+        m = mNew;
+      }
+      const float lseI = m + logf(l), ddI = u / l;
+      if (lane == 0) {
+        lse[i] = lseI;
+        dd[i] = ddI;
+      }
+      float acc[$D];
+#pragma unroll
+      for (int c = 0; c < $D; ++c)
+        acc[c] = 0.0f;
+      for (int j = lane; j < visible; j += 32) {
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < $D; ++c)
+          s += rowA[c] * $KJ;
+        for (int c = 0; c < $DV; ++c)
+          dp += rowB[c] * $VJ;
+        const float p = expf(s * $SCALE - lseI);
+        const float ds = p * (dp - ddI) * $SCALE;
+#pragma unroll
+        for (int c = 0; c < $D; ++c)
+          acc[c] += ds * $KJ;
+      }
+#pragma unroll
+      for (int c = 0; c < $D; ++c) {
+        const float t = warpReduce(acc[c], SumOp());
+        if (lane == 0)
+          dq[$QIDX] = $STORE_T;
+      }
+    }
+    __syncthreads(); // every row's lse and dd are in shared memory
+    // Pass 2, a warp per key row j (k_j, v_j staged): lanes take every 32nd
+    // query that sees j, recompute P_ij and dS_ij (the same products in
+    // the same order as pass 1, so the same bits) and add dS_ij q_i * scale
+    // into dk_j and P_ij g_i into dv_j.
+    for (int j = warp; j < $TK; j += warps) {
+      __syncwarp();
+      for (int c = lane; c < $D; c += 32)
+        rowA[c] = $KJ;
+      for (int c = lane; c < $DV; c += 32)
+        rowB[c] = $VJ;
+      __syncwarp();
+      float ak[$D], av[$DV];
+#pragma unroll
+      for (int c = 0; c < $D; ++c)
+        ak[c] = 0.0f;
+#pragma unroll
+      for (int c = 0; c < $DV; ++c)
+        av[c] = 0.0f;
+      for (int i = ($CAUSAL ? j : 0) + lane; i < $TQ; i += 32) {
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < $D; ++c)
+          s += $QI * rowA[c];
+        for (int c = 0; c < $DV; ++c)
+          dp += $GI * rowB[c];
+        const float p = expf(s * $SCALE - lse[i]);
+        const float ds = p * (dp - dd[i]) * $SCALE;
+#pragma unroll
+        for (int c = 0; c < $D; ++c)
+          ak[c] += ds * $QI;
+#pragma unroll
+        for (int c = 0; c < $DV; ++c)
+          av[c] += p * $GI;
+      }
+#pragma unroll
+      for (int c = 0; c < $D; ++c) {
+        const float t = warpReduce(ak[c], SumOp());
+        if (lane == 0)
+          dk[$KIDX] = $STORE_T;
+      }
+#pragma unroll
+      for (int c = 0; c < $DV; ++c) {
+        const float t = warpReduce(av[c], SumOp());
+        if (lane == 0)
+          dv[$VIDX] = $STORE_T;
+      }
+    }
+    __syncthreads(); // the next slice overwrites lse and dd
+  }
+}
+)",
+      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
+       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
+       {"SLICES", std::to_string(slices)}, {"T", cType(e)},
+       {"CAUSAL", op.getCausal() ? "true" : "false"},
+       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
+       {"QI", toF(e, "q[" + idx("i", d) + "]")},
+       {"GI", toF(e, "g[" + idx("i", dv) + "]")},
+       {"KJ", toF(e, "k[" + idx("j", d) + "]")},
+       {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
+       {"QIDX", idx("i", d)}, {"KIDX", idx("j", d)}, {"VIDX", idx("j", dv)},
+       {"STORE_T", fromF(e, "t")}});
+  return ks;
+}
+
 std::optional<KernelSource> emitLossKernel(mlir::Operation *op,
                                            const std::string &name,
                                            const RowIO &io) {
@@ -387,6 +567,8 @@ std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
     return emitEmbeddingGrad(g, name);
   if (auto a = mlir::dyn_cast<ops::AttentionOp>(op))
     return emitAttention(a, name);
+  if (auto a = mlir::dyn_cast<ops::AttentionGradOp>(op))
+    return emitAttentionGrad(a, name);
   return std::nullopt;
 }
 

@@ -267,6 +267,17 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
             in[0], in[1], in[2], lossReduction(c.getReduction()),
             c.getIgnoreIndexOrDefault())));
       })
+      .Case([&](ops::AttentionGradOp a) {
+        std::optional<double> scale;
+        if (auto s = a.getScale())
+          scale = s->convertToDouble();
+        cpu::AttentionGrads g = cpu::attentionGrad(in[0], in[1], in[2], in[3],
+                                                   a.getCausal(), scale);
+        std::vector<rt::HostTensor> out = results(std::move(g.dq));
+        out.push_back(std::move(g.dk));
+        out.push_back(std::move(g.dv));
+        return R(std::move(out));
+      })
       .Case([&](ops::SgdUpdateOp s) {
         cpu::SgdHyper h;
         h.momentum = s.getMomentum().convertToDouble();

@@ -2,7 +2,8 @@
 //
 // Ops that only a training step has: the gradient barrier, the fused
 // backward kernels that autodiff emits where a decomposition into primitive
-// ops would be slower or less exact (embedding, cross-entropy), the overflow
+// ops would be slower, less exact or larger (embedding, cross-entropy,
+// attention), the overflow
 // check of dynamic loss scaling, and one fused update op per parameter for
 // each optimizer. Optimizer ops and the overflow check have no VJP.
 //
@@ -90,6 +91,38 @@ def Step_CrossEntropyGradOp : Step_Op<"cross_entropy_grad",
       return getIgnoreIndex() ? *getIgnoreIndex() : -100;
     }
   }];
+}
+
+def Step_AttentionGradOp : Step_Op<"attention_grad",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "gradients of step.attention w.r.t. query, key and value";
+  let description = [{
+    The backward of `torch.nn.functional.scaled_dot_product_attention` (as
+    PyTorch's autograd computes it) without the `[..., Tq, Tk]` scores or
+    probabilities as tensors: with `P = softmax(q @ k^T * scale + mask)`
+    and `grad` the gradient of the attention's result,
+    `dvalue = P^T @ grad`, `dS = P * (grad @ value^T - rowsum(...))`,
+    `dquery = dS @ key * scale`, `dkey = dS^T @ query * scale`. Attributes
+    and constraints C1-C4 are those of `step.attention` on the first three
+    operands; f16/bf16 operands are computed in f32 and each gradient is
+    rounded once to its operand's type.
+
+    C5: `grad` has the shape and element type of the attention's result
+        (`query`'s shape with `value`'s last dim).
+
+    ```mlir
+    %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g causal : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Step_FloatTensor:$query, Step_FloatTensor:$key,
+                       Step_FloatTensor:$value, Step_FloatTensor:$grad,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let results = (outs Step_FloatTensor:$dquery, Step_FloatTensor:$dkey,
+                      Step_FloatTensor:$dvalue);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $grad "
+      "(`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` "
+      "type($query) `,` type($key) `,` type($value) `,` type($grad) `->` "
+      "type($dquery) `,` type($dkey) `,` type($dvalue)";
 }
 
 //===----------------------------------------------------------------------===//

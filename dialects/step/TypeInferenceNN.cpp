@@ -2,7 +2,7 @@
 //
 // Result-type inference and verifiers of step.matmul and the neural-network
 // ops (softmax family, layer_norm, embedding, cross_entropy, dropout,
-// attention). Same conventions as TypeInference.cpp.
+// attention and its gradient op attention_grad). Same conventions as TypeInference.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -196,15 +196,16 @@ LogicalResult DropoutOp::verify() {
 // step.attention
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &inferred) {
-  Adaptor adaptor(operands, attrs, props, regions);
-  StringRef name = getOperationName();
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
-  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+namespace {
+/// Checks C1-C4 of step.attention (shared by step.attention_grad) and
+/// returns the attention result's type.
+FailureOr<RankedTensorType> attentionResultType(std::optional<Location> loc,
+                                                StringRef name, Value query,
+                                                Value key, Value value,
+                                                std::optional<APFloat> scale) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto k = cast<RankedTensorType>(key.getType());
+  auto v = cast<RankedTensorType>(value.getType());
   int64_t rank = q.getRank();
   if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
     return fail(loc, name, "query ", quoted(q), ", key ", quoted(k),
@@ -225,7 +226,7 @@ LogicalResult AttentionOp::inferReturnTypes(
   if (!dimsAgree(k.getDimSize(rank - 2), v.getDimSize(rank - 2)))
     return fail(loc, name, "key ", quoted(k), " and value ", quoted(v),
                 " disagree on the key length Tk (C3)");
-  if (auto scale = adaptor.getScale(); scale && !(scale->convertToDouble() > 0))
+  if (scale && !(scale->convertToDouble() > 0))
     return fail(loc, name, "scale ", scale->convertToDouble(),
                 " must be > 0 (C4)");
   SmallVector<int64_t> shape(q.getShape());
@@ -233,6 +234,49 @@ LogicalResult AttentionOp::inferReturnTypes(
     shape[i] = joined(joined(q.getDimSize(i), k.getDimSize(i)),
                       v.getDimSize(i));
   shape.back() = v.getDimSize(rank - 1);
-  inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
+  return RankedTensorType::get(shape, q.getElementType());
+}
+} // namespace
+
+LogicalResult AttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto type = attentionResultType(loc, getOperationName(), adaptor.getQuery(),
+                                  adaptor.getKey(), adaptor.getValue(),
+                                  adaptor.getScale());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention_grad
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  StringRef name = getOperationName();
+  auto type = attentionResultType(loc, name, adaptor.getQuery(),
+                                  adaptor.getKey(), adaptor.getValue(),
+                                  adaptor.getScale());
+  if (failed(type))
+    return failure();
+  auto g = cast<RankedTensorType>(adaptor.getGrad().getType());
+  bool same = g.getRank() == type->getRank() &&
+              g.getElementType() == type->getElementType();
+  for (int64_t i = 0; same && i < g.getRank(); ++i)
+    same = dimsAgree(g.getDimSize(i), type->getDimSize(i));
+  if (!same)
+    return fail(loc, name, "grad ", quoted(g),
+                " must have the attention result's type ", quoted(*type),
+                " (C5)");
+  for (Value v : {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
+    inferred.push_back(v.getType());
   return success();
 }

@@ -2,17 +2,17 @@
 //
 // Rules for softmax, log_softmax, layer_norm, embedding, cross_entropy,
 // dropout and attention, each the derivative PyTorch's autograd computes.
-// Embedding and cross-entropy use their fused backward ops
-// (step.embedding_grad, step.cross_entropy_grad); dropout reapplies its own
-// mask; the others are built from primitive ops.
+// Embedding, cross-entropy and attention use their fused backward ops
+// (step.embedding_grad, step.cross_entropy_grad, step.attention_grad);
+// dropout reapplies its own mask; the others are built from primitive ops.
 //
 // Like the forward kernels (StepNNOps.td: "f16/bf16 inputs are computed in
 // f32"), the primitive-op rules compute in f32 and round each gradient once
 // to its operand's type. Softmax-like rules reuse the forward result; the
-// fused forward ops layer_norm and attention save nothing, so their rules
-// recompute the statistics (mean, rstd) and the probabilities from the
-// operands (O(1) extra ops each; step-remat and step-fuse decide later how
-// the recomputation runs).
+// fused forward ops layer_norm and attention save nothing: layer_norm's rule
+// recomputes the statistics (mean, rstd) from the operands (O(1) extra ops;
+// step-remat and step-fuse decide later how the recomputation runs), and
+// step.attention_grad recomputes the probabilities inside its kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -222,60 +222,22 @@ FailureOr<Grads> dropoutVJP(OpBuilder &b, Operation *op, Value grad,
 // step.attention
 //===----------------------------------------------------------------------===//
 
-/// Recomputes S = q k^T * scale (+ causal mask), P = softmax(S), then
-///   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - sum(dP * P, -1)),
-///   dQ = dS K * scale,  dK = dS^T Q * scale,
-/// all batched over the leading dims.
+/// One step.attention_grad: it recomputes the probabilities from q and k
+/// row by row (flash-attention style), so no [..., Tq, Tk] tensor enters the
+/// step, and gives all three gradients at once; a gradient that is not
+/// needed is a result nobody reads.
 FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
                               ArrayRef<bool> needed) {
   if (failed(requireStaticShapes(op)))
     return failure();
   auto attn = cast<AttentionOp>(op);
-  Location loc = op->getLoc();
-  auto qType = attn.getQuery().getType();
-  int64_t rank = qType.getRank();
-  int64_t depth = qType.getDimSize(rank - 1);
-  double sc = attn.getScale() ? attn.getScale()->convertToDouble()
-                              : 1.0 / std::sqrt(static_cast<double>(depth));
-
-  Value q = asF32(b, loc, attn.getQuery());
-  Value k = asF32(b, loc, attn.getKey());
-  Value v = asF32(b, loc, attn.getValue());
-  Value dO = asF32(b, loc, grad);
-
-  Value s = scale(b, loc,
-                  b.create<MatmulOp>(loc, q, k, /*transpose_a=*/false,
-                                     /*transpose_b=*/true),
-                  sc);
-  if (attn.getCausal())
-    s = hideFutureKeys(b, loc, s);
-  Value p = b.create<SoftmaxOp>(loc, s, b.getI64IntegerAttr(rank - 1));
-
+  auto g = b.create<AttentionGradOp>(op->getLoc(), attn.getQuery(),
+                                     attn.getKey(), attn.getValue(), grad,
+                                     attn.getCausalAttr(), attn.getScaleAttr());
   Grads grads(3);
-  if (needed[2])
-    grads[2] = roundToType(b, loc,
-                           b.create<MatmulOp>(loc, p, dO, /*transpose_a=*/true,
-                                              /*transpose_b=*/false),
-                           attn.getValue().getType());
-  if (!needed[0] && !needed[1])
-    return grads;
-  Value dP = b.create<MatmulOp>(loc, dO, v, /*transpose_a=*/false,
-                                /*transpose_b=*/true);
-  Value dot = reduceBroadcast<ReduceSumOp>(b, loc, b.create<MulOp>(loc, dP, p),
-                                           {rank - 1});
-  // The scale is folded into dS once instead of into dQ and dK separately.
-  Value dS =
-      scale(b, loc, b.create<MulOp>(loc, p, b.create<SubOp>(loc, dP, dot)), sc);
-  if (needed[0])
-    grads[0] = roundToType(b, loc,
-                           b.create<MatmulOp>(loc, dS, k, /*transpose_a=*/false,
-                                              /*transpose_b=*/false),
-                           qType);
-  if (needed[1])
-    grads[1] = roundToType(b, loc,
-                           b.create<MatmulOp>(loc, dS, q, /*transpose_a=*/true,
-                                              /*transpose_b=*/false),
-                           attn.getKey().getType());
+  for (unsigned i = 0; i < 3; ++i)
+    if (needed[i])
+      grads[i] = g->getResult(i);
   return grads;
 }
 

@@ -262,6 +262,18 @@ const std::map<std::string, OpInfo> &opTable() {
       return one(attention(c.in[0], c.in[1], c.in[2], c.unit("causal"),
                            scale));
     });
+    add("attention_grad", 4, 4, [](const Ctx &c) {
+      std::optional<double> scale;
+      if (c.find("scale"))
+        scale = c.f64("scale");
+      AttentionGrads g = attentionGrad(c.in[0], c.in[1], c.in[2], c.in[3],
+                                       c.unit("causal"), scale);
+      Results out;
+      out.push_back(std::move(g.dq));
+      out.push_back(std::move(g.dk));
+      out.push_back(std::move(g.dv));
+      return out;
+    });
     // Training.
     add("stop_gradient", 1, 1, [](const Ctx &c) { return one(c.in[0]); });
     // Memory placement: the executor stores the result in the host or

@@ -162,6 +162,17 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
                      std::optional<double> scale);
 
+/// The gradients of attention(q, k, v, causal, scale) w.r.t. q, k and v
+/// given `grad`, the gradient of its result ([..., Tq, Dv], q's dtype):
+/// PyTorch's autograd of scaled_dot_product_attention, each rounded once to
+/// its operand's dtype. No [Tq, Tk] tensor is kept beyond one tile of rows.
+struct AttentionGrads {
+  HostTensor dq, dk, dv;
+};
+AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
+                             const HostTensor &v, const HostTensor &grad,
+                             bool causal, std::optional<double> scale);
+
 //===----------------------------------------------------------------------===//
 // Training: fused gradients and optimizer updates (runtime/cpu/Train.cpp)
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,7 @@
 //===- Linalg.cpp - step.matmul -------------------------------------------===//
 //
-// Batched matrix product through OpenBLAS sgemm, one call per batch entry.
+// Batched matrix product through OpenBLAS sgemm, one call per batch entry
+// (detail::gemm, which step.attention_grad also uses for its tiles).
 // Transposes are expressed through sgemm's trans flags and leading dimensions
 // so f32 operands are never copied. f16/bf16 are widened to f32 first (as
 // PyTorch's CPU path accumulates half types in float) and rounded once.
@@ -22,17 +23,11 @@ namespace step::rt::cpu {
 
 using namespace detail;
 
-namespace {
-struct GemmDims {
-  int64_t m, n, k;
-  bool transA, transB;
-};
-} // namespace
-
-/// C[m x n] = op(A) * op(B) for row-major A, B, C (C is overwritten).
-static void gemm(const GemmDims &g, const float *a, const float *b, float *c) {
+void detail::gemm(const GemmDims &g, const float *a, const float *b,
+                  float *c) {
   // sgemm leaves C untouched, or may read it, when k == 0; the result is the
-  // zero-initialised C either way, so skip the call for empty products.
+  // zero-initialised C (or C itself when accumulating) either way, so skip
+  // the call for empty products.
   if (g.m == 0 || g.n == 0 || g.k == 0)
     return;
   // Row-major leading dimension = the stored matrix's column count.
@@ -42,8 +37,8 @@ static void gemm(const GemmDims &g, const float *a, const float *b, float *c) {
   cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
               g.transB ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
               static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c,
-              static_cast<int>(g.n));
+              static_cast<int>(lda), b, static_cast<int>(ldb),
+              g.accumulate ? 1.0f : 0.0f, c, static_cast<int>(g.n));
 #else
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
@@ -53,7 +48,7 @@ static void gemm(const GemmDims &g, const float *a, const float *b, float *c) {
         float bv = g.transB ? b[j * ldb + p] : b[p * ldb + j];
         acc += av * bv;
       }
-      c[i * g.n + j] = acc;
+      c[i * g.n + j] = g.accumulate ? c[i * g.n + j] + acc : acc;
     }
 #endif
 }

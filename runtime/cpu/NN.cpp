@@ -1,10 +1,12 @@
 //===- NN.cpp - step neural-network ops -----------------------------------===//
 //
-// softmax, log_softmax, layer_norm, embedding, cross_entropy, dropout and
-// attention. Everything that sums (exponentials, moments, scores) runs in
-// double and is rounded once into the output dtype, so the reference is at
-// least as accurate as PyTorch's float kernels and independent of the order a
-// faster backend might choose.
+// softmax, log_softmax, layer_norm, embedding, cross_entropy, dropout,
+// attention and attention_grad. Everything that sums (exponentials, moments,
+// scores) runs in double and is rounded once into the output dtype, so the
+// reference is at least as accurate as PyTorch's float kernels and
+// independent of the order a faster backend might choose. attention_grad is
+// the exception: its five products are f32 sgemm tiles (as the matmuls of
+// the decomposed backward it replaces), only its row sums run in double.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
@@ -12,6 +14,7 @@
 #include "runtime/cpu/KernelUtil.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace step::rt::cpu {
@@ -240,10 +243,17 @@ HostTensor dropout(const HostTensor &x, double p, uint64_t seed,
 // step.attention
 //===----------------------------------------------------------------------===//
 
-HostTensor attention(const HostTensor &q, const HostTensor &k,
-                     const HostTensor &v, bool causal,
-                     std::optional<double> scale) {
-  const char *op = "attention";
+namespace {
+/// The dims of an attention over q [..., Tq, D], k [..., Tk, D],
+/// v [..., Tk, Dv]: `batch` is the product of the leading dims.
+struct AttentionDims {
+  int64_t batch, tq, tk, d, dv;
+  double scale;
+};
+
+AttentionDims attentionDims(const char *op, const HostTensor &q,
+                            const HostTensor &k, const HostTensor &v,
+                            std::optional<double> scale) {
   auto describe = [&] {
     return "q " + typeStr(q) + ", k " + typeStr(k) + ", v " + typeStr(v);
   };
@@ -257,16 +267,29 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
   for (int64_t i = 0; i + 2 < r; ++i)
     if (ks[i] != qs[i] || vs[i] != qs[i])
       fail(op, "leading (batch) dims must be equal; " + describe());
-  int64_t tq = qs[r - 2], d = qs[r - 1];
-  int64_t tk = ks[r - 2], dv = vs[r - 1];
-  if (ks[r - 1] != d || vs[r - 2] != tk)
+  AttentionDims a;
+  a.tq = qs[r - 2];
+  a.d = qs[r - 1];
+  a.tk = ks[r - 2];
+  a.dv = vs[r - 1];
+  if (ks[r - 1] != a.d || vs[r - 2] != a.tk)
     fail(op, "expected q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]; " +
                  describe());
-  double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d));
-  Shape out(qs.begin(), qs.end() - 1);
+  a.batch = prodDims(qs, 0, r - 2);
+  a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a.d));
+  return a;
+}
+} // namespace
+
+HostTensor attention(const HostTensor &q, const HostTensor &k,
+                     const HostTensor &v, bool causal,
+                     std::optional<double> scale) {
+  AttentionDims a = attentionDims("attention", q, k, v, scale);
+  int64_t batch = a.batch, tq = a.tq, tk = a.tk, d = a.d, dv = a.dv;
+  double sc = a.scale;
+  Shape out(q.shape().begin(), q.shape().end() - 1);
   out.push_back(dv);
   HostTensor y(q.dtype(), out);
-  int64_t batch = prodDims(qs, 0, r - 2);
   FloatIn fq(q), fk(k), fv(v);
   std::vector<double> p(tk), acc(dv);
   for (int64_t bIdx = 0; bIdx < batch; ++bIdx) {
@@ -303,6 +326,94 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
     }
   }
   return y;
+}
+
+
+//===----------------------------------------------------------------------===//
+// step.attention_grad
+//===----------------------------------------------------------------------===//
+
+// Query rows are taken kTile at a time: a tile's scores S, probabilities P
+// and dP = grad v^T ([kTile, visible keys] each, f32) are all the memory it
+// needs beyond the gradients. Per tile, with sgemm:
+//   S = q_t k^T;  P = softmax(S * scale) (row max and sum in f64);
+//   dP = g_t v^T; dS = P * (dP - rowsum(P * dP)) * scale (rowsum in f64);
+//   dq_t = dS k;  dk += dS^T q_t;  dv += P^T g_t.
+// Tiles are visited in order, so the sums into dk and dv are the same bits
+// for every run. Causal: a tile reads only the keys its last row sees.
+AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
+                             const HostTensor &v, const HostTensor &grad,
+                             bool causal, std::optional<double> scale) {
+  const char *op = "attention_grad";
+  AttentionDims a = attentionDims(op, q, k, v, scale);
+  Shape outShape(q.shape().begin(), q.shape().end() - 1);
+  outShape.push_back(a.dv);
+  if (grad.dtype() != q.dtype() || grad.shape() != outShape)
+    fail(op, "grad must be " + std::string(dtypeName(q.dtype())) + " " +
+                 shapeToString(outShape) + " (the attention's result); found " +
+                 typeStr(grad));
+  if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
+    fail(op, "dims exceed the BLAS int range; q " + typeStr(q));
+  constexpr int64_t kTile = 64;
+  FloatIn fq(q), fk(k), fv(v), fg(grad);
+  std::vector<float> dq(static_cast<size_t>(q.numel())),
+      dk(static_cast<size_t>(k.numel())), dv(static_cast<size_t>(v.numel()));
+  std::vector<float> p(static_cast<size_t>(kTile * a.tk)),
+      dp(static_cast<size_t>(kTile * a.tk));
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const float *qb = fq.data() + b * a.tq * a.d;
+    const float *kb = fk.data() + b * a.tk * a.d;
+    const float *vb = fv.data() + b * a.tk * a.dv;
+    const float *gb = fg.data() + b * a.tq * a.dv;
+    float *dqb = dq.data() + b * a.tq * a.d;
+    float *dkb = dk.data() + b * a.tk * a.d;
+    float *dvb = dv.data() + b * a.tk * a.dv;
+    for (int64_t i0 = 0; i0 < a.tq; i0 += kTile) {
+      int64_t rows = std::min(kTile, a.tq - i0);
+      // Keys visible to some row of the tile (top-left causal: j <= i).
+      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
+      gemm({rows, kt, a.d, false, true}, qb + i0 * a.d, kb, p.data());
+      gemm({rows, kt, a.dv, false, true}, gb + i0 * a.dv, vb, dp.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        float *pr = p.data() + r * kt, *dpr = dp.data() + r * kt;
+        int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          double s = pr[j] * a.scale;
+          if (std::isnan(s) || s > mx)
+            mx = s;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < visible; ++j)
+          sum += std::exp(pr[j] * a.scale - mx);
+        double dot = 0.0;
+        for (int64_t j = 0; j < visible; ++j) {
+          pr[j] = static_cast<float>(std::exp(pr[j] * a.scale - mx) / sum);
+          dot += static_cast<double>(pr[j]) * dpr[j];
+        }
+        for (int64_t j = 0; j < visible; ++j)
+          dpr[j] = static_cast<float>(pr[j] * (dpr[j] - dot) * a.scale);
+        std::fill(pr + visible, pr + kt, 0.0f);
+        std::fill(dpr + visible, dpr + kt, 0.0f);
+      }
+      // dp now holds dS.
+      gemm({rows, a.d, kt, false, false}, dp.data(), kb, dqb + i0 * a.d);
+      gemm({kt, a.d, rows, true, false, true}, dp.data(), qb + i0 * a.d, dkb);
+      gemm({kt, a.dv, rows, true, false, true}, p.data(), gb + i0 * a.dv,
+           dvb);
+    }
+  }
+  AttentionGrads out{HostTensor(q.dtype(), q.shape()),
+                     HostTensor(k.dtype(), k.shape()),
+                     HostTensor(v.dtype(), v.shape())};
+  auto store = [](HostTensor &t, const std::vector<float> &x) {
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      storeF(t.dtype(), t.raw(), i, x[i]);
+  };
+  store(out.dq, dq);
+  store(out.dk, dk);
+  store(out.dv, dv);
+  return out;
 }
 
 } // namespace step::rt::cpu

@@ -1,12 +1,13 @@
 """Parity cases: training ops (StepTrainOps.td): stop_gradient, the fused
-gradients embedding_grad and cross_entropy_grad, the overflow check
+gradients embedding_grad, cross_entropy_grad and attention_grad, the overflow check
 check_finite, and the optimizer updates sgd_update, adamw_update and
 lamb_update.
 
 Oracles
 -------
-* embedding_grad / cross_entropy_grad: PyTorch autograd of F.embedding /
-  F.cross_entropy (the table's / the logits' .grad after backward(grad)),
+* embedding_grad / cross_entropy_grad / attention_grad: PyTorch autograd
+  of F.embedding / F.cross_entropy / the attention softmax(q k^T s + mask) v
+  (the .grad of the table / the logits / q, k and v after backward(grad)),
   through opmath, so f16/bf16 are computed in f32 and rounded once.
 * check_finite: all(torch.isfinite(t).all() for t in operands), the
   negated found_inf of torch.cuda.amp.GradScaler, on the same inputs.
@@ -24,6 +25,8 @@ Oracles
   half-precision chain cannot be compared end to end with torch's: a one-ulp
   difference in a rounded state is legitimately carried to later steps.
 """
+
+import math
 
 import numpy as np
 import torch
@@ -123,6 +126,44 @@ def _grad_cases():
                              ttype((n, c), dt), ttype((n,), it), ttype(gshape, dt),
                              ttype((n, c), dt)),
                           [((n, c), dt)], [want], [acc_tol(dt)]))
+    # attention_grad: torch autograd of the spelled-out attention (as in
+    # cases_nn.py) for dq, dk, dv. Shapes cover Tq < Tk, Tq > Tk, several
+    # 64-row tiles of the CPU kernel with a causal diagonal crossing them,
+    # and an empty query.
+    att_plans = [  # (q shape, Tk, Dv, causal, scale)
+        ((4, 8), 4, 8, False, None), ((2, 3, 5, 8), 5, 8, True, None),
+        ((2, 3, 7), 5, 4, True, None), ((2, 6, 4), 3, 5, True, 0.25),
+        ((2, 70, 16), 75, 8, True, None), ((1, 130, 8), 130, 8, False, 0.5),
+        ((1, 130, 8), 100, 8, True, None), ((2, 0, 8), 4, 8, False, None)]
+    for dt in FLOATS:
+        for qs, tk, dv, causal, scale in att_plans:
+            lead, tq, d = tuple(qs[:-2]), qs[-2], qs[-1]
+            ks, vs, os_ = lead + (tk, d), lead + (tk, dv), lead + (tq, dv)
+            nm = "attention_grad.%s.q%s_k%s_v%s%s%s" % (
+                dt, shape_str(qs), shape_str(ks), shape_str(vs),
+                "_causal" if causal else "", "_scale%g" % scale if scale else "")
+            r = rng_for(nm)
+            q, k, v, g = (gen(r, qs, dt), gen(r, ks, dt), gen(r, vs, dt),
+                          gen(r, os_, dt))
+
+            def fn(q, k, v, g, causal=causal, scale=scale):
+                q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
+                s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+                sc = torch.matmul(q, k.transpose(-1, -2)) * s
+                if causal:
+                    m = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+                    sc = sc.masked_fill(~m, float("-inf"))
+                torch.matmul(torch.softmax(sc, -1), v).backward(g)
+                return q.grad, k.grad, v.grad
+            want = opmath(fn, [(q, dt), (k, dt), (v, dt), (g, dt)], [dt] * 3)
+            types = [ttype(t, dt) for t in (qs, ks, vs, os_)]
+            cases.append(Case(nm, [(q, dt), (k, dt), (v, dt), (g, dt)],
+                              "%%r0, %%r1, %%r2 = step.attention_grad %%a0, %%a1, %%a2, %%a3%s%s : %s -> %s"
+                              % (" causal" if causal else "",
+                                 " scale = %s" % flt(scale) if scale else "",
+                                 ", ".join(types), ", ".join(types[:3])),
+                              [(qs, dt), (ks, dt), (vs, dt)], want,
+                              [acc_tol(dt)], repeat=True))
     for dt in FLOATS:
         nm = "cross_entropy_grad.%s.large_logits" % dt
         logits = store([[1e4, 0.0, -1e4], [-60000.0, 60000.0, 0.0], [5.0, 5.0, 5.0]], dt)

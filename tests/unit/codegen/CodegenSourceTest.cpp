@@ -382,6 +382,29 @@ TEST(NNKernels, AttentionUsesDynamicSharedMemory) {
   EXPECT_TRUE(contains(ks.source, "true ? (i + 1 < 24"));
 }
 
+TEST(NNKernels, AttentionGradIsABlockPerSliceWithoutScores) {
+  Parsed p = parse(R"(
+func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
+             %v: tensor<2x4x24x12xf32>, %g: tensor<2x4x16x12xf32>)
+    -> tensor<2x4x24x12xf32> {
+  %r:3 = step.attention_grad %q, %k, %v, %g causal : tensor<2x4x16x8xf32>, tensor<2x4x24x8xf32>, tensor<2x4x24x12xf32>, tensor<2x4x16x12xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x24x8xf32>, tensor<2x4x24x12xf32>
+  return %r#2 : tensor<2x4x24x12xf32>
+}
+)");
+  auto ks = emitKernel(&p.func().getBody().front().front(), "ag");
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(ks->params,
+            (Params{"in0", "in1", "in2", "in3", "out0", "out1", "out2"}));
+  EXPECT_EQ(ks->gridX, 8); // one block per (batch, head)
+  EXPECT_EQ(ks->blockX, 256);
+  // Two statistics per query row, one staged q/k and g/v row per warp.
+  EXPECT_EQ(ks->sharedBytes, (2 * 16 + 8 * (8 + 12)) * 4);
+  EXPECT_TRUE(contains(ks->source, "0.353553385f")); // 1 / sqrt(8)
+  EXPECT_TRUE(contains(ks->source, "true ? (i + 1 < 24"));
+  EXPECT_TRUE(contains(ks->source, "float ak[8], av[12];"));
+  EXPECT_FALSE(contains(ks->source, "atomic"));
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

@@ -161,6 +161,7 @@ func.func @f(%a: tensor<8x32xT>, %b: tensor<8x32xT>, %i: tensor<8xi64>,
   %33 = step.div %i, %i : tensor<8xi64>
   %34 = step.reduce_sum %i dims = [0] : tensor<8xi64> -> tensor<i64>
   %35 = step.check_finite %a, %g, %w : tensor<8x32xT>, tensor<T>, tensor<32xT>
+  %36:3 = step.attention_grad %q, %q, %q, %q causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT> -> tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>
   return
 }
 )";
@@ -181,7 +182,7 @@ TEST(Nvrtc, EveryOpFamilyCompilesInEveryFloatType) {
     Parsed p = parse(allOps(t));
     ASSERT_TRUE(p.module);
     std::vector<KernelSource> kernels = emitFunctionKernels(p.func());
-    EXPECT_EQ(kernels.size(), 36u) << t;
+    EXPECT_EQ(kernels.size(), 37u) << t;
     CompileStats stats;
     std::vector<CompiledKernel> out = compileKernels(kernels, opts, &stats);
     for (const CompiledKernel &k : out)

@@ -101,10 +101,12 @@ TEST_P(RematDiff, SameBitsAsWithoutRecomputation) {
             << " FLOPs), " << got.get("segments_recomputed") << "/"
             << got.get("segments") << " segments, group " << got.get("group")
             << "\n";
-  if (budget > 0)
+  if (budget > 0) {
     EXPECT_LE(got.get("peak_after"), budget);
-  if (c.recomputes)
+  }
+  if (c.recomputes) {
     EXPECT_GT(got.get("recomputed_ops"), 0);
+  }
   EXPECT_LE(got.get("peak_after"), got.get("peak_before"));
   expectSameSteps(want, got, model);
 }

@@ -277,6 +277,7 @@ TEST(Executor, EveryDialectOpHasAKernel) {
   // step.yield ends a fusion body, which the fusion step runs.
   std::vector<std::string> ops = {
       "abs", "adamw_update", "add", "all_gather", "all_reduce", "attention",
+      "attention_grad",
       "broadcast_in_dim", "cast", "check_finite", "compare", "concat", "cos",
       "cross_entropy", "cross_entropy_grad", "div", "dropout", "embedding",
       "embedding_grad", "erf", "exp", "fusion", "gelu", "iota", "lamb_update",

@@ -383,4 +383,140 @@ TEST(Attention, Errors) {
                {"step.attention", "v f32 [1, 2, 4]"});
 }
 
+// The gradients of the one-query case above for g = [1, 0]: P = [p0, 1 - p0],
+// dP = g . v_j = [1, 3], rowsum(P * dP) = 3 - 2 p0, so dS = s * [-2 p0 (1 -
+// p0), 2 p0 (1 - p0)] = [-a, a] with a = sqrt(2) p0 (1 - p0); dq = dS k,
+// dk_j = dS_j q, dv_j = P_j g.
+TEST(AttentionGrad, OneQueryWorkedByHand) {
+  const double a = std::sqrt(2.0) * kP0 * (1 - kP0);
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    AttentionGrads g = attentionGrad(
+        make(t, {1, 1, 2}, {1, 0}), make(t, {1, 2, 2}, {1, 0, 0, 1}),
+        make(t, {1, 2, 2}, {1, 2, 3, 4}), make(t, {1, 1, 2}, {1, 0}), false,
+        std::nullopt);
+    expectValues(g.dq, t, {1, 1, 2}, {-a, a});
+    expectValues(g.dk, t, {1, 2, 2}, {-a, 0, a, 0});
+    expectValues(g.dv, t, {1, 2, 2}, {kP0, 0, 1 - kP0, 0});
+  }
+}
+
+/// dq, dk, dv in double straight from the definitions: S, P, dP and dS as
+/// whole [Tq, Tk] matrices per batch entry (what the kernel never stores).
+void referenceGrads(const std::vector<double> &q, const std::vector<double> &k,
+                    const std::vector<double> &v, const std::vector<double> &g,
+                    int64_t batch, int64_t tq, int64_t tk, int64_t d,
+                    int64_t dv, bool causal, double sc,
+                    std::vector<double> &dq, std::vector<double> &dk,
+                    std::vector<double> &dvOut) {
+  dq.assign(batch * tq * d, 0.0);
+  dk.assign(batch * tk * d, 0.0);
+  dvOut.assign(batch * tk * dv, 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < tq; ++i) {
+      int64_t visible = causal ? std::min(tk, i + 1) : tk;
+      std::vector<double> p(visible), dp(visible);
+      double mx = -kInf, sum = 0.0, rowDot = 0.0;
+      for (int64_t j = 0; j < visible; ++j) {
+        double s = 0.0, t = 0.0;
+        for (int64_t c = 0; c < d; ++c)
+          s += q[(b * tq + i) * d + c] * k[(b * tk + j) * d + c];
+        for (int64_t c = 0; c < dv; ++c)
+          t += g[(b * tq + i) * dv + c] * v[(b * tk + j) * dv + c];
+        p[j] = s * sc;
+        dp[j] = t;
+        mx = std::max(mx, p[j]);
+      }
+      for (int64_t j = 0; j < visible; ++j)
+        sum += (p[j] = std::exp(p[j] - mx));
+      for (int64_t j = 0; j < visible; ++j)
+        rowDot += (p[j] /= sum) * dp[j];
+      for (int64_t j = 0; j < visible; ++j) {
+        double ds = p[j] * (dp[j] - rowDot) * sc;
+        for (int64_t c = 0; c < d; ++c) {
+          dq[(b * tq + i) * d + c] += ds * k[(b * tk + j) * d + c];
+          dk[(b * tk + j) * d + c] += ds * q[(b * tq + i) * d + c];
+        }
+        for (int64_t c = 0; c < dv; ++c)
+          dvOut[(b * tk + j) * dv + c] += p[j] * g[(b * tq + i) * dv + c];
+      }
+    }
+}
+
+/// Deterministic pseudo-random values in [-2, 2).
+std::vector<double> pseudoRandom(int64_t n, uint64_t seed) {
+  std::vector<double> out(n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<double>(splitmix64(seed * 1000003u + i) >> 11) /
+                 static_cast<double>(1ull << 53) * 4.0 -
+             2.0;
+  return out;
+}
+
+TEST(AttentionGrad, MatchesTheDefinitionAcrossTiles) {
+  struct Case {
+    int64_t batch, tq, tk, d, dv;
+    bool causal;
+  };
+  // 64-row tiles: several tiles, a causal diagonal crossing them, Tq < Tk
+  // and Tq > Tk, and one query row.
+  for (Case c : {Case{2, 70, 75, 16, 8, true}, Case{2, 70, 75, 16, 8, false},
+                 Case{1, 130, 100, 8, 8, true}, Case{3, 1, 5, 4, 6, true},
+                 Case{1, 129, 129, 8, 4, false}}) {
+    SCOPED_TRACE("tq " + std::to_string(c.tq) + " tk " +
+                 std::to_string(c.tk) + (c.causal ? " causal" : ""));
+    auto q = pseudoRandom(c.batch * c.tq * c.d, 1);
+    auto k = pseudoRandom(c.batch * c.tk * c.d, 2);
+    auto v = pseudoRandom(c.batch * c.tk * c.dv, 3);
+    auto g = pseudoRandom(c.batch * c.tq * c.dv, 4);
+    Shape qs{c.batch, c.tq, c.d}, ks{c.batch, c.tk, c.d},
+        vs{c.batch, c.tk, c.dv}, gs{c.batch, c.tq, c.dv};
+    double sc = 0.3;
+    AttentionGrads got =
+        attentionGrad(make(DType::F32, qs, q), make(DType::F32, ks, k),
+                      make(DType::F32, vs, v), make(DType::F32, gs, g),
+                      c.causal, sc);
+    std::vector<double> dq, dk, dv;
+    referenceGrads(q, k, v, g, c.batch, c.tq, c.tk, c.d, c.dv, c.causal, sc,
+                   dq, dk, dv);
+    // f32 products of up to Tk terms: within 1e-5 of the largest gradient.
+    auto near = [](const HostTensor &t, const std::vector<double> &want) {
+      double scale = 0.0, worst = 0.0;
+      for (double w : want)
+        scale = std::max(scale, std::abs(w));
+      std::vector<double> got = values(t);
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(got[i] - want[i]));
+      EXPECT_LE(worst, 1e-5 * scale) << "largest |gradient| " << scale;
+    };
+    near(got.dq, dq);
+    near(got.dk, dk);
+    near(got.dv, dv);
+    // The same bits on a second run.
+    AttentionGrads again =
+        attentionGrad(make(DType::F32, qs, q), make(DType::F32, ks, k),
+                      make(DType::F32, vs, v), make(DType::F32, gs, g),
+                      c.causal, sc);
+    EXPECT_TRUE(again.dq.bitwiseEqual(got.dq));
+    EXPECT_TRUE(again.dk.bitwiseEqual(got.dk));
+    EXPECT_TRUE(again.dv.bitwiseEqual(got.dv));
+  }
+}
+
+TEST(AttentionGrad, Errors) {
+  HostTensor q(DType::F32, {1, 2, 4}), k(DType::F32, {1, 3, 4}),
+      v(DType::F32, {1, 3, 5});
+  EXPECT_ERROR(attentionGrad(q, k, v, HostTensor(DType::F32, {1, 2, 4}),
+                             false, std::nullopt),
+               {"step.attention_grad", "grad must be f32 [1, 2, 5]",
+                "found f32 [1, 2, 4]"});
+  EXPECT_ERROR(attentionGrad(q, k, v, HostTensor(DType::BF16, {1, 2, 5}),
+                             true, std::nullopt),
+               {"step.attention_grad", "found bf16 [1, 2, 5]"});
+  EXPECT_ERROR(attentionGrad(q, HostTensor(DType::F32, {1, 3, 5}), v,
+                             HostTensor(DType::F32, {1, 2, 5}), false,
+                             std::nullopt),
+               {"step.attention_grad", "k f32 [1, 3, 5]"});
+}
+
 } // namespace

@@ -1805,6 +1805,34 @@ func.func @attention_result_type(%q: tensor<16x8xf32>, %k: tensor<12x8xf32>, %v:
 
 // -----
 
+func.func @attention_grad_c3(%q: tensor<16x8xf32>, %k: tensor<16x4xf32>, %g: tensor<16x4xf32>) -> tensor<16x8xf32> {
+  // The checks of step.attention apply to the first three operands.
+  // expected-error @+2 {{'step.attention_grad' op query 'tensor<16x8xf32>' and key 'tensor<16x4xf32>' disagree on the head dim D (C3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = step.attention_grad %q, %k, %k, %g : tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<16x8xf32>, tensor<16x4xf32>, tensor<16x4xf32>
+  return %0#0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_c5_shape(%q: tensor<16x8xf32>, %k: tensor<12x8xf32>, %v: tensor<12x4xf32>, %g: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention_grad' op grad 'tensor<16x8xf32>' must have the attention result's type 'tensor<16x4xf32>' (C5)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = step.attention_grad %q, %k, %v, %g : tensor<16x8xf32>, tensor<12x8xf32>, tensor<12x4xf32>, tensor<16x8xf32> -> tensor<16x8xf32>, tensor<12x8xf32>, tensor<12x4xf32>
+  return %0#0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_c5_dtype(%q: tensor<16x8xf32>, %g: tensor<16x8xbf16>) -> tensor<16x8xf32> {
+  // expected-error @+2 {{'step.attention_grad' op grad 'tensor<16x8xbf16>' must have the attention result's type 'tensor<16x8xf32>' (C5)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = step.attention_grad %q, %q, %q, %g causal : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xbf16> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return %0#0 : tensor<16x8xf32>
+}
+
+// -----
+
 func.func @attention_i32(%q: tensor<16x8xi32>) -> tensor<16x8xi32> {
   // expected-error @+1 {{'step.attention' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x8xi32>'}}
   %0 = step.attention %q, %q, %q : tensor<16x8xi32>, tensor<16x8xi32>, tensor<16x8xi32> -> tensor<16x8xi32>

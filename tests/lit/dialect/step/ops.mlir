@@ -989,6 +989,18 @@ func.func @attention_shapes(%q: tensor<16x8xf16>, %k: tensor<12x8xf16>, %v: tens
   return %0, %1 : tensor<16x4xf16>, tensor<?x3x?xbf16>
 }
 
+// CHECK-LABEL: func.func @attention_grad
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x16x8xbf16>, %[[K:.+]]: tensor<2x12x8xbf16>, %[[V:.+]]: tensor<2x12x4xbf16>, %[[G:.+]]: tensor<2x16x4xbf16>)
+func.func @attention_grad(%q: tensor<2x16x8xbf16>, %k: tensor<2x12x8xbf16>, %v: tensor<2x12x4xbf16>, %g: tensor<2x16x4xbf16>)
+    -> (tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x12x4xbf16>) {
+  // CHECK-NEXT: %[[R0:[^ ]+]], %[[R1:[^ ]+]], %[[R2:[^ ]+]] = step.attention_grad %[[Q]], %[[K]], %[[V]], %[[G]] causal scale = 2.500000e-01 : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x16x4xbf16> -> tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>{{$}}
+  %0:3 = step.attention_grad %q, %k, %v, %g causal scale = 0.25 : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x16x4xbf16> -> tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>
+  // CHECK-NEXT: %{{[^ ]+}}, %{{[^ ]+}}, %[[S2:[^ ]+]] = step.attention_grad %[[Q]], %[[K]], %[[V]], %[[G]] : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x16x4xbf16> -> tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>{{$}}
+  %1:3 = step.attention_grad %q, %k, %v, %g : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x16x4xbf16> -> tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>
+  // CHECK-NEXT: return %[[R0]], %[[R1]], %[[R2]], %[[S2]] :
+  return %0#0, %0#1, %0#2, %1#2 : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x12x4xbf16>
+}
+
 // A dynamic dim joined with a static one takes the static size, for every op
 // (as elementwise ops do).
 // CHECK-LABEL: @dynamic_joins

@@ -186,36 +186,20 @@ func.func @forward(%x: tensor<4x8xf32> {step.kind = "param", step.name = "x"},
 
 // -----
 
-// Causal attention recomputes the scores from q and k (default scale
-// 1/sqrt(8)), masks key j > query i with -inf through iota/compare/select,
-// and builds dV, dP, dS, dQ, dK with batched matmuls.
+// Causal attention: one step.attention_grad on the forward's operands and
+// the result's gradient gives dQ, dK and dV; no [.., Tq, Tk] tensor (scores,
+// probabilities, mask) is built.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[Q:[^:]+]]: tensor<2x4x8xf32>
 // CHECK-SAME: %[[K:[^:]+]]: tensor<2x6x8xf32>
 // CHECK-SAME: %[[V:[^:]+]]: tensor<2x6x5xf32>
 // CHECK: step.attention %[[Q]], %[[K]], %[[V]] causal
 // CHECK: %[[DO:.+]] = step.broadcast_in_dim %{{.+}}, dims = [] : tensor<f32> -> tensor<2x4x5xf32>
-// CHECK: %[[QK:.+]] = step.matmul %[[Q]], %[[K]] transpose_b : tensor<2x4x8xf32>, tensor<2x6x8xf32> -> tensor<2x4x6xf32>
-// CHECK: %[[SC:.+]] = step.constant dense<0.353553385> : tensor<2x4x6xf32>
-// CHECK: %[[S:.+]] = step.mul %[[QK]], %[[SC]]
-// CHECK: %[[ROW:.+]] = step.iota dim = 0 : tensor<4x6xi64>
-// CHECK: %[[COL:.+]] = step.iota dim = 1 : tensor<4x6xi64>
-// CHECK: %[[HID:.+]] = step.compare gt, %[[COL]], %[[ROW]] : tensor<4x6xi64>
-// CHECK: %[[HB:.+]] = step.broadcast_in_dim %[[HID]], dims = [1, 2] : tensor<4x6xi1> -> tensor<2x4x6xi1>
-// CHECK: %[[NINF:.+]] = step.constant dense<0xFF800000> : tensor<2x4x6xf32>
-// CHECK: %[[SM:.+]] = step.select %[[HB]], %[[NINF]], %[[S]]
-// CHECK: %[[P:.+]] = step.softmax %[[SM]] dim = 2 : tensor<2x4x6xf32>
-// CHECK: %[[DV:.+]] = step.matmul %[[P]], %[[DO]] transpose_a : tensor<2x4x6xf32>, tensor<2x4x5xf32> -> tensor<2x6x5xf32>
-// CHECK: %[[DP:.+]] = step.matmul %[[DO]], %[[V]] transpose_b : tensor<2x4x5xf32>, tensor<2x6x5xf32> -> tensor<2x4x6xf32>
-// CHECK: %[[DPP:.+]] = step.mul %[[DP]], %[[P]]
-// CHECK: %[[SUM:.+]] = step.reduce_sum %[[DPP]] dims = [2]
-// CHECK: %[[SUMB:.+]] = step.broadcast_in_dim %[[SUM]], dims = [0, 1]
-// CHECK: %[[DIFF:.+]] = step.sub %[[DP]], %[[SUMB]]
-// CHECK: %[[DS0:.+]] = step.mul %[[P]], %[[DIFF]]
-// CHECK: %[[DS:.+]] = step.mul %[[DS0]], %{{.+}} : tensor<2x4x6xf32>
-// CHECK: %[[DQ:.+]] = step.matmul %[[DS]], %[[K]] : tensor<2x4x6xf32>, tensor<2x6x8xf32> -> tensor<2x4x8xf32>
-// CHECK: %[[DK:.+]] = step.matmul %[[DS]], %[[Q]] transpose_a : tensor<2x4x6xf32>, tensor<2x4x8xf32> -> tensor<2x6x8xf32>
-// CHECK: return %{{.+}}, %[[DQ]], %[[DK]], %[[DV]]
+// CHECK-NOT: tensor<2x4x6x
+// CHECK: %[[GQ:[^ ]+]], %[[GK:[^ ]+]], %[[GV:[^ ]+]] = step.attention_grad %[[Q]], %[[K]], %[[V]], %[[DO]] causal : tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x5xf32>, tensor<2x4x5xf32> -> tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x5xf32>
+// CHECK-NOT: step.matmul
+// CHECK-NOT: step.softmax
+// CHECK: return %{{.+}}, %[[GQ]], %[[GK]], %[[GV]] :
 func.func @forward(%q: tensor<2x4x8xf32> {step.kind = "param", step.name = "q"},
                    %k: tensor<2x6x8xf32> {step.kind = "param", step.name = "k"},
                    %v: tensor<2x6x5xf32> {step.kind = "param", step.name = "v"})
@@ -227,16 +211,12 @@ func.func @forward(%q: tensor<2x4x8xf32> {step.kind = "param", step.name = "q"},
 
 // -----
 
-// Non-causal attention with an explicit scale and only v a param: no mask,
-// and dV = P^T dO is the only gradient built.
+// Non-causal attention with an explicit scale and only v a param: the op
+// keeps the scale and no causal flag, and only its dV result is returned.
 // CHECK-LABEL: func.func @forward_backward(
-// CHECK: %[[SC:.+]] = step.constant dense<2.500000e-01> : tensor<4x6xf32>
-// CHECK-NOT: step.iota
-// CHECK-NOT: step.select
-// CHECK: %[[P:.+]] = step.softmax %{{.+}} dim = 1 : tensor<4x6xf32>
-// CHECK: %[[DV:.+]] = step.matmul %[[P]], %{{.+}} transpose_a : tensor<4x6xf32>, tensor<4x5xf32> -> tensor<6x5xf32>
+// CHECK: %{{[^ ]+}}, %{{[^ ]+}}, %[[GV:[^ ]+]] = step.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} scale = 2.500000e-01 : tensor<4x8xf32>, tensor<6x8xf32>, tensor<6x5xf32>, tensor<4x5xf32> -> tensor<4x8xf32>, tensor<6x8xf32>, tensor<6x5xf32>
 // CHECK-NOT: step.matmul
-// CHECK: return %{{.+}}, %[[DV]]
+// CHECK: return %{{.+}}, %[[GV]] :
 func.func @forward(%q: tensor<4x8xf32> {step.kind = "input", step.name = "q"},
                    %k: tensor<6x8xf32> {step.kind = "input", step.name = "k"},
                    %v: tensor<6x5xf32> {step.kind = "param", step.name = "v"})
