@@ -29,12 +29,15 @@
 //     of the same input shape and dims whose inputs share a producer or an
 //     input are sibling roots; the root inputs' producers join as the
 //     prologue, consumers of the results with the results' element count
-//     as the epilogue.
+//     as the epilogue. Under a row op whose result has its input's size
+//     (softmax, log_softmax, layer_norm, cross_entropy_grad), a prologue
+//     producer of that size also read after the root joins too, yielded:
+//     the residual add before a layer_norm becomes part of its kernel.
 //  4. loop: from each remaining elementwise/view op, last first, producers
 //     of the same element count join (also when used outside the group:
 //     the fusion yields them, a multi-output fusion).
-// A producer joins only if all its users are in the group (phase 4 also
-// admits users after the group). Cost rule: a producer whose element count
+// A producer joins only if all its users are in the group (phase 4 and
+// row-op prologues of phase 3 also admit users after the group). Cost rule: a producer whose element count
 // differs from the group's domain is evaluated once per use through a
 // broadcast, so only cheap ones join (isCheapElementwise: no
 // transcendental, division or RNG, duplicated work at most a few ALU
@@ -572,7 +575,16 @@ private:
       if (role == FusionRole::RowOp)
         for (Value v : root.getOperands().drop_front())
           inputsOnly.insert(v);
-      growProducers(g, inputs, numel(root.getOperand(0)));
+      // A row op whose result has its input's size stores every element
+      // once, so its kernel can store a prologue value there too: a
+      // producer of that size that later ops also read (the residual sum
+      // a layer_norm normalizes) joins, and the fusion yields it.
+      int64_t outsideAfter =
+          role == FusionRole::RowOp &&
+                  numel(root.getResult(0)) == numel(root.getOperand(0))
+              ? pos.lookup(&root)
+              : -1;
+      growProducers(g, inputs, numel(root.getOperand(0)), outsideAfter);
       growEpilogue(g, numel(root.getResult(0)), pos.lookup(&root));
       inputsOnly.clear();
       if (g.ops.size() + g.dups.size() > 1)

@@ -129,3 +129,53 @@ func.func @row_operands_are_inputs(%x: tensor<8x32xf32>, %w: tensor<32xf32>, %b:
   %o = step.add %ln, %bg : tensor<8x32xf32>
   return %o : tensor<8x32xf32>
 }
+
+// -----
+
+// The residual add before a layer_norm, whose sum the next residual add
+// also reads, joins the layer_norm's kernel and is yielded with it; the
+// later add reads the fusion's first result.
+// CHECK-LABEL: func.func @residual_layer_norm
+// CHECK: %[[F:.+]]:2 = step.fusion "reduction"(%arg0, %arg1, %arg2, %arg3) : (tensor<8x32xf32>, tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[S:.+]] = step.add
+// CHECK-NEXT: %[[L:.+]] = step.layer_norm %[[S]]
+// CHECK-NEXT: step.yield %[[S]], %[[L]]
+// CHECK: step.matmul %[[F]]#1
+// CHECK: step.add %[[F]]#0
+// NOROW-LABEL: func.func @residual_layer_norm
+// NOROW: step.add %arg0, %arg1
+// NOROW: step.layer_norm
+func.func @residual_layer_norm(%x: tensor<8x32xf32>, %h: tensor<8x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>, %m: tensor<32x32xf32>) -> tensor<8x32xf32> {
+  %s = step.add %x, %h : tensor<8x32xf32>
+  %ln = step.layer_norm %s, %w, %b eps = 1.0e-05 : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %y = step.matmul %ln, %m : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+  %o = step.add %s, %y : tensor<8x32xf32>
+  return %o : tensor<8x32xf32>
+}
+
+// -----
+
+// Under softmax too (the exp reading the sum sinks after the root, so the
+// sum's only other reader comes later); cross_entropy's result is smaller
+// than its input, so its kernel never stores a prologue value: the product
+// another op reads stays outside and the loss is left unfused.
+// CHECK-LABEL: func.func @softmax_yields_its_prologue
+// CHECK: %[[F:.+]]:2 = step.fusion "reduction"(%arg0, %arg1)
+// CHECK: step.yield %{{.+}}, %{{.+}} : tensor<8x32xf32>, tensor<8x32xf32>
+// CHECK: step.exp %[[F]]#0
+// CHECK-LABEL: func.func @cross_entropy_keeps_its_prologue_outside
+// CHECK-NEXT: %[[C:.+]] = step.mul %arg0, %arg0
+// CHECK-NEXT: step.cross_entropy %[[C]], %arg1
+// CHECK-NOT: step.fusion
+func.func @softmax_yields_its_prologue(%x: tensor<8x32xf32>, %h: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %a = step.add %x, %h : tensor<8x32xf32>
+  %early = step.exp %a : tensor<8x32xf32>
+  %p = step.softmax %a dim = 1 : tensor<8x32xf32>
+  return %early, %p : tensor<8x32xf32>, tensor<8x32xf32>
+}
+func.func @cross_entropy_keeps_its_prologue_outside(%x: tensor<8x32xf32>, %t: tensor<8xi64>) -> (tensor<f32>, tensor<8x32xf32>) {
+  %c = step.mul %x, %x : tensor<8x32xf32>
+  %l = step.cross_entropy %c, %t reduction = mean : tensor<8x32xf32>, tensor<8xi64> -> tensor<f32>
+  return %l, %c : tensor<f32>, tensor<8x32xf32>
+}
