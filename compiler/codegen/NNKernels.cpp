@@ -18,8 +18,8 @@
 //    shared memory: sharedBytes = (Tk + D) * 4.
 //  - attention_grad: one block per (batch, head) slice, nothing of size
 //    Tq x Tk stored. Pass 1, a warp per query row: the row's log-sum-exp and
-//    rowsum(P * dP) in one online pass over the keys, kept in shared memory
-//    (2 * Tq floats), then dq. Pass 2, a warp per key row: P and dS
+//    rowsum(P * dP) in one online pass over the keys, kept in a
+//    module-scope array (2 * Tq floats per block), then dq. Pass 2, a warp per key row: P and dS
 //    recomputed from the saved statistics, dk and dv summed over the
 //    queries that see the key. Lane partials are combined by shuffle trees
 //    (deterministic, no atomics). The products run on CUDA cores in f32,
@@ -389,28 +389,40 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   int64_t tq = qs[r - 2], d = qs[r - 1];
   int64_t tk = shapeOf(op.getKey())[r - 2];
   int64_t dv = shapeOf(op.getValue())[r - 1];
-  int64_t slices = numelOf(op.getQuery()) / std::max<int64_t>(tq * d, 1);
+  int64_t slices = 1; // the leading dims: batch x heads
+  for (size_t i = 0; i + 2 < r; ++i)
+    slices *= qs[i];
   double scale = op.getScale() ? op.getScale()->convertToDouble()
                                : 1.0 / std::sqrt(static_cast<double>(d));
   Elem e = elemOf(op.getQuery().getType());
   KernelSource ks;
   ks.name = name;
   ks.blockX = 256;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(slices, 1), 65535);
-  // Per query row its log-sum-exp and rowsum(P * dP); per warp one staged
-  // row of D and one of Dv values.
-  ks.sharedBytes = (2 * tq + (ks.blockX / 32) * (d + dv)) * 4;
+  // At most 1024 blocks (a grid-stride loop takes the other slices), which
+  // bounds the statistics array below.
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(slices, 1), 1024);
+  // Per warp one staged row of D and one of Dv values. The two statistics
+  // per query row (log-sum-exp, rowsum(P * dP)) go to a module-scope
+  // array, one 2 * Tq slice per block, so no Tq is too long for shared
+  // memory.
+  ks.sharedBytes = (ks.blockX / 32) * (d + dv) * 4;
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   auto idx = [](const std::string &row, int64_t width) {
     return "(long long)" + row + " * " + std::to_string(width) + " + c";
   };
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
-  float *lse = smem, *dd = smem + $TQ;
+  ks.source = prelude(needs) +
+              subst("__device__ float ${NAME}_stats[$STATS];\n",
+                    {{"NAME", name},
+                     {"STATS", std::to_string(std::max<int64_t>(
+                                   ks.gridX * 2 * tq, 1))}}) +
+              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *lse = ${NAME}_stats + (long long)blockIdx.x * 2 * $TQ;
+  float *dd = lse + $TQ;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int warps = blockDim.x >> 5;
-  float *rowA = smem + 2 * $TQ + warp * ($D + $DV), *rowB = rowA + $D;
+  float *rowA = smem + warp * ($D + $DV), *rowB = rowA + $D;
   for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
@@ -461,7 +473,7 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
         lse[i] = lseI;
         dd[i] = ddI;
       }
-      float acc[$D];
+      float acc[$D1];
 #pragma unroll
       for (int c = 0; c < $D; ++c)
         acc[c] = 0.0f;
@@ -484,7 +496,7 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
           dq[$QIDX] = $STORE_T;
       }
     }
-    __syncthreads(); // every row's lse and dd are in shared memory
+    __syncthreads(); // every row's lse and dd are written (block scope)
     // Pass 2, a warp per key row j (k_j, v_j staged): lanes take every 32nd
     // query that sees j, recompute P_ij and dS_ij (the same products in
     // the same order as pass 1, so the same bits) and add dS_ij q_i * scale
@@ -496,7 +508,7 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
       for (int c = lane; c < $DV; c += 32)
         rowB[c] = $VJ;
       __syncwarp();
-      float ak[$D], av[$DV];
+      float ak[$D1], av[$DV1];
 #pragma unroll
       for (int c = 0; c < $D; ++c)
         ak[c] = 0.0f;
@@ -536,8 +548,11 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
 }
 )",
       {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
+       {"D1", std::to_string(std::max<int64_t>(d, 1))},
+       {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
        {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
        {"SLICES", std::to_string(slices)}, {"T", cType(e)},
+       {"NAME", name},
        {"CAUSAL", op.getCausal() ? "true" : "false"},
        {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
        {"QI", toF(e, "q[" + idx("i", d) + "]")},

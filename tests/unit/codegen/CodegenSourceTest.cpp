@@ -397,12 +397,29 @@ func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
             (Params{"in0", "in1", "in2", "in3", "out0", "out1", "out2"}));
   EXPECT_EQ(ks->gridX, 8); // one block per (batch, head)
   EXPECT_EQ(ks->blockX, 256);
-  // Two statistics per query row, one staged q/k and g/v row per warp.
-  EXPECT_EQ(ks->sharedBytes, (2 * 16 + 8 * (8 + 12)) * 4);
+  // One staged q/k and g/v row per warp; two statistics per query row in
+  // a module-scope array, a slice per block.
+  EXPECT_EQ(ks->sharedBytes, 8 * (8 + 12) * 4);
+  EXPECT_TRUE(contains(ks->source, "__device__ float ag_stats[256];"));
   EXPECT_TRUE(contains(ks->source, "0.353553385f")); // 1 / sqrt(8)
   EXPECT_TRUE(contains(ks->source, "true ? (i + 1 < 24"));
   EXPECT_TRUE(contains(ks->source, "float ak[8], av[12];"));
   EXPECT_FALSE(contains(ks->source, "atomic"));
+  // An empty query still writes dk and dv (zeros): one block per slice,
+  // counted from the leading dims, not from the empty q.
+  Parsed empty = parse(R"(
+func.func @f(%q: tensor<3x0x8xf32>, %k: tensor<3x5x8xf32>,
+             %v: tensor<3x5x4xf32>, %g: tensor<3x0x4xf32>)
+    -> tensor<3x5x4xf32> {
+  %r:3 = step.attention_grad %q, %k, %v, %g : tensor<3x0x8xf32>, tensor<3x5x8xf32>, tensor<3x5x4xf32>, tensor<3x0x4xf32> -> tensor<3x0x8xf32>, tensor<3x5x8xf32>, tensor<3x5x4xf32>
+  return %r#2 : tensor<3x5x4xf32>
+}
+)");
+  ks = emitKernel(&empty.func().getBody().front().front(), "ag0");
+  ASSERT_TRUE(ks);
+  EXPECT_EQ(ks->gridX, 3);
+  EXPECT_TRUE(contains(ks->source, "b < 3;"));
+  EXPECT_TRUE(contains(ks->source, "__device__ float ag0_stats[1];"));
 }
 
 //===----------------------------------------------------------------------===//

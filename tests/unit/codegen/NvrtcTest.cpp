@@ -190,6 +190,30 @@ TEST(Nvrtc, EveryOpFamilyCompilesInEveryFloatType) {
   }
 }
 
+TEST(Nvrtc, AttentionGradCompilesForEmptyDims) {
+  // An empty query (its kernel still zeroes dk and dv) and D = 0 (no
+  // zero-length register arrays).
+  Parsed p = parse(R"(
+func.func @f(%q: tensor<2x0x8xbf16>, %k: tensor<2x5x8xbf16>, %v: tensor<2x5x3xbf16>, %g: tensor<2x0x3xbf16>,
+             %q0: tensor<2x4x0xf32>, %k0: tensor<2x5x0xf32>, %v0: tensor<2x5x3xf32>, %g0: tensor<2x4x3xf32>) {
+  %a:3 = step.attention_grad %q, %k, %v, %g causal : tensor<2x0x8xbf16>, tensor<2x5x8xbf16>, tensor<2x5x3xbf16>, tensor<2x0x3xbf16> -> tensor<2x0x8xbf16>, tensor<2x5x8xbf16>, tensor<2x5x3xbf16>
+  %b:3 = step.attention_grad %q0, %k0, %v0, %g0 scale = 1.0 : tensor<2x4x0xf32>, tensor<2x5x0xf32>, tensor<2x5x3xf32>, tensor<2x4x3xf32> -> tensor<2x4x0xf32>, tensor<2x5x0xf32>, tensor<2x5x3xf32>
+  return
+}
+)");
+  ASSERT_TRUE(p.module);
+  TempCache cache;
+  NvrtcOptions opts;
+  opts.cacheDir = cache.str();
+  opts.archs = {"sm_80"};
+  opts.ptxArch.clear();
+  std::vector<KernelSource> kernels = emitFunctionKernels(p.func());
+  ASSERT_EQ(kernels.size(), 2u);
+  CompileStats stats;
+  for (const CompiledKernel &k : compileKernels(kernels, opts, &stats))
+    EXPECT_FALSE(k.cubin.at("sm_80").empty()) << k.name;
+}
+
 TEST(Nvrtc, CompileErrorNamesTheSavedSourceAndLog) {
   TempCache cache;
   NvrtcOptions opts;
