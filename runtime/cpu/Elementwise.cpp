@@ -105,10 +105,46 @@ template <typename I> static void unaryInt(UnaryOp op, const I *x, I *y,
   }
 }
 
+/// f32 without the per-element dtype and op switches: the op is a template
+/// argument, so the loop is one function of a constant op (the same
+/// unaryFloat, so the same bits) that the compiler can vectorize.
+template <UnaryOp OP>
+static void unaryF32(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = unaryFloat(OP, x[i]);
+}
+
+static void unaryF32(UnaryOp op, const float *x, float *y, int64_t n) {
+  switch (op) {
+#define STEP_UNARY_CASE(K)                                                     \
+  case UnaryOp::K:                                                             \
+    return unaryF32<UnaryOp::K>(x, y, n);
+    STEP_UNARY_CASE(Neg)
+    STEP_UNARY_CASE(Exp)
+    STEP_UNARY_CASE(Log)
+    STEP_UNARY_CASE(Tanh)
+    STEP_UNARY_CASE(Sigmoid)
+    STEP_UNARY_CASE(Relu)
+    STEP_UNARY_CASE(GeluTanh)
+    STEP_UNARY_CASE(GeluErf)
+    STEP_UNARY_CASE(Sqrt)
+    STEP_UNARY_CASE(Rsqrt)
+    STEP_UNARY_CASE(Abs)
+    STEP_UNARY_CASE(Erf)
+    STEP_UNARY_CASE(Sin)
+    STEP_UNARY_CASE(Cos)
+#undef STEP_UNARY_CASE
+  }
+}
+
 HostTensor unary(UnaryOp op, const HostTensor &x) {
   const char *name = unaryName(op);
   HostTensor y(x.dtype(), x.shape());
   int64_t n = x.numel();
+  if (x.dtype() == DType::F32) {
+    unaryF32(op, x.data<float>(), y.data<float>(), n);
+    return y;
+  }
   if (isFloat(x.dtype())) {
     DType t = x.dtype();
     for (int64_t i = 0; i < n; ++i)
@@ -205,12 +241,40 @@ static void binaryInt(BinaryOp op, const I *a, const I *b, I *y, int64_t n) {
   }
 }
 
+/// f32 with the op as a template argument (see unaryF32).
+template <BinaryOp OP>
+static void binaryF32(const float *a, const float *b, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = binaryFloat(OP, a[i], b[i]);
+}
+
+static void binaryF32(BinaryOp op, const float *a, const float *b, float *y,
+                      int64_t n) {
+  switch (op) {
+#define STEP_BINARY_CASE(K)                                                    \
+  case BinaryOp::K:                                                            \
+    return binaryF32<BinaryOp::K>(a, b, y, n);
+    STEP_BINARY_CASE(Add)
+    STEP_BINARY_CASE(Sub)
+    STEP_BINARY_CASE(Mul)
+    STEP_BINARY_CASE(Div)
+    STEP_BINARY_CASE(Max)
+    STEP_BINARY_CASE(Min)
+    STEP_BINARY_CASE(Pow)
+#undef STEP_BINARY_CASE
+  }
+}
+
 HostTensor binary(BinaryOp op, const HostTensor &a, const HostTensor &b) {
   const char *name = binaryName(op);
   requireSameType(name, a, b);
   HostTensor y(a.dtype(), a.shape());
   int64_t n = a.numel();
   DType t = a.dtype();
+  if (t == DType::F32) {
+    binaryF32(op, a.data<float>(), b.data<float>(), y.data<float>(), n);
+    return y;
+  }
   if (isFloat(t)) {
     for (int64_t i = 0; i < n; ++i)
       storeF(t, y.raw(), i,

@@ -7,6 +7,8 @@
 
 #include "runtime/cpu/EvalStep.h"
 
+#include "runtime/cpu/FusionChunks.h"
+
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
@@ -334,11 +336,17 @@ const std::map<std::string, OpInfo> &opTable() {
 } // namespace
 
 /// A fusion on the CPU: its body's steps in order on the same kernels as
-/// unfused ops, values held in temporaries, each freed after its last use.
+/// unfused ops, values held in temporaries, each freed after its last use
+/// (a loop fusion chunk by chunk, FusionChunks.h).
 static std::vector<HostTensor>
 runFusionBody(const PlanStep &step, std::vector<HostTensor> operands,
               const FusedOpObserver *inside) {
   const Plan &body = *step.body;
+  // A loop of elementwise ops runs chunk by chunk, unless an observer
+  // watches each op's whole operands.
+  if (!inside)
+    if (auto chunked = runFusionInChunks(body, operands))
+      return std::move(*chunked);
   if (operands.size() != body.arguments.size())
     throw Error("step.fusion: " + std::to_string(operands.size()) +
                 " operands for a body of " +

@@ -151,15 +151,16 @@ private:
   const float *p_ = nullptr;
 };
 
-/// A row-major f32 product C[m x n] = op(A) * op(B) (+ C when accumulate),
-/// op transposing when asked; C's rows are n apart. OpenBLAS sgemm, or a
-/// plain f32 loop without it (runtime/cpu/Linalg.cpp). Dims must fit an int.
+/// A row-major product C[m x n] = op(A) * op(B) (+ C when accumulate), op
+/// transposing when asked; C's rows are n apart. OpenBLAS sgemm / dgemm, or
+/// a plain loop without it (runtime/cpu/Linalg.cpp). Dims must fit an int.
 struct GemmDims {
   int64_t m, n, k;
   bool transA = false, transB = false;
   bool accumulate = false;
 };
 void gemm(const GemmDims &g, const float *a, const float *b, float *c);
+void gemm(const GemmDims &g, const double *a, const double *b, double *c);
 
 /// Integer element i of an i32/i64 tensor, widened.
 inline int64_t loadIndex(const HostTensor &t, int64_t i) {

@@ -1,19 +1,23 @@
 //===- Linalg.cpp - step.matmul -------------------------------------------===//
 //
 // Batched matrix product through OpenBLAS sgemm, one call per batch entry
-// (detail::gemm, which step.attention_grad also uses for its tiles).
+// (detail::gemm; its f64 twin through dgemm runs the attention kernels'
+// tiles).
 // Transposes are expressed through sgemm's trans flags and leading dimensions
 // so f32 operands are never copied. f16/bf16 are widened to f32 first (as
 // PyTorch's CPU path accumulates half types in float) and rounded once.
 // Without OpenBLAS (STEP_HAVE_OPENBLAS undefined: a runtime-only build on a
-// machine lacking it) a plain loop with f32 accumulation stands in.
+// machine lacking it) a plain loop accumulating in the element type stands
+// in.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
 
 #include "runtime/cpu/KernelUtil.h"
 
+#include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #ifdef STEP_HAVE_OPENBLAS
 #include <cblas.h>
@@ -23,34 +27,54 @@ namespace step::rt::cpu {
 
 using namespace detail;
 
-void detail::gemm(const GemmDims &g, const float *a, const float *b,
-                  float *c) {
-  // sgemm leaves C untouched, or may read it, when k == 0; the result is the
-  // zero-initialised C (or C itself when accumulating) either way, so skip
-  // the call for empty products.
-  if (g.m == 0 || g.n == 0 || g.k == 0)
+template <typename T>
+static void gemmT(const GemmDims &g, const T *a, const T *b, T *c) {
+  if (g.m == 0 || g.n == 0)
     return;
+  // BLAS leaves C untouched, or may read it, when k == 0: the product of
+  // nothing is zero.
+  if (g.k == 0) {
+    if (!g.accumulate)
+      std::fill(c, c + g.m * g.n, T(0));
+    return;
+  }
   // Row-major leading dimension = the stored matrix's column count.
   int64_t lda = g.transA ? g.m : g.k;
   int64_t ldb = g.transB ? g.k : g.n;
 #ifdef STEP_HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
-              g.transB ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
-              static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb),
-              g.accumulate ? 1.0f : 0.0f, c, static_cast<int>(g.n));
+  auto ta = g.transA ? CblasTrans : CblasNoTrans;
+  auto tb = g.transB ? CblasTrans : CblasNoTrans;
+  int m = static_cast<int>(g.m), n = static_cast<int>(g.n),
+      k = static_cast<int>(g.k);
+  T beta = g.accumulate ? T(1) : T(0);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, n);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, n);
 #else
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
-      float acc = 0.0f;
+      T acc = T(0);
       for (int64_t p = 0; p < g.k; ++p) {
-        float av = g.transA ? a[p * lda + i] : a[i * lda + p];
-        float bv = g.transB ? b[j * ldb + p] : b[p * ldb + j];
+        T av = g.transA ? a[p * lda + i] : a[i * lda + p];
+        T bv = g.transB ? b[j * ldb + p] : b[p * ldb + j];
         acc += av * bv;
       }
       c[i * g.n + j] = g.accumulate ? c[i * g.n + j] + acc : acc;
     }
 #endif
+}
+
+void detail::gemm(const GemmDims &g, const float *a, const float *b,
+                  float *c) {
+  gemmT(g, a, b, c);
+}
+
+void detail::gemm(const GemmDims &g, const double *a, const double *b,
+                  double *c) {
+  gemmT(g, a, b, c);
 }
 
 HostTensor matmul(const HostTensor &a, const HostTensor &b, bool transposeA,

@@ -4,9 +4,8 @@
 // attention and attention_grad. Everything that sums (exponentials, moments,
 // scores) runs in double and is rounded once into the output dtype, so the
 // reference is at least as accurate as PyTorch's float kernels and
-// independent of the order a faster backend might choose. attention_grad is
-// the exception: its five products are f32 sgemm tiles (as the matmuls of
-// the decomposed backward it replaces), only its row sums run in double.
+// independent of the order a faster backend might choose. The attention
+// kernels do their products as f64 dgemm over tiles of 64 query rows.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
@@ -281,66 +280,91 @@ AttentionDims attentionDims(const char *op, const HostTensor &q,
 }
 } // namespace
 
+namespace {
+/// Query rows are taken kAttentionTile at a time: a tile's scores, in f64,
+/// are all the attention kernels keep of the [Tq, Tk] matrix.
+constexpr int64_t kAttentionTile = 64;
+
+/// Entry `b` of a [batch, rows, cols] tensor's floats, as doubles.
+void sliceAsDouble(const FloatIn &t, int64_t b, int64_t rows, int64_t cols,
+                   std::vector<double> &out) {
+  const float *p = t.data() + b * rows * cols;
+  out.assign(p, p + rows * cols);
+}
+
+/// The scores of query rows i0 .. i0 + rows - 1 against keys 0 .. kt - 1
+/// (row r at s + r * kt) to probabilities, in place: the softmax of
+/// score * scale over the keys row i0 + r sees (top-left causal: j <= i),
+/// 0 for the others. A NaN score makes its row NaN. Key 0 is always
+/// visible, so no row is fully masked.
+void softmaxRows(double *s, int64_t rows, int64_t kt, int64_t i0,
+                 bool causal, double scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double *row = s + r * kt;
+    int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < visible; ++j) {
+      row[j] *= scale;
+      if (std::isnan(row[j]) || row[j] > mx)
+        mx = row[j];
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < visible; ++j)
+      sum += (row[j] = std::exp(row[j] - mx));
+    for (int64_t j = 0; j < visible; ++j)
+      row[j] /= sum;
+    std::fill(row + visible, row + kt, 0.0);
+  }
+}
+
+/// Stores `x` (doubles) as elements [at, at + n) of `t`, rounded once.
+void storeAll(HostTensor &t, int64_t at, const double *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    storeD(t.dtype(), t.raw(), at + i, x[i]);
+}
+} // namespace
+
+// Per batch entry and tile of query rows, with dgemm: S = q_t k^T, P =
+// softmax(S * scale) (masked), out_t = P v. Causal: a tile reads only the
+// keys its last row sees.
 HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
                      std::optional<double> scale) {
   AttentionDims a = attentionDims("attention", q, k, v, scale);
-  int64_t batch = a.batch, tq = a.tq, tk = a.tk, d = a.d, dv = a.dv;
-  double sc = a.scale;
+  if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
+    fail("attention", "dims exceed the BLAS int range; q " + typeStr(q));
   Shape out(q.shape().begin(), q.shape().end() - 1);
-  out.push_back(dv);
+  out.push_back(a.dv);
   HostTensor y(q.dtype(), out);
   FloatIn fq(q), fk(k), fv(v);
-  std::vector<double> p(tk), acc(dv);
-  for (int64_t bIdx = 0; bIdx < batch; ++bIdx) {
-    const float *qb = fq.data() + bIdx * tq * d;
-    const float *kb = fk.data() + bIdx * tk * d;
-    const float *vb = fv.data() + bIdx * tk * dv;
-    for (int64_t i = 0; i < tq; ++i) {
-      // Top-left causal: key j is visible to query i iff j <= i. Key 0 is
-      // always visible, so no row is fully masked.
-      int64_t visible = causal ? std::min(tk, i + 1) : tk;
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < visible; ++j) {
-        double s = 0.0;
-        for (int64_t c = 0; c < d; ++c)
-          s += static_cast<double>(qb[i * d + c]) * kb[j * d + c];
-        p[j] = s * sc;
-        if (std::isnan(p[j]) || p[j] > mx)
-          mx = p[j];
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < visible; ++j) {
-        p[j] = std::exp(p[j] - mx);
-        sum += p[j];
-      }
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t j = 0; j < visible; ++j) {
-        double w = p[j] / sum;
-        for (int64_t c = 0; c < dv; ++c)
-          acc[c] += w * vb[j * dv + c];
-      }
-      int64_t o = (bIdx * tq + i) * dv;
-      for (int64_t c = 0; c < dv; ++c)
-        storeD(y.dtype(), y.raw(), o + c, acc[c]);
+  std::vector<double> qd, kd, vd, p(kAttentionTile * a.tk),
+      o(kAttentionTile * a.dv);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    sliceAsDouble(fq, b, a.tq, a.d, qd);
+    sliceAsDouble(fk, b, a.tk, a.d, kd);
+    sliceAsDouble(fv, b, a.tk, a.dv, vd);
+    for (int64_t i0 = 0; i0 < a.tq; i0 += kAttentionTile) {
+      int64_t rows = std::min(kAttentionTile, a.tq - i0);
+      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
+      gemm({rows, kt, a.d, false, true}, qd.data() + i0 * a.d, kd.data(),
+           p.data());
+      softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
+      gemm({rows, a.dv, kt}, p.data(), vd.data(), o.data());
+      storeAll(y, (b * a.tq + i0) * a.dv, o.data(), rows * a.dv);
     }
   }
   return y;
 }
 
-
 //===----------------------------------------------------------------------===//
 // step.attention_grad
 //===----------------------------------------------------------------------===//
 
-// Query rows are taken kTile at a time: a tile's scores S, probabilities P
-// and dP = grad v^T ([kTile, visible keys] each, f32) are all the memory it
-// needs beyond the gradients. Per tile, with sgemm:
-//   S = q_t k^T;  P = softmax(S * scale) (row max and sum in f64);
-//   dP = g_t v^T; dS = P * (dP - rowsum(P * dP)) * scale (rowsum in f64);
+// Per batch entry and tile of query rows, with dgemm (P as in attention):
+//   dP = g_t v^T;  dS = P * (dP - rowsum(P * dP)) * scale;
 //   dq_t = dS k;  dk += dS^T q_t;  dv += P^T g_t.
 // Tiles are visited in order, so the sums into dk and dv are the same bits
-// for every run. Causal: a tile reads only the keys its last row sees.
+// for every run.
 AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                              const HostTensor &v, const HostTensor &grad,
                              bool causal, std::optional<double> scale) {
@@ -354,65 +378,45 @@ AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                  typeStr(grad));
   if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
     fail(op, "dims exceed the BLAS int range; q " + typeStr(q));
-  constexpr int64_t kTile = 64;
-  FloatIn fq(q), fk(k), fv(v), fg(grad);
-  std::vector<float> dq(static_cast<size_t>(q.numel())),
-      dk(static_cast<size_t>(k.numel())), dv(static_cast<size_t>(v.numel()));
-  std::vector<float> p(static_cast<size_t>(kTile * a.tk)),
-      dp(static_cast<size_t>(kTile * a.tk));
-  for (int64_t b = 0; b < a.batch; ++b) {
-    const float *qb = fq.data() + b * a.tq * a.d;
-    const float *kb = fk.data() + b * a.tk * a.d;
-    const float *vb = fv.data() + b * a.tk * a.dv;
-    const float *gb = fg.data() + b * a.tq * a.dv;
-    float *dqb = dq.data() + b * a.tq * a.d;
-    float *dkb = dk.data() + b * a.tk * a.d;
-    float *dvb = dv.data() + b * a.tk * a.dv;
-    for (int64_t i0 = 0; i0 < a.tq; i0 += kTile) {
-      int64_t rows = std::min(kTile, a.tq - i0);
-      // Keys visible to some row of the tile (top-left causal: j <= i).
-      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
-      gemm({rows, kt, a.d, false, true}, qb + i0 * a.d, kb, p.data());
-      gemm({rows, kt, a.dv, false, true}, gb + i0 * a.dv, vb, dp.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        float *pr = p.data() + r * kt, *dpr = dp.data() + r * kt;
-        int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
-          double s = pr[j] * a.scale;
-          if (std::isnan(s) || s > mx)
-            mx = s;
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j < visible; ++j)
-          sum += std::exp(pr[j] * a.scale - mx);
-        double dot = 0.0;
-        for (int64_t j = 0; j < visible; ++j) {
-          pr[j] = static_cast<float>(std::exp(pr[j] * a.scale - mx) / sum);
-          dot += static_cast<double>(pr[j]) * dpr[j];
-        }
-        for (int64_t j = 0; j < visible; ++j)
-          dpr[j] = static_cast<float>(pr[j] * (dpr[j] - dot) * a.scale);
-        std::fill(pr + visible, pr + kt, 0.0f);
-        std::fill(dpr + visible, dpr + kt, 0.0f);
-      }
-      // dp now holds dS.
-      gemm({rows, a.d, kt, false, false}, dp.data(), kb, dqb + i0 * a.d);
-      gemm({kt, a.d, rows, true, false, true}, dp.data(), qb + i0 * a.d, dkb);
-      gemm({kt, a.dv, rows, true, false, true}, p.data(), gb + i0 * a.dv,
-           dvb);
-    }
-  }
   AttentionGrads out{HostTensor(q.dtype(), q.shape()),
                      HostTensor(k.dtype(), k.shape()),
                      HostTensor(v.dtype(), v.shape())};
-  auto store = [](HostTensor &t, const std::vector<float> &x) {
-    for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      storeF(t.dtype(), t.raw(), i, x[i]);
-  };
-  store(out.dq, dq);
-  store(out.dk, dk);
-  store(out.dv, dv);
+  FloatIn fq(q), fk(k), fv(v), fg(grad);
+  std::vector<double> qd, kd, vd, gd, dq(a.tq * a.d), dk, dv,
+      p(kAttentionTile * a.tk), dp(kAttentionTile * a.tk);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    sliceAsDouble(fq, b, a.tq, a.d, qd);
+    sliceAsDouble(fk, b, a.tk, a.d, kd);
+    sliceAsDouble(fv, b, a.tk, a.dv, vd);
+    sliceAsDouble(fg, b, a.tq, a.dv, gd);
+    dk.assign(a.tk * a.d, 0.0);
+    dv.assign(a.tk * a.dv, 0.0);
+    for (int64_t i0 = 0; i0 < a.tq; i0 += kAttentionTile) {
+      int64_t rows = std::min(kAttentionTile, a.tq - i0);
+      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
+      const double *qt = qd.data() + i0 * a.d, *gt = gd.data() + i0 * a.dv;
+      gemm({rows, kt, a.d, false, true}, qt, kd.data(), p.data());
+      softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
+      gemm({rows, kt, a.dv, false, true}, gt, vd.data(), dp.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double *pr = p.data() + r * kt, *dpr = dp.data() + r * kt;
+        int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
+        double dot = 0.0;
+        for (int64_t j = 0; j < visible; ++j)
+          dot += pr[j] * dpr[j];
+        for (int64_t j = 0; j < visible; ++j)
+          dpr[j] = pr[j] * (dpr[j] - dot) * a.scale;
+        std::fill(dpr + visible, dpr + kt, 0.0);
+      }
+      // dp now holds dS.
+      gemm({rows, a.d, kt}, dp.data(), kd.data(), dq.data() + i0 * a.d);
+      gemm({kt, a.d, rows, true, false, true}, dp.data(), qt, dk.data());
+      gemm({kt, a.dv, rows, true, false, true}, p.data(), gt, dv.data());
+    }
+    storeAll(out.dq, b * a.tq * a.d, dq.data(), a.tq * a.d);
+    storeAll(out.dk, b * a.tk * a.d, dk.data(), a.tk * a.d);
+    storeAll(out.dv, b * a.tk * a.dv, dv.data(), a.tk * a.dv);
+  }
   return out;
 }
 

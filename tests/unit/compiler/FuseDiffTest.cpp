@@ -37,7 +37,9 @@
 #include "examples/mlp/MLP.h"
 #include "passes/Passes.h"
 #include "runtime/Session.h"
+#include "runtime/cpu/EvalStep.h"
 #include "runtime/cpu/Executor.h"
+#include "runtime/cpu/FusionChunks.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -199,6 +201,125 @@ void checkRandomGraphs(const char *what, uint64_t count,
             << stats.kinds["multi_tensor"] << ", matmul "
             << stats.kinds["matmul"] << "; " << stats.multiOutput
             << " with several results) in " << seconds << " s\n";
+}
+
+//===----------------------------------------------------------------------===//
+// The CPU backend's chunked loop fusions (runtime/cpu/FusionChunks.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A loop fusion over [7, 1757] (12299 elements: three full chunks of 4096
+/// and a partial one) with every kind of step the chunked path takes:
+/// broadcasts of a scalar and of a row (gathered), a broadcast that keeps
+/// the flat order of a full-size value, reshapes, an iota, compare/select,
+/// casts through bf16, GELU, `mul %x, %x`, a small value computed whole
+/// (the scalar times two), and two results of different types and shapes.
+const char *kChunkedLoop = R"(
+func.func @f(%x: tensor<7x1757xf32>, %s: tensor<f32>, %row: tensor<1757xf32>) -> (tensor<7x1757xf32>, tensor<12299xbf16>) {
+  %r:2 = step.fusion "loop"(%x, %s, %row) : (tensor<7x1757xf32>, tensor<f32>, tensor<1757xf32>) -> (tensor<7x1757xf32>, tensor<12299xbf16>) {
+  ^bb0(%a: tensor<7x1757xf32>, %b: tensor<f32>, %c: tensor<1757xf32>):
+    %two = step.add %b, %b : tensor<f32>
+    %bs = step.broadcast_in_dim %two, dims = [] : tensor<f32> -> tensor<7x1757xf32>
+    %br = step.broadcast_in_dim %c, dims = [1] : tensor<1757xf32> -> tensor<7x1757xf32>
+    %sq = step.mul %a, %a : tensor<7x1757xf32>
+    %t = step.add %sq, %br : tensor<7x1757xf32>
+    %g = step.gelu %t approximate tanh : tensor<7x1757xf32>
+    %i = step.iota dim = 1 : tensor<7x1757xf32>
+    %m = step.compare gt, %i, %bs : tensor<7x1757xf32>
+    %sel = step.select %m, %g, %a : tensor<7x1757xi1>, tensor<7x1757xf32>
+    %h = step.cast %sel : tensor<7x1757xf32> -> tensor<7x1757xbf16>
+    %flat = step.reshape %h : tensor<7x1757xbf16> -> tensor<12299xbf16>
+    %up = step.broadcast_in_dim %flat, dims = [1] : tensor<12299xbf16> -> tensor<1x12299xbf16>
+    %back = step.reshape %up : tensor<1x12299xbf16> -> tensor<7x1757xbf16>
+    %f = step.cast %back : tensor<7x1757xbf16> -> tensor<7x1757xf32>
+    %o = step.mul %f, %bs : tensor<7x1757xf32>
+    step.yield %o, %flat : tensor<7x1757xf32>, tensor<12299xbf16>
+  }
+  return %r#0, %r#1 : tensor<7x1757xf32>, tensor<12299xbf16>
+}
+)";
+
+TEST(FuseDiff, ChunkedLoopFusionEqualsOpByOp) {
+  auto ctx = makeContext();
+  OwningOpRef<ModuleOp> module =
+      mlir::parseSourceString<ModuleOp>(kChunkedLoop, ctx.get());
+  ASSERT_TRUE(module);
+  rt::Artifact artifact = planArtifact(*module, "f");
+  const rt::Plan &plan = artifact.plan;
+  const rt::PlanStep *fusion = nullptr;
+  for (const rt::PlanStep &s : plan.steps)
+    if (s.op == "step.fusion")
+      fusion = &s;
+  ASSERT_TRUE(fusion && fusion->body);
+  std::vector<rt::HostTensor> operands;
+  for (int64_t id : fusion->operands) {
+    const rt::BufferDesc &d = plan.buffers[id];
+    rt::HostTensor t(d.dtype, d.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) // includes exact ties and NaN
+      t.setFromDouble(i, i % 97 == 0 ? NAN : ((i * 7919) % 4001) / 250.0 - 8);
+    operands.push_back(std::move(t));
+  }
+  operands[1].setFromDouble(0, 300.0); // iota > 600 takes the GELU branch
+  std::vector<rt::HostTensor> copy = operands;
+  std::optional<std::vector<rt::HostTensor>> chunked =
+      rt::cpu::runFusionInChunks(*fusion->body, copy);
+  ASSERT_TRUE(chunked) << "the body should qualify for chunks";
+  size_t ops = 0;
+  rt::cpu::FusedOpObserver count = [&](const rt::Plan &, size_t,
+                                       const std::vector<rt::HostTensor> &,
+                                       const std::vector<rt::HostTensor> &) {
+    ++ops;
+  };
+  std::vector<rt::HostTensor> whole =
+      rt::cpu::evalStep(plan, *fusion, operands, &count);
+  EXPECT_EQ(ops, fusion->body->steps.size()); // ran op by op
+  ASSERT_EQ(chunked->size(), whole.size());
+  for (size_t r = 0; r < whole.size(); ++r)
+    EXPECT_TRUE((*chunked)[r].bitwiseEqual(whole[r])) << "result " << r;
+  // The plain call takes the chunked path and gives the same bits.
+  std::vector<rt::HostTensor> viaStep =
+      rt::cpu::evalStep(plan, *fusion, operands);
+  for (size_t r = 0; r < whole.size(); ++r)
+    EXPECT_TRUE(viaStep[r].bitwiseEqual(whole[r])) << "result " << r;
+}
+
+TEST(FuseDiff, ChunkedPathDeclinesSmallAndNonLoopBodies) {
+  auto ctx = makeContext();
+  // Below two chunks, and a body with a reduction: op by op.
+  OwningOpRef<ModuleOp> module = mlir::parseSourceString<ModuleOp>(R"(
+func.func @f(%x: tensor<8x1000xf32>, %y: tensor<100x100xf32>) -> (tensor<8x1000xf32>, tensor<100xf32>) {
+  %a = step.fusion "loop"(%x) : (tensor<8x1000xf32>) -> tensor<8x1000xf32> {
+  ^bb0(%p: tensor<8x1000xf32>):
+    %e = step.exp %p : tensor<8x1000xf32>
+    %n = step.neg %e : tensor<8x1000xf32>
+    step.yield %n : tensor<8x1000xf32>
+  }
+  %b = step.fusion "reduction"(%y) : (tensor<100x100xf32>) -> tensor<100xf32> {
+  ^bb0(%p: tensor<100x100xf32>):
+    %e = step.exp %p : tensor<100x100xf32>
+    %s = step.reduce_sum %e dims = [1] : tensor<100x100xf32> -> tensor<100xf32>
+    step.yield %s : tensor<100xf32>
+  }
+  return %a, %b : tensor<8x1000xf32>, tensor<100xf32>
+}
+)", ctx.get());
+  ASSERT_TRUE(module);
+  rt::Artifact artifact = planArtifact(*module, "f");
+  int fusions = 0;
+  for (const rt::PlanStep &s : artifact.plan.steps) {
+    if (s.op != "step.fusion")
+      continue;
+    ++fusions;
+    std::vector<rt::HostTensor> operands;
+    for (int64_t id : s.operands)
+      operands.emplace_back(artifact.plan.buffers[id].dtype,
+                            artifact.plan.buffers[id].shape);
+    EXPECT_FALSE(rt::cpu::runFusionInChunks(*s.body, operands));
+    EXPECT_EQ(operands[0].numel(), artifact.plan.buffers[s.operands[0]]
+                                       .shape[0] *
+                                       artifact.plan.buffers[s.operands[0]]
+                                           .shape[1]); // untouched
+  }
+  EXPECT_EQ(fusions, 2);
 }
 
 TEST(FuseDiff, RandomGraphsAreBitIdentical) {
