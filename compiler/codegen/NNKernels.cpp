@@ -303,17 +303,41 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
 // step.attention
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The sizes of an attention (or its gradient) over q [S..., Tq, D],
+/// k [S..., Tk, D], v [S..., Tk, Dv]: `slices` is the product of S.
+struct AttentionShape {
+  int64_t slices, tq, tk, d, dv;
+  double scale;
+  Elem e;
+};
+
+template <typename AttentionLikeOp>
+AttentionShape attentionShape(AttentionLikeOp op) {
+  std::vector<int64_t> qs = shapeOf(op.getQuery());
+  size_t r = qs.size();
+  AttentionShape a;
+  a.slices = 1;
+  for (size_t i = 0; i + 2 < r; ++i)
+    a.slices *= qs[i];
+  a.tq = qs[r - 2];
+  a.d = qs[r - 1];
+  a.tk = shapeOf(op.getKey())[r - 2];
+  a.dv = shapeOf(op.getValue())[r - 1];
+  a.scale = op.getScale() ? op.getScale()->convertToDouble()
+                          : 1.0 / std::sqrt(static_cast<double>(a.d));
+  a.e = elemOf(op.getQuery().getType());
+  return a;
+}
+} // namespace
+
 static KernelSource emitAttention(ops::AttentionOp op,
                                   const std::string &name) {
-  std::vector<int64_t> qs = shapeOf(op.getQuery());
-  std::vector<int64_t> vs = shapeOf(op.getValue());
-  size_t r = qs.size();
-  int64_t tq = qs[r - 2], d = qs[r - 1];
-  int64_t tk = shapeOf(op.getKey())[r - 2], dv = vs[r - 1];
-  int64_t rows = numelOf(op.getQuery()) / std::max<int64_t>(d, 1);
-  double scale = op.getScale() ? op.getScale()->convertToDouble()
-                               : 1.0 / std::sqrt(static_cast<double>(d));
-  Elem e = elemOf(op.getQuery().getType());
+  AttentionShape a = attentionShape(op);
+  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv;
+  int64_t rows = a.slices * tq;
+  double scale = a.scale;
+  Elem e = a.e;
   KernelSource ks;
   ks.name = name;
   ks.blockX = 128;
@@ -384,17 +408,10 @@ static KernelSource emitAttention(ops::AttentionOp op,
 
 static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
                                       const std::string &name) {
-  std::vector<int64_t> qs = shapeOf(op.getQuery());
-  size_t r = qs.size();
-  int64_t tq = qs[r - 2], d = qs[r - 1];
-  int64_t tk = shapeOf(op.getKey())[r - 2];
-  int64_t dv = shapeOf(op.getValue())[r - 1];
-  int64_t slices = 1; // the leading dims: batch x heads
-  for (size_t i = 0; i + 2 < r; ++i)
-    slices *= qs[i];
-  double scale = op.getScale() ? op.getScale()->convertToDouble()
-                               : 1.0 / std::sqrt(static_cast<double>(d));
-  Elem e = elemOf(op.getQuery().getType());
+  AttentionShape a = attentionShape(op);
+  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv, slices = a.slices;
+  double scale = a.scale;
+  Elem e = a.e;
   KernelSource ks;
   ks.name = name;
   ks.blockX = 256;

@@ -30,6 +30,18 @@ CE_PLANS = [
     (64, 1000, "mean", None, None)]
 
 
+def torch_attention(q, k, v, causal, scale):
+    """torch.nn.functional.scaled_dot_product_attention (torch >= 2.0; 1.13
+    lacks it) spelled out: top-left causal mask, scale 1/sqrt(D) by
+    default."""
+    s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    sc = torch.matmul(q, k.transpose(-1, -2)) * s
+    if causal:
+        m = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        sc = sc.masked_fill(~m, float("-inf"))
+    return torch.matmul(torch.softmax(sc, -1), v)
+
+
 def cross_entropy_inputs(op):
     """Logits and targets of every CE_PLANS row for each float and index
     dtype (i32 on two shapes only), with case names "<op>.<dt>.<it>...";
@@ -166,14 +178,7 @@ def nn_cases():
             q, k, v = gen(r, qs, dt), gen(r, ks, dt), gen(r, vs, dt)
 
             def fn(q, k, v, causal=causal, scale=scale):
-                # torch.nn.functional.scaled_dot_product_attention (torch >=
-                # 2.0; 1.13 lacks it) spelled out: top-left causal mask.
-                s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-                sc = torch.matmul(q, k.transpose(-1, -2)) * s
-                if causal:
-                    m = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-                    sc = sc.masked_fill(~m, float("-inf"))
-                return torch.matmul(torch.softmax(sc, -1), v)
+                return torch_attention(q, k, v, causal, scale)
             (want,) = opmath(fn, [(q, dt), (k, dt), (v, dt)], [dt])
             cases.append(Case(nm, [(q, dt), (k, dt), (v, dt)],
                               "%%r0 = step.attention %%a0, %%a1, %%a2%s%s : %s, %s, %s -> %s"

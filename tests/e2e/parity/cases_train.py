@@ -26,13 +26,11 @@ Oracles
   difference in a rounded state is legitimately carried to later steps.
 """
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .cases_nn import cross_entropy_inputs
+from .cases_nn import cross_entropy_inputs, torch_attention
 from .harness import (Case, EXACT, FLOATS, HALVES, INF, INTS, NAN, REL,
                       T_MOVE, ULP,
                       acc_tol, as_f64, compare, flt, from_torch, gen, opmath,
@@ -148,12 +146,7 @@ def _grad_cases():
 
             def fn(q, k, v, g, causal=causal, scale=scale):
                 q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
-                s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-                sc = torch.matmul(q, k.transpose(-1, -2)) * s
-                if causal:
-                    m = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-                    sc = sc.masked_fill(~m, float("-inf"))
-                torch.matmul(torch.softmax(sc, -1), v).backward(g)
+                torch_attention(q, k, v, causal, scale).backward(g)
                 return q.grad, k.grad, v.grad
             want = opmath(fn, [(q, dt), (k, dt), (v, dt), (g, dt)], [dt] * 3)
             types = [ttype(t, dt) for t in (qs, ks, vs, os_)]
