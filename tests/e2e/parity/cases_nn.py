@@ -42,6 +42,17 @@ def torch_attention(q, k, v, causal, scale):
     return torch.matmul(torch.softmax(sc, -1), v)
 
 
+def attention_case(op, dt, qs, tk, dv, causal, scale):
+    """The k, v and result shapes and the case name of an attention (or
+    attention_grad) case with query shape qs [..., Tq, D]."""
+    lead, tq, d = tuple(qs[:-2]), qs[-2], qs[-1]
+    ks, vs, os_ = lead + (tk, d), lead + (tk, dv), lead + (tq, dv)
+    nm = "%s.%s.q%s_k%s_v%s%s%s" % (
+        op, dt, shape_str(qs), shape_str(ks), shape_str(vs),
+        "_causal" if causal else "", "_scale%g" % scale if scale else "")
+    return ks, vs, os_, nm
+
+
 def cross_entropy_inputs(op):
     """Logits and targets of every CE_PLANS row for each float and index
     dtype (i32 on two shapes only), with case names "<op>.<dt>.<it>...";
@@ -169,11 +180,8 @@ def nn_cases():
         ((2, 0, 8), 4, 8, False, None)]
     for dt in FLOATS:
         for qs, tk, dv, causal, scale in att_plans:
-            lead, tq, d = tuple(qs[:-2]), qs[-2], qs[-1]
-            ks, vs, os_ = lead + (tk, d), lead + (tk, dv), lead + (tq, dv)
-            nm = "attention.%s.q%s_k%s_v%s%s%s" % (
-                dt, shape_str(qs), shape_str(ks), shape_str(vs),
-                "_causal" if causal else "", "_scale%g" % scale if scale else "")
+            ks, vs, os_, nm = attention_case("attention", dt, qs, tk, dv,
+                                             causal, scale)
             r = rng_for(nm)
             q, k, v = gen(r, qs, dt), gen(r, ks, dt), gen(r, vs, dt)
 

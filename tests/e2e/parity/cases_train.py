@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .cases_nn import cross_entropy_inputs, torch_attention
+from .cases_nn import attention_case, cross_entropy_inputs, torch_attention
 from .harness import (Case, EXACT, FLOATS, HALVES, INF, INTS, NAN, REL,
                       T_MOVE, ULP,
                       acc_tol, as_f64, compare, flt, from_torch, gen, opmath,
@@ -135,11 +135,8 @@ def _grad_cases():
         ((1, 130, 8), 100, 8, True, None), ((2, 0, 8), 4, 8, False, None)]
     for dt in FLOATS:
         for qs, tk, dv, causal, scale in att_plans:
-            lead, tq, d = tuple(qs[:-2]), qs[-2], qs[-1]
-            ks, vs, os_ = lead + (tk, d), lead + (tk, dv), lead + (tq, dv)
-            nm = "attention_grad.%s.q%s_k%s_v%s%s%s" % (
-                dt, shape_str(qs), shape_str(ks), shape_str(vs),
-                "_causal" if causal else "", "_scale%g" % scale if scale else "")
+            ks, vs, os_, nm = attention_case("attention_grad", dt, qs, tk, dv,
+                                             causal, scale)
             r = rng_for(nm)
             q, k, v, g = (gen(r, qs, dt), gen(r, ks, dt), gen(r, vs, dt),
                           gen(r, os_, dt))
