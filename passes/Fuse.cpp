@@ -43,7 +43,11 @@
 // transcendental, division or RNG, duplicated work at most a few ALU
 // instructions per element) and views; everything else is computed once by
 // its own kernel. `broadcast_in_dim` and `reshape` producers used outside
-// the group are duplicated into it (index maps, no work). A fusion holds at
+// the group are duplicated into it (index maps, no work), and so are casts
+// of the group's size (one conversion per element, and the source, often
+// narrower, is read instead of the cast copy being written and read: the
+// f32 logits that the loss and its gradient both read are never stored);
+// such a copy that every user holds dies at outlining. A fusion holds at
 // most `max-ops` ops and `max-inputs` inputs (a proxy for the registers a
 // thread needs); single-op groups stay unfused.
 // A reshape/stop_gradient of a group value that is read only after the
@@ -114,6 +118,8 @@ private:
   const FuseOptions &options;
   llvm::DenseMap<Operation *, int64_t> pos;
   llvm::DenseSet<Operation *> taken; ///< members of some group
+  /// Ops cloned into groups (Group::dups), each with its users there.
+  llvm::DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 4>> duplicatedFor;
   /// Values the group being grown must read as inputs (a row op's
   /// non-row operands).
   llvm::DenseSet<Value> inputsOnly;
@@ -211,7 +217,20 @@ private:
   void commit(Group g) {
     for (Operation *op : g.ops)
       taken.insert(op);
+    for (Operation *d : g.dups)
+      for (Operation *u : d->getUsers())
+        if (g.ops.contains(u))
+          duplicatedFor[d].insert(u);
     groups.push_back(std::move(g));
+  }
+
+  /// Whether every user of `op` is in a group that holds a copy of it: then
+  /// it dies at outlining and must not become a loop fusion of its own.
+  bool copiedIntoEveryUser(Operation *op) {
+    auto it = duplicatedFor.find(op);
+    return it != duplicatedFor.end() &&
+           llvm::all_of(op->getUsers(),
+                        [&](Operation *u) { return it->second.contains(u); });
   }
 
   /// Adds the producers of `seeds` to `g` (see the header for who may
@@ -252,8 +271,12 @@ private:
           if (!g.ops.contains(u) &&
               pos.lookup(block.findAncestorOpInBlock(*u)) <= outsideAfter)
             afterOk = false;
-        // A view is duplicated rather than materialized as a result.
-        dup = fusionRole(p) == FusionRole::View;
+        // A view is duplicated rather than materialized as a result; so is
+        // a cast of the group's size (re-reading its narrower or equal
+        // source beats writing and reading the cast copy: the f32 logits
+        // the loss and its gradient each read).
+        dup = fusionRole(p) == FusionRole::View ||
+              (isa<CastOp>(p) && sameDomain);
         if (!afterOk && !dup)
           continue;
       }
@@ -636,7 +659,7 @@ private:
       // A view sink would only materialize an index map: its consumers
       // duplicate it instead.
       if (!isFree(&sink) || fusionRole(&sink) != FusionRole::Elementwise ||
-          sink.getNumResults() != 1)
+          sink.getNumResults() != 1 || copiedIntoEveryUser(&sink))
         continue;
       Group g;
       g.kind = kLoopFusion;
@@ -671,9 +694,10 @@ private:
       number();
       outline(*g);
     }
-    // Views that every user now duplicates are dead.
+    // Views and casts that every user now duplicates are dead.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (fusionRole(&op) == FusionRole::View && op.use_empty())
+      if ((fusionRole(&op) == FusionRole::View || isa<CastOp>(op)) &&
+          op.use_empty())
         op.erase();
   }
 

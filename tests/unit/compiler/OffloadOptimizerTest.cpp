@@ -114,9 +114,11 @@ TEST_P(OffloadOptimizerDiff, SameBitsWithTheUpdateOnTheHost) {
   EXPECT_EQ(BuiltStep::intOf(d, "offloaded_bytes"), outBytes);
   EXPECT_EQ(BuiltStep::intOf(d, "reloads"), ins);
   EXPECT_EQ(BuiltStep::intOf(d, "reloaded_bytes"), inBytes);
-  // ZeRO-Offload's traffic: at least every gradient out (f32, a param's
-  // size) and every param in; the host arena holds them.
-  EXPECT_GE(outBytes, paramBytes);
+  // ZeRO-Offload's traffic: at least every gradient out and every param
+  // in; the host arena holds them. Under AMP a gradient made in 16 bits
+  // goes out as such (step-fuse copies its cast to f32 into the update,
+  // which runs on the host), so half a param's size at least.
+  EXPECT_GE(outBytes, std::string(c.amp).empty() ? paramBytes : paramBytes / 2);
   EXPECT_GE(inBytes, paramBytes);
   // Nothing else of param size comes in: no optimizer state, no new param
   // (fp16's skip of a non-finite update runs on the host too); at most a

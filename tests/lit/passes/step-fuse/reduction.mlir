@@ -179,3 +179,33 @@ func.func @cross_entropy_keeps_its_prologue_outside(%x: tensor<8x32xf32>, %t: te
   %l = step.cross_entropy %c, %t reduction = mean : tensor<8x32xf32>, tensor<8xi64> -> tensor<f32>
   return %l, %c : tensor<f32>, tensor<8x32xf32>
 }
+
+// -----
+
+// A cast read by two reductions is copied into both (each converts the
+// bf16 source itself) and the f32 tensor is never stored; the reshape
+// before it is copied too. The targets' reshape, read as an input by both,
+// stays a view outside.
+// CHECK-LABEL: func.func @cast_copied_into_each_loss
+// CHECK-NOT: step.fusion "loop"
+// CHECK: %[[T:.+]] = step.reshape %arg1
+// CHECK: step.fusion "reduction"(%arg0, %[[T]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: step.reshape
+// CHECK-NEXT: step.cast
+// CHECK-NEXT: step.cross_entropy
+// CHECK: step.fusion "reduction"(%arg0, %[[T]], %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: step.reshape
+// CHECK-NEXT: step.cast
+// CHECK-NEXT: step.cross_entropy_grad
+// CHECK-NOT: step.cast
+// CHECK: return
+func.func @cast_copied_into_each_loss(%x: tensor<4x2x32xbf16>, %t0: tensor<4x2xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x32xf32>) {
+  %t = step.reshape %t0 : tensor<4x2xi64> -> tensor<8xi64>
+  %r = step.reshape %x : tensor<4x2x32xbf16> -> tensor<8x32xbf16>
+  %c = step.cast %r : tensor<8x32xbf16> -> tensor<8x32xf32>
+  %l = step.cross_entropy %c, %t reduction = mean : tensor<8x32xf32>, tensor<8xi64> -> tensor<f32>
+  %d = step.cross_entropy_grad %c, %t, %g reduction = mean : tensor<8x32xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x32xf32>
+  return %l, %d : tensor<f32>, tensor<8x32xf32>
+}
