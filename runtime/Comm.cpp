@@ -275,7 +275,10 @@ public:
     if (position_ != root && n)
       std::memcpy(data, all.data() + offsetOf(root, n), n);
   }
-  [[noreturn]] void abortAll(int code) override { parent_.abortAll(code); }
+  [[noreturn]] void abortAll(int code) override {
+    parent_.abortAll(code);
+    std::_Exit(code); // a virtual call's noreturn is not visible here
+  }
 
 protected:
   std::unique_ptr<Communicator> split(int color, int position) override {
