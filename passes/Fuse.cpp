@@ -37,19 +37,20 @@
 //     of the same element count join (also when used outside the group:
 //     the fusion yields them, a multi-output fusion).
 // A producer joins only if all its users are in the group (phase 4 and
-// row-op prologues of phase 3 also admit users after the group). Cost rule: a producer whose element count
-// differs from the group's domain is evaluated once per use through a
-// broadcast, so only cheap ones join (isCheapElementwise: no
-// transcendental, division or RNG, duplicated work at most a few ALU
-// instructions per element) and views; everything else is computed once by
-// its own kernel. `broadcast_in_dim` and `reshape` producers used outside
-// the group are duplicated into it (index maps, no work), and so are casts
-// of the group's size (one conversion per element, and the source, often
-// narrower, is read instead of the cast copy being written and read: the
-// f32 logits that the loss and its gradient both read are never stored);
-// such a copy that every user holds dies at outlining. A fusion holds at
-// most `max-ops` ops and `max-inputs` inputs (a proxy for the registers a
-// thread needs); single-op groups stay unfused.
+// row-op prologues of phase 3 also admit users after the group). Cost
+// rule: a producer whose element count differs from the group's domain is
+// evaluated once per use through a broadcast, so only cheap ones join
+// (isCheapElementwise: no transcendental, division or RNG, duplicated work
+// at most a few ALU instructions per element) and views; everything else
+// is computed once by its own kernel. `broadcast_in_dim` and `reshape`
+// producers used outside the group are duplicated into it (index maps, no
+// work), and so are casts of the group's size (one conversion per element,
+// and the source, often narrower, is read instead of the cast copy being
+// written and read: the f32 logits that the loss and its gradient both
+// read are never stored); such a copy that every user holds dies at
+// outlining. A fusion holds at most `max-ops` ops and `max-inputs` inputs
+// (a proxy for the registers a thread needs); single-op groups stay
+// unfused.
 // A reshape/stop_gradient of a group value that is read only after the
 // group is moved out of it, after the fusion: the fusion yields one buffer
 // and the op is a view of it (no second copy in the arena).

@@ -19,12 +19,12 @@
 //  - attention_grad: one block per (batch, head) slice, nothing of size
 //    Tq x Tk stored. Pass 1, a warp per query row: the row's log-sum-exp and
 //    rowsum(P * dP) in one online pass over the keys, kept in a
-//    module-scope array (2 * Tq floats per block), then dq. Pass 2, a warp per key row: P and dS
-//    recomputed from the saved statistics, dk and dv summed over the
-//    queries that see the key. Lane partials are combined by shuffle trees
-//    (deterministic, no atomics). The products run on CUDA cores in f32,
-//    not on tensor cores: it trades the decomposed backward's speed for its
-//    memory (see docs/codegen.md).
+//    module-scope array (2 * Tq floats per block), then dq. Pass 2, a warp
+//    per key row: P and dS recomputed from the saved statistics, dk and dv
+//    summed over the queries that see the key. Lane partials are combined
+//    by shuffle trees (deterministic, no atomics). The products run on CUDA
+//    cores in f32, not on tensor cores: it trades the decomposed backward's
+//    speed for its memory (see docs/codegen.md).
 // The cross-entropy kernels read the logits and store through a RowIO
 // (Emitters.h), so a reduction fusion can put a prologue and an epilogue
 // around them.

@@ -2,7 +2,8 @@
 //
 // Result-type inference and verifiers of step.matmul and the neural-network
 // ops (softmax family, layer_norm, embedding, cross_entropy, dropout,
-// attention and its gradient op attention_grad). Same conventions as TypeInference.cpp.
+// attention and its gradient op attention_grad). Same conventions as
+// TypeInference.cpp.
 //
 //===----------------------------------------------------------------------===//
 
