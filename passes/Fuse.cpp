@@ -188,6 +188,11 @@ private:
   bool isFree(Operation *op) {
     return op && op->getBlock() == &block && !taken.contains(op);
   }
+  /// Ops a group copies rather than reads as a stored result: views (index
+  /// maps) and casts (one conversion per element of a source read anyway).
+  static bool copiedIntoGroups(Operation *op) {
+    return fusionRole(op) == FusionRole::View || isa<CastOp>(op);
+  }
   static bool isEltOrView(Operation *op) {
     FusionRole r = fusionRole(op);
     return r == FusionRole::Elementwise || r == FusionRole::View;
@@ -276,8 +281,8 @@ private:
         // a cast of the group's size (re-reading its narrower or equal
         // source beats writing and reading the cast copy: the f32 logits
         // the loss and its gradient each read).
-        dup = fusionRole(p) == FusionRole::View ||
-              (isa<CastOp>(p) && sameDomain);
+        dup = copiedIntoGroups(p) &&
+              (fusionRole(p) == FusionRole::View || sameDomain);
         if (!afterOk && !dup)
           continue;
       }
@@ -697,8 +702,7 @@ private:
     }
     // Views and casts that every user now duplicates are dead.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if ((fusionRole(&op) == FusionRole::View || isa<CastOp>(op)) &&
-          op.use_empty())
+      if (copiedIntoGroups(&op) && op.use_empty())
         op.erase();
   }
 

@@ -430,8 +430,20 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
     return "(long long)" + row + " * " + std::to_string(width) + " + c";
   };
   ks.source = prelude(needs) +
-              subst("__device__ float ${NAME}_stats[$STATS];\n",
+              subst(R"(__device__ float ${NAME}_stats[$STATS];
+// sum_c staged[c] * row[c] over n values, in order: the one dot product of
+// both passes (q . k and g . v), so pass 2 repeats pass 1's bits.
+static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
+                                                    const $T *row, int n) {
+  float s = 0.0f;
+  for (int c = 0; c < n; ++c)
+    s += staged[c] * $ROWC;
+  return s;
+}
+)",
                     {{"NAME", name},
+                     {"T", cType(e)},
+                     {"ROWC", toF(e, "row[c]")},
                      {"STATS", std::to_string(std::max<int64_t>(
                                    ks.gridX * 2 * tq, 1))}}) +
               signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
@@ -460,11 +472,8 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
       const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
       float m = $NEGINF, l = 0.0f, u = 0.0f;
       for (int j = lane; j < visible; j += 32) {
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < $D; ++c)
-          s += rowA[c] * $KJ;
-        for (int c = 0; c < $DV; ++c)
-          dp += rowB[c] * $VJ;
+        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
         s *= $SCALE;
         const float mNew = maxNaN(m, s);
         const float keep = m == $NEGINF ? 0.0f : expf(m - mNew);
@@ -495,11 +504,8 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
       for (int c = 0; c < $D; ++c)
         acc[c] = 0.0f;
       for (int j = lane; j < visible; j += 32) {
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < $D; ++c)
-          s += rowA[c] * $KJ;
-        for (int c = 0; c < $DV; ++c)
-          dp += rowB[c] * $VJ;
+        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
         const float p = expf(s * $SCALE - lseI);
         const float ds = p * (dp - ddI) * $SCALE;
 #pragma unroll
@@ -533,11 +539,8 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
       for (int c = 0; c < $DV; ++c)
         av[c] = 0.0f;
       for (int i = ($CAUSAL ? j : 0) + lane; i < $TQ; i += 32) {
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < $D; ++c)
-          s += $QI * rowA[c];
-        for (int c = 0; c < $DV; ++c)
-          dp += $GI * rowB[c];
+        const float s = ${NAME}_dot(rowA, q + (long long)i * $D, $D);
+        const float dp = ${NAME}_dot(rowB, g + (long long)i * $DV, $DV);
         const float p = expf(s * $SCALE - lse[i]);
         const float ds = p * (dp - dd[i]) * $SCALE;
 #pragma unroll

@@ -125,6 +125,14 @@ std::optional<cpu::ReduceOp> reduceKindOf(Operation &op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// The scale of step.attention or step.attention_grad, if given.
+template <typename AttentionLikeOp>
+std::optional<double> scaleOf(AttentionLikeOp op) {
+  if (auto s = op.getScale())
+    return s->convertToDouble();
+  return std::nullopt;
+}
+
 /// Ops with a kernel of their own (not one of an op family).
 rt::HostTensor evalSingle(Operation &op, Operands in) {
   using R = rt::HostTensor;
@@ -190,10 +198,8 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
                             cpu::dropoutOffset(in));
       })
       .Case([&](ops::AttentionOp a) {
-        std::optional<double> scale;
-        if (auto s = a.getScale())
-          scale = s->convertToDouble();
-        return cpu::attention(in[0], in[1], in[2], a.getCausal(), scale);
+        return cpu::attention(in[0], in[1], in[2], a.getCausal(),
+                              scaleOf(a));
       })
       .Default([&](Operation *) -> R {
         throw rt::Error("the interpreter has no kernel for '" +
@@ -268,11 +274,8 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
             c.getIgnoreIndexOrDefault())));
       })
       .Case([&](ops::AttentionGradOp a) {
-        std::optional<double> scale;
-        if (auto s = a.getScale())
-          scale = s->convertToDouble();
         cpu::AttentionGrads g = cpu::attentionGrad(in[0], in[1], in[2], in[3],
-                                                   a.getCausal(), scale);
+                                                   a.getCausal(), scaleOf(a));
         std::vector<rt::HostTensor> out = results(std::move(g.dq));
         out.push_back(std::move(g.dk));
         out.push_back(std::move(g.dv));

@@ -69,6 +69,9 @@ struct Ctx {
   double f64Or(const char *key, double dflt) const {
     return find(key) ? f64(key) : dflt;
   }
+  std::optional<double> optF64(const char *key) const {
+    return find(key) ? std::optional<double>(f64(key)) : std::nullopt;
+  }
   /// Unit attributes: `true` when set, absent (or false) otherwise.
   bool unit(const char *key) const {
     const json *v = find(key);
@@ -258,18 +261,12 @@ const std::map<std::string, OpInfo> &opTable() {
                          dropoutOffset(c.in)));
     });
     add("attention", 3, 3, [](const Ctx &c) {
-      std::optional<double> scale;
-      if (c.find("scale"))
-        scale = c.f64("scale");
       return one(attention(c.in[0], c.in[1], c.in[2], c.unit("causal"),
-                           scale));
+                           c.optF64("scale")));
     });
     add("attention_grad", 4, 4, [](const Ctx &c) {
-      std::optional<double> scale;
-      if (c.find("scale"))
-        scale = c.f64("scale");
       AttentionGrads g = attentionGrad(c.in[0], c.in[1], c.in[2], c.in[3],
-                                       c.unit("causal"), scale);
+                                       c.unit("causal"), c.optF64("scale"));
       Results out;
       out.push_back(std::move(g.dq));
       out.push_back(std::move(g.dk));
