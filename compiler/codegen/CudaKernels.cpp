@@ -31,6 +31,8 @@ std::optional<KernelSource> emitKernel(mlir::Operation *op,
   if (mlir::isa<ops::AllReduceOp, ops::ReduceScatterOp, ops::AllGatherOp,
                 ops::LocalShardOp>(op))
     return std::nullopt; // the runtime's collectives (docs/distributed.md)
+  if (mlir::isa<ops::OffloadOp, ops::ReloadOp>(op))
+    return std::nullopt; // the runtime's copies on its copy streams
   if (auto f = mlir::dyn_cast<ops::FusionOp>(op)) {
     llvm::StringRef kind = f.getKind();
     if (kind == ops::kMatmulFusion)

@@ -117,6 +117,53 @@ TEST(Nvrtc, Gpt2TrainStepCompilesForSm80AndSm90) {
   compileTwice("GPT-2", trainStepKernels(g.mlir(), step::TrainOptions{}));
 }
 
+/// Offload and reload copies (step-offload, step-offload-optimizer) are
+/// the runtime's copies on its copy streams: no kernel, and no error.
+TEST(Nvrtc, OffloadCopiesNeedNoKernel) {
+  auto check = [](const std::string &what, const std::string &model,
+                  const step::TrainOptions &opts) {
+    Parsed p = parse(model);
+    ASSERT_TRUE(p.module) << what;
+    ASSERT_TRUE(mlir::succeeded(step::buildTrainStep(*p.module, opts)))
+        << what;
+    auto f = p.func("train_step");
+    ASSERT_TRUE(f) << what;
+    int copies = 0;
+    f.walk([&](mlir::Operation *op) {
+      copies += mlir::isa<mlir::step::OffloadOp, mlir::step::ReloadOp>(op);
+    });
+    EXPECT_GT(copies, 0) << what << ": nothing offloaded";
+    std::vector<KernelSource> kernels;
+    try {
+      kernels = emitFunctionKernels(f);
+    } catch (const std::exception &e) {
+      FAIL() << what << ": " << e.what();
+    }
+    EXPECT_FALSE(kernels.empty()) << what;
+    for (const KernelSource &k : kernels)
+      EXPECT_FALSE((mlir::isa<mlir::step::OffloadOp, mlir::step::ReloadOp>(
+          k.op)))
+          << what << ": " << k.name;
+  };
+  step::trace::Graph mlpGraph;
+  mlp::Sizes s;
+  s.in = 8, s.hidden1 = 16, s.hidden2 = 16, s.classes = 4, s.batch = 8;
+  mlp::traceMLP(mlpGraph, s);
+  step::TrainOptions zero;
+  zero.offloadOptimizer = true;
+  check("ZeRO-Offload", mlpGraph.mlir(), zero);
+
+  using namespace step::trace;
+  gpt2::GPT2Config cfg;
+  Graph g;
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  step::TrainOptions all;
+  all.offload = step::OffloadOptions::parse("all,min_bytes=0");
+  check("--offload=all", g.mlir(), all);
+}
+
 /// Every op family in one element type, for the f16/bf16 code paths the
 /// f32 models above do not reach.
 std::string allOps(const std::string &t) {
