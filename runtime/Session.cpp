@@ -19,6 +19,7 @@
 #include "runtime/cuda/DynamicSymbols.h"
 #endif
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -114,9 +115,12 @@ void Session::startBackend(Backend requested) {
       (!rt::cuda::hasDeviceCode(artifact_.plan) ||
        artifact_.meta.contains("shard") || hostSteps))
     backend_ = Backend::Cpu;
-  if (backend_ == Backend::Cuda)
-    cuda_[bucketKey(artifact_)] =
+  if (backend_ == Backend::Cuda) {
+    auto executor =
         std::make_shared<rt::cuda::CudaExecutor>(artifact_, cudaOptions());
+    carry(*executor, artifact_.plan);
+    cuda_[bucketKey(artifact_)] = std::move(executor);
+  }
 #else
   (void)requested;
 #endif
@@ -128,6 +132,23 @@ rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
   o.comm = comm_;
   o.overlapCollectives = overlapCollectives_;
   return o;
+}
+
+void Session::carry(rt::cuda::CudaExecutor &executor, const rt::Plan &plan) {
+  // The last result of a param or state's name is its next value, as
+  // step() takes it.
+  std::map<std::string, size_t> resultOf;
+  for (size_t r = 1; r < plan.results.size() && r < plan.resultNames.size();
+       ++r)
+    resultOf[plan.resultNames[r]] = r;
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t i = 0; i < plan.arguments.size(); ++i) {
+    const BufferDesc &b = plan.buffers.at(plan.arguments[i]);
+    auto it = resultOf.find(b.name);
+    if (b.kind != BufferKind::Input && it != resultOf.end())
+      pairs.emplace_back(i, it->second);
+  }
+  executor.setCarried(pairs);
 }
 #endif
 
@@ -318,6 +339,43 @@ void Session::requireParamValues(const std::string &what) const {
                   "' has no value (call load_params or set first)");
 }
 
+void Session::syncFromDevice() const {
+  while (!onDevice_.empty()) {
+    std::string name = *onDevice_.begin(); // erased by the call
+    syncFromDevice(name);
+  }
+}
+
+void Session::syncFromDevice(const std::string &name) const {
+  if (!onDevice_.count(name))
+    return;
+#ifdef STEP_HAVE_CUDA
+  const rt::Plan &plan = artifact_.plan;
+  // Every bucket has the session's arguments (addBucket).
+  int64_t id = argumentIds_.at(name);
+  auto arg = static_cast<size_t>(
+      std::find(plan.arguments.begin(), plan.arguments.end(), id) -
+      plan.arguments.begin());
+  holder_->fetchArgument(arg, values_.at(name));
+#endif
+  onDevice_.erase(name);
+}
+
+void Session::replaceValues(std::map<std::string, HostTensor> values) {
+  for (std::string name : std::set<std::string>(onDevice_))
+    if (!values.count(name))
+      syncFromDevice(name);
+  for (auto &[name, t] : values) {
+    values_[name] = std::move(t);
+    onDevice_.erase(name);
+  }
+#ifdef STEP_HAVE_CUDA
+  for (auto &[key, executor] : cuda_)
+    executor->invalidateCarried();
+#endif
+  holder_.reset();
+}
+
 void Session::load_params(const std::string &dir) {
   if (!fs::is_directory(dir))
     throw Error("load_params: '" + dir + "' is not a folder");
@@ -345,8 +403,7 @@ void Session::load_params(const std::string &dir) {
     load(name, true);
   for (const std::string &name : state_)
     load(name, false);
-  for (auto &[name, t] : loaded)
-    values_[name] = std::move(t);
+  replaceValues(std::move(loaded));
 }
 
 namespace {
@@ -362,6 +419,7 @@ void makeFolder(const fs::path &dir, const std::string &what) {
 
 void Session::save_params(const std::string &dir) const {
   requireParamValues("save_params");
+  syncFromDevice();
   bool writer = comm_->rank() == 0;
   if (writer)
     makeFolder(dir, "save_params");
@@ -382,6 +440,7 @@ void Session::save_params(const std::string &dir) const {
 
 void Session::save_shards(const std::string &dir) const {
   requireParamValues("save_shards");
+  syncFromDevice();
   int r = comm_->rank();
   // An older manifest goes first: until the new one is written the folder
   // is no checkpoint, rather than a mix of old and new blocks.
@@ -424,6 +483,7 @@ void Session::save_shards(const std::string &dir) const {
 
 void Session::save(const std::string &dir, const nlohmann::json &data) const {
   requireParamValues("save");
+  syncFromDevice();
   rt::Checkpoint c;
   c.step = stepsDone_;
   c.data = data;
@@ -475,8 +535,7 @@ rt::Checkpoint Session::load(const std::string &dir) {
                 "not have: " + joined(extra) +
                 " (written for another model or optimizer?)");
   }
-  for (auto &[name, t] : loaded)
-    values_[name] = std::move(t);
+  replaceValues(std::move(loaded));
   stepsDone_ = c.step;
   return c;
 }
@@ -573,6 +632,10 @@ bool Session::dropBucket(const std::map<std::string, int64_t> &sizes) {
     ++i;
   if (i == bucketCount())
     return false;
+  if (auto it = cuda_.find(key); it != cuda_.end() && it->second == holder_) {
+    syncFromDevice(); // the params and state go with its device memory
+    holder_.reset();
+  }
   cuda_.erase(key);
   if (i > 0) {
     artifact_.buckets.erase(artifact_.buckets.begin() + (i - 1));
@@ -683,10 +746,23 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
 
   std::vector<HostTensor> results;
 #ifdef STEP_HAVE_CUDA
+  std::shared_ptr<rt::cuda::CudaExecutor> executor;
   if (backend_ == Backend::Cuda) {
-    auto &executor = cuda_[bucketKey(art)];
-    if (!executor)
-      executor = std::make_shared<rt::cuda::CudaExecutor>(art, cudaOptions());
+    std::shared_ptr<rt::cuda::CudaExecutor> &slot = cuda_[bucketKey(art)];
+    if (!slot) {
+      slot = std::make_shared<rt::cuda::CudaExecutor>(art, cudaOptions());
+      carry(*slot, plan);
+    }
+    executor = slot;
+    if (executor != holder_) {
+      // The params and state on the device (if any) are another bucket's
+      // executor's: they come back to the host, from where this one
+      // uploads them.
+      syncFromDevice();
+      if (holder_)
+        holder_->invalidateCarried();
+      holder_.reset();
+    }
     results = executor->run(args, timeline);
   } else
 #endif
@@ -707,12 +783,27 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
   // stepc --guard-finite: a NaN/Inf in the loss or a gradient commits
   // nothing; the CPU re-run names the op it came from.
   if (rt::guardTripped(art, results)) {
+    // Uncommitted, the device's argument buffers still hold what the step
+    // read: the CPU re-run reads them through `args` (into values_).
+    syncFromDevice();
     rt::CommScope scope(*comm_);
     rt::throwNonFinite(art, args, backendName(backend_));
   }
+  // The carried results (on the GPU) become the next step's arguments
+  // there; run() returned none of them.
+  std::vector<bool> carried(results.size(), false);
+#ifdef STEP_HAVE_CUDA
+  if (executor) {
+    executor->commitCarried();
+    for (const auto &[arg, result] : executor->carried())
+      carried[result] = true;
+  }
+#endif
   // Nothing below throws: commit.
   std::map<std::string, HostTensor> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
+    if (carried[i])
+      continue;
     std::string name = i < plan.resultNames.size() && !plan.resultNames[i].empty()
                            ? plan.resultNames[i]
                            : "result" + std::to_string(i);
@@ -723,11 +814,19 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
       outputs[name] = std::move(results[i]);
   }
   outputs_ = std::move(outputs);
+#ifdef STEP_HAVE_CUDA
+  if (executor) {
+    holder_ = executor;
+    for (const auto &[arg, result] : executor->carried())
+      onDevice_.insert(plan.buffers[plan.arguments[arg]].name);
+  }
+#endif
   ++stepsDone_;
   return value;
 }
 
 const HostTensor &Session::get(const std::string &name) const {
+  syncFromDevice(name);
   if (auto it = values_.find(name); it != values_.end())
     return it->second;
   if (auto it = outputs_.find(name); it != outputs_.end())
@@ -775,7 +874,9 @@ void Session::set(const std::string &name, HostTensor t) {
   if (b.kind == BufferKind::Input)
     throw Error("set: '" + name +
                 "' is an input; pass it to step() in the batch");
-  values_[name] = localTensor("set", name, std::move(t));
+  std::map<std::string, HostTensor> value;
+  value[name] = localTensor("set", name, std::move(t));
+  replaceValues(std::move(value));
 }
 
 } // namespace step

@@ -6,6 +6,13 @@
 // chosen backend, replaces every param and state tensor by the plan result of
 // the same name, and returns the loss (result 0).
 //
+// On the GPU the params and state stay in device memory between steps
+// (docs/runtime.md, "Device-resident params and state"): a step uploads
+// and downloads only inputs and the other results. get, gathered,
+// save_params, save_shards and save download them when called; set,
+// load_params and load change the host copies, which the next step
+// uploads.
+//
 // Failure is all-or-nothing: a step, load_params or set that throws leaves
 // every param and state tensor as it was (results are computed into
 // temporaries and committed only on success). save_params writes each file
@@ -69,6 +76,12 @@ public:
                    SessionOptions options = {});
   /// A session over an artifact already in memory (JIT compilation, tests).
   explicit Session(rt::Artifact artifact, SessionOptions options = {});
+  /// Not copyable: on the GPU the current params and state live in the
+  /// session's executors, which a copy could only share (and overwrite).
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+  Session(Session &&) = default;
+  Session &operator=(Session &&) = default;
 
   /// Reads DIR/<name>.npy for every param (required) and every state tensor
   /// (a missing one is zeros, as PyTorch's lazily created optimizer state).
@@ -150,6 +163,8 @@ public:
   bool dropBucket(const std::map<std::string, int64_t> &sizes);
 
   /// A param, a state tensor, or another named result of the last step.
+  /// On the GPU a param or state is downloaded first (then kept on the
+  /// host until the next step changes it).
   const rt::HostTensor &get(const std::string &name) const;
   /// Replaces a param or state tensor; dtype and shape must match its buffer.
   void set(const std::string &name, rt::HostTensor t);
@@ -200,6 +215,20 @@ private:
                              rt::HostTensor t) const;
   /// Throws, naming `what`, when a param has no value yet.
   void requireParamValues(const std::string &what) const;
+  /// Downloads the params and state on the device (onDevice_), or only
+  /// `name` when it is one of them, into values_ (assigned into the
+  /// existing entries, so pointers to them stay valid). The device copies
+  /// stay current: the next step uploads none of them.
+  void syncFromDevice() const;
+  void syncFromDevice(const std::string &name) const;
+  /// Takes `values` as the new host values of those params and state: the
+  /// others still on the device are downloaded first (throwing, changing
+  /// nothing, when that fails), then every executor is invalidated, so the
+  /// next step uploads all of them from values_.
+  void replaceValues(std::map<std::string, rt::HostTensor> values);
+  /// Carries every param and state from the result of its name
+  /// (CudaExecutor::setCarried) in an executor running `plan`.
+  static void carry(rt::cuda::CudaExecutor &executor, const rt::Plan &plan);
 
   /// The bucket `batch` needs (0: the artifact itself, i: buckets[i - 1])
   /// and the batch padded to it with its `len.S` inputs added.
@@ -226,17 +255,26 @@ private:
   /// The tensor-parallel degree (meta "shard" "tp").
   int tp_ = 1;
   /// The CUDA backend's device state (Backend::Cuda only), one per bucket,
-  /// made on the bucket's first step, by bucketKey(). Shared by copies of the session,
-  /// which must then not step concurrently.
+  /// made on the bucket's first step, by bucketKey(), each carrying the
+  /// params and state (carry).
   std::map<std::string, std::shared_ptr<rt::cuda::CudaExecutor>> cuda_;
+  /// The executor whose carried argument buffers may be current (it
+  /// committed the last accepted step), or null; every other executor is
+  /// invalidated, so it uploads from values_. Changes only with the
+  /// executor a step uses, set/load_params/load and dropBucket.
+  std::shared_ptr<rt::cuda::CudaExecutor> holder_;
+  /// The params and state whose current value is in holder_'s argument
+  /// buffers; their values_ entries are stale until syncFromDevice.
+  mutable std::set<std::string> onDevice_;
   /// Buckets by bucketKey() (their meta "bucket" as text).
   std::set<std::string> bucketsUsed_;
   static std::string bucketKey(const rt::Artifact &a);
   std::vector<std::string> params_, state_, inputs_;
   /// step.name -> buffer id, for every argument.
   std::map<std::string, int64_t> argumentIds_;
-  /// Current params and state.
-  std::map<std::string, rt::HostTensor> values_;
+  /// Params and state: current, except those in onDevice_ (mutable: const
+  /// readers download them).
+  mutable std::map<std::string, rt::HostTensor> values_;
   /// Results of the last step that replace no argument, by result name.
   std::map<std::string, rt::HostTensor> outputs_;
   int64_t stepsDone_ = 0;

@@ -39,6 +39,11 @@ CompileStats addKernels(rt::Artifact &artifact, mlir::func::FuncOp f,
                       {"block", k.blockX},
                       {"shared_bytes", k.sharedBytes},
                       {"params", k.params}};
+    for (const KernelSource::Then &t : k.then)
+      launch[k.name]["then"].push_back({{"name", k.name + t.suffix},
+                                        {"grid", t.gridX},
+                                        {"block", t.blockX},
+                                        {"shared_bytes", t.sharedBytes}});
     distinct.push_back(k);
   }
   CompileStats stats;

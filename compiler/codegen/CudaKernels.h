@@ -43,6 +43,16 @@ struct KernelSource {
   std::vector<std::string> params;
   /// The op it was emitted for (set by emitFunctionKernels).
   mlir::Operation *op = nullptr;
+  /// Further entry points of the same source, launched in order right
+  /// after this one with the same parameters: the phases of a step that
+  /// need every block of the previous phase finished (attention_grad's
+  /// dk/dv after the softmax statistics of every query row). Each is named
+  /// `name + suffix` in the source.
+  struct Then {
+    std::string suffix;
+    int64_t gridX = 1, blockX = 1, sharedBytes = 0;
+  };
+  std::vector<Then> then;
 };
 
 /// The kernel of `op`, named `name` (a C identifier), or std::nullopt for

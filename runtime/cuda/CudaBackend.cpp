@@ -222,22 +222,46 @@ void CudaExecutor::Impl::prepareKernel(const PlanStep &s, Op &op) {
   const nlohmann::json &k = (*table)[s.kernel];
   int64_t grid = k.at("grid").get<int64_t>(), block = k.at("block").get<int64_t>();
   int64_t shared = k.at("shared_bytes").get<int64_t>();
-  if (grid < 1 || grid > INT32_MAX || block < 1 || block > 1024 || shared < 0 ||
-      shared > INT32_MAX)
-    throw Error(op.where + ": kernel '" + s.kernel + "' has a bad launch "
-                "configuration (grid " + std::to_string(grid) + ", block " +
-                std::to_string(block) + ", shared " + std::to_string(shared) +
-                " bytes)");
+  auto checked = [&](const std::string &name, int64_t grid, int64_t block,
+                     int64_t shared) {
+    if (grid < 1 || grid > INT32_MAX || block < 1 || block > 1024 ||
+        shared < 0 || shared > INT32_MAX)
+      throw Error(op.where + ": kernel '" + name + "' has a bad launch "
+                  "configuration (grid " + std::to_string(grid) + ", block " +
+                  std::to_string(block) + ", shared " + std::to_string(shared) +
+                  " bytes)");
+  };
+  checked(s.kernel, grid, block, shared);
+  auto raise = [&](CUfunction fn, const std::string &name, int64_t shared) {
+    if (shared > 48 * 1024)
+      ck(d->cuFuncSetAttribute(fn,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(shared)),
+         op.where + ": raising the dynamic shared memory of '" + name + "'");
+  };
   op.kind = Op::Kernel;
   op.fn = function(s.kernel);
   op.grid = static_cast<unsigned>(grid);
   op.block = static_cast<unsigned>(block);
   op.shared = static_cast<unsigned>(shared);
-  if (shared > 48 * 1024)
-    ck(d->cuFuncSetAttribute(op.fn,
-                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             static_cast<int>(shared)),
-       op.where + ": raising the dynamic shared memory of '" + s.kernel + "'");
+  raise(op.fn, s.kernel, shared);
+  if (auto then = k.find("then"); then != k.end()) {
+    for (const nlohmann::json &t : *then) {
+      std::string name = t.at("name").get<std::string>();
+      int64_t g = t.at("grid").get<int64_t>(), b = t.at("block").get<int64_t>();
+      int64_t sh = t.at("shared_bytes").get<int64_t>();
+      checked(name, g, b, sh);
+      Op::Launch l;
+      // The same module as the step's kernel.
+      ck(d->cuModuleGetFunction(&l.fn, modules.at(s.kernel), name.c_str()),
+         op.where + ": cuModuleGetFunction('" + name + "')");
+      raise(l.fn, name, sh);
+      l.grid = static_cast<unsigned>(g);
+      l.block = static_cast<unsigned>(b);
+      l.shared = static_cast<unsigned>(sh);
+      op.then.push_back(l);
+    }
+  }
   for (const std::string &p : k.at("params").get<std::vector<std::string>>()) {
     bool in = p.rfind("in", 0) == 0, out = p.rfind("out", 0) == 0;
     std::string digits = p.substr(in ? 2 : 3);
@@ -347,6 +371,10 @@ void CudaExecutor::Impl::record(Timing *timed) {
       ck(d->cuLaunchKernel(op.fn, op.grid, 1, 1, op.block, 1, 1, op.shared,
                            stream, op.params.data(), nullptr),
          op.where + ": cuLaunchKernel");
+      for (const Op::Launch &l : op.then)
+        ck(d->cuLaunchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.shared,
+                             stream, op.params.data(), nullptr),
+           op.where + ": cuLaunchKernel (a further entry point)");
       break;
     case Op::Matmul: {
       MatmulOp &m = matmuls[op.matmul];
@@ -707,9 +735,17 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args,
   x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
   double hostStart = steadySeconds();
   // The previous run ended synchronized: nothing reads host memory now.
+  // Copies a commitCarried left queued are ordered before these on the
+  // stream.
+  auto carriedArgument = [&](size_t i) {
+    return i < x.carriedArgument.size() && x.carriedArgument[i];
+  };
+  auto carriedResult = [&](size_t r) {
+    return r < x.carriedResult.size() && x.carriedResult[r];
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     int64_t id = plan.arguments[i];
-    if (!args[i]->byteSize())
+    if (!args[i]->byteSize() || (x.carriedCurrent && carriedArgument(i)))
       continue;
     if (plan.buffers[id].host)
       std::memcpy(x.hostOf[id], args[i]->raw(), args[i]->byteSize());
@@ -729,8 +765,13 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args,
     x.record();
   }
   std::vector<HostTensor> results;
-  for (int64_t id : plan.results) {
+  for (size_t r = 0; r < plan.results.size(); ++r) {
+    int64_t id = plan.results[r];
     const BufferDesc &b = plan.buffers.at(id);
+    if (carriedResult(r)) {
+      results.emplace_back(); // stays on the device (commitCarried)
+      continue;
+    }
     results.emplace_back(b.dtype, b.shape);
     if (b.bytes() && !inHostMemory(b))
       x.ck(x.d->cuMemcpyDtoHAsync(results.back().raw(), x.ptrOf[id],
@@ -751,7 +792,7 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args,
     throw Error(hostError);
   for (size_t i = 0; i < plan.results.size(); ++i) {
     const BufferDesc &b = plan.buffers.at(plan.results[i]);
-    if (b.bytes() && inHostMemory(b))
+    if (b.bytes() && inHostMemory(b) && !carriedResult(i))
       std::memcpy(results[i].raw(), x.hostOf[plan.results[i]],
                   static_cast<size_t>(b.bytes()));
   }
@@ -778,5 +819,95 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args,
   }
   return results;
 }
+
+//===----------------------------------------------------------------------===//
+// Carried arguments
+//===----------------------------------------------------------------------===//
+
+void CudaExecutor::setCarried(
+    const std::vector<std::pair<size_t, size_t>> &pairs) {
+  Impl &x = *impl_;
+  const Plan &plan = x.plan;
+  std::vector<bool> isArgument(plan.buffers.size(), false);
+  for (int64_t id : plan.arguments)
+    isArgument[static_cast<size_t>(id)] = true;
+  x.carried.clear();
+  x.carriedArgument.assign(plan.arguments.size(), false);
+  x.carriedResult.assign(plan.results.size(), false);
+  x.carriedCurrent = false;
+  for (auto [arg, r] : pairs) {
+    if (arg >= plan.arguments.size() || r >= plan.results.size())
+      throw Error("setCarried: argument " + std::to_string(arg) +
+                  " from result " + std::to_string(r) + ": plan '" +
+                  plan.function + "' has " +
+                  std::to_string(plan.arguments.size()) + " arguments and " +
+                  std::to_string(plan.results.size()) + " results");
+    int64_t a = plan.arguments[arg], res = plan.results[r];
+    const BufferDesc &ab = plan.buffers.at(a), &rb = plan.buffers.at(res);
+    // A result that is another argument's buffer would be overwritten by
+    // that argument's own commit, or is an input uploaded every run.
+    bool kept = (ab.kind == BufferKind::Param ||
+                 ab.kind == BufferKind::State) &&
+                !inHostMemory(ab) && !inHostMemory(rb) &&
+                ab.dtype == rb.dtype && ab.shape == rb.shape &&
+                (res == a || !isArgument[static_cast<size_t>(res)]) &&
+                !x.carriedArgument[arg];
+    if (!kept)
+      continue;
+    x.carried.emplace_back(arg, r);
+    x.carriedArgument[arg] = true;
+    x.carriedResult[r] = true;
+  }
+}
+
+const std::vector<std::pair<size_t, size_t>> &CudaExecutor::carried() const {
+  return impl_->carried;
+}
+
+void CudaExecutor::commitCarried() {
+  Impl &x = *impl_;
+  const Plan &plan = x.plan;
+  x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
+  // Half committed, the buffers hold neither step's values: a failure
+  // leaves them stale.
+  x.carriedCurrent = false;
+  for (auto [arg, r] : x.carried) {
+    int64_t a = plan.arguments[arg], res = plan.results[r];
+    auto bytes = static_cast<size_t>(plan.buffers[a].bytes());
+    if (x.ptrOf[a] == x.ptrOf[res] || bytes == 0)
+      continue; // one buffer: the run wrote the argument's own
+    x.ck(x.d->cuMemcpyDtoDAsync(x.ptrOf[a], x.ptrOf[res], bytes, x.stream),
+         "committing " + bufferStr(plan, res) + " into " +
+             bufferStr(plan, a));
+  }
+  x.carriedCurrent = true;
+}
+
+void CudaExecutor::fetchArgument(size_t arg, HostTensor &out) {
+  Impl &x = *impl_;
+  const Plan &plan = x.plan;
+  if (arg >= plan.arguments.size())
+    throw Error("fetchArgument: plan '" + plan.function + "' has " +
+                std::to_string(plan.arguments.size()) + " arguments, not " +
+                std::to_string(arg + 1));
+  int64_t id = plan.arguments[arg];
+  const BufferDesc &b = plan.buffers.at(id);
+  auto bytes = static_cast<size_t>(b.bytes());
+  // A default HostTensor is an f32 scalar of no bytes: compare sizes too.
+  if (out.dtype() != b.dtype || out.shape() != b.shape ||
+      out.byteSize() != bytes)
+    out = HostTensor(b.dtype, b.shape);
+  x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
+  std::string what = "downloading " + bufferStr(plan, id);
+  if (bytes && !inHostMemory(b))
+    x.ck(x.d->cuMemcpyDtoHAsync(out.raw(), x.ptrOf[id], bytes, x.stream),
+         what);
+  // After the commit's copies (and, for pageable memory, this one).
+  x.ck(x.d->cuStreamSynchronize(x.stream), what);
+  if (bytes && inHostMemory(b))
+    std::memcpy(out.raw(), x.hostOf[id], bytes);
+}
+
+void CudaExecutor::invalidateCarried() { impl_->carriedCurrent = false; }
 
 } // namespace step::rt::cuda

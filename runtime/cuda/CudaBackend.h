@@ -11,6 +11,11 @@
 // and constant. Constants are uploaded once; every argument is uploaded into
 // its fixed buffer before each launch, so the graph's pointers never change.
 // Results are copied back to host tensors after the stream synchronizes.
+// Carried arguments (setCarried: a param or state whose next value is a
+// result) skip both copies: commitCarried copies the result into the
+// argument's buffer on the device, where the next run reads it, so params
+// and optimizer state stay on the device between steps; fetchArgument
+// downloads one when the host needs it.
 //
 // Kernel ABI (docs/codegen.md): pointer parameters in0.., out0.. are the
 // step's operands and results; grid, block and dynamic shared bytes come from
@@ -37,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace step::rt::cuda {
@@ -192,7 +198,9 @@ public:
   CudaExecutor &operator=(const CudaExecutor &) = delete;
 
   /// Runs the plan: `args` are the values of plan.arguments, in order;
-  /// returns the values of plan.results, in order (as cpu::execute).
+  /// returns the values of plan.results, in order (as cpu::execute),
+  /// except the carried ones (setCarried). A carried argument whose device
+  /// copy is current is not read (only its dtype and shape are checked).
   std::vector<HostTensor> run(const std::vector<HostTensor> &args);
   /// With a `timeline` the run is not the graph's replay but its ops
   /// recorded one by one with a timing event after each: every compute-
@@ -200,6 +208,33 @@ public:
   /// their own stream and offload copies are not in it.
   std::vector<HostTensor> run(const std::vector<const HostTensor *> &args,
                               RunTimeline *timeline = nullptr);
+
+  /// Carries argument `arg` from result `result` for each pair: the result
+  /// is the argument's next value (a param or state and its update). Kept
+  /// are the pairs whose two buffers are in device memory (not
+  /// inHostMemory) of the same dtype and shape, and whose result is no
+  /// other argument's buffer; the rest are dropped. A carried result is not
+  /// downloaded: run() returns a default HostTensor (no bytes) in its
+  /// place. A carried argument is still uploaded by run() until
+  /// commitCarried makes its device copy current. Replaces any earlier
+  /// pairs and invalidates (invalidateCarried).
+  void setCarried(const std::vector<std::pair<size_t, size_t>> &pairs);
+  /// The pairs setCarried kept, in the order given.
+  const std::vector<std::pair<size_t, size_t>> &carried() const;
+  /// Accepts the last run: enqueues on the compute stream a device-to-
+  /// device copy of each carried result into its argument's buffer (none
+  /// where the memory plan made them one buffer), after which runs upload
+  /// no carried argument. Returns without waiting: later runs and
+  /// fetchArgument are ordered after it on the same stream. Not calling it
+  /// rejects the run: the argument buffers keep the values it read.
+  void commitCarried();
+  /// The device copy of argument `arg` (the value the last run read, or
+  /// after commitCarried its update), copied into `out` (made the
+  /// argument's dtype and shape) once the stream has done everything
+  /// before; synchronous.
+  void fetchArgument(size_t arg, HostTensor &out);
+  /// The device copies are stale: the next run uploads every argument.
+  void invalidateCarried();
 
   /// "sm_90", the device's architecture.
   const std::string &arch() const;

@@ -67,6 +67,13 @@ struct Op {
   unsigned grid = 0, block = 0, shared = 0;
   std::vector<CUdeviceptr> ptrs; ///< argument values; params point here
   std::vector<void *> params;
+  /// More entry points of the kernel's module launched right after it
+  /// with the same params (meta.kernels' `then`).
+  struct Launch {
+    CUfunction fn = nullptr;
+    unsigned grid = 0, block = 0, shared = 0;
+  };
+  std::vector<Launch> then;
   // Matmul: index into Impl::matmuls.
   size_t matmul = 0;
   // Copy / Zero / CopyOut / CopyIn.
@@ -145,6 +152,14 @@ struct CudaExecutor::Impl {
   /// NCCL communicators (ncclComm_t) by replica groups ("2:0,1,2,3,"):
   /// this rank's group of each, made by its first collective.
   std::map<std::string, void *> ncclComms;
+  /// Carried arguments (CudaExecutor::setCarried): (argument, result)
+  /// index pairs, and by index whether an argument or result is carried.
+  std::vector<std::pair<size_t, size_t>> carried;
+  std::vector<bool> carriedArgument, carriedResult;
+  /// Whether the carried arguments' device buffers hold their current
+  /// values (commitCarried ran and no invalidateCarried since), so run()
+  /// uploads none of them.
+  bool carriedCurrent = false;
 
   Impl(const Artifact &a, CudaExecutorOptions o)
       : artifact(&a), plan(a.plan), options(o) {}

@@ -367,7 +367,7 @@ TEST(NNKernels, EmbeddingGradIsADeterministicGather) {
   EXPECT_FALSE(contains(ks.source, "atomicAdd"));
 }
 
-TEST(NNKernels, AttentionUsesDynamicSharedMemory) {
+TEST(NNKernels, AttentionIsTiledWithAnOnlineSoftmax) {
   KernelSource ks = firstKernel(
       fn("%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>, "
          "%v: tensor<2x4x24x12xf32>",
@@ -375,14 +375,28 @@ TEST(NNKernels, AttentionUsesDynamicSharedMemory) {
          "tensor<2x4x24x8xf32>, tensor<2x4x24x12xf32> -> "
          "tensor<2x4x16x12xf32>",
          "tensor<2x4x16x12xf32>"));
-  EXPECT_EQ(ks.gridX, 128); // one block per query row
-  EXPECT_EQ(ks.blockX, 128);
-  EXPECT_EQ(ks.sharedBytes, (24 + 8) * 4);
+  EXPECT_EQ(ks.gridX, 8); // a block per (slice, 64-row query tile)
+  EXPECT_EQ(ks.blockX, 256);
+  // Q and K tiles (rows padded to 9 floats), V (13), P (64 x 65).
+  EXPECT_EQ(ks.sharedBytes, 4 * (64 * (9 + 9 + 13) + 64 * 65));
+  EXPECT_TRUE(ks.then.empty());
   EXPECT_TRUE(contains(ks.source, "0.353553385f")); // 1 / sqrt(8)
-  EXPECT_TRUE(contains(ks.source, "true ? (i + 1 < 24"));
+  EXPECT_TRUE(contains(ks.source, "true ? min(24, i0 + 64) : 24"));
+  EXPECT_TRUE(contains(ks.source, "float m[4], l[4], acc[4][1];"));
+  EXPECT_FALSE(contains(ks.source, "atomic"));
+  // A head too wide to stage 16-row tiles: a block per query row.
+  KernelSource wide = firstKernel(
+      fn("%q: tensor<3x4x2048xf32>, %k: tensor<3x5x2048xf32>, "
+         "%v: tensor<3x5x8xf32>",
+         "step.attention %q, %k, %v : tensor<3x4x2048xf32>, "
+         "tensor<3x5x2048xf32>, tensor<3x5x8xf32> -> tensor<3x4x8xf32>",
+         "tensor<3x4x8xf32>"));
+  EXPECT_EQ(wide.gridX, 12);
+  EXPECT_EQ(wide.blockX, 128);
+  EXPECT_EQ(wide.sharedBytes, (5 + 2048) * 4);
 }
 
-TEST(NNKernels, AttentionGradIsABlockPerSliceWithoutScores) {
+TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
   Parsed p = parse(R"(
 func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
              %v: tensor<2x4x24x12xf32>, %g: tensor<2x4x16x12xf32>)
@@ -395,18 +409,28 @@ func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
   ASSERT_TRUE(ks);
   EXPECT_EQ(ks->params,
             (Params{"in0", "in1", "in2", "in3", "out0", "out1", "out2"}));
-  EXPECT_EQ(ks->gridX, 8); // one block per (batch, head)
+  // Statistics and dq: a block per (slice, query tile); staged Q, G, K, V
+  // (rows padded to 9, 13, 9, 13 floats), dS (64 x 65), two statistics
+  // per row.
+  EXPECT_EQ(ks->gridX, 8);
   EXPECT_EQ(ks->blockX, 256);
-  // One staged q/k and g/v row per warp; two statistics per query row in
-  // a module-scope array, a slice per block.
-  EXPECT_EQ(ks->sharedBytes, 8 * (8 + 12) * 4);
+  int64_t staged = 64 * (9 + 13 + 9 + 13);
+  EXPECT_EQ(ks->sharedBytes, 4 * (staged + 64 * 65 + 2 * 64));
+  // Then dk and dv: a block per (slice, key tile), P and dS tiles.
+  ASSERT_EQ(ks->then.size(), 1u);
+  EXPECT_EQ(ks->then[0].suffix, "_dkdv");
+  EXPECT_EQ(ks->then[0].gridX, 8);
+  EXPECT_EQ(ks->then[0].blockX, 256);
+  EXPECT_EQ(ks->then[0].sharedBytes, 4 * (staged + 2 * 64 * 65 + 2 * 64));
+  EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(256) ag_dkdv("));
   EXPECT_TRUE(contains(ks->source, "__device__ float ag_stats[256];"));
   EXPECT_TRUE(contains(ks->source, "0.353553385f")); // 1 / sqrt(8)
-  EXPECT_TRUE(contains(ks->source, "true ? (i + 1 < 24"));
-  EXPECT_TRUE(contains(ks->source, "float ak[8], av[12];"));
+  EXPECT_TRUE(contains(ks->source, "true ? min(24, i0 + 64) : 24"));
+  EXPECT_TRUE(contains(ks->source, "float accq[4][1];"));
+  EXPECT_TRUE(contains(ks->source, "float acck[4][1], accv[4][1];"));
   EXPECT_FALSE(contains(ks->source, "atomic"));
-  // An empty query still writes dk and dv (zeros): one block per slice,
-  // counted from the leading dims, not from the empty q.
+  // An empty query still writes dk and dv (zeros): the second launch runs
+  // over the key tiles of every slice.
   Parsed empty = parse(R"(
 func.func @f(%q: tensor<3x0x8xf32>, %k: tensor<3x5x8xf32>,
              %v: tensor<3x5x4xf32>, %g: tensor<3x0x4xf32>)
@@ -417,9 +441,25 @@ func.func @f(%q: tensor<3x0x8xf32>, %k: tensor<3x5x8xf32>,
 )");
   ks = emitKernel(&empty.func().getBody().front().front(), "ag0");
   ASSERT_TRUE(ks);
-  EXPECT_EQ(ks->gridX, 3);
-  EXPECT_TRUE(contains(ks->source, "b < 3;"));
+  EXPECT_EQ(ks->gridX, 1);
+  ASSERT_EQ(ks->then.size(), 1u);
+  EXPECT_EQ(ks->then[0].gridX, 3);
+  EXPECT_TRUE(contains(ks->source, "w < (long long)3 * 1;"));
   EXPECT_TRUE(contains(ks->source, "__device__ float ag0_stats[1];"));
+  // A head too wide for 16-row tiles: the one-block-per-slice kernel.
+  Parsed wide = parse(R"(
+func.func @f(%q: tensor<3x4x1024xf32>, %k: tensor<3x5x1024xf32>,
+             %v: tensor<3x5x1024xf32>, %g: tensor<3x4x1024xf32>)
+    -> tensor<3x5x1024xf32> {
+  %r:3 = step.attention_grad %q, %k, %v, %g : tensor<3x4x1024xf32>, tensor<3x5x1024xf32>, tensor<3x5x1024xf32>, tensor<3x4x1024xf32> -> tensor<3x4x1024xf32>, tensor<3x5x1024xf32>, tensor<3x5x1024xf32>
+  return %r#2 : tensor<3x5x1024xf32>
+}
+)");
+  ks = emitKernel(&wide.func().getBody().front().front(), "agw");
+  ASSERT_TRUE(ks);
+  EXPECT_TRUE(ks->then.empty());
+  EXPECT_EQ(ks->gridX, 3); // one block per slice
+  EXPECT_TRUE(contains(ks->source, "b < 3;"));
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The tiled attention kernels that stepc generates, run on the CPU.
+
+No GPU here, and the CUDA kernels of attention and attention_grad are too
+intricate (tiles, an online softmax, a grid split in two launches, a
+module-scope statistics array) to trust on the CPU backend's word, which
+runs other code. So: stepc --dump-kernels writes their CUDA C++; this test
+compiles each with the host C++ compiler against tests/e2e/emu/cuda_emu.h
+(blocks as CPU threads, __syncthreads a barrier), runs it on random inputs
+over a small grid (so the grid-stride loops take several tiles per block),
+after poisoning the outputs with NaN, and compares every output element
+with a float64 reference written here: max|got - want| / max|want| within
+1e-5 in f32, 1e-2 in bf16 (8 mantissa bits in and out).
+
+Cases: GPT-2's causal attention (Tq = Tk = 70, a partial 64-row tile,
+D = 24), a D = 128 head (32-row tiles), and a hand-written model with a
+non-causal attention where Tq != Tk and D != Dv; each in f32 and bf16.
+
+Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
+"""
+import argparse
+import glob
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
+
+# A model whose attention is not causal, with Tq != Tk and D != Dv; the
+# loss sum(o * o) gives attention_grad a non-trivial upstream gradient.
+NONCAUSAL = """module {
+  func.func @forward(%q: tensor<2x3x37x24xf32> {step.kind = "param", step.name = "q"}, %k: tensor<2x3x45x24xf32> {step.kind = "param", step.name = "k"}, %v: tensor<2x3x45x40xf32> {step.kind = "param", step.name = "v"}) -> (tensor<f32> {step.name = "loss"}) {
+    %o = step.attention %q, %k, %v : tensor<2x3x37x24xf32>, tensor<2x3x45x24xf32>, tensor<2x3x45x40xf32> -> tensor<2x3x37x40xf32>
+    %sq = step.mul %o, %o : tensor<2x3x37x40xf32>, tensor<2x3x37x40xf32>
+    %l = step.reduce_sum %sq dims = [0, 1, 2, 3] : tensor<2x3x37x40xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+"""
+
+HARNESS = r"""
+#include "cuda_emu.h"
+#include "kernel.inc"
+#include <cstdio>
+#include <cstdlib>
+typedef ELEM Elem;
+static float toF(float x) { return x; }
+static float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
+static void put(float x, float &e) { e = x; }
+static void put(float x, __nv_bfloat16 &e) { e = __float2bfloat16(x); }
+static Elem fromF(float x) { Elem e; put(x, e); return e; }
+static std::vector<Elem> readRaw(const char *path, size_t n) {
+  std::vector<float> f(n);
+  FILE *h = std::fopen(path, "rb");
+  if (!h || std::fread(f.data(), 4, n, h) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
+  std::fclose(h);
+  std::vector<Elem> e(n);
+  for (size_t i = 0; i < n; ++i) e[i] = fromF(f[i]);
+  return e;
+}
+static void writeRaw(const char *path, const std::vector<Elem> &e) {
+  std::vector<float> f(e.size());
+  for (size_t i = 0; i < e.size(); ++i) f[i] = toF(e[i]);
+  FILE *h = std::fopen(path, "wb");
+  std::fwrite(f.data(), 4, f.size(), h);
+  std::fclose(h);
+}
+int main() {
+  auto q = readRaw("q.bin", NQ), k = readRaw("k.bin", NK), v = readRaw("v.bin", NV);
+  std::vector<Elem> out0(NQO, fromF(NAN));
+#if GRAD
+  auto g = readRaw("g.bin", NG);
+  std::vector<Elem> out1(NK, fromF(NAN)), out2(NV, fromF(NAN));
+  emuLaunch(GRID_A, 256, [&] { KERNEL(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
+  emuLaunch(GRID_B, 256, [&] { SECOND(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
+  writeRaw("dq.bin", out0); writeRaw("dk.bin", out1); writeRaw("dv.bin", out2);
+#else
+  emuLaunch(GRID_A, 256, [&] { KERNEL(q.data(), k.data(), v.data(), out0.data()); });
+  writeRaw("o.bin", out0);
+#endif
+}
+"""
+
+
+def reference(q, k, v, g, causal, scale):
+    """float64 attention and its gradient, [S, T, D] arrays."""
+    s = np.einsum("bid,bjd->bij", q, k) * scale
+    if causal:
+        tq, tk = s.shape[1:]
+        s = np.where(np.arange(tk)[None, :] <= np.arange(tq)[:, None], s,
+                     -np.inf)
+    s = s - s.max(axis=2, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=2, keepdims=True)
+    o = np.einsum("bij,bjc->bic", p, v)
+    if g is None:
+        return o, None
+    dp = np.einsum("bic,bjc->bij", g, v)
+    ds = p * (dp - (p * dp).sum(axis=2, keepdims=True)) * scale
+    return o, (np.einsum("bij,bjd->bid", ds, k),
+               np.einsum("bij,bid->bjd", ds, q),
+               np.einsum("bij,bic->bjc", p, g))
+
+
+def rounded(a, elem):
+    """The values a kernel of element type `elem` reads."""
+    a = a.astype(np.float32)
+    if elem == "float":
+        return a
+    u = a.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def run_kernel(args, path, grad, shape, causal, work):
+    s, tq, tk, d, dv = shape
+    src = open(path).read()
+    src = re.sub(r"#include <cuda_(bf16|fp16)\.h>", "", src)
+    name = re.search(r"void __launch_bounds__\(\d+\) (\w+)\(", src).group(1)
+    elem = re.search(r"const (\S+) \*__restrict__ in0", src).group(1)
+    with open(os.path.join(work, "kernel.inc"), "w") as f:
+        f.write(src)
+    rng = np.random.default_rng(len(name) + 7 * grad)
+    q = rounded(rng.normal(0, 1.5, (s, tq, d)), elem)
+    k = rounded(rng.normal(0, 1.5, (s, tk, d)), elem)
+    v = rounded(rng.normal(0, 1, (s, tk, dv)), elem)
+    g = rounded(rng.normal(0, 1, (s, tq, dv)), elem) if grad else None
+    for n, a in (("q", q), ("k", k), ("v", v), ("g", g)):
+        if a is not None:
+            a.tofile(os.path.join(work, n + ".bin"))
+    # Small grids: each block's grid-stride loop takes several tiles.
+    defs = {"ELEM": elem, "KERNEL": name, "GRAD": int(grad),
+            "NQ": q.size, "NK": k.size, "NV": v.size,
+            "NG": 0 if g is None else g.size,
+            "NQO": q.size if grad else s * tq * dv, "GRID_A": 3, "GRID_B": 2,
+            "SECOND": name + "_dkdv"}
+    harness = HARNESS
+    for key, val in defs.items():
+        harness = re.sub(r"\b%s\b" % key, str(val), harness)
+    with open(os.path.join(work, "main.cpp"), "w") as f:
+        f.write(harness)
+    exe = os.path.join(work, "kernel")
+    subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w",
+                    "-I", os.path.join(HERE, "emu"), "-I", work,
+                    os.path.join(work, "main.cpp"), "-o", exe], check=True)
+    subprocess.run([exe], cwd=work, check=True)
+    o, grads = reference(q.astype(np.float64), k.astype(np.float64),
+                         v.astype(np.float64),
+                         None if g is None else g.astype(np.float64),
+                         causal, 1 / math.sqrt(d))
+    want = dict(zip(("dq", "dk", "dv"), grads)) if grad else {"o": o}
+    worst = 0.0
+    for n, w in want.items():
+        got = np.fromfile(os.path.join(work, n + ".bin"),
+                          dtype=np.float32).reshape(w.shape)
+        if not np.isfinite(got).all():
+            sys.exit(f"FAIL {os.path.basename(path)}: {n} has "
+                     f"{int((~np.isfinite(got)).sum())} unwritten/non-finite "
+                     f"elements")
+        err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1e-30))
+        worst = max(worst, err)
+        print(f"{os.path.basename(path)} ({elem}) {n}: rel err {err:.3g}")
+    if worst > BOUND[elem]:
+        sys.exit(f"FAIL {os.path.basename(path)}: rel err {worst:.3g} > "
+                 f"{BOUND[elem]:g}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stepc", required=True)
+    ap.add_argument("--gpt2-example", required=True)
+    ap.add_argument("--cxx", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-") as tmp:
+        models = []
+        for tag, ctx, width, heads, batch in (("gpt2_d24", 70, 96, 4, 2),
+                                              ("gpt2_d128", 40, 256, 2, 1)):
+            d = os.path.join(tmp, tag)
+            subprocess.run([args.gpt2_example, "--vocab", "256", "--context",
+                            str(ctx), "--width", str(width), "--heads",
+                            str(heads), "--layers", "1", "--batch", str(batch),
+                            "--emit-model", d], check=True,
+                           stdout=subprocess.DEVNULL)
+            models.append((os.path.join(d, "model.mlir"),
+                           (batch * heads, ctx, ctx, width // heads,
+                            width // heads), True))
+        path = os.path.join(tmp, "noncausal.mlir")
+        with open(path, "w") as f:
+            f.write(NONCAUSAL)
+        models.append((path, (6, 37, 45, 24, 40), False))
+        for model, shape, causal in models:
+            for amp in ([], ["--amp=bf16"]):
+                dump = os.path.join(tmp, "kernels")
+                subprocess.run([args.stepc, model, "--train", *amp,
+                                "--no-kernels", "--dump-kernels", dump, "-o",
+                                os.path.join(tmp, "x.step")], check=True,
+                               env=dict(os.environ,
+                                        XDG_CACHE_HOME=os.path.join(tmp, "c")))
+                for f in sorted(glob.glob(os.path.join(dump,
+                                                       "attention_*.cu"))):
+                    grad = os.path.basename(f).startswith("attention_grad_")
+                    work = os.path.join(tmp, "work")
+                    os.makedirs(work, exist_ok=True)
+                    run_kernel(args, f, grad, shape, causal, work)
+                for f in glob.glob(os.path.join(dump, "*")):
+                    os.remove(f)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
