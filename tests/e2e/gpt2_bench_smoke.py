@@ -11,7 +11,10 @@ untimed, 2 parity steps of stepc + step-run) and checks its JSON report:
   eager agree within REL_TOL, so do the losses of the second step (after
   one AdamW update) and, as a looser check, the last step of step-bench;
 - tokens/s and step times are positive, MFU is null on the CPU;
-- the markdown table is appended to --markdown.
+- the markdown table is appended to --markdown;
+- the split mode (--prepare here, --prepared where only step-run is, as
+  on the GPU machine) writes no params, draws them again from their
+  statistics for both sides, and its losses agree as closely.
 
 Usage (from anywhere; PYTHON must import torch and numpy):
 
@@ -173,7 +176,50 @@ def main():
     for needle in ("| StepJIT |", "| PyTorch eager |", "| torch.compile |",
                    report["date"]):
         check(needle in table, f"'{needle}' not in the markdown table")
+    check_split(args)
     print("PASS")
+
+
+def check_split(args):
+    """bench.py --prepare (compiler here) then --prepared (step-run only):
+    the folder holds no params, the run draws them from their statistics,
+    and StepJIT and PyTorch train from the same draw, so their losses still
+    agree; the profile of the op-by-op step is in the report."""
+    with tempfile.TemporaryDirectory(prefix="gpt2_bench_split_") as tmp:
+        prep = os.path.join(tmp, "prep")
+        run = [args.python, BENCH, "--build", args.build]
+        cmd = run + [*CONFIG, "--amp", "none", "--prepare", prep]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        check(proc.returncode == 0, f"--prepare exited {proc.returncode}:\n"
+                                    f"{proc.stderr[-3000:]}")
+        check(sorted(os.listdir(prep)) == ["inputs", "prepared.json",
+                                           "train.step"],
+              f"--prepare wrote {sorted(os.listdir(prep))}")
+        out = os.path.join(tmp, "report.json")
+        cmd = run + ["--prepared", prep, "--backend", "cpu", "--steps",
+                     str(STEPS), "--warmup", str(WARMUP), "--parity-steps",
+                     str(PARITY_STEPS), "--workdir", os.path.join(tmp, "w"),
+                     "--out", out]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        check(proc.returncode == 0, f"--prepared exited {proc.returncode}:\n"
+                                    f"{proc.stderr[-3000:]}")
+        with open(out) as f:
+            report = json.load(f)
+    check(report["config"]["width"] == 32, f"config {report['config']}")
+    sj = report["results"]["stepjit"]
+    check_run("stepjit (prepared)", sj, expect_compile=True)
+    prof = sj.get("profiled_step", {})
+    check(prof.get("ops", 0) > 0 and prof.get("top"),
+          f"no profile of the op-by-op step: {prof}")
+    p = report["parity"]
+    check(len(p["steps"]) == PARITY_STEPS, f"parity steps {p['steps']}")
+    for s in p["steps"]:
+        check(s["rel_err"] <= REL_TOL,
+              f"prepared step {s['step']}: loss {s['stepjit']} vs torch "
+              f"{s['torch']}: relative error {s['rel_err']:.3e} > {REL_TOL}")
+    check(p["last_loss_rel_err"] <= LAST_TOL,
+          f"prepared last loss: relative error {p['last_loss_rel_err']:.3e}")
+    print(f"prepared: losses agree to {max(s['rel_err'] for s in p['steps']):.2e}")
 
 
 if __name__ == "__main__":

@@ -47,26 +47,58 @@ import numpy as np
 STEPS = 10
 BATCHES = 3
 
-# name, model, stepc flags, bound. World-size-1 sharded steps keep their
-# collectives: on the GPU they are NCCL calls on the collective stream.
+# What a case must meet (the CUDA run against the CPU reference; errors are
+# max|a - b| / max|b| per tensor):
+#  - "f32": every param and state tensor within the bound, the losses too.
+#  - "low" (fp16/bf16 AMP): a one-ulp difference in an activation flips a
+#    ReLU or a near-zero gradient now and then, and AdamW turns that into an
+#    lr-sized update of a few elements, so a per-tensor bound of 1e-2 is
+#    noise-limited (measured on the CPU, 2026-11-25: a single-rounding
+#    epilogue against the CPU's two roundings moves mlp_fp16's fc2.weight
+#    by 4e-2 after 10 steps, 14 of 8192 elements). Instead: the losses
+#    within LOW_LOSS, at most LOW_FRACTION of all param elements off by
+#    more than 1e-3 of their tensor's max, and every tensor within the
+#    case's bound as a backstop. LOW_LOSS: fp16's loss noise measured
+#    1.2e-5 (CPU emulation) and 1.3e-5 (H200); bf16 keeps 3 fewer mantissa
+#    bits (8x the ulp) and measured 1.5e-4 on an H200 (2026-11-26), so
+#    5e-4 for bf16 (a 1% lr error moves fp16's losses by 1.3e-3).
+# AdamW runs with eps=1e-4 (as e2e.train_parity, docs/training.md): with
+# 1e-8 an element whose gradient is rounding noise (the key bias of
+# attention: its true gradient is 0) gets an update of lr * g / eps that
+# two correct summation orders disagree on by 100%. An SGD case keeps a
+# per-tensor gradient-scale bug visible (Adam normalizes it away).
+LOW_LOSS = {"fp16": 1e-4, "bf16": 5e-4}
+LOW_FRACTION = 0.01
+
+# name, model, stepc flags, bound, kind. World-size-1 sharded steps keep
+# their collectives: on the GPU they are NCCL calls on the collective stream.
 CASES = [
-    ("mlp", "mlp", [], 1e-4),
-    ("mlp_nofuse", "mlp", ["--no-fuse"], 1e-4),
-    ("mlp_fp16", "mlp", ["--amp=fp16", "--loss-scale=dynamic"], 1e-2),
-    ("gpt2", "gpt2", [], 1e-4),
-    ("gpt2_nofuse", "gpt2", ["--no-fuse"], 1e-4),
-    ("gpt2_bf16", "gpt2", ["--amp=bf16"], 1e-2),
-    ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4),
-    ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4),
-    ("gpt2_dp1_nccl", "gpt2", ["--shard=dp", "--world-size=1"], 1e-4),
-    ("gpt2_zero3_1_nccl", "gpt2", ["--shard=zero3", "--world-size=1"], 1e-4),
+    ("mlp", "mlp", [], 1e-4, "f32"),
+    ("mlp_nofuse", "mlp", ["--no-fuse"], 1e-4, "f32"),
+    ("mlp_fp16", "mlp", ["--amp=fp16", "--loss-scale=dynamic"], 2e-2, "low"),
+    ("gpt2", "gpt2", [], 1e-4, "f32"),
+    ("gpt2_sgd", "gpt2", ["--optimizer=sgd,lr=0.1"], 1e-5, "f32"),
+    ("gpt2_nofuse", "gpt2", ["--no-fuse"], 1e-4, "f32"),
+    ("gpt2_bf16", "gpt2", ["--amp=bf16"], 2e-2, "low"),
+    ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
+    ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),
+    ("gpt2_dp1_nccl", "gpt2", ["--shard=dp", "--world-size=1"], 1e-4, "f32"),
+    ("gpt2_zero3_1_nccl", "gpt2", ["--shard=zero3", "--world-size=1"], 1e-4,
+     "f32"),
     # ZeRO-Offload: pinned params and state, the update as host functions
     # in the graph (the CPU kernels, so a few ulp from the NVRTC update).
-    ("gpt2_offload_optimizer", "gpt2", ["--offload-optimizer"], 1e-4),
+    ("gpt2_offload_optimizer", "gpt2", ["--offload-optimizer"], 1e-4, "f32"),
     ("mlp_fp16_offload_optimizer", "mlp",
-     ["--amp=fp16", "--loss-scale=dynamic", "--offload-optimizer"], 1e-2),
+     ["--amp=fp16", "--loss-scale=dynamic", "--offload-optimizer"], 2e-2,
+     "low"),
 ]
-TRAIN = ["--optimizer=adamw,lr=1e-3", "--clip=1.0"]
+TRAIN = ["--optimizer=adamw,lr=1e-3,eps=1e-4", "--clip=1.0"]
+
+
+def train_flags(flags):
+    """TRAIN with a case's own --optimizer in place of the default."""
+    own = [f for f in flags if f.startswith("--optimizer=")]
+    return [f for f in TRAIN if not (own and f.startswith("--optimizer="))]
 
 
 def run(cmd, env=None):
@@ -145,13 +177,13 @@ def prepare(a):
         write_batches(load(os.path.join(d, "inputs")),
                       os.path.join(d, "batches"), rng)
     cases = []
-    for name, model, flags, bound in CASES:
+    for name, model, flags, bound, kind in CASES:
         if a.only and name not in a.only:
             continue
         d = os.path.join(carry, "models", model)
         artifact = os.path.join(carry, name + ".step")
         must([tool("tools", "stepc"), os.path.join(d, "model.mlir"),
-              "--train", *TRAIN, *flags, *(["--no-kernels"] if a.no_kernels
+              "--train", *train_flags(flags), *flags, *(["--no-kernels"] if a.no_kernels
                                            else []), "-o", artifact])
         ref = os.path.join(carry, "ref-" + name)
         text = must([tool("tools", "step-run"), artifact, "--params",
@@ -159,7 +191,8 @@ def prepare(a):
                      os.path.join(d, "batches"), "--steps", str(STEPS),
                      "--backend=cpu", "--out", ref])
         cases.append({"name": name, "model": model, "flags": flags,
-                      "bound": bound, "losses": losses_of(text),
+                      "bound": bound, "kind": kind,
+                      "losses": losses_of(text),
                       "ref": store_blobs(ref, os.path.join(carry, "blobs"))})
         shutil.rmtree(ref)
     # The runtime's header-only dependencies, for an image without them.
@@ -168,6 +201,15 @@ def prepare(a):
                     os.path.join(include, "nlohmann"))
     shutil.copytree(os.path.join(header_dir("CLI/CLI.hpp"), "CLI"),
                     os.path.join(include, "CLI"))
+    # NCCL's header (its library is dlopen'ed): the image may hold NCCL
+    # only as PyTorch's pip package, without nccl.h.
+    for d in ["/usr/local/cuda/include", "/usr/include", "/usr/local/include"]:
+        if os.path.exists(os.path.join(d, "nccl.h")):
+            shutil.copy(os.path.join(d, "nccl.h"), include)
+            break
+    else:
+        print("gpu-check: nccl.h not found: the device build will refuse "
+              "collectives (the dp1/zero3 cases fail)")
     with open(os.path.join(carry, "manifest.json"), "w") as f:
         json.dump({"steps": STEPS, "train": TRAIN, "cases": cases}, f,
                   indent=1)
@@ -236,13 +278,32 @@ def run_cases(a):
             if len(losses) != len(c["losses"]):
                 loss_err = float("inf")
             worst = max(errs, key=errs.get)
+            # Param elements off by more than 1e-3 of their tensor's max
+            # (state excluded: Adam's v of a near-zero gradient is noise).
+            off = total = 0
+            for k, v in want.items():
+                if k not in got or k.startswith("opt."):
+                    continue
+                scale = max(float(np.max(np.abs(v))), 1e-30) if v.size else 1
+                off += int(np.sum(np.abs(got[k].astype(np.float64) -
+                                         v.astype(np.float64)) > 1e-3 * scale))
+                total += v.size
+            fraction = off / max(total, 1)
             with open(trace) as f:
                 events = json.load(f)
             # Not the last step: it is timed op by op (outside the graph).
             walls = [s["wall_s"] for s in events["steps"]][2:-1]
-            r.update(ok=max(errs[worst], loss_err) <= c["bound"],
+            if c.get("kind") == "low":
+                amp = "bf16" if "--amp=bf16" in c["flags"] else "fp16"
+                ok = (loss_err <= LOW_LOSS[amp] and
+                      fraction <= LOW_FRACTION and errs[worst] <= c["bound"])
+            else:
+                ok = max(errs[worst], loss_err) <= c["bound"]
+            r.update(ok=ok, kind=c.get("kind", "f32"),
                      worst_tensor=worst, worst_rel_err=errs[worst],
                      loss_rel_err=loss_err, losses=losses,
+                     fraction_off=fraction,
+                     errors=dict(sorted(errs.items(), key=lambda x: -x[1])[:6]),
                      step_s_median=statistics.median(walls) if walls else None,
                      top_kernels=top_kernels(events))
         failed += not r["ok"]
@@ -250,7 +311,8 @@ def run_cases(a):
         if r["ok"] or "error" not in r:
             print(f"{'ok  ' if r['ok'] else 'FAIL'} {c['name']}: worst "
                   f"{r['worst_tensor']} {r['worst_rel_err']:.3g}, losses "
-                  f"{r['loss_rel_err']:.3g} (bound {c['bound']:g}), step "
+                  f"{r['loss_rel_err']:.3g}, off {r['fraction_off']:.2%} "
+                  f"(bound {c['bound']:g}, {r['kind']}), step "
                   f"{r['step_s_median']}")
         else:
             print(f"FAIL {c['name']}: step-run exited {code}: "

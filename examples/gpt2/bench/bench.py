@@ -420,6 +420,22 @@ def markdown(report):
             f"PyTorch {p['torch_first_loss']!r}, relative error "
             f"{p['first_loss_rel_err']:.2e} (tolerance {p['tolerance']:g}, "
             f"{'ok' if p['ok'] else 'NOT OK'}).")
+    sj = r["stepjit"]
+    if sj.get("compile_host"):
+        tail += (f" StepJIT's step was compiled (stepc, kernels included) on "
+                 f"{sj['compile_host']} and run there with step-run "
+                 f"(bench.py --prepare / --prepared).")
+    prof = sj.get("profiled_step")
+    if prof:
+        tail += (f"\n\nStepJIT's kernels taking the most time in one step "
+                 f"timed op by op ({prof['ops']} ops, "
+                 f"{prof['op_seconds'] * 1e3:.1f} ms in all), summed over "
+                 f"their launches:\n\n| op | kernel | launches | time "
+                 f"| GB/s | TFLOP/s |\n|---|---|---|---|---|---|\n")
+        for k in prof["top"]:
+            tail += (f"| {k['op']} | `{k['name']}` | {k['launches']} "
+                     f"| {k['us']:,.0f} us | {k['GB_per_s'] or 0:,.0f} "
+                     f"| {k['TFLOP_per_s'] or 0:,.1f} |\n")
     return f"{head}\n\n" + "\n".join(rows) + f"\n\n{tail}\n"
 
 
@@ -470,11 +486,24 @@ def parse_args(argv):
                     help="peak FLOP/s for MFU (default: by device name)")
     ap.add_argument("--workdir", help="keep the emitted model and JSON here "
                                       "(default: a temporary folder)")
+    ap.add_argument("--prepare", metavar="DIR",
+                    help="here, with the compiler: compile the step (cold "
+                         "and warm) and write to DIR what --prepared needs "
+                         "on a machine with only the runtime (the artifact, "
+                         "the batch, each param's shape and init statistics; "
+                         "no params), then exit")
+    ap.add_argument("--prepared", metavar="DIR",
+                    help="run a --prepare'd DIR with step-run (from --build, "
+                         "which needs no compiler) instead of gpt2-example "
+                         "and step-bench; the params are drawn again there "
+                         "from the recorded statistics")
     ap.add_argument("--out", help="write the JSON report here")
     ap.add_argument("--markdown", help="append the markdown table here")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.parity_steps < 0:
         ap.error("need --steps >= 1, --warmup >= 0, --parity-steps >= 0")
+    if args.prepare and args.prepared:
+        ap.error("--prepare and --prepared exclude each other")
     return args
 
 
@@ -484,14 +513,27 @@ def main(argv=None):
     if not os.path.isdir(build):
         fail(f"build folder '{build}' does not exist: build StepJIT first "
              f"(tools/dev/quickstart.sh) or pass --build DIR")
-    gpt2 = find_tool(build, "gpt2-example", ["examples"])
-    bench = find_tool(build, "step-bench", ["tools/step-bench", "tools"])
-    stepc = step_run = None
-    if args.parity_steps:
-        stepc = find_tool(build, "stepc", ["tools/stepc", "tools"])
+    prep = None
+    gpt2 = bench = stepc = step_run = None
+    if args.prepared:
+        path = os.path.join(args.prepared, PREPARED)
+        if not os.path.isfile(path):
+            fail(f"--prepared {args.prepared}: no {PREPARED} in it (make it "
+                 f"with --prepare DIR where the compiler is)")
+        with open(path) as f:
+            prep = json.load(f)
         step_run = find_tool(build, "step-run", ["tools/step-run", "tools"])
-    if not os.path.isfile(args.text):
-        fail(f"--text {args.text} does not exist")
+    else:
+        gpt2 = find_tool(build, "gpt2-example", ["examples"])
+        stepc = find_tool(build, "stepc", ["tools/stepc", "tools"])
+        if not args.prepare:
+            bench = find_tool(build, "step-bench",
+                              ["tools/step-bench", "tools"])
+            if args.parity_steps:
+                step_run = find_tool(build, "step-run",
+                                     ["tools/step-run", "tools"])
+        if not os.path.isfile(args.text):
+            fail(f"--text {args.text} does not exist")
 
     cuda_ok = torch.cuda.is_available()
     if args.backend == "cuda" and not cuda_ok:
@@ -501,19 +543,33 @@ def main(argv=None):
     backend = args.backend if args.backend != "auto" else (
         "cuda" if cuda_ok else "cpu")
     device = torch.device("cuda" if backend == "cuda" else "cpu")
-    preset = args.preset or ("small" if backend == "cuda" else "tiny")
-    cfg = dict(PRESETS[preset])
-    for k in cfg:
-        if getattr(args, k) is not None:
-            cfg[k] = getattr(args, k)
-    if cfg["width"] % cfg["heads"]:
-        fail(f"--width {cfg['width']} is not a multiple of --heads "
-             f"{cfg['heads']}")
-    if args.amp is None:
-        args.amp = "bf16" if backend == "cuda" else "none"
-    opt_cfg = dict(lr=args.lr, beta1=args.beta1, beta2=args.beta2,
-                   eps=args.eps, wd=args.wd)
+    if prep:
+        # The step was compiled with these: PyTorch must match them.
+        preset, cfg = prep["preset"], prep["config"]
+        args.amp, args.clip = prep["amp"], prep["clip"]
+        opt_cfg = prep["optimizer"]
+        args.lr, args.beta1, args.beta2 = (opt_cfg["lr"], opt_cfg["beta1"],
+                                           opt_cfg["beta2"])
+        args.eps, args.wd = opt_cfg["eps"], opt_cfg["wd"]
+    else:
+        # --prepare is for a GPU elsewhere: GPT-2 small in bf16 by default.
+        gpu = backend == "cuda" or args.prepare
+        preset = args.preset or ("small" if gpu else "tiny")
+        cfg = dict(PRESETS[preset])
+        for k in cfg:
+            if getattr(args, k) is not None:
+                cfg[k] = getattr(args, k)
+        if cfg["width"] % cfg["heads"]:
+            fail(f"--width {cfg['width']} is not a multiple of --heads "
+                 f"{cfg['heads']}")
+        if args.amp is None:
+            args.amp = "bf16" if gpu else "none"
+        opt_cfg = dict(lr=args.lr, beta1=args.beta1, beta2=args.beta2,
+                       eps=args.eps, wd=args.wd)
     torch.manual_seed(args.seed)
+    if args.prepare:
+        prepare_dir(args, cfg, preset, opt_cfg, gpt2, stepc, args.prepare)
+        return
 
     tmp = None
     if args.workdir:
@@ -523,8 +579,12 @@ def main(argv=None):
         tmp = tempfile.mkdtemp(prefix="gpt2-bench-")
         work = tmp
     try:
-        report = bench_all(args, cfg, preset, backend, device, opt_cfg, work,
-                           gpt2, bench, stepc, step_run)
+        if prep:
+            report = bench_prepared(args, prep, backend, device, work,
+                                    step_run)
+        else:
+            report = bench_all(args, cfg, preset, backend, device, opt_cfg,
+                               work, gpt2, bench, stepc, step_run)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -544,9 +604,9 @@ def main(argv=None):
         fail("the parity guard failed (see 'parity' in the JSON)")
 
 
-def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
-              stepc, step_run):
-    model_dir = os.path.join(work, "model")
+def emit_model(args, cfg, gpt2, model_dir):
+    """gpt2-example --emit-model: returns (interpreter forward loss,
+    seconds)."""
     if os.path.isdir(model_dir):
         shutil.rmtree(model_dir)
     out, t_emit = run([gpt2, "--vocab", str(cfg["vocab"]),
@@ -558,13 +618,23 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
                        "--seed", str(args.seed), "--text", args.text,
                        "--emit-model", model_dir], "gpt2-example --emit-model")
     m = re.search(r"^loss = (\S+)$", out, re.MULTILINE)
-    interp_loss = float(m.group(1)) if m else None
-    params = load_npy_dir(os.path.join(model_dir, "params"))
-    batch = load_npy_dir(os.path.join(model_dir, "inputs"))
+    return (float(m.group(1)) if m else None), t_emit
+
+
+def load_batch(folder):
+    batch = load_npy_dir(folder)
     if set(batch) != {"tokens", "targets"}:
-        fail(f"expected inputs tokens.npy and targets.npy, found {sorted(batch)}")
-    n_params = int(sum(a.size for a in params.values()))
-    tokens_per_step = cfg["batch"] * cfg["context"]
+        fail(f"expected inputs tokens.npy and targets.npy in {folder}, "
+             f"found {sorted(batch)}")
+    return batch
+
+
+def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
+              stepc, step_run):
+    model_dir = os.path.join(work, "model")
+    interp_loss, t_emit = emit_model(args, cfg, gpt2, model_dir)
+    params = load_npy_dir(os.path.join(model_dir, "params"))
+    batch = load_batch(os.path.join(model_dir, "inputs"))
 
     # StepJIT: step-bench, then the parity steps.
     sj = run_step_bench(bench, model_dir, backend, args, opt_cfg,
@@ -575,24 +645,19 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
     if args.parity_steps:
         parity_losses, t_parity = run_step_run(stepc, step_run, model_dir,
                                                backend, args, opt_cfg, work)
-
-    # PyTorch.
-    note(f"torch {torch.__version__}: eager on {device}")
-    eager = run_torch("eager", cfg, params, batch, device, args, opt_cfg)
-    if args.skip_compile:
-        comp = {"skipped": "--skip-compile"}
-    else:
-        note(f"torch.compile on {device}")
-        comp = run_torch("compile", cfg, params, batch, device, args, opt_cfg)
-
-    name = device_name(device)
-    peak, peak_source = peak_flops(device, name, args.peak_flops)
-    fpt = model_flops_per_token(cfg, n_params)
-
-    # StepJIT's memory: the planned arena (activations, gradients,
-    # temporaries; step-memory-plan's peak) plus what stays resident for the
-    # whole run: the f32 params, AdamW's two f32 moments and the batch.
+    n_params = int(sum(a.size for a in params.values()))
     persistent = 3 * 4 * n_params + sum(a.nbytes for a in batch.values())
+    stepjit = stepjit_result(sj, persistent, parity_losses)
+    return compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
+                   stepjit, interp_loss,
+                   {"emit_model": t_emit, "parity_step_run": t_parity})
+
+
+def stepjit_result(sj, persistent, parity_losses):
+    """The report's StepJIT entry from a step-bench JSON (or one shaped like
+    it). StepJIT's memory: the planned arena (activations, gradients,
+    temporaries; step-memory-plan's peak) plus what stays resident for the
+    whole run: the f32 params, AdamW's two f32 moments and the batch."""
     arena = sj.get("planned_peak_bytes")
     stepjit = {
         "step_seconds": {**{k: sj["step_seconds"][k]
@@ -613,6 +678,30 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
     }
     s = stepjit["step_seconds"]
     s["spread"] = (s["max"] - s["min"]) / s["median"] if s["median"] else None
+    return stepjit
+
+
+def compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
+            stepjit, interp_loss, seconds):
+    """Runs PyTorch eager and torch.compile on the same params and batch
+    and assembles the report around StepJIT's entry."""
+    n_params = int(sum(a.size for a in params.values()))
+    tokens_per_step = cfg["batch"] * cfg["context"]
+    parity_losses = stepjit["parity_losses"]
+
+    # PyTorch.
+    note(f"torch {torch.__version__}: eager on {device}")
+    eager = run_torch("eager", cfg, params, batch, device, args, opt_cfg)
+    if args.skip_compile:
+        comp = {"skipped": "--skip-compile"}
+    else:
+        note(f"torch.compile on {device}")
+        comp = run_torch("compile", cfg, params, batch, device, args, opt_cfg)
+
+    name = device_name(device)
+    peak, peak_source = peak_flops(device, name, args.peak_flops)
+    fpt = model_flops_per_token(cfg, n_params)
+
     for r in (stepjit, eager, comp):
         summarize(r, tokens_per_step, fpt, peak)
 
@@ -644,10 +733,11 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
         # step-bench and eager both ran W + N steps on the same batch: the
         # loss of the last one after W + N - 1 identical updates.
         "last_step": last_idx + 1,
-        "stepjit_last_loss": sj.get("last_loss"),
+        "stepjit_last_loss": stepjit.get("last_loss"),
         "torch_last_loss": torch_losses[last_idx],
-        "last_loss_rel_err": (None if sj.get("last_loss") is None
-                              else rel(sj["last_loss"], torch_losses[last_idx])),
+        "last_loss_rel_err": (None if stepjit.get("last_loss") is None
+                              else rel(stepjit["last_loss"],
+                                       torch_losses[last_idx])),
     }
     if not parity["ok"]:
         note(f"WARNING: first-step loss StepJIT {first_sj!r} vs PyTorch "
@@ -690,8 +780,167 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
         "results": {"stepjit": stepjit, "torch_eager": eager,
                     "torch_compile": comp},
         "parity": parity,
-        "seconds": {"emit_model": t_emit, "parity_step_run": t_parity},
+        "seconds": seconds,
     }
+
+
+# ----------------------------------------- split: compile here, run there --
+#
+# A GPU machine may have CUDA and PyTorch but no LLVM/MLIR, so no stepc: then
+# --prepare compiles the step where the compiler is, and --prepared runs it
+# where the GPU is, with step-run (built with -DSTEP_BUILD_COMPILER=OFF).
+# GPT-2 small's params (500 MB of f32) do not travel: the folder records
+# each param's shape, dtype, mean and standard deviation, and --prepared
+# draws them again (normal with that mean and deviation; a constant where
+# the deviation is 0: layer-norm scales, biases), the same draw for StepJIT
+# and PyTorch. Not gpt2-example's values, but its distribution: the
+# benchmark's losses and speeds do not depend on which draw.
+
+PREPARED = "prepared.json"
+
+
+def artifact_meta(path):
+    """The manifest's `meta` of a .step file (docs/artifact.md)."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+        if head[:8] != b"STEPJIT\0":
+            fail(f"{path} is not a StepJIT artifact (magic {head[:8]!r})")
+        size = int.from_bytes(head[16:24], "little")
+        return json.loads(f.read(size)).get("meta", {})
+
+
+def prepare_dir(args, cfg, preset, opt_cfg, gpt2, stepc, out):
+    os.makedirs(out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="gpt2-prepare-")
+    try:
+        model_dir = os.path.join(tmp, "model")
+        interp_loss, _ = emit_model(args, cfg, gpt2, model_dir)
+        params = load_npy_dir(os.path.join(model_dir, "params"))
+        batch = load_batch(os.path.join(model_dir, "inputs"))
+        stats_of = {}
+        for name, a in params.items():
+            x = a.astype("float64")
+            stats_of[name] = {"shape": list(a.shape), "dtype": str(a.dtype),
+                              "mean": float(x.mean()), "std": float(x.std())}
+        inputs = os.path.join(out, "inputs")
+        if os.path.isdir(inputs):
+            shutil.rmtree(inputs)
+        shutil.copytree(os.path.join(model_dir, "inputs"), inputs)
+        # Compile time: cold with an empty kernel cache, then warm (the
+        # second compile of the same model, its cache filled).
+        artifact = os.path.join(out, "train.step")
+        cmd = [stepc, os.path.join(model_dir, "model.mlir"), "--train",
+               *stepc_options(args, opt_cfg), "-o", artifact]
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+        times = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  env=env)
+            times.append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                fail(f"stepc failed (exit {proc.returncode}): "
+                     f"{' '.join(cmd)}\n{proc.stderr[-4000:]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    meta = artifact_meta(artifact)
+    record = {"preset": preset, "config": cfg, "amp": args.amp,
+              "optimizer": opt_cfg, "clip": args.clip, "seed": args.seed,
+              "interpreter_forward_loss": interp_loss,
+              "compile_seconds": {"cold": times[0], "warm": times[1]},
+              "compile_host": f"{device_name(torch.device('cpu'))}, "
+                              f"{platform.node()}",
+              "planned_peak_bytes": meta.get("arena_bytes"),
+              "params": stats_of,
+              "batch_bytes": int(sum(a.nbytes for a in batch.values()))}
+    with open(os.path.join(out, PREPARED), "w") as f:
+        json.dump(record, f, indent=1)
+    note(f"prepared {out}: {len(stats_of)} params, artifact "
+         f"{os.path.getsize(artifact) / 2**20:.1f} MiB, compile cold "
+         f"{times[0]:.2f} s, warm {times[1]:.2f} s")
+
+
+def draw_params(prep, seed, folder):
+    """The params again from their recorded statistics (see above)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    out = {}
+    for name in sorted(prep["params"]):
+        p = prep["params"][name]
+        if p["std"] > 0:
+            a = rng.normal(p["mean"], p["std"], p["shape"])
+        else:
+            a = np.full(p["shape"], p["mean"])
+        a = a.astype(p["dtype"])
+        np.save(os.path.join(folder, name + ".npy"), a)
+        out[name] = a
+    return out
+
+
+def trace_ops(trace, n=15):
+    """The last step's ops in a step-run trace (docs/profiling.md): their
+    count, total seconds, and the n kernels (or library calls) taking the
+    most time summed over their launches, with the bandwidth and FLOP/s
+    they reached."""
+    ops = [e for e in trace["traceEvents"]
+           if e.get("ph") == "X" and e.get("cat") not in ("step", "input",
+                                                          "view")]
+    by = {}
+    for e in ops:
+        a = e.get("args", {})
+        k = by.setdefault((a.get("op"), e["name"]),
+                          {"op": a.get("op"), "name": e["name"], "launches": 0,
+                           "us": 0.0, "bytes": 0, "flops": 0})
+        k["launches"] += 1
+        k["us"] += e["dur"]
+        k["bytes"] += a.get("bytes_read", 0) + a.get("bytes_written", 0)
+        k["flops"] += a.get("flops", 0)
+    top = sorted(by.values(), key=lambda k: -k["us"])[:n]
+    for k in top:
+        us = k["us"]
+        k["GB_per_s"] = k["bytes"] / us / 1e3 if us > 0 else None
+        k["TFLOP_per_s"] = k["flops"] / us / 1e6 if us > 0 else None
+    return len(ops), sum(e["dur"] for e in ops) * 1e-6, top
+
+
+def bench_prepared(args, prep, backend, device, work, step_run):
+    cfg, opt_cfg = prep["config"], prep["optimizer"]
+    params = draw_params(prep, args.seed, os.path.join(work, "params"))
+    batch = load_batch(os.path.join(args.prepared, "inputs"))
+    # W + N graph-replayed steps, then one more that step-run --trace times
+    # op by op (left out of the step times; its ops are the profile).
+    trace_file = os.path.join(work, "trace.json")
+    total = args.warmup + args.steps + 1
+    out, t_run = run([step_run, os.path.join(args.prepared, "train.step"),
+                      "--params", os.path.join(work, "params"),
+                      "--inputs", os.path.join(args.prepared, "inputs"),
+                      "--steps", str(total), "--backend", backend,
+                      "--trace", trace_file], "step-run")
+    losses = [float(v) for v in
+              re.findall(r"^step \d+ loss = (\S+)$", out, re.MULTILINE)]
+    if len(losses) != total:
+        fail(f"step-run printed {len(losses)} losses, expected {total}:\n"
+             f"{out}")
+    with open(trace_file) as f:
+        trace = json.load(f)
+    walls = [s["wall_s"] for s in trace["steps"]][args.warmup:-1]
+    n_ops, op_seconds, top = trace_ops(trace)
+    sj = {"step_seconds": stats(walls),
+          "compile_seconds": prep["compile_seconds"],
+          "planned_peak_bytes": prep["planned_peak_bytes"],
+          "backend": backend, "last_loss": losses[-2]}
+    n_params = int(sum(a.size for a in params.values()))
+    persistent = 3 * 4 * n_params + prep["batch_bytes"]
+    stepjit = stepjit_result(sj, persistent, losses[:-1])
+    stepjit["compile_host"] = prep["compile_host"]
+    stepjit["profiled_step"] = {"ops": n_ops, "op_seconds": op_seconds,
+                                "top": top}
+    if args.parity_steps:
+        stepjit["parity_losses"] = losses[:args.parity_steps]
+    return compare(args, cfg, prep["preset"], backend, device, opt_cfg,
+                   params, batch, stepjit, prep["interpreter_forward_loss"],
+                   {"step_run": t_run})
 
 
 if __name__ == "__main__":
