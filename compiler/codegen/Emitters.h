@@ -82,10 +82,14 @@ std::optional<KernelSource> emitLossKernel(mlir::Operation *op,
                                            const std::string &name,
                                            const RowIO &io);
 
-/// cross_entropy, cross_entropy_grad, embedding_grad, attention
-/// (NNKernels.cpp).
+/// cross_entropy, cross_entropy_grad, embedding_grad (NNKernels.cpp),
+/// attention, attention_grad (through emitAttentionFamily).
 std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
                                          const std::string &name);
+/// attention and attention_grad (AttentionKernels.cpp); std::nullopt for
+/// any other op.
+std::optional<KernelSource> emitAttentionFamily(mlir::Operation *op,
+                                                const std::string &name);
 
 /// sgd_update, adamw_update, lamb_update (TrainKernels.cpp), check_finite
 /// (through emitCheckFinite).

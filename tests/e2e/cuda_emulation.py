@@ -12,9 +12,13 @@ after poisoning the outputs with NaN, and compares every output element
 with a float64 reference written here: max|got - want| / max|want| within
 1e-5 in f32, 1e-2 in bf16 (8 mantissa bits in and out).
 
-Cases: GPT-2's causal attention (Tq = Tk = 70, a partial 64-row tile,
-D = 24), a D = 128 head (32-row tiles), and a hand-written model with a
-non-causal attention where Tq != Tk and D != Dv; each in f32 and bf16.
+Cases: GPT-2's causal attention (Tq = Tk = 70, a partial 64-row tile) with
+heads of D = 24 (CUDA cores in both types), 64 and 128 (bf16: the tensor
+core kernels, wmma emulated at the API's level; f32: 64- and 32-row
+tiles), and hand-written models with a non-causal attention where
+Tq != Tk and D != Dv (24/40: CUDA cores; 48/32: tensor cores in bf16);
+each in f32 and bf16. A bf16 kernel whose widths are multiples of 16 must
+be the tensor-core one.
 
 Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
 """
@@ -34,15 +38,24 @@ BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
 
 # A model whose attention is not causal, with Tq != Tk and D != Dv; the
 # loss sum(o * o) gives attention_grad a non-trivial upstream gradient.
-NONCAUSAL = """module {
-  func.func @forward(%q: tensor<2x3x37x24xf32> {step.kind = "param", step.name = "q"}, %k: tensor<2x3x45x24xf32> {step.kind = "param", step.name = "k"}, %v: tensor<2x3x45x40xf32> {step.kind = "param", step.name = "v"}) -> (tensor<f32> {step.name = "loss"}) {
-    %o = step.attention %q, %k, %v : tensor<2x3x37x24xf32>, tensor<2x3x45x24xf32>, tensor<2x3x45x40xf32> -> tensor<2x3x37x40xf32>
-    %sq = step.mul %o, %o : tensor<2x3x37x40xf32>, tensor<2x3x37x40xf32>
-    %l = step.reduce_sum %sq dims = [0, 1, 2, 3] : tensor<2x3x37x40xf32> -> tensor<f32>
+def noncausal(s, tq, tk, d, dv):
+    """A model whose attention is not causal (q [2, S/2, Tq, D], k, v with
+    Tk rows); the loss sum(o * o) gives attention_grad a non-trivial
+    upstream gradient."""
+    q, k, v, o = (f"tensor<2x{s // 2}x{tq}x{d}xf32>",
+                  f"tensor<2x{s // 2}x{tk}x{d}xf32>",
+                  f"tensor<2x{s // 2}x{tk}x{dv}xf32>",
+                  f"tensor<2x{s // 2}x{tq}x{dv}xf32>")
+    return f"""module {{
+  func.func @forward(%q: {q} {{step.kind = "param", step.name = "q"}}, %k: {k} {{step.kind = "param", step.name = "k"}}, %v: {v} {{step.kind = "param", step.name = "v"}}) -> (tensor<f32> {{step.name = "loss"}}) {{
+    %o = step.attention %q, %k, %v : {q}, {k}, {v} -> {o}
+    %sq = step.mul %o, %o : {o}, {o}
+    %l = step.reduce_sum %sq dims = [0, 1, 2, 3] : {o} -> tensor<f32>
     return %l : tensor<f32>
-  }
-}
+  }}
+}}
 """
+
 
 HARNESS = r"""
 #include "cuda_emu.h"
@@ -121,9 +134,13 @@ def rounded(a, elem):
 def run_kernel(args, path, grad, shape, causal, work):
     s, tq, tk, d, dv = shape
     src = open(path).read()
-    src = re.sub(r"#include <cuda_(bf16|fp16)\.h>", "", src)
+    src = re.sub(r"#include <(cuda_bf16|cuda_fp16|mma)\.h>", "", src)
     name = re.search(r"void __launch_bounds__\(\d+\) (\w+)\(", src).group(1)
     elem = re.search(r"const (\S+) \*__restrict__ in0", src).group(1)
+    tensor_cores = "wmma::mma_sync" in src
+    if elem != "float" and d % 16 == 0 and dv % 16 == 0 and not tensor_cores:
+        sys.exit(f"FAIL {os.path.basename(path)}: a bf16 head of {d}/{dv} "
+                 f"did not get the tensor-core kernel")
     with open(os.path.join(work, "kernel.inc"), "w") as f:
         f.write(src)
     rng = np.random.default_rng(len(name) + 7 * grad)
@@ -165,7 +182,9 @@ def run_kernel(args, path, grad, shape, causal, work):
                      f"elements")
         err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1e-30))
         worst = max(worst, err)
-        print(f"{os.path.basename(path)} ({elem}) {n}: rel err {err:.3g}")
+        print(f"{os.path.basename(path)} ({elem}"
+              f"{', tensor cores' if tensor_cores else ''}) {n}: rel err "
+              f"{err:.3g}")
     if worst > BOUND[elem]:
         sys.exit(f"FAIL {os.path.basename(path)}: rel err {worst:.3g} > "
                  f"{BOUND[elem]:g}")
@@ -180,6 +199,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="stepjit-emu-") as tmp:
         models = []
         for tag, ctx, width, heads, batch in (("gpt2_d24", 70, 96, 4, 2),
+                                              ("gpt2_d64", 70, 128, 2, 1),
                                               ("gpt2_d128", 40, 256, 2, 1)):
             d = os.path.join(tmp, tag)
             subprocess.run([args.gpt2_example, "--vocab", "256", "--context",
@@ -190,10 +210,11 @@ def main():
             models.append((os.path.join(d, "model.mlir"),
                            (batch * heads, ctx, ctx, width // heads,
                             width // heads), True))
-        path = os.path.join(tmp, "noncausal.mlir")
-        with open(path, "w") as f:
-            f.write(NONCAUSAL)
-        models.append((path, (6, 37, 45, 24, 40), False))
+        for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32)):
+            path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
+            with open(path, "w") as f:
+                f.write(noncausal(*shape))
+            models.append((path, shape, False))
         for model, shape, causal in models:
             for amp in ([], ["--amp=bf16"]):
                 dump = os.path.join(tmp, "kernels")

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using std::max;
@@ -69,6 +70,82 @@ inline __nv_bfloat16 __float2bfloat16(float f) {
   return __nv_bfloat16{uint16_t(u >> 16)};
 }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+
+// 16-byte vector copies.
+struct uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return uint4{x, y, z, w};
+}
+#define __align__(n)
+
+// wmma (mma.h), 16x16x16 only, at the API's level: every thread of a warp
+// holds the whole fragment (the hardware spreads it over the lanes, in an
+// unspecified layout that the kernels never touch); loads read it all,
+// mma_sync computes it all in f32, lane 0 stores it (the kernels
+// synchronize before anyone reads a stored tile).
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment {
+  float v[16][16];
+};
+inline float emuToFloat(float x) { return x; }
+inline float emuToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+// Element (r, c) of a 16x16 operand: matrix_a is r = m, c = k; matrix_b is
+// r = k, c = n.
+template <class Use, class T, class Layout, class P>
+void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout> &f, const P *p,
+                      unsigned ldm) {
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.v[r][c] = emuToFloat(std::is_same_v<Layout, row_major>
+                                 ? p[r * ldm + c]
+                                 : p[c * ldm + r]);
+}
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
+                             const float *p, unsigned ldm, layout_t l) {
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.v[r][c] = l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
+}
+inline void store_matrix_sync(float *p,
+                              const fragment<accumulator, 16, 16, 16, float> &f,
+                              unsigned ldm, layout_t l) {
+  if (threadIdx.x % 32 != 0)
+    return;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      (l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.v[r][c];
+}
+template <class Use, class T, class Layout>
+void fill_fragment(fragment<Use, 16, 16, 16, T, Layout> &f, float x) {
+  for (auto &row : f.v)
+    for (float &e : row)
+      e = x;
+}
+template <class TA, class LA, class TB, class LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+              const fragment<matrix_a, 16, 16, 16, TA, LA> &a,
+              const fragment<matrix_b, 16, 16, 16, TB, LB> &b,
+              const fragment<accumulator, 16, 16, 16, float> &c) {
+  float out[16][16];
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      float s = c.v[m][n];
+      for (int k = 0; k < 16; ++k)
+        s += a.v[m][k] * b.v[k][n];
+      out[m][n] = s;
+    }
+  std::memcpy(d.v, out, sizeof out);
+}
+} // namespace nvcuda::wmma
 
 #define __global__
 #define __device__

@@ -462,6 +462,56 @@ func.func @f(%q: tensor<3x4x1024xf32>, %k: tensor<3x5x1024xf32>,
   EXPECT_TRUE(contains(ks->source, "b < 3;"));
 }
 
+TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
+  // Widths that are multiples of 16: wmma tile products; the shared
+  // memory holds bf16 Q, K, V (rows padded to 72), P, f32 scores and the
+  // f32 output (rows of 68).
+  KernelSource ks = firstKernel(
+      fn("%q: tensor<2x3x100x64xbf16>, %k: tensor<2x3x100x64xbf16>, "
+         "%v: tensor<2x3x100x64xbf16>",
+         "step.attention %q, %k, %v causal : tensor<2x3x100x64xbf16>, "
+         "tensor<2x3x100x64xbf16>, tensor<2x3x100x64xbf16> -> "
+         "tensor<2x3x100x64xbf16>",
+         "tensor<2x3x100x64xbf16>"));
+  EXPECT_TRUE(contains(ks.source, "#include <mma.h>"));
+  EXPECT_TRUE(contains(ks.source, "wmma::mma_sync"));
+  EXPECT_EQ(ks.gridX, 6 * 2); // two 64-row query tiles per slice
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(ks.sharedBytes, 4 * 64 * 72 * 2 + 2 * 64 * 68 * 4);
+  EXPECT_TRUE(ks.then.empty());
+  // Its gradient: two launches, both on tensor cores.
+  Parsed p = parse(R"(
+func.func @f(%q: tensor<6x100x64xbf16>, %k: tensor<6x100x64xbf16>,
+             %v: tensor<6x100x32xbf16>, %g: tensor<6x100x32xbf16>)
+    -> tensor<6x100x32xbf16> {
+  %r:3 = step.attention_grad %q, %k, %v, %g causal : tensor<6x100x64xbf16>, tensor<6x100x64xbf16>, tensor<6x100x32xbf16>, tensor<6x100x32xbf16> -> tensor<6x100x64xbf16>, tensor<6x100x64xbf16>, tensor<6x100x32xbf16>
+  return %r#2 : tensor<6x100x32xbf16>
+}
+)");
+  auto g = emitKernel(&p.func().getBody().front().front(), "tg");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(contains(g->source, "wmma::mma_sync"));
+  EXPECT_TRUE(contains(g->source, "void __launch_bounds__(256) tg_dkdv("));
+  EXPECT_TRUE(contains(g->source, "__device__ float tg_stats[1200];"));
+  ASSERT_EQ(g->then.size(), 1u);
+  EXPECT_EQ(g->gridX, 12);
+  EXPECT_EQ(g->then[0].gridX, 12);
+  // Q, K (72), V, G (40), P, dS (72) in bf16; S, dP (68) in f32; the rows'
+  // statistics.
+  int64_t bytes = 2 * 64 * 72 * 2 + 2 * 64 * 40 * 2 + 2 * 64 * 72 * 2 +
+                  2 * 64 * 68 * 4 + 2 * 64 * 4;
+  EXPECT_EQ(g->sharedBytes, bytes);
+  EXPECT_EQ(g->then[0].sharedBytes, bytes);
+  // A width that is not a multiple of 16 stays on CUDA cores.
+  KernelSource odd = firstKernel(
+      fn("%q: tensor<2x8x24xbf16>, %k: tensor<2x8x24xbf16>, "
+         "%v: tensor<2x8x24xbf16>",
+         "step.attention %q, %k, %v : tensor<2x8x24xbf16>, "
+         "tensor<2x8x24xbf16>, tensor<2x8x24xbf16> -> tensor<2x8x24xbf16>",
+         "tensor<2x8x24xbf16>"));
+  EXPECT_FALSE(contains(odd.source, "wmma"));
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,836 @@
+//===- AttentionKernels.cpp - attention and attention_grad ----------------===//
+//
+//  - attention: FlashAttention's forward, a block of 16 x 16 threads per
+//    (slice, query tile of 64 rows, fewer for a wide head), an online
+//    softmax over the key tiles; staged tiles padded by one float per row.
+//    A head too wide for 16-row tiles: one block per query row.
+//  - attention_grad: FlashAttention-2's split in two launches (the
+//    manifest's `then`): per (slice, query tile) the rows' log-sum-exp and
+//    rowsum(P * dP) into a module-scope array, then dq; per (slice, key
+//    tile) dk and dv from P and dS recomputed with those statistics.
+//    Nothing of size Tq x Tk stored; fixed summation orders. A head too
+//    wide for 16-row tiles: one block per slice, a warp per row.
+//    Both on CUDA cores in f32; f16/bf16 heads whose widths are multiples
+//    of 16 take the tensor-core variants (AttentionTensorCore.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/AttentionKernels.h"
+#include "compiler/codegen/Emitters.h"
+
+#include "dialects/step/StepOps.h"
+
+#include <cmath>
+
+namespace step::codegen::detail {
+
+namespace ops = mlir::step;
+
+//===----------------------------------------------------------------------===//
+// step.attention
+//===----------------------------------------------------------------------===//
+
+static KernelSource emitAttentionOneRow(ops::AttentionOp op,
+                                        const std::string &name);
+
+/// attention as FlashAttention's forward: a block per (slice, query tile),
+/// one pass over the key tiles with the online softmax (running row max
+/// and sum, the output rescaled when the max grows), nothing of size
+/// Tq x Tk stored beyond one tile. Thread (ty, tx) of 16 x 16 holds the
+/// scores of rows ty + 16 * rr, columns tx + 16 * cc, and the output
+/// columns tx + 16 * cc of its rows. CUDA cores, f32 arithmetic.
+static KernelSource emitAttention(ops::AttentionOp op,
+                                  const std::string &name) {
+  AttentionShape a = attentionShape(op);
+  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), false, name))
+    return *tc;
+  int64_t tile = 0, shared = 0;
+  for (int64_t t : {64, 32, 16}) {
+    shared = 4 * (t * (2 * (a.d + 1) + (a.dv + 1)) + t * (t + 1));
+    if (shared <= kAttentionMaxShared) {
+      tile = t;
+      break;
+    }
+  }
+  if (!tile)
+    return emitAttentionOneRow(op, name);
+  int64_t qTiles = (a.tq + tile - 1) / tile;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
+  ks.sharedBytes = shared;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  Elem e = a.e;
+  std::string d = std::to_string(a.d), dvs = std::to_string(a.dv);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"NAME", name}, {"T", cType(e)}, {"D", d}, {"DV", dvs},
+      {"DP", std::to_string(a.d + 1)}, {"DVP", std::to_string(a.dv + 1)},
+      {"DVC", std::to_string(std::max<int64_t>((a.dv + 15) / 16, 1))},
+      {"TQ", std::to_string(a.tq)}, {"TK", std::to_string(a.tk)},
+      {"SLICES", std::to_string(a.slices)}, {"QTILES", std::to_string(qTiles)},
+      {"TILE", std::to_string(tile)}, {"TP", std::to_string(tile + 1)},
+      {"R", std::to_string(tile / 16)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"SCALE", litF(a.scale)}, {"NEGINF", litF(-INFINITY)},
+      {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
+      {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
+      {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dvs + " + x]")},
+      {"STORE", fromF(e, "acc")}};
+  ks.source = prelude(needs) + subst(R"(#define ${NAME}_STAGE(dst, stride, width, rows, limit, load)              \
+  for (int e_ = threadIdx.x; e_ < (rows) * (width); e_ += blockDim.x) {    \
+    const int y = e_ / (width), x = e_ - y * (width);                      \
+    (dst)[y * (stride) + x] = y < (limit) ? (load) : 0.0f;                 \
+  }
+)", vars) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *Qs = smem, *Ks = Qs + $TILE * $DP, *Vs = Ks + $TILE * $DP;
+  float *Ps = Vs + $TILE * $DVP;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w / $QTILES;
+    const int i0 = (int)(w - b * $QTILES) * $TILE;
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
+    // Causal (top-left): key j is visible to query i iff j <= i.
+    const int kEnd = $CAUSAL ? min($TK, i0 + $TILE) : $TK;
+    // Per row: the running max m (the same in the row's 16 threads), this
+    // thread's share of the sum of exp, its output columns.
+    float m[$R], l[$R], acc[$R][$DVC];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+      m[rr] = $NEGINF;
+      l[rr] = 0.0f;
+#pragma unroll
+      for (int cc = 0; cc < $DVC; ++cc)
+        acc[rr][cc] = 0.0f;
+    }
+    for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
+      __syncthreads(); // Ks, Vs, Ps free (and Qs staged)
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      __syncthreads();
+      float s[$R][$R];
+#pragma unroll
+      for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc)
+          s[rr][cc] = 0.0f;
+      for (int x = 0; x < $D; ++x) {
+        float qa[$R], kb[$R];
+#pragma unroll
+        for (int rr = 0; rr < $R; ++rr)
+          qa[rr] = Qs[(ty + 16 * rr) * $DP + x];
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc)
+          kb[cc] = Ks[(tx + 16 * cc) * $DP + x];
+#pragma unroll
+        for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+          for (int cc = 0; cc < $R; ++cc)
+            s[rr][cc] += qa[rr] * kb[cc];
+      }
+#pragma unroll
+      for (int rr = 0; rr < $R; ++rr) {
+        const int y = ty + 16 * rr, i = i0 + y;
+        float tmax = $NEGINF;
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc) {
+          const int j = j0 + tx + 16 * cc;
+          s[rr][cc] = j < $TK && !($CAUSAL && j > i) ? s[rr][cc] * $SCALE
+                                                     : $NEGINF;
+          tmax = maxNaN(tmax, s[rr][cc]);
+        }
+#pragma unroll
+        for (int o = 8; o > 0; o >>= 1)
+          tmax = maxNaN(tmax, __shfl_xor_sync(0xffffffffu, tmax, o));
+        const float mNew = maxNaN(m[rr], tmax);
+        // A row whose keys are all masked so far keeps m = -inf.
+        const float alpha = m[rr] == $NEGINF ? 0.0f : expf(m[rr] - mNew);
+        l[rr] *= alpha;
+#pragma unroll
+        for (int cc = 0; cc < $DVC; ++cc)
+          acc[rr][cc] *= alpha;
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc) {
+          const float p = s[rr][cc] == $NEGINF ? 0.0f : expf(s[rr][cc] - mNew);
+          l[rr] += p;
+          Ps[y * $TP + tx + 16 * cc] = p;
+        }
+        m[rr] = mNew;
+      }
+      __syncthreads();
+      for (int jj = 0; jj < $TILE; ++jj) {
+        float vv[$DVC];
+#pragma unroll
+        for (int cc = 0; cc < $DVC; ++cc) {
+          const int c = tx + 16 * cc;
+          vv[cc] = c < $DV ? Vs[jj * $DVP + c] : 0.0f;
+        }
+#pragma unroll
+        for (int rr = 0; rr < $R; ++rr) {
+          const float p = Ps[(ty + 16 * rr) * $TP + jj];
+#pragma unroll
+          for (int cc = 0; cc < $DVC; ++cc)
+            acc[rr][cc] += p * vv[cc];
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+#pragma unroll
+      for (int o = 8; o > 0; o >>= 1)
+        l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], o);
+      const int i = i0 + ty + 16 * rr;
+#pragma unroll
+      for (int cc = 0; cc < $DVC; ++cc) {
+        const int c = tx + 16 * cc;
+        if (i < $TQ && c < $DV) {
+          const float acc1 = acc[rr][cc] / l[rr];
+          out0[(b * $TQ + i) * $DV + c] = $STORE1;
+        }
+      }
+    }
+  }
+}
+)", [&] {
+        auto v = vars;
+        v.push_back({"STORE1", fromF(e, "acc1")});
+        return v;
+      }());
+  return ks;
+}
+
+static KernelSource emitAttentionOneRow(ops::AttentionOp op,
+                                        const std::string &name) {
+  AttentionShape a = attentionShape(op);
+  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv;
+  int64_t rows = a.slices * tq;
+  double scale = a.scale;
+  Elem e = a.e;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 128;
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  ks.sharedBytes = (tk + d) * 4;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *qrow = smem, *p = smem + $D; // q row, then one score per key
+  __shared__ float sh[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
+    const long long b = row / $TQ;
+    const int i = (int)(row - b * $TQ);
+    const $T *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV;
+    __syncthreads(); // the previous row is done with qrow and p
+    for (int c = threadIdx.x; c < $D; c += blockDim.x)
+      qrow[c] = $Q;
+    __syncthreads();
+    // Causal (top-left): key j is visible to query i iff j <= i.
+    const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+    for (int j = warp; j < visible; j += blockDim.x >> 5) {
+      float s = 0.0f;
+      for (int c = lane; c < $D; c += 32)
+        s += qrow[c] * $K;
+      s = warpReduce(s, SumOp());
+      if (lane == 0)
+        p[j] = s * $SCALE;
+    }
+    __syncthreads();
+    float mx = $NEGINF;
+    for (int j = threadIdx.x; j < visible; j += blockDim.x)
+      mx = maxNaN(mx, p[j]);
+    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < visible; j += blockDim.x) {
+      const float w = expf(p[j] - mx);
+      p[j] = w;
+      sum += w;
+    }
+    sum = blockReduce(sum, SumOp(), 0.0f, sh); // also publishes p
+    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
+      float acc = 0.0f;
+      for (int j = 0; j < visible; ++j)
+        acc += p[j] * $V;
+      out0[row * $DV + c] = $STORE;
+    }
+  }
+}
+)",
+      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
+       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
+       {"ROWS", std::to_string(rows)}, {"T", cType(e)},
+       {"CAUSAL", op.getCausal() ? "true" : "false"},
+       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
+       {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
+       {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
+       {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
+       {"STORE", fromF(e, "acc / sum")}});
+  return ks;
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention_grad
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The tiled attention_grad's shape of work: query and key tiles of `tile`
+/// rows, 256 threads as 16 x 16, each thread a (tile/16) x (tile/16) block
+/// of the tile's scores; rows of the staged tiles padded by one float.
+struct GradTiling {
+  int64_t tile = 0, sharedA = 0, sharedB = 0;
+};
+
+/// The largest tile (64, 32 or 16) whose staging fits kAttentionMaxShared bytes,
+/// or tile 0 when none does (a very wide head: the one-block kernel).
+GradTiling gradTiling(int64_t d, int64_t dv) {
+  for (int64_t t : {64, 32, 16}) {
+    int64_t staged = t * (2 * (d + 1) + 2 * (dv + 1)); // Q, G, K, V
+    GradTiling g{t, 4 * (staged + t * (t + 1) + 2 * t),
+                 4 * (staged + 2 * t * (t + 1) + 2 * t)};
+    if (g.sharedB <= kAttentionMaxShared)
+      return g;
+  }
+  return {};
+}
+} // namespace
+
+static KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
+                                              const std::string &name);
+
+/// attention_grad in two launches, FlashAttention-2's split: `name`, a
+/// block per (slice, query tile), computes the tile's softmax statistics
+/// (log-sum-exp and rowsum(P * dP), one online pass over the key tiles) into
+/// a module-scope array, then dq in a second pass; `name`_dkdv, a block per
+/// (slice, key tile), reads the statistics of every query that sees its keys
+/// and sums dk and dv over the query tiles. Scores are recomputed, never
+/// stored beyond one tile; every sum runs in a fixed order (deterministic,
+/// no atomics). CUDA cores, f32 arithmetic.
+static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
+                                      const std::string &name) {
+  AttentionShape a = attentionShape(op);
+  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), true, name))
+    return *tc;
+  GradTiling t = gradTiling(a.d, a.dv);
+  // The statistics array holds 2 floats per query row of every slice.
+  if (!t.tile || a.slices * a.tq * 8 > (int64_t(1) << 28))
+    return emitAttentionGradOneBlock(op, name);
+  int64_t tile = t.tile, r = tile / 16;
+  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
+  ks.sharedBytes = t.sharedA;
+  ks.then.push_back({"_dkdv",
+                     std::min<int64_t>(std::max<int64_t>(a.slices * kTiles, 1),
+                                       65535),
+                     256, t.sharedB});
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  KernelSource second = ks;
+  second.name = name + "_dkdv";
+  Elem e = a.e;
+  std::string d = std::to_string(a.d), dvs = std::to_string(a.dv);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"NAME", name}, {"T", cType(e)},
+      {"D", std::to_string(a.d)}, {"DV", std::to_string(a.dv)},
+      {"DP", std::to_string(a.d + 1)}, {"DVP", std::to_string(a.dv + 1)},
+      {"DC", std::to_string(std::max<int64_t>((a.d + 15) / 16, 1))},
+      {"DVC", std::to_string(std::max<int64_t>((a.dv + 15) / 16, 1))},
+      {"TQ", std::to_string(a.tq)}, {"TK", std::to_string(a.tk)},
+      {"SLICES", std::to_string(a.slices)},
+      {"QTILES", std::to_string(qTiles)}, {"KTILES", std::to_string(kTiles)},
+      {"TILE", std::to_string(tile)}, {"TP", std::to_string(tile + 1)},
+      {"R", std::to_string(r)},
+      {"STATS", std::to_string(std::max<int64_t>(a.slices * a.tq * 2, 1))},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"SCALE", litF(a.scale)}, {"NEGINF", litF(-INFINITY)},
+      {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
+      {"LOADG", toF(e, "g[(long long)(i0 + y) * " + dvs + " + x]")},
+      {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
+      {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dvs + " + x]")},
+      {"STORE", fromF(e, "acc")}};
+  // Shared helpers: staging a tile of rows (zeros past the end) and one
+  // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
+  // rows ty + 16 * rr and columns tx + 16 * cc.
+  std::string helpers = subst(R"(__device__ float ${NAME}_stats[$STATS];
+#define ${NAME}_STAGE(dst, stride, width, rows, limit, load)              \
+  for (int e_ = threadIdx.x; e_ < (rows) * (width); e_ += blockDim.x) {    \
+    const int y = e_ / (width), x = e_ - y * (width);                      \
+    (dst)[y * (stride) + x] = y < (limit) ? (load) : 0.0f;                 \
+  }
+static __device__ __forceinline__ void ${NAME}_scores(
+    const float *Qs, const float *Gs, const float *Ks, const float *Vs,
+    int ty, int tx, float (&s)[$R][$R], float (&dp)[$R][$R]) {
+#pragma unroll
+  for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+    for (int cc = 0; cc < $R; ++cc)
+      s[rr][cc] = dp[rr][cc] = 0.0f;
+  for (int x = 0; x < $D; ++x) {
+    float qa[$R], kb[$R];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+      qa[rr] = Qs[(ty + 16 * rr) * $DP + x];
+#pragma unroll
+    for (int cc = 0; cc < $R; ++cc)
+      kb[cc] = Ks[(tx + 16 * cc) * $DP + x];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+      for (int cc = 0; cc < $R; ++cc)
+        s[rr][cc] += qa[rr] * kb[cc];
+  }
+  for (int x = 0; x < $DV; ++x) {
+    float ga[$R], vb[$R];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+      ga[rr] = Gs[(ty + 16 * rr) * $DVP + x];
+#pragma unroll
+    for (int cc = 0; cc < $R; ++cc)
+      vb[cc] = Vs[(tx + 16 * cc) * $DVP + x];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+      for (int cc = 0; cc < $R; ++cc)
+        dp[rr][cc] += ga[rr] * vb[cc];
+  }
+#pragma unroll
+  for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+    for (int cc = 0; cc < $R; ++cc)
+      s[rr][cc] *= $SCALE;
+}
+)", vars);
+  std::string first = signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
+  float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
+  float *rowL = Ps + $TILE * $TP, *rowD = rowL + $TILE;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w / $QTILES;
+    const int i0 = (int)(w - b * $QTILES) * $TILE;
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dq = out0 + b * $TQ * $D;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
+    ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, $TQ - i0, $LOADG)
+    // Causal (top-left): key j is visible to query i iff j <= i.
+    const int kEnd = $CAUSAL ? min($TK, i0 + $TILE) : $TK;
+    // Pass 1: per row the running max m, sum of exp l and sum of
+    // exp * dp u over this thread's columns, then over the row's 16
+    // threads (one half-warp) by a shuffle tree.
+    float m[$R], l[$R], u[$R];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+      m[rr] = $NEGINF;
+      l[rr] = u[rr] = 0.0f;
+    }
+    for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
+      __syncthreads(); // Ks, Vs free (and Qs, Gs staged)
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      __syncthreads();
+      float s[$R][$R], dp[$R][$R];
+      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
+#pragma unroll
+      for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc) {
+          const int i = i0 + ty + 16 * rr, j = j0 + tx + 16 * cc;
+          if (j >= $TK || ($CAUSAL && j > i))
+            continue;
+          const float mNew = maxNaN(m[rr], s[rr][cc]);
+          const float keep = m[rr] == $NEGINF ? 0.0f : expf(m[rr] - mNew);
+          const float wgt = expf(s[rr][cc] - mNew);
+          l[rr] = l[rr] * keep + wgt;
+          u[rr] = u[rr] * keep + wgt * dp[rr][cc];
+          m[rr] = mNew;
+        }
+    }
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+#pragma unroll
+      for (int o = 8; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m[rr], o);
+        const float l2 = __shfl_xor_sync(0xffffffffu, l[rr], o);
+        const float u2 = __shfl_xor_sync(0xffffffffu, u[rr], o);
+        const float mNew = maxNaN(m[rr], m2);
+        const float a1 = m[rr] == $NEGINF ? 0.0f : expf(m[rr] - mNew);
+        const float a2 = m2 == $NEGINF ? 0.0f : expf(m2 - mNew);
+        l[rr] = l[rr] * a1 + l2 * a2;
+        u[rr] = u[rr] * a1 + u2 * a2;
+        m[rr] = mNew;
+      }
+      const int y = ty + 16 * rr, i = i0 + y;
+      // A row that sees no key (no keys at all) has no gradient.
+      const float lse = l[rr] > 0.0f ? m[rr] + logf(l[rr]) : 0.0f;
+      const float dd = l[rr] > 0.0f ? u[rr] / l[rr] : 0.0f;
+      if (tx == 0) {
+        rowL[y] = lse;
+        rowD[y] = dd;
+        if (i < $TQ) {
+          ${NAME}_stats[(b * $TQ + i) * 2] = lse;
+          ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
+        }
+      }
+    }
+    // Pass 2: dS = P * (dP - dd) * scale per tile, then
+    // dq_i += sum_j dS_ij k_j; thread (ty, tx) owns rows ty + 16 * rr and
+    // columns tx + 16 * cc of dq.
+    float accq[$R][$DC];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+      for (int cc = 0; cc < $DC; ++cc)
+        accq[rr][cc] = 0.0f;
+    for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
+      __syncthreads(); // Ks, Vs, Ps free; rowL, rowD written
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      __syncthreads();
+      float s[$R][$R], dp[$R][$R];
+      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
+#pragma unroll
+      for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc) {
+          const int y = ty + 16 * rr, i = i0 + y, j = j0 + tx + 16 * cc;
+          const bool seen = j < $TK && !($CAUSAL && j > i);
+          const float p = seen ? expf(s[rr][cc] - rowL[y]) : 0.0f;
+          Ps[y * $TP + tx + 16 * cc] = p * (dp[rr][cc] - rowD[y]) * $SCALE;
+        }
+      __syncthreads();
+      for (int jj = 0; jj < $TILE; ++jj) {
+        float kv[$DC];
+#pragma unroll
+        for (int cc = 0; cc < $DC; ++cc) {
+          const int c = tx + 16 * cc;
+          kv[cc] = c < $D ? Ks[jj * $DP + c] : 0.0f;
+        }
+#pragma unroll
+        for (int rr = 0; rr < $R; ++rr) {
+          const float ds = Ps[(ty + 16 * rr) * $TP + jj];
+#pragma unroll
+          for (int cc = 0; cc < $DC; ++cc)
+            accq[rr][cc] += ds * kv[cc];
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+      for (int cc = 0; cc < $DC; ++cc) {
+        const int i = i0 + ty + 16 * rr, c = tx + 16 * cc;
+        if (i < $TQ && c < $D) {
+          const float acc = accq[rr][cc];
+          dq[(long long)i * $D + c] = $STORE;
+        }
+      }
+  }
+}
+)", vars);
+  std::string dkdv = signature(second, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
+  float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
+  float *Ds = Ps + $TILE * $TP, *rowL = Ds + $TILE * $TP, *rowD = rowL + $TILE;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
+       w += gridDim.x) {
+    const long long b = w / $KTILES;
+    const int j0 = (int)(w - b * $KTILES) * $TILE;
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dk = out1 + b * $TK * $D, *dv = out2 + b * $TK * $DV;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
+    ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+    // dk_j = sum_i dS_ij q_i, dv_j = sum_i P_ij g_i over the query tiles
+    // that see a key of this tile; thread (ty, tx) owns key rows
+    // ty + 16 * rr and columns tx + 16 * cc.
+    float acck[$R][$DC], accv[$R][$DVC];
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+#pragma unroll
+      for (int cc = 0; cc < $DC; ++cc)
+        acck[rr][cc] = 0.0f;
+#pragma unroll
+      for (int cc = 0; cc < $DVC; ++cc)
+        accv[rr][cc] = 0.0f;
+    }
+    for (int i0 = $CAUSAL ? j0 : 0; i0 < $TQ; i0 += $TILE) {
+      __syncthreads(); // Qs, Gs, Ps, Ds free (and Ks, Vs staged)
+      ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
+      ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, $TQ - i0, $LOADG)
+      for (int y = threadIdx.x; y < $TILE; y += blockDim.x) {
+        const bool in = i0 + y < $TQ;
+        rowL[y] = in ? ${NAME}_stats[(b * $TQ + i0 + y) * 2] : 0.0f;
+        rowD[y] = in ? ${NAME}_stats[(b * $TQ + i0 + y) * 2 + 1] : 0.0f;
+      }
+      __syncthreads();
+      float s[$R][$R], dp[$R][$R];
+      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
+#pragma unroll
+      for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+        for (int cc = 0; cc < $R; ++cc) {
+          const int y = ty + 16 * rr, i = i0 + y, x = tx + 16 * cc;
+          const int j = j0 + x;
+          const bool seen = i < $TQ && j < $TK && !($CAUSAL && j > i);
+          const float p = seen ? expf(s[rr][cc] - rowL[y]) : 0.0f;
+          Ps[y * $TP + x] = p;
+          Ds[y * $TP + x] = p * (dp[rr][cc] - rowD[y]) * $SCALE;
+        }
+      __syncthreads();
+      for (int ii = 0; ii < $TILE; ++ii) {
+        float qv[$DC], gv[$DVC];
+#pragma unroll
+        for (int cc = 0; cc < $DC; ++cc) {
+          const int c = tx + 16 * cc;
+          qv[cc] = c < $D ? Qs[ii * $DP + c] : 0.0f;
+        }
+#pragma unroll
+        for (int cc = 0; cc < $DVC; ++cc) {
+          const int c = tx + 16 * cc;
+          gv[cc] = c < $DV ? Gs[ii * $DVP + c] : 0.0f;
+        }
+#pragma unroll
+        for (int rr = 0; rr < $R; ++rr) {
+          const float p = Ps[ii * $TP + ty + 16 * rr];
+          const float ds = Ds[ii * $TP + ty + 16 * rr];
+#pragma unroll
+          for (int cc = 0; cc < $DC; ++cc)
+            acck[rr][cc] += ds * qv[cc];
+#pragma unroll
+          for (int cc = 0; cc < $DVC; ++cc)
+            accv[rr][cc] += p * gv[cc];
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+      const int j = j0 + ty + 16 * rr;
+      if (j >= $TK)
+        continue;
+#pragma unroll
+      for (int cc = 0; cc < $DC; ++cc) {
+        const int c = tx + 16 * cc;
+        if (c < $D) {
+          const float acc = acck[rr][cc];
+          dk[(long long)j * $D + c] = $STORE;
+        }
+      }
+#pragma unroll
+      for (int cc = 0; cc < $DVC; ++cc) {
+        const int c = tx + 16 * cc;
+        if (c < $DV) {
+          const float acc = accv[rr][cc];
+          dv[(long long)j * $DV + c] = $STORE;
+        }
+      }
+    }
+  }
+}
+)", vars);
+  ks.source = prelude(needs) + helpers + first + dkdv;
+  return ks;
+}
+
+static KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
+                                              const std::string &name) {
+  AttentionShape a = attentionShape(op);
+  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv, slices = a.slices;
+  double scale = a.scale;
+  Elem e = a.e;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  // At most 1024 blocks (a grid-stride loop takes the other slices), which
+  // bounds the statistics array below.
+  ks.gridX = std::min<int64_t>(std::max<int64_t>(slices, 1), 1024);
+  // Per warp one staged row of D and one of Dv values. The two statistics
+  // per query row (log-sum-exp, rowsum(P * dP)) go to a module-scope
+  // array, one 2 * Tq slice per block, so no Tq is too long for shared
+  // memory.
+  ks.sharedBytes = (ks.blockX / 32) * (d + dv) * 4;
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  auto idx = [](const std::string &row, int64_t width) {
+    return "(long long)" + row + " * " + std::to_string(width) + " + c";
+  };
+  ks.source = prelude(needs) +
+              subst(R"(__device__ float ${NAME}_stats[$STATS];
+// sum_c staged[c] * row[c] over n values, in order: the one dot product of
+// both passes (q . k and g . v), so pass 2 repeats pass 1's bits.
+static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
+                                                    const $T *row, int n) {
+  float s = 0.0f;
+  for (int c = 0; c < n; ++c)
+    s += staged[c] * $ROWC;
+  return s;
+}
+)",
+                    {{"NAME", name},
+                     {"T", cType(e)},
+                     {"ROWC", toF(e, "row[c]")},
+                     {"STATS", std::to_string(std::max<int64_t>(
+                                   ks.gridX * 2 * tq, 1))}}) +
+              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  float *lse = ${NAME}_stats + (long long)blockIdx.x * 2 * $TQ;
+  float *dd = lse + $TQ;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  float *rowA = smem + warp * ($D + $DV), *rowB = rowA + $D;
+  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dq = out0 + b * $TQ * $D, *dk = out1 + b * $TK * $D;
+    $T *dv = out2 + b * $TK * $DV;
+    // Pass 1, a warp per query row i (q_i, g_i staged): the softmax
+    // statistics and u = sum_j P_ij dP_ij in one online pass over the keys
+    // (lanes take every 32nd key, combined by a shuffle tree), then
+    // dq_i = sum_j dS_ij k_j * scale.
+    for (int i = warp; i < $TQ; i += warps) {
+      __syncwarp();
+      for (int c = lane; c < $D; c += 32)
+        rowA[c] = $QI;
+      for (int c = lane; c < $DV; c += 32)
+        rowB[c] = $GI;
+      __syncwarp();
+      // Causal (top-left): key j is visible to query i iff j <= i.
+      const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+      float m = $NEGINF, l = 0.0f, u = 0.0f;
+      for (int j = lane; j < visible; j += 32) {
+        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
+        s *= $SCALE;
+        const float mNew = maxNaN(m, s);
+        const float keep = m == $NEGINF ? 0.0f : expf(m - mNew);
+        const float w = expf(s - mNew);
+        l = l * keep + w;
+        u = u * keep + w * dp;
+        m = mNew;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const float l2 = __shfl_xor_sync(0xffffffffu, l, o);
+        const float u2 = __shfl_xor_sync(0xffffffffu, u, o);
+        const float mNew = maxNaN(m, m2);
+        const float a = m == $NEGINF ? 0.0f : expf(m - mNew);
+        const float a2 = m2 == $NEGINF ? 0.0f : expf(m2 - mNew);
+        l = l * a + l2 * a2;
+        u = u * a + u2 * a2;
+        m = mNew;
+      }
+      const float lseI = m + logf(l), ddI = u / l;
+      if (lane == 0) {
+        lse[i] = lseI;
+        dd[i] = ddI;
+      }
+      float acc[$D1];
+#pragma unroll
+      for (int c = 0; c < $D; ++c)
+        acc[c] = 0.0f;
+      for (int j = lane; j < visible; j += 32) {
+        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
+        const float p = expf(s * $SCALE - lseI);
+        const float ds = p * (dp - ddI) * $SCALE;
+#pragma unroll
+        for (int c = 0; c < $D; ++c)
+          acc[c] += ds * $KJ;
+      }
+#pragma unroll
+      for (int c = 0; c < $D; ++c) {
+        const float t = warpReduce(acc[c], SumOp());
+        if (lane == 0)
+          dq[$QIDX] = $STORE_T;
+      }
+    }
+    __syncthreads(); // every row's lse and dd are written (block scope)
+    // Pass 2, a warp per key row j (k_j, v_j staged): lanes take every 32nd
+    // query that sees j, recompute P_ij and dS_ij (the same products in
+    // the same order as pass 1, so the same bits) and add dS_ij q_i * scale
+    // into dk_j and P_ij g_i into dv_j.
+    for (int j = warp; j < $TK; j += warps) {
+      __syncwarp();
+      for (int c = lane; c < $D; c += 32)
+        rowA[c] = $KJ;
+      for (int c = lane; c < $DV; c += 32)
+        rowB[c] = $VJ;
+      __syncwarp();
+      float ak[$D1], av[$DV1];
+#pragma unroll
+      for (int c = 0; c < $D; ++c)
+        ak[c] = 0.0f;
+#pragma unroll
+      for (int c = 0; c < $DV; ++c)
+        av[c] = 0.0f;
+      for (int i = ($CAUSAL ? j : 0) + lane; i < $TQ; i += 32) {
+        const float s = ${NAME}_dot(rowA, q + (long long)i * $D, $D);
+        const float dp = ${NAME}_dot(rowB, g + (long long)i * $DV, $DV);
+        const float p = expf(s * $SCALE - lse[i]);
+        const float ds = p * (dp - dd[i]) * $SCALE;
+#pragma unroll
+        for (int c = 0; c < $D; ++c)
+          ak[c] += ds * $QI;
+#pragma unroll
+        for (int c = 0; c < $DV; ++c)
+          av[c] += p * $GI;
+      }
+#pragma unroll
+      for (int c = 0; c < $D; ++c) {
+        const float t = warpReduce(ak[c], SumOp());
+        if (lane == 0)
+          dk[$KIDX] = $STORE_T;
+      }
+#pragma unroll
+      for (int c = 0; c < $DV; ++c) {
+        const float t = warpReduce(av[c], SumOp());
+        if (lane == 0)
+          dv[$VIDX] = $STORE_T;
+      }
+    }
+    __syncthreads(); // the next slice overwrites lse and dd
+  }
+}
+)",
+      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
+       {"D1", std::to_string(std::max<int64_t>(d, 1))},
+       {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
+       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
+       {"SLICES", std::to_string(slices)}, {"T", cType(e)},
+       {"NAME", name},
+       {"CAUSAL", op.getCausal() ? "true" : "false"},
+       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
+       {"QI", toF(e, "q[" + idx("i", d) + "]")},
+       {"GI", toF(e, "g[" + idx("i", dv) + "]")},
+       {"KJ", toF(e, "k[" + idx("j", d) + "]")},
+       {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
+       {"QIDX", idx("i", d)}, {"KIDX", idx("j", d)}, {"VIDX", idx("j", dv)},
+       {"STORE_T", fromF(e, "t")}});
+  return ks;
+}
+
+std::optional<KernelSource> emitAttentionFamily(mlir::Operation *op,
+                                                const std::string &name) {
+  if (auto a = mlir::dyn_cast<ops::AttentionOp>(op))
+    return emitAttention(a, name);
+  if (auto a = mlir::dyn_cast<ops::AttentionGradOp>(op))
+    return emitAttentionGrad(a, name);
+  return std::nullopt;
+}
+
+} // namespace step::codegen::detail

@@ -1,0 +1,61 @@
+//===- AttentionKernels.h - Shared by the attention emitters ----*- C++ -*-===//
+//
+// The sizes an attention kernel is specialized for, and the tensor-core
+// variants (AttentionTensorCore.cpp) that AttentionKernels.cpp picks for
+// f16/bf16 heads whose widths are multiples of 16.
+//
+//===----------------------------------------------------------------------===//
+#ifndef STEP_COMPILER_CODEGEN_ATTENTIONKERNELS_H
+#define STEP_COMPILER_CODEGEN_ATTENTIONKERNELS_H
+
+#include "compiler/codegen/EmitUtil.h"
+
+#include "dialects/step/StepOps.h"
+
+#include <cmath>
+#include <optional>
+
+namespace step::codegen::detail {
+
+/// The sizes of an attention (or its gradient) over q [S..., Tq, D],
+/// k [S..., Tk, D], v [S..., Tk, Dv]: `slices` is the product of S.
+struct AttentionShape {
+  int64_t slices, tq, tk, d, dv;
+  double scale;
+  Elem e;
+};
+
+template <typename AttentionLikeOp>
+AttentionShape attentionShape(AttentionLikeOp op) {
+  std::vector<int64_t> qs = shapeOf(op.getQuery());
+  size_t r = qs.size();
+  AttentionShape a;
+  a.slices = 1;
+  for (size_t i = 0; i + 2 < r; ++i)
+    a.slices *= qs[i];
+  a.tq = qs[r - 2];
+  a.d = qs[r - 1];
+  a.tk = shapeOf(op.getKey())[r - 2];
+  a.dv = shapeOf(op.getValue())[r - 1];
+  a.scale = op.getScale() ? op.getScale()->convertToDouble()
+                          : 1.0 / std::sqrt(static_cast<double>(a.d));
+  a.e = elemOf(op.getQuery().getType());
+  return a;
+}
+
+/// Dynamic shared memory the tiled attention kernels may stage (sm_80
+/// allows 163 KB a block, sm_90 227 KB).
+constexpr int64_t kAttentionMaxShared = 160 * 1024;
+
+/// attention (`grad` false: in0..2 = q, k, v, out0) or attention_grad
+/// (`grad`: in0..3 = q, k, v, g, out0..2 = dq, dk, dv) on tensor cores
+/// (wmma, sm_80+): f16/bf16 with D and Dv multiples of 16; std::nullopt
+/// for any other shape or type (the CUDA-core kernels take those).
+std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
+                                                    const AttentionShape &a,
+                                                    bool causal, bool grad,
+                                                    const std::string &name);
+
+} // namespace step::codegen::detail
+
+#endif
