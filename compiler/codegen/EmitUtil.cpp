@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -277,6 +278,19 @@ int64_t blockForRow(int64_t k, int64_t maxBlock) {
   while (b < k && b < maxBlock)
     b *= 2;
   return b;
+}
+
+ColumnSplit columnSplit(int64_t m, int64_t k) {
+  ColumnSplit c;
+  c.tiles = std::max<int64_t>((m + 31) / 32, 1);
+  c.chunk = k;
+  int64_t want = std::min((kColumnTargetBlocks + c.tiles - 1) / c.tiles,
+                          k / kColumnMinChunk);
+  if (want < 2)
+    return c;
+  c.chunk = ((k + want - 1) / want + 7) / 8 * 8; // every lane as many rows
+  c.chunks = (k + c.chunk - 1) / c.chunk;
+  return c;
 }
 
 std::string paramList(mlir::Operation *op, KernelSource &ks,

@@ -72,6 +72,25 @@ constexpr int64_t kMaxGrid = 4096;
 /// A block size for reducing `k` items: a multiple of 32 in [32, maxBlock].
 int64_t blockForRow(int64_t k, int64_t maxBlock = 256);
 
+/// How a column reduction (the innermost dim kept: `m` outputs, each the
+/// reduction of `k` rows) spreads over the grid. Blocks take 32 outputs x 8
+/// row lanes; with `chunks` > 1 the rows are cut into chunks of `chunk`
+/// rows (a multiple of 8) and a block takes one (32 outputs, chunk) tile,
+/// so a few hundred outputs still fill the GPU. `chunks` == 1 when the
+/// plain kernel already has enough blocks or the rows are too few to cut.
+struct ColumnSplit {
+  int64_t tiles = 1;  ///< ceil(m / 32)
+  int64_t chunks = 1; ///< row chunks per tile
+  int64_t chunk = 0;  ///< rows per chunk; the last may have fewer
+};
+ColumnSplit columnSplit(int64_t m, int64_t k);
+/// Blocks a split column reduction aims for: about one full wave of
+/// 256-thread blocks on an H100/H200 (132 SMs x 8 resident blocks).
+constexpr int64_t kColumnTargetBlocks = 1024;
+/// The fewest rows of a chunk (16 per lane): below it a block's fixed cost
+/// (the partials, the ticket) outweighs its reads.
+constexpr int64_t kColumnMinChunk = 128;
+
 /// The kernel's parameter list (operands "in<i>" const, then results
 /// "out<j>") and fills `ks.params` with the names in that order.
 std::string paramList(mlir::Operation *op, KernelSource &ks,

@@ -11,9 +11,9 @@
 //    kept, a multiple of 4), are Vec loads, other broadcast reads are
 //    scalar loads per lane. Otherwise one element per iteration.
 //  - reduction with reduce_sum/mean/max roots: the strategies and
-//    accumulation orders of ReduceKernels.cpp (row, split, column), with
-//    one accumulator per sibling root in the same loop, the prologue
-//    computed at the element being read, and the epilogue run at the
+//    accumulation orders of ReduceKernels.cpp (row, split, column, split
+//    column), with one accumulator per sibling root in the same loop, the
+//    prologue computed at the element being read, and the epilogue run at the
 //    output index by the thread that stores it, with the roots' results
 //    (rounded to their type) bound as its inputs. A root's result is thus
 //    bitwise the unfused kernel's for the same launch.
@@ -319,6 +319,8 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   bool copy = k == 1; // nothing to combine: the operands' values
   bool split = !copy && innermostReduced && m <= 64 && k >= 65536;
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
+  ColumnSplit col = copy || innermostReduced ? ColumnSplit()
+                                             : columnSplit(m, k);
   ks.blockX = copy ? 256
               : innermostReduced ? blockForRow(split ? k / splits : k)
                                  : 256;
@@ -329,7 +331,10 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
       {"NAME", name}, {"S", std::to_string(splits)},
       {"CHUNK", std::to_string((k + splits - 1) / splits)},
       {"OFFO", decompose("r", "base", kept.dims, kept.strides)},
-      {"OFFK", decompose("r", "off", red.dims, red.strides)}};
+      {"OFFK", decompose("r", "off", red.dims, red.strides)},
+      {"TILES", std::to_string(col.tiles)},
+      {"CS", std::to_string(col.chunks)},
+      {"CCHUNK", std::to_string(col.chunk)}};
   // Per-root pieces of the templates below.
   auto each = [&](const std::string &tmpl) {
     std::string s;
@@ -357,7 +362,9 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   };
   // Prologue then epilogue, named before use: the order of evaluation of
   // one expression is unspecified, and the locals' numbers must not be.
-  std::string ind = !innermostReduced ? "        " : split ? "    " : "      ";
+  std::string ind = !innermostReduced ? (col.chunks > 1 ? "      "
+                                                         : "        ")
+                    : split ? "    " : "      ";
   std::string accumulateCode = copy ? "" : accumulate(ind);
   std::string epilogueCode = copy ? "" : reduceEpilogue(f, x, accs);
   std::string body, globals; // globals: module-scope state of the split
@@ -416,6 +423,52 @@ $OFFK      (void)r;
            each("    acc$R = blockReduce(acc$R, $OP, ($ACC)($IDENT), sh$R);\n") +
            "    if (threadIdx.x == 0) {\n" +
            indent(epilogueCode, "      ") + "    }\n  }\n";
+  } else if (col.chunks > 1) {
+    // The split column kernel of ReduceKernels.cpp, one accumulator, one
+    // partial array and one lane combination per root.
+    ks.gridX = col.tiles * col.chunks;
+    body = each("  __shared__ $ACC sh$R[8][33];\n") + R"(  __shared__ bool amLast;
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const $I t = blockIdx.x % $TILES, s = blockIdx.x / $TILES;
+  const $I o = t * 32 + tx;
+)" + each("  $ACC acc$R = $IDENT;\n") + R"(  if (o < $M) {
+    long long base = 0;
+    { $I r = o;
+$OFFO      (void)r;
+    }
+    const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
+#pragma unroll 8
+    for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
+      long long off = base;
+      $I r = kk;
+$OFFK      (void)r;
+)" + accumulateCode + "    }\n  }\n" + each("  sh$R[ty][tx] = acc$R;\n") +
+           "  __syncthreads();\n  if (ty == 0) {\n"
+           "    for (int y = 1; y < 8; ++y) {\n" +
+           each("      acc$R = $OP(acc$R, sh$R[y][tx]);\n") +
+           "    }\n    if (o < $M) {\n" +
+           each("      ${NAME}_partial$R[s * $M + o] = acc$R;\n") + R"(    }
+    __threadfence(); // the partials are visible before the ticket
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    amLast = atomicAdd(&${NAME}_ticket[t], 1u) == $CS - 1;
+  __syncthreads();
+  if (!amLast)
+    return;
+  __threadfence();
+)" + each("  acc$R = $IDENT;\n") + "  if (o < $M)\n    for ($I c = ty; c < $CS; c += 8) {\n" +
+           each("      acc$R = $OP(acc$R, ((volatile $ACC *)${NAME}_partial$R)"
+                "[c * $M + o]);\n") +
+           "    }\n" + each("  sh$R[ty][tx] = acc$R;\n") +
+           "  __syncthreads();\n  if (ty == 0) {\n"
+           "    for (int y = 1; y < 8; ++y) {\n" +
+           each("      acc$R = $OP(acc$R, sh$R[y][tx]);\n") +
+           "    }\n    if (o < $M) {\n" + indent(epilogueCode, "      ") +
+           "    }\n    if (tx == 0)\n"
+           "      ${NAME}_ticket[t] = 0; // ready for the next launch\n  }\n";
+    globals = each("__device__ $ACC ${NAME}_partial$R[$CS * $M];\n") +
+              "__device__ unsigned int ${NAME}_ticket[$TILES];\n";
   } else {
     ks.gridX = gridFor(m, 32);
     body = each("  __shared__ $ACC sh$R[8][33];\n") + R"(  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;

@@ -15,7 +15,13 @@
 //            kernel must not run concurrently with itself);
 //  - column: the innermost dim is kept (a bias gradient sums over rows);
 //            32 outputs x 8 reduction lanes per block, adjacent threads
-//            reading adjacent outputs, lanes combined in shared memory.
+//            reading adjacent outputs, lanes combined in shared memory;
+//  - split column: the column case when ceil(M / 32) blocks would leave
+//            the GPU mostly idle (768 outputs: 24 blocks): the rows are cut
+//            into chunks (columnSplit), a block per (32 outputs, chunk)
+//            writes its lane-combined partials to a __device__ array, and
+//            the last block of each 32 outputs (a ticket per tile) adds
+//            the chunks' partials in a fixed order.
 // softmax, log_softmax and layer_norm are row kernels: one block per row,
 // passes over the row for the max / mean, the sum / variance and the output;
 // how they read the row and store the result is a RowIO (Emitters.h), so a
@@ -93,6 +99,7 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
   needs.reduce = true;
   bool innermostReduced = !in.empty() && reduced.back() && in.back() != 1;
   bool split = innermostReduced && m <= 64 && k >= 65536;
+  ColumnSplit col = innermostReduced ? ColumnSplit() : columnSplit(m, k);
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
   ks.blockX = innermostReduced ? blockForRow(split ? k / splits : k) : 256;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
@@ -103,7 +110,10 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
       {"K", std::to_string(k)}, {"NAME", name},
       {"S", std::to_string(splits)},
       {"CHUNK", std::to_string((k + splits - 1) / splits)},
-      {"OFFO", kept.offset("r", "base")}, {"OFFK", red.offset("r", "off")}};
+      {"OFFO", kept.offset("r", "base")}, {"OFFK", red.offset("r", "off")},
+      {"TILES", std::to_string(col.tiles)},
+      {"CS", std::to_string(col.chunks)},
+      {"CCHUNK", std::to_string(col.chunk)}};
   std::string body;
   if (split) {
     ks.gridX = m * splits;
@@ -164,6 +174,67 @@ $OFFK      (void)r;
   }
 )";
     ks.source = prelude(needs);
+  } else if (col.chunks > 1) {
+    ks.gridX = col.tiles * col.chunks;
+    body = R"(  __shared__ $ACC sh[8][33];
+  __shared__ bool amLast;
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  // Block b: outputs t * 32 + [0, 32), rows [s * $CCHUNK, (s + 1) * $CCHUNK);
+  // the blocks of one row chunk are adjacent (they read adjacent memory).
+  const $I t = blockIdx.x % $TILES, s = blockIdx.x / $TILES;
+  const $I o = t * 32 + tx;
+  $ACC acc = $IDENT;
+  if (o < $M) {
+    long long base = 0;
+    { $I r = o;
+$OFFO      (void)r;
+    }
+    const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
+#pragma unroll 8
+    for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
+      long long off = base;
+      $I r = kk;
+$OFFK      (void)r;
+      acc = $OP(acc, $LOAD);
+    }
+  }
+  sh[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0) {
+    for (int y = 1; y < 8; ++y)
+      acc = $OP(acc, sh[y][tx]);
+    if (o < $M)
+      ${NAME}_partial[s * $M + o] = acc;
+    __threadfence(); // the partials are visible before the ticket
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    amLast = atomicAdd(&${NAME}_ticket[t], 1u) == $CS - 1;
+  __syncthreads();
+  if (!amLast)
+    return;
+  // The last block of tile t combines its outputs' $CS partials in a fixed
+  // order: lane ty adds chunks ty, ty + 8, ..., then lanes 0..7 in turn.
+  __threadfence();
+  acc = $IDENT;
+  if (o < $M)
+    for ($I c = ty; c < $CS; c += 8)
+      acc = $OP(acc, ((volatile $ACC *)${NAME}_partial)[c * $M + o]);
+  sh[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0) {
+    for (int y = 1; y < 8; ++y)
+      acc = $OP(acc, sh[y][tx]);
+    if (o < $M)
+      out0[o] = $STORE;
+    if (tx == 0)
+      ${NAME}_ticket[t] = 0; // ready for the next launch
+  }
+)";
+    ks.source = prelude(needs) +
+                subst("__device__ $ACC ${NAME}_partial[$CS * $M];\n"
+                      "__device__ unsigned int ${NAME}_ticket[$TILES];\n",
+                      vars);
   } else {
     ks.gridX = gridFor(m, 32);
     body = R"(  __shared__ $ACC sh[8][33];

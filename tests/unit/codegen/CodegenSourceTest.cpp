@@ -267,6 +267,36 @@ TEST(ReduceKernels, StrategyFollowsTheReducedDims) {
   EXPECT_EQ(ks.gridX, 4);
   EXPECT_EQ(ks.blockX, 256);
   EXPECT_TRUE(contains(ks.source, "sh[8][33]"));
+  EXPECT_FALSE(contains(ks.source, "ticket")); // 64 rows: too few to cut
+  // Few outputs over many rows (a layer-norm weight gradient): row chunks
+  // of a multiple of 8 rows, a block per (32 outputs, chunk), partials
+  // combined in a fixed order by the last block of each 32 outputs.
+  // 4 tiles: min(1024 / 4, 1000 / 128) = 7 chunks of 144 rows.
+  ks = firstKernel(
+      fn("%a: tensor<1000x100xbf16>",
+         "step.reduce_sum %a dims = [0] : tensor<1000x100xbf16> -> "
+         "tensor<100xbf16>",
+         "tensor<100xbf16>"),
+      "colsum");
+  EXPECT_EQ(ks.gridX, 4 * 7);
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(ks.source, "__device__ float colsum_partial[7 * 100];"));
+  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int colsum_ticket[4];"));
+  EXPECT_TRUE(contains(ks.source, "t = blockIdx.x % 4, s = blockIdx.x / 4;"));
+  EXPECT_TRUE(contains(ks.source, "(s + 1) * 144 < 1000"));
+  EXPECT_TRUE(contains(ks.source, "atomicAdd(&colsum_ticket[t], 1u) == 7 - 1"));
+  EXPECT_TRUE(contains(ks.source, "for (int c = ty; c < 7; c += 8)"));
+  EXPECT_TRUE(contains(ks.source, "colsum_ticket[t] = 0;"));
+  EXPECT_FALSE(contains(ks.source, "atomicAdd(&out")); // no float atomics
+  expectCubinsForSm80AndSm90(ks);
+  // Enough outputs to fill the GPU alone: the one-pass kernel.
+  ks = firstKernel(
+      fn("%a: tensor<1000x40000xf32>",
+         "step.reduce_sum %a dims = [0] : tensor<1000x40000xf32> -> "
+         "tensor<40000xf32>",
+         "tensor<40000xf32>"));
+  EXPECT_EQ(ks.gridX, 1250);
+  EXPECT_FALSE(contains(ks.source, "ticket"));
   // Everything into one value: split over blocks, combined by the last.
   ks = firstKernel(
       fn("%a: tensor<512x256xf32>",

@@ -310,6 +310,32 @@ TEST(FusionReduce, ColumnSumIsABiasGradient) {
   expectCompiles(ks);
 }
 
+TEST(FusionReduce, LayerNormWeightGradientSplitsRows) {
+  // sum(dy) and sum(dy * xhat) over 8192 rows of 768: 24 tiles of 32
+  // outputs, ceil(1024 / 24) = 43 chunks of 192 rows, one partial array per
+  // root, one ticket per tile.
+  KernelSource ks = firstKernel(fusionFnN(
+      "%dy: tensor<8192x768xbf16>, %xh: tensor<8192x768xf32>",
+      R"(step.fusion "reduction" (%dy, %xh) : (tensor<8192x768xbf16>, tensor<8192x768xf32>) -> (tensor<768xf32>, tensor<768xf32>) {
+  ^bb0(%a: tensor<8192x768xbf16>, %b: tensor<8192x768xf32>):
+    %0 = step.cast %a : tensor<8192x768xbf16> -> tensor<8192x768xf32>
+    %1 = step.reduce_sum %0 dims = [0] : tensor<8192x768xf32> -> tensor<768xf32>
+    %2 = step.mul %0, %b : tensor<8192x768xf32>
+    %3 = step.reduce_sum %2 dims = [0] : tensor<8192x768xf32> -> tensor<768xf32>
+    step.yield %1, %3 : tensor<768xf32>, tensor<768xf32>
+  })", {"tensor<768xf32>", "tensor<768xf32>"}), "ln_col");
+  EXPECT_EQ(ks.gridX, 24 * 43);
+  EXPECT_TRUE(contains(ks.source, "__device__ float ln_col_partial0[43 * 768];"));
+  EXPECT_TRUE(contains(ks.source, "__device__ float ln_col_partial1[43 * 768];"));
+  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int ln_col_ticket[24];"));
+  EXPECT_TRUE(contains(ks.source, "for (int kk = s * 192 + ty; kk < end; kk += 8)"));
+  EXPECT_TRUE(contains(ks.source, "ln_col_partial1[s * 768 + o] = acc1;"));
+  EXPECT_TRUE(contains(ks.source, "amLast = atomicAdd(&ln_col_ticket[t], 1u) == 43 - 1;"));
+  EXPECT_TRUE(contains(ks.source, "ln_col_ticket[t] = 0;"));
+  EXPECT_TRUE(contains(ks.source, "out1[o] = res1;"));
+  expectCompiles(ks);
+}
+
 TEST(FusionReduce, GlobalSumOfSquaresSplitsAcrossBlocks) {
   // A gradient norm: sqrt(sum(g * g)) over 2^18 elements.
   KernelSource ks = firstKernel(fusionFn(

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""The column reduction kernels that stepc generates, run on the CPU.
+
+A column reduction (the innermost dim kept: a bias or layer-norm weight
+gradient) with few outputs is cut into row chunks: a block per (32
+outputs, chunk) tile writes partials to a __device__ array and the last
+block of each tile (an atomic ticket) combines them in a fixed order
+(docs/codegen.md, "Reduction strategies"). No GPU here, so: stepc
+--dump-kernels writes the CUDA C++ of small models, each with one kernel;
+this test compiles it with the host compiler against
+tests/e2e/emu/cuda_emu_sync.h (blocks as CPU threads, one after another)
+and compares every output with a float64 numpy reference.
+
+Checks per kernel:
+- values: |got - want| <= 1e-5 * sum|terms| + ulp/2 of the output type *
+  |want| (f32 sums over at most a few hundred terms per partial; the bf16
+  rounding of the stored result). A dropped or doubled row costs about
+  sum|terms| / K >= 2e-4 * sum|terms|, well above the bound;
+- determinism: a split kernel (it has a ticket) runs three times in a row
+  with its blocks in increasing, decreasing and shuffled order, i.e. a
+  different block combines the partials each time; the outputs must be
+  bitwise equal; before each run the __device__ partials are poisoned
+  with NaN, so a ticket left unreset (a block combining too early, from
+  the previous run's partials) shows. A kernel without a ticket runs with grids of 1,
+  2 and 5 blocks (its grid-stride loop) and must give the same bits too.
+
+Cases: reduce_sum/mean/max over rows with row counts that are not a
+multiple of the chunk, 1 to 19 chunks per tile, a partial 32-output tile,
+a 3-d operand whose kept dims are not contiguous, too few rows to split,
+and two fusions (cast and mul prologue with two roots, as layer_norm's
+backward; an epilogue adding another input); f32 and bf16.
+
+Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CTYPE = {"f32": "float", "bf16": "__nv_bfloat16"}
+# Half an ulp of the stored result, relative to its value.
+ROUND = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}
+
+
+def shape_t(shape, dt):
+    return "tensor<%sx%s>" % ("x".join(map(str, shape)), dt) if shape else \
+        "tensor<%s>" % dt
+
+
+def reduce_case(name, op, shape, dims, dt, fuse=False):
+    """One unfused step.<op> over `dims` of one input."""
+    out = [s for d, s in enumerate(shape) if d not in dims]
+    x, y = shape_t(shape, dt), shape_t(out, dt)
+    mlir = f"""module {{
+  func.func @forward(%x: {x} {{step.kind = "input", step.name = "x"}}) -> ({y} {{step.name = "y"}}) {{
+    %y = step.{op} %x dims = [{", ".join(map(str, dims))}] : {x} -> {y}
+    return %y : {y}
+  }}
+}}
+"""
+    fn = {"reduce_sum": np.sum, "reduce_mean": np.mean,
+          "reduce_max": np.max}[op]
+
+    def ref(ins):
+        v = ins[0]
+        return [fn(v, axis=tuple(dims))], [np.abs(v).sum(axis=tuple(dims))]
+    return dict(name=name, mlir=mlir, inputs=[(shape, dt)], outputs=[dt],
+                ref=ref, fuse=fuse)
+
+
+def layer_norm_grad_case(name, k, m):
+    """Two roots of one prologue, as layer_norm's backward under bf16 AMP:
+    sum(dy) and sum(dy * xhat), dy bf16 widened, xhat f32."""
+    a, b = shape_t([k, m], "bf16"), shape_t([k, m], "f32")
+    r = shape_t([m], "f32")
+    mlir = f"""module {{
+  func.func @forward(%dy: {a} {{step.kind = "input", step.name = "dy"}}, %xh: {b} {{step.kind = "input", step.name = "xh"}}) -> ({r} {{step.name = "db"}}, {r} {{step.name = "dw"}}) {{
+    %c = step.cast %dy : {a} -> {b}
+    %p = step.mul %c, %xh : {b}, {b}
+    %db = step.reduce_sum %c dims = [0] : {b} -> {r}
+    %dw = step.reduce_sum %p dims = [0] : {b} -> {r}
+    return %db, %dw : {r}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        dy, xh = ins
+        return ([dy.sum(0), (dy * xh).sum(0)],
+                [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)])
+    return dict(name=name, mlir=mlir, inputs=[([k, m], "bf16"),
+                                              ([k, m], "f32")],
+                outputs=["f32", "f32"], ref=ref, fuse=True)
+
+
+def epilogue_case(name, k, m, dt):
+    """A root and an epilogue reading another input at the output index."""
+    x, r = shape_t([k, m], dt), shape_t([m], dt)
+    mlir = f"""module {{
+  func.func @forward(%x: {x} {{step.kind = "input", step.name = "x"}}, %a: {r} {{step.kind = "input", step.name = "a"}}) -> ({r} {{step.name = "s"}}, {r} {{step.name = "e"}}) {{
+    %s = step.reduce_sum %x dims = [0] : {x} -> {r}
+    %e = step.add %a, %s : {r}, {r}
+    return %s, %e : {r}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x, a = ins
+        s = x.sum(0)
+        if dt == "bf16":  # the epilogue adds the rounded root result
+            s_r = rounded(s, dt)
+        else:
+            s_r = s
+        return [s, a + s_r], [np.abs(x).sum(0), np.abs(x).sum(0) + np.abs(a)]
+    return dict(name=name, mlir=mlir, inputs=[([k, m], dt), ([m], dt)],
+                outputs=[dt, dt], ref=ref, fuse=True)
+
+
+def cases():
+    out = []
+    for dt in ("f32", "bf16"):
+        # 7 chunks of 144 rows (the last 136), 4 tiles (the last of 4).
+        out.append(reduce_case(f"sum_1000x100_{dt}", "reduce_sum",
+                               [1000, 100], [0], dt))
+        # 19 chunks: lanes combine 2 or 3 partials each.
+        out.append(reduce_case(f"sum_2500x64_{dt}", "reduce_sum",
+                               [2500, 64], [0], dt))
+        # 37 chunks of 136 rows, the last of 104; one output in tile 2.
+        out.append(reduce_case(f"sum_5000x33_{dt}", "reduce_sum",
+                               [5000, 33], [0], dt))
+        # Kept dims 0 and 2 (not contiguous), 2 chunks.
+        out.append(reduce_case(f"sum_6x300x40_d1_{dt}", "reduce_sum",
+                               [6, 300, 40], [1], dt))
+        # Reduced dims 0 and 1 merge into 1800 rows: 14 chunks.
+        out.append(reduce_case(f"sum_300x6x40_d01_{dt}", "reduce_sum",
+                               [300, 6, 40], [0, 1], dt))
+        # Too few rows to cut: the one-pass column kernel.
+        out.append(reduce_case(f"sum_200x100_{dt}", "reduce_sum",
+                               [200, 100], [0], dt))
+        out.append(epilogue_case(f"fused_epilogue_2500x64_{dt}", 2500, 64,
+                                 dt))
+    out.append(reduce_case("mean_1000x100_f32", "reduce_mean", [1000, 100],
+                           [0], "f32"))
+    out.append(reduce_case("max_1000x100_bf16", "reduce_max", [1000, 100],
+                           [0], "bf16"))
+    out.append(layer_norm_grad_case("fused_ln_grad_1000x100", 1000, 100))
+    out.append(layer_norm_grad_case("fused_ln_grad_3000x80", 3000, 80))
+    return out
+
+
+HARNESS = r"""
+#include "cuda_emu_sync.h"
+#include "kernel.inc"
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+static float toF(float x) { return x; }
+static float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
+static void put(float x, float &e) { e = x; }
+static void put(float x, __nv_bfloat16 &e) { e = __float2bfloat16(x); }
+template <class T> static std::vector<T> readRaw(const char *path, size_t n) {
+  std::vector<float> f(n);
+  FILE *h = std::fopen(path, "rb");
+  if (!h || std::fread(f.data(), 4, n, h) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
+  std::fclose(h);
+  std::vector<T> e(n);
+  for (size_t i = 0; i < n; ++i) put(f[i], e[i]);
+  return e;
+}
+template <class T> static void writeRaw(const std::string &path, const std::vector<T> &e) {
+  std::vector<float> f(e.size());
+  for (size_t i = 0; i < e.size(); ++i) f[i] = toF(e[i]);
+  FILE *h = std::fopen(path.c_str(), "wb");
+  std::fwrite(f.data(), 4, f.size(), h);
+  std::fclose(h);
+}
+template <class T> static void poison(std::vector<T> &v) {
+  for (T &e : v) put(NAN, e);
+}
+int main() {
+DECLS
+  std::vector<std::vector<unsigned>> orders;
+  if (SPLIT) { // the exact grid, three block orders
+    std::vector<unsigned> o(GRID);
+    for (unsigned b = 0; b < GRID; ++b) o[b] = b;
+    orders.push_back(o);
+    std::reverse(o.begin(), o.end());
+    orders.push_back(o);
+    std::shuffle(o.begin(), o.end(), std::mt19937(7));
+    orders.push_back(o);
+  } else { // grid-stride: any grid
+    for (unsigned g : {1u, 2u, 5u}) {
+      std::vector<unsigned> o(g);
+      for (unsigned b = 0; b < g; ++b) o[b] = b;
+      orders.push_back(o);
+    }
+  }
+  for (size_t run = 0; run < orders.size(); ++run) {
+POISON
+    emuLaunchOrder(orders[run], BLOCK, [&] { KERNEL(ARGS); });
+WRITES
+  }
+}
+"""
+
+
+def rounded(a, dt):
+    """The values an element of type `dt` holds."""
+    a = np.asarray(a, dtype=np.float32)
+    if dt == "f32":
+        return a
+    u = a.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def run_case(args, case, tmp):
+    model = os.path.join(tmp, case["name"] + ".mlir")
+    with open(model, "w") as f:
+        f.write(case["mlir"])
+    dump = os.path.join(tmp, case["name"] + "_k")
+    subprocess.run([args.stepc, model, "--no-kernels", "--dump-kernels", dump,
+                    "-o", os.path.join(tmp, "x.step")]
+                   + ([] if case["fuse"] else ["--no-fuse"]), check=True,
+                   env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+    kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
+    if len(kernels) != 1:
+        sys.exit(f"FAIL {case['name']}: expected one kernel, got "
+                 f"{[os.path.basename(k) for k in kernels]}")
+    src = open(kernels[0]).read()
+    src = re.sub(r"#include <cuda_(bf16|fp16)\.h>", "", src)
+    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    block, name = int(sig.group(1)), sig.group(2)
+    params = [re.match(r"(const )?(\S+) \*__restrict__ (\w+)", p.strip())
+              .groups() for p in sig.group(3).split(",")]
+    ticket = re.search(r"__device__ unsigned int \w+_ticket\[(\d+)\];", src)
+    partial = re.search(r"__device__ \S+ \w+_partial0?\[(\d+) \* (\d+)\];",
+                        src)
+    split = ticket is not None
+    # Partials left by the previous run are poisoned (all bits set: NaN):
+    # a block that combined before every partial of this run was written
+    # (a ticket not reset) would show.
+    stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
+             for p in re.findall(r"__device__ \S+ (\w+_partial\d*)\[", src)]
+    grid = int(ticket.group(1)) * int(partial.group(1)) if split else 0
+
+    rng = np.random.default_rng(len(case["name"]))
+    ins = []
+    for k, (shape, dt) in enumerate(case["inputs"]):
+        # Zero mean: sums cancel, so a lost row shows against |want|.
+        v = rounded(rng.normal(0, 1, shape), dt)
+        v.tofile(os.path.join(tmp, f"in{k}.bin"))
+        ins.append(v.astype(np.float64))
+    wants, mags = case["ref"](ins)
+    decls, poison, writes, argl = [], [], [], []
+    for const, ctype, pname in params:
+        if const:
+            k = int(pname[2:])
+            n = int(np.prod(case["inputs"][k][0]))
+            decls.append(f"  auto {pname} = readRaw<{ctype}>(\"in{k}.bin\", "
+                         f"{n});")
+        else:
+            j = int(pname[3:])
+            if ctype != CTYPE[case["outputs"][j]]:
+                sys.exit(f"FAIL {case['name']}: {pname} is {ctype}")
+            decls.append(f"  std::vector<{ctype}> {pname}("
+                         f"{np.asarray(wants[j]).size});")
+            poison.append(f"    poison({pname});")
+            writes.append(f"    writeRaw(\"{pname}_\" + std::to_string(run) "
+                          f"+ \".bin\", {pname});")
+        argl.append(pname + ".data()")
+    harness = HARNESS
+    for key, val in (("DECLS", "\n".join(decls)),
+                     ("POISON", "\n".join(poison + stale)),
+                     ("WRITES", "\n".join(writes)),
+                     ("ARGS", ", ".join(argl)), ("SPLIT", int(split)),
+                     ("GRID", grid), ("BLOCK", block), ("KERNEL", name)):
+        harness = re.sub(r"\b%s\b" % key, str(val), harness)
+    with open(os.path.join(tmp, "kernel.inc"), "w") as f:
+        f.write(src)
+    with open(os.path.join(tmp, "main.cpp"), "w") as f:
+        f.write(harness)
+    exe = os.path.join(tmp, "kernel")
+    subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w",
+                    "-I", os.path.join(HERE, "emu"), "-I", tmp,
+                    os.path.join(tmp, "main.cpp"), "-o", exe], check=True)
+    subprocess.run([exe], cwd=tmp, check=True)
+
+    worst = 0.0
+    for j, (want, mag) in enumerate(zip(wants, mags)):
+        want, mag = np.asarray(want), np.asarray(mag)
+        runs = [np.fromfile(os.path.join(tmp, f"out{j}_{r}.bin"),
+                            dtype=np.float32) for r in range(3)]
+        got = runs[0].reshape(want.shape)
+        if not np.isfinite(got).all():
+            sys.exit(f"FAIL {case['name']}: out{j} has "
+                     f"{int((~np.isfinite(got)).sum())} unwritten/non-finite "
+                     f"elements")
+        for r in (1, 2):
+            if runs[r].tobytes() != runs[0].tobytes():
+                sys.exit(f"FAIL {case['name']}: out{j} differs between runs "
+                         f"0 and {r} ({'block orders' if split else 'grids'})")
+        bound = 1e-5 * mag + ROUND[case["outputs"][j]] * np.abs(want)
+        ratio = float((np.abs(got - want) / np.maximum(bound, 1e-30)).max())
+        worst = max(worst, ratio)
+        print(f"{case['name']}: {name} out{j} "
+              f"{'split grid %d' % grid if split else 'one pass'}: "
+              f"max err / bound {ratio:.3g}")
+    if worst > 1:
+        sys.exit(f"FAIL {case['name']}: error above the bound")
+    return split
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stepc", required=True)
+    ap.add_argument("--cxx", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-reduce-") as tmp:
+        splits = [run_case(args, c, tmp) for c in cases()]
+    if not any(splits) or all(splits):
+        sys.exit("FAIL: the cases should cover split and one-pass kernels")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
