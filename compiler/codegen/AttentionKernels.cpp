@@ -29,6 +29,70 @@ namespace ops = mlir::step;
 // step.attention
 //===----------------------------------------------------------------------===//
 
+/// s[rr][cc] = sum_x A[ty + 16 rr][x] * B[tx + 16 cc][x] over `width`
+/// values: a thread's block of a tile of dot products (q.k, g.v) from two
+/// staged tiles (rows of lda, ldb floats).
+static const char *kTileDot = R"(template <int R>
+static __device__ __forceinline__ void ${NAME}_tileDot(
+    float (&s)[R][R], const float *A, int lda, const float *B, int ldb,
+    int width, int ty, int tx) {
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr)
+#pragma unroll
+    for (int cc = 0; cc < R; ++cc)
+      s[rr][cc] = 0.0f;
+  for (int x = 0; x < width; ++x) {
+    float a[R], b[R];
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr)
+      a[rr] = A[(ty + 16 * rr) * lda + x];
+#pragma unroll
+    for (int cc = 0; cc < R; ++cc)
+      b[cc] = B[(tx + 16 * cc) * ldb + x];
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr)
+#pragma unroll
+      for (int cc = 0; cc < R; ++cc)
+        s[rr][cc] += a[rr] * b[cc];
+  }
+}
+)";
+
+/// Stages `rows` rows of `width` values (`load`, in terms of the row y and
+/// column x) into a shared f32 tile of row stride `stride`; zeros past
+/// `limit` rows.
+static const char *kStageRows = R"(#define ${NAME}_STAGE(dst, stride, width, rows, limit, load)              \
+  for (int e_ = threadIdx.x; e_ < (rows) * (width); e_ += blockDim.x) {    \
+    const int y = e_ / (width), x = e_ - y * (width);                      \
+    (dst)[y * (stride) + x] = y < (limit) ? (load) : 0.0f;                 \
+  }
+)";
+
+/// acc[rr][cc] += sum_jj A[ty + 16 rr][jj] * B[jj][tx + 16 cc] over a
+/// tile: the P V of the forward and the dS K of the gradient's dq, on CUDA
+/// cores; A is the f32 tile (rows of TP floats), B staged rows of ldb.
+static const char *kTileAccumulate = R"(template <int R, int C>
+static __device__ __forceinline__ void ${NAME}_accumulate(
+    float (&acc)[R][C], const float *A, const float *B, int ldb, int width,
+    int ty, int tx) {
+  for (int jj = 0; jj < $TILE; ++jj) {
+    float bv[C];
+#pragma unroll
+    for (int cc = 0; cc < C; ++cc) {
+      const int c = tx + 16 * cc;
+      bv[cc] = c < width ? B[jj * ldb + c] : 0.0f;
+    }
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr) {
+      const float a = A[(ty + 16 * rr) * $TP + jj];
+#pragma unroll
+      for (int cc = 0; cc < C; ++cc)
+        acc[rr][cc] += a * bv[cc];
+    }
+  }
+}
+)";
+
 static KernelSource emitAttentionOneRow(ops::AttentionOp op,
                                         const std::string &name);
 
@@ -78,12 +142,9 @@ static KernelSource emitAttention(ops::AttentionOp op,
       {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
       {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dvs + " + x]")},
       {"STORE", fromF(e, "acc")}};
-  ks.source = prelude(needs) + subst(R"(#define ${NAME}_STAGE(dst, stride, width, rows, limit, load)              \
-  for (int e_ = threadIdx.x; e_ < (rows) * (width); e_ += blockDim.x) {    \
-    const int y = e_ / (width), x = e_ - y * (width);                      \
-    (dst)[y * (stride) + x] = y < (limit) ? (load) : 0.0f;                 \
-  }
-)", vars) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  ks.source = prelude(needs) + subst(kStageRows, vars) +
+              subst(kTileDot, vars) + subst(kTileAccumulate, vars) +
+              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
   float *Qs = smem, *Ks = Qs + $TILE * $DP, *Vs = Ks + $TILE * $DP;
   float *Ps = Vs + $TILE * $DVP;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -114,25 +175,7 @@ static KernelSource emitAttention(ops::AttentionOp op,
       ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
       __syncthreads();
       float s[$R][$R];
-#pragma unroll
-      for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-        for (int cc = 0; cc < $R; ++cc)
-          s[rr][cc] = 0.0f;
-      for (int x = 0; x < $D; ++x) {
-        float qa[$R], kb[$R];
-#pragma unroll
-        for (int rr = 0; rr < $R; ++rr)
-          qa[rr] = Qs[(ty + 16 * rr) * $DP + x];
-#pragma unroll
-        for (int cc = 0; cc < $R; ++cc)
-          kb[cc] = Ks[(tx + 16 * cc) * $DP + x];
-#pragma unroll
-        for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-          for (int cc = 0; cc < $R; ++cc)
-            s[rr][cc] += qa[rr] * kb[cc];
-      }
+      ${NAME}_tileDot(s, Qs, $DP, Ks, $DP, $D, ty, tx);
 #pragma unroll
       for (int rr = 0; rr < $R; ++rr) {
         const int y = ty + 16 * rr, i = i0 + y;
@@ -163,21 +206,7 @@ static KernelSource emitAttention(ops::AttentionOp op,
         m[rr] = mNew;
       }
       __syncthreads();
-      for (int jj = 0; jj < $TILE; ++jj) {
-        float vv[$DVC];
-#pragma unroll
-        for (int cc = 0; cc < $DVC; ++cc) {
-          const int c = tx + 16 * cc;
-          vv[cc] = c < $DV ? Vs[jj * $DVP + c] : 0.0f;
-        }
-#pragma unroll
-        for (int rr = 0; rr < $R; ++rr) {
-          const float p = Ps[(ty + 16 * rr) * $TP + jj];
-#pragma unroll
-          for (int cc = 0; cc < $DVC; ++cc)
-            acc[rr][cc] += p * vv[cc];
-        }
-      }
+      ${NAME}_accumulate(acc, Ps, Vs, $DVP, $DV, ty, tx);
     }
 #pragma unroll
     for (int rr = 0; rr < $R; ++rr) {
@@ -361,48 +390,13 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   // Shared helpers: staging a tile of rows (zeros past the end) and one
   // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
   // rows ty + 16 * rr and columns tx + 16 * cc.
-  std::string helpers = subst(R"(__device__ float ${NAME}_stats[$STATS];
-#define ${NAME}_STAGE(dst, stride, width, rows, limit, load)              \
-  for (int e_ = threadIdx.x; e_ < (rows) * (width); e_ += blockDim.x) {    \
-    const int y = e_ / (width), x = e_ - y * (width);                      \
-    (dst)[y * (stride) + x] = y < (limit) ? (load) : 0.0f;                 \
-  }
+  std::string helpers = subst(kStageRows, vars) + subst(kTileDot, vars) +
+                        subst(kTileAccumulate, vars) + subst(R"(__device__ float ${NAME}_stats[$STATS];
 static __device__ __forceinline__ void ${NAME}_scores(
     const float *Qs, const float *Gs, const float *Ks, const float *Vs,
     int ty, int tx, float (&s)[$R][$R], float (&dp)[$R][$R]) {
-#pragma unroll
-  for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-    for (int cc = 0; cc < $R; ++cc)
-      s[rr][cc] = dp[rr][cc] = 0.0f;
-  for (int x = 0; x < $D; ++x) {
-    float qa[$R], kb[$R];
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr)
-      qa[rr] = Qs[(ty + 16 * rr) * $DP + x];
-#pragma unroll
-    for (int cc = 0; cc < $R; ++cc)
-      kb[cc] = Ks[(tx + 16 * cc) * $DP + x];
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-      for (int cc = 0; cc < $R; ++cc)
-        s[rr][cc] += qa[rr] * kb[cc];
-  }
-  for (int x = 0; x < $DV; ++x) {
-    float ga[$R], vb[$R];
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr)
-      ga[rr] = Gs[(ty + 16 * rr) * $DVP + x];
-#pragma unroll
-    for (int cc = 0; cc < $R; ++cc)
-      vb[cc] = Vs[(tx + 16 * cc) * $DVP + x];
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-      for (int cc = 0; cc < $R; ++cc)
-        dp[rr][cc] += ga[rr] * vb[cc];
-  }
+  ${NAME}_tileDot(s, Qs, $DP, Ks, $DP, $D, ty, tx);
+  ${NAME}_tileDot(dp, Gs, $DVP, Vs, $DVP, $DV, ty, tx);
 #pragma unroll
   for (int rr = 0; rr < $R; ++rr)
 #pragma unroll
@@ -511,21 +505,7 @@ static __device__ __forceinline__ void ${NAME}_scores(
           Ps[y * $TP + tx + 16 * cc] = p * (dp[rr][cc] - rowD[y]) * $SCALE;
         }
       __syncthreads();
-      for (int jj = 0; jj < $TILE; ++jj) {
-        float kv[$DC];
-#pragma unroll
-        for (int cc = 0; cc < $DC; ++cc) {
-          const int c = tx + 16 * cc;
-          kv[cc] = c < $D ? Ks[jj * $DP + c] : 0.0f;
-        }
-#pragma unroll
-        for (int rr = 0; rr < $R; ++rr) {
-          const float ds = Ps[(ty + 16 * rr) * $TP + jj];
-#pragma unroll
-          for (int cc = 0; cc < $DC; ++cc)
-            accq[rr][cc] += ds * kv[cc];
-        }
-      }
+      ${NAME}_accumulate(accq, Ps, Ks, $DP, $D, ty, tx);
     }
 #pragma unroll
     for (int rr = 0; rr < $R; ++rr)

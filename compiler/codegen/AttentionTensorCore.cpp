@@ -72,6 +72,30 @@ static __device__ __forceinline__ void ${NAME}_abt(const $T *A, int lda,
   }
   wmma::store_matrix_sync(out, acc, ldo, wmma::mem_row_major);
 }
+// The accumulator fragments this warp holds (blocks warp, warp + 8, ... of
+// a 64 x 16 NC tile) through the f32 staging Sf to `row` (row y of the
+// tile), each of the row's 4 threads a quarter of its W columns, when the
+// row exists.
+template <int F, int NC, int W>
+static __device__ __forceinline__ void ${NAME}_writeTile(
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> (&acc)[F],
+    float *Sf, $T *row, bool exists) {
+  const int warp = threadIdx.x >> 5, y = threadIdx.x >> 2, qd = threadIdx.x & 3;
+  __syncthreads(); // Sf free
+#pragma unroll
+  for (int t = 0; t < F; ++t) {
+    const int f = warp + 8 * t;
+    if (f < 4 * NC)
+      wmma::store_matrix_sync(Sf + (f / NC) * 16 * $LDS + (f % NC) * 16,
+                              acc[t], $LDS, wmma::mem_row_major);
+  }
+  __syncthreads();
+  if (exists)
+    for (int c = 0; c < W / 4; ++c) {
+      const float p_ = Sf[y * $LDS + qd * (W / 4) + c];
+      row[qd * (W / 4) + c] = $TOT;
+    }
+}
 )";
 
 std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
@@ -339,20 +363,7 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
         }
       }
     }
-    __syncthreads(); // Sf free: the staging of dq
-#pragma unroll
-    for (int t = 0; t < $FQ; ++t) {
-      const int f = warp + 8 * t;
-      if (f < 4 * $ND)
-        wmma::store_matrix_sync(Sf + (f / $ND) * 16 * $LDS + (f % $ND) * 16,
-                                dqf[t], $LDS, wmma::mem_row_major);
-    }
-    __syncthreads();
-    if (i < $TQ)
-      for (int c = 0; c < $D4; ++c) {
-        const float p_ = Sf[y * $LDS + qd * $D4 + c];
-        dq[(long long)i * $D + qd * $D4 + c] = $TOT;
-      }
+    ${NAME}_writeTile<$FQ, $ND, $D>(dqf, Sf, dq + (long long)i * $D, i < $TQ);
   }
 }
 )", vars);
@@ -430,34 +441,9 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     }
     // dk, then dv, staged through Sf.
     const int j = j0 + y;
-    __syncthreads();
-#pragma unroll
-    for (int t = 0; t < $FQ; ++t) {
-      const int f = warp + 8 * t;
-      if (f < 4 * $ND)
-        wmma::store_matrix_sync(Sf + (f / $ND) * 16 * $LDS + (f % $ND) * 16,
-                                dkf[t], $LDS, wmma::mem_row_major);
-    }
-    __syncthreads();
-    if (j < $TK)
-      for (int c = 0; c < $D4; ++c) {
-        const float p_ = Sf[y * $LDS + qd * $D4 + c];
-        dk[(long long)j * $D + qd * $D4 + c] = $TOT;
-      }
-    __syncthreads();
-#pragma unroll
-    for (int t = 0; t < $FV; ++t) {
-      const int f = warp + 8 * t;
-      if (f < 4 * $NV)
-        wmma::store_matrix_sync(Sf + (f / $NV) * 16 * $LDS + (f % $NV) * 16,
-                                dvf[t], $LDS, wmma::mem_row_major);
-    }
-    __syncthreads();
-    if (j < $TK)
-      for (int c = 0; c < $DV4; ++c) {
-        const float p_ = Sf[y * $LDS + qd * $DV4 + c];
-        dv[(long long)j * $DV + qd * $DV4 + c] = $TOT;
-      }
+    ${NAME}_writeTile<$FQ, $ND, $D>(dkf, Sf, dk + (long long)j * $D, j < $TK);
+    ${NAME}_writeTile<$FV, $NV, $DV>(dvf, Sf, dv + (long long)j * $DV,
+                                     j < $TK);
   }
 }
 )", vars);
