@@ -247,6 +247,42 @@ def top_kernels(trace, n=8):
     return out
 
 
+def judge(want, got, want_losses, losses, kind, flags, bound):
+    """A run against its reference (the rules above CASES): the verdict
+    and its figures, as gpu-check.json holds them. `want`/`got` map tensor
+    names to arrays; `kind` is "f32" or "low"."""
+    errs = {k: rel_err(got[k], v) if k in got else float("inf")
+            for k, v in want.items()}
+    loss_err = max((abs(x - y) / max(abs(y), 1e-30)
+                    for x, y in zip(losses, want_losses)),
+                   default=float("inf"))
+    if len(losses) != len(want_losses):
+        loss_err = float("inf")
+    worst = max(errs, key=errs.get)
+    # Param elements off by more than 1e-3 of their tensor's max (state
+    # excluded: Adam's v of a near-zero gradient is noise).
+    off = total = 0
+    for k, v in want.items():
+        if k not in got or k.startswith("opt.") or \
+                not np.issubdtype(v.dtype, np.floating):
+            continue
+        scale = max(float(np.max(np.abs(v))), 1e-30) if v.size else 1
+        off += int(np.sum(np.abs(got[k].astype(np.float64) -
+                                 v.astype(np.float64)) > 1e-3 * scale))
+        total += v.size
+    fraction = off / max(total, 1)
+    if kind == "low":
+        amp = "bf16" if "--amp=bf16" in flags else "fp16"
+        ok = (loss_err <= LOW_LOSS[amp] and fraction <= LOW_FRACTION and
+              errs[worst] <= bound)
+    else:
+        ok = max(errs[worst], loss_err) <= bound
+    return {"ok": ok, "kind": kind, "worst_tensor": worst,
+            "worst_rel_err": errs[worst], "loss_rel_err": loss_err,
+            "fraction_off": fraction,
+            "errors": dict(sorted(errs.items(), key=lambda x: -x[1])[:6])}
+
+
 def run_cases(a):
     carry = a.carry
     with open(os.path.join(carry, "manifest.json")) as f:
@@ -268,42 +304,14 @@ def run_cases(a):
         else:
             want = {k: np.load(os.path.join(carry, "blobs", v))
                     for k, v in c["ref"].items()}
-            got = load(out)
-            errs = {k: rel_err(got[k], v) if k in got else float("inf")
-                    for k, v in want.items()}
             losses = losses_of(text)
-            loss_err = max((abs(x - y) / max(abs(y), 1e-30)
-                            for x, y in zip(losses, c["losses"])),
-                           default=float("inf"))
-            if len(losses) != len(c["losses"]):
-                loss_err = float("inf")
-            worst = max(errs, key=errs.get)
-            # Param elements off by more than 1e-3 of their tensor's max
-            # (state excluded: Adam's v of a near-zero gradient is noise).
-            off = total = 0
-            for k, v in want.items():
-                if k not in got or k.startswith("opt."):
-                    continue
-                scale = max(float(np.max(np.abs(v))), 1e-30) if v.size else 1
-                off += int(np.sum(np.abs(got[k].astype(np.float64) -
-                                         v.astype(np.float64)) > 1e-3 * scale))
-                total += v.size
-            fraction = off / max(total, 1)
+            verdict = judge(want, load(out), c["losses"], losses,
+                            c.get("kind", "f32"), c["flags"], c["bound"])
             with open(trace) as f:
                 events = json.load(f)
             # Not the last step: it is timed op by op (outside the graph).
             walls = [s["wall_s"] for s in events["steps"]][2:-1]
-            if c.get("kind") == "low":
-                amp = "bf16" if "--amp=bf16" in c["flags"] else "fp16"
-                ok = (loss_err <= LOW_LOSS[amp] and
-                      fraction <= LOW_FRACTION and errs[worst] <= c["bound"])
-            else:
-                ok = max(errs[worst], loss_err) <= c["bound"]
-            r.update(ok=ok, kind=c.get("kind", "f32"),
-                     worst_tensor=worst, worst_rel_err=errs[worst],
-                     loss_rel_err=loss_err, losses=losses,
-                     fraction_off=fraction,
-                     errors=dict(sorted(errs.items(), key=lambda x: -x[1])[:6]),
+            r.update(verdict, losses=losses,
                      step_s_median=statistics.median(walls) if walls else None,
                      top_kernels=top_kernels(events))
         failed += not r["ok"]
