@@ -825,6 +825,20 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
   return value;
 }
 
+Session::DeviceMemoryUse Session::deviceMemory() const {
+  DeviceMemoryUse use;
+#ifdef STEP_HAVE_CUDA
+  const rt::cuda::CudaExecutor *e = holder_.get();
+  if (!e && !cuda_.empty())
+    e = cuda_.begin()->second.get();
+  if (e) {
+    rt::cuda::DeviceMemory m = e->memory();
+    use = {m.arenaBytes, m.allocatedBytes, m.measuredBytes, m.totalBytes};
+  }
+#endif
+  return use;
+}
+
 const HostTensor &Session::get(const std::string &name) const {
   syncFromDevice(name);
   if (auto it = values_.find(name); it != values_.end())

@@ -198,6 +198,16 @@ public:
   Backend backend() const { return backend_; }
   const rt::Artifact &artifact() const { return artifact_; }
 
+  /// On the CUDA backend, the device memory of the executor that ran the
+  /// last step (or the first one made): the planned arena, what was
+  /// allocated, what cuMemGetInfo says was taken (-1 where unknown), the
+  /// device's total. All -1 on the CPU backend.
+  struct DeviceMemoryUse {
+    int64_t arenaBytes = -1, allocatedBytes = -1, measuredBytes = -1,
+            totalBytes = -1;
+  };
+  DeviceMemoryUse deviceMemory() const;
+
 private:
   void init(rt::Communicator *communicator);
   /// Creates the device state of a GPU backend (loads kernels, uploads

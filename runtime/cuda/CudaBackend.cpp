@@ -83,6 +83,7 @@ CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes, const std::string &what) {
       d->cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 256))),
       "cuMemAlloc of " + what, bytes);
   allocations.push_back(p);
+  allocatedBytes += std::max<int64_t>(bytes, 256);
   return p;
 }
 
@@ -675,6 +676,9 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
   Impl &x = *impl_;
   const Plan &plan = artifact.plan;
   x.init();
+  size_t freeBytes = 0, totalBytes = 0;
+  if (x.d->cuMemGetInfo(&freeBytes, &totalBytes) == CUDA_SUCCESS)
+    x.freeAtStart = static_cast<int64_t>(freeBytes);
   // A malformed plan (Plan::validate, which copySchedule runs) is the
   // plan's fault: say so before allocating anything.
   CopySchedule sched = copySchedule(plan);
@@ -704,6 +708,21 @@ CudaExecutor::CudaExecutor(const Artifact &artifact, CudaExecutorOptions options
 CudaExecutor::~CudaExecutor() = default;
 
 const std::string &CudaExecutor::arch() const { return impl_->arch; }
+
+DeviceMemory CudaExecutor::memory() const {
+  const Impl &x = *impl_;
+  DeviceMemory m;
+  m.arenaBytes = x.plan.arenaBytes;
+  m.allocatedBytes = x.allocatedBytes;
+  size_t freeBytes = 0, totalBytes = 0;
+  if (x.freeAtStart >= 0 &&
+      x.d->cuCtxSetCurrent(x.ctx) == CUDA_SUCCESS &&
+      x.d->cuMemGetInfo(&freeBytes, &totalBytes) == CUDA_SUCCESS) {
+    m.measuredBytes = x.freeAtStart - static_cast<int64_t>(freeBytes);
+    m.totalBytes = static_cast<int64_t>(totalBytes);
+  }
+  return m;
+}
 
 std::vector<HostTensor> CudaExecutor::run(const std::vector<HostTensor> &args) {
   std::vector<const HostTensor *> ptrs;

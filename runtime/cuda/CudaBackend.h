@@ -184,6 +184,19 @@ struct CudaExecutorOptions {
   bool overlapCollectives = true;
 };
 
+/// What an executor holds on its device (CudaExecutor::memory).
+struct DeviceMemory {
+  int64_t arenaBytes = 0;     ///< the plan's arena (step-memory-plan's peak)
+  int64_t allocatedBytes = 0; ///< every cuMemAlloc of the executor: the
+                              ///< arena, params, state, inputs, constants,
+                              ///< the cuBLASLt workspace
+  /// How much less cuMemGetInfo says is free than before the executor's
+  /// first allocation: the allocations plus what the driver took for the
+  /// modules, the graph and the libraries; -1 when the driver did not say.
+  int64_t measuredBytes = -1;
+  int64_t totalBytes = -1; ///< the device's memory
+};
+
 class CudaExecutor {
 public:
   /// Loads the kernels of `artifact` for the device, allocates device memory
@@ -221,6 +234,9 @@ public:
   void setCarried(const std::vector<std::pair<size_t, size_t>> &pairs);
   /// The pairs setCarried kept, in the order given.
   const std::vector<std::pair<size_t, size_t>> &carried() const;
+
+  /// The device memory this executor holds now (see DeviceMemory).
+  DeviceMemory memory() const;
   /// Accepts the last run: enqueues on the compute stream a device-to-
   /// device copy of each carried result into its argument's buffer (none
   /// where the memory plan made them one buffer), after which runs upload

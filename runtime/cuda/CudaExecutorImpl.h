@@ -134,6 +134,10 @@ struct CudaExecutor::Impl {
   std::string arch;
   int ccMajor = 0, ccMinor = 0; ///< compute capability
   std::vector<CUdeviceptr> allocations;
+  int64_t allocatedBytes = 0; ///< the sum of `allocations`' sizes
+  /// cuMemGetInfo's free bytes once the context was current, before any
+  /// allocation of this executor; -1 when the driver did not say.
+  int64_t freeAtStart = -1;
   std::vector<CUdeviceptr> ptrOf; ///< device address of every buffer
   uint8_t *hostArena = nullptr;    ///< pinned, plan.hostBytes; null if 0
   /// Host buffers and params/state held in host memory: their address.

@@ -366,6 +366,12 @@ int run(const Options &o) {
     trace["steps"] = steps;
     trace["total_s"] = secondsSince(t0);
     trace["idle_between_steps"] = chrome.idleBetweenRuns();
+    step::Session::DeviceMemoryUse mem = session.deviceMemory();
+    if (mem.allocatedBytes >= 0)
+      trace["device_memory"] = {{"arena_bytes", mem.arenaBytes},
+                                {"allocated_bytes", mem.allocatedBytes},
+                                {"measured_bytes", mem.measuredBytes},
+                                {"total_bytes", mem.totalBytes}};
     step::rt::writeFileAtomic(o.trace, trace.dump(1) + "\n", "--trace");
   }
   if (o.profile && session.rank() == 0) {

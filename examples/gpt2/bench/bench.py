@@ -421,6 +421,13 @@ def markdown(report):
             f"{p['first_loss_rel_err']:.2e} (tolerance {p['tolerance']:g}, "
             f"{'ok' if p['ok'] else 'NOT OK'}).")
     sj = r["stepjit"]
+    mem = sj.get("device_memory")
+    if mem:
+        tail += (f" StepJIT on the device: planned arena "
+                 f"{fmt_bytes(mem['arena_bytes'])}, allocated "
+                 f"{fmt_bytes(mem['allocated_bytes'])} (arena, params, "
+                 f"AdamW state, batch, constants, cuBLASLt workspace), "
+                 f"cuMemGetInfo's measure {fmt_bytes(mem['measured_bytes'])}.")
     if sj.get("compile_host"):
         tail += (f" StepJIT's step was compiled (stepc, kernels included) on "
                  f"{sj['compile_host']} and run there with step-run "
@@ -934,6 +941,9 @@ def bench_prepared(args, prep, backend, device, work, step_run):
     persistent = 3 * 4 * n_params + prep["batch_bytes"]
     stepjit = stepjit_result(sj, persistent, losses[:-1])
     stepjit["compile_host"] = prep["compile_host"]
+    # Measured on the device (step-run's trace, CUDA only): what the
+    # executor allocated and what cuMemGetInfo says it took.
+    stepjit["device_memory"] = trace.get("device_memory")
     stepjit["profiled_step"] = {"ops": n_ops, "op_seconds": op_seconds,
                                 "top": top}
     if args.parity_steps:

@@ -371,6 +371,21 @@ TEST_F(CudaDevice, MatchesCpuBackendWithoutGraph) {
   expectClose(gpu.run(args), cpu::execute(a, args));
 }
 
+// What the executor reports holding: its allocations cover the planned
+// arena (plus params, inputs, workspace), and cuMemGetInfo saw at least
+// that much taken (allocations are rounded up by the driver, never down).
+TEST_F(CudaDevice, ReportsItsDeviceMemory) {
+  Artifact a = devicePlan();
+  CudaExecutor gpu(a);
+  gpu.run(deviceArgs(0.5));
+  DeviceMemory m = gpu.memory();
+  EXPECT_EQ(m.arenaBytes, a.plan.arenaBytes);
+  EXPECT_GE(m.allocatedBytes, a.plan.arenaBytes);
+  ASSERT_GE(m.measuredBytes, 0) << "cuMemGetInfo gave nothing";
+  EXPECT_GE(m.measuredBytes, m.allocatedBytes);
+  EXPECT_GT(m.totalBytes, m.measuredBytes);
+}
+
 // A timed run (step-run --trace / --profile, docs/profiling.md): the ops
 // recorded one by one with timing events give the graph's results, and
 // every step that launches something has a span, in plan order, each
