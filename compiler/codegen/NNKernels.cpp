@@ -1,10 +1,12 @@
 //===- NNKernels.cpp - losses, embedding_grad -----------------------------===//
 //
-//  - cross_entropy: one block per row (max, sum of exp, loss), f32. For
+//  - cross_entropy: one block per row, f32: max and sum of exp in one
+//    sweep (online, rescaled; kRowSoftmaxStats), then the loss. For
 //    mean/sum, blocks keep per-block partials (rows in a fixed order) in a
 //    __device__ array and the last block to finish (atomic ticket) adds
 //    them in a fixed order: deterministic, no atomics on values.
-//  - cross_entropy_grad: one block per row, (softmax - onehot) * scale; for
+//  - cross_entropy_grad: one block per row, the same one-sweep statistics,
+//    then a second sweep storing (softmax - onehot) * scale; for
 //    mean every block counts the non-ignored targets itself.
 //  - embedding_grad: deterministic gather-sum. One block per table row v
 //    scans the indices in chunks of 256, finds the positions equal to v with
@@ -31,17 +33,84 @@ namespace step::codegen::detail {
 
 namespace ops = mlir::step;
 
-/// The part of a cross-entropy row kernel that computes max and sum of
-/// exp over row `row` of in0 ([N, C] logits) into `mx`, `sum`.
-static const char *kRowSoftmaxStats = R"($XPTR    float mx = $NEGINF;
-    for (int j = threadIdx.x; j < $C; j += blockDim.x)
-      mx = maxNaN(mx, $X);
-    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < $C; j += blockDim.x)
-      sum += expf($X - mx);
-    sum = blockReduce(sum, SumOp(), 0.0f, sh);
+/// Elements of a row each thread loads per iteration of a cross-entropy
+/// kernel: U independent loads in flight per thread (memory-level
+/// parallelism), strided by blockDim.x so every load of a warp is
+/// coalesced. 16 keeps 32 bytes (bf16) or 64 bytes (f32) per thread in
+/// flight, enough to cover DRAM latency with 2048 threads per SM.
+static constexpr int64_t kRowUnroll = 16;
+
+/// Device functions of the cross-entropy kernels: (m, s) is a partial
+/// softmax statistic, s = sum exp(x - m) over some elements of the row.
+/// Two of them merge by rescaling to the larger max; the reference point
+/// is 0 while the max is -inf (no finite element yet), so a thread or warp
+/// that saw only -inf logits contributes exactly 0 instead of NaN. The
+/// block merge is a fixed xor-shuffle tree then a fixed tree over the warps
+/// (as blockReduce): the same bits whatever the timing.
+static const char *kOnlineStatsFns = R"(// Online softmax statistics (NNKernels.cpp).
+__device__ __forceinline__ void ceMerge(float &m, float &s, float m2, float s2) {
+  const float nm = maxNaN(m, m2);
+  const float ref = nm == $NEGINF ? 0.0f : nm;
+  s = s * expf(m - ref) + s2 * expf(m2 - ref);
+  m = nm;
+}
+__device__ __forceinline__ void ceWarpMerge(float &m, float &s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    ceMerge(m, s, m2, s2);
+  }
+}
+// Every thread gets the row's (max, sum of exp); shm, shs hold 32 values.
+__device__ __forceinline__ void ceBlockMerge(float &m, float &s, float *shm, float *shs) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  ceWarpMerge(m, s);
+  __syncthreads(); // a previous row may still be reading shm, shs
+  if (lane == 0) {
+    shm[warp] = m;
+    shs[warp] = s;
+  }
+  __syncthreads();
+  const bool in = lane < (int)(blockDim.x >> 5);
+  m = in ? shm[lane] : $NEGINF;
+  s = in ? shs[lane] : 0.0f;
+  ceWarpMerge(m, s);
+}
 )";
+
+/// The part of a cross-entropy row kernel that computes max and sum of
+/// exp over row `row` of in0 ([N, C] logits) into `mx`, `sum` in one
+/// sweep: each thread folds $U loaded elements at a time into its running
+/// (max, rescaled sum), one rescale per $U elements, then ceBlockMerge.
+static const char *kRowSoftmaxStats = R"($XPTR    float mx = $NEGINF, sum = 0.0f;
+    for (int j0 = threadIdx.x; j0 < $C; j0 += $U * blockDim.x) {
+      float v[$U];
+#pragma unroll
+      for (int u = 0; u < $U; ++u) {
+        const int j = j0 + u * (int)blockDim.x;
+        v[u] = j < $C ? $X : $NEGINF;
+      }
+      float cm = v[0];
+#pragma unroll
+      for (int u = 1; u < $U; ++u)
+        cm = maxNaN(cm, v[u]);
+      const float nm = maxNaN(mx, cm);
+      const float ref = nm == $NEGINF ? 0.0f : nm;
+      float add = 0.0f;
+#pragma unroll
+      for (int u = 0; u < $U; ++u)
+        add += expf(v[u] - ref);
+      sum = sum * expf(mx - ref) + add;
+      mx = nm;
+    }
+    ceBlockMerge(mx, sum, sh, sh2);
+)";
+
+/// Threads per block of a cross-entropy kernel over rows of `c` logits.
+static int64_t ceBlock(int64_t c) {
+  return blockForRow((c + kRowUnroll - 1) / kRowUnroll, 512);
+}
 
 //===----------------------------------------------------------------------===//
 // step.cross_entropy
@@ -76,7 +145,7 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
   Elem e = elemOf(op.getLogits().getType());
   KernelSource ks;
   ks.name = name;
-  ks.blockX = blockForRow(c, 512);
+  ks.blockX = ceBlock(c);
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
@@ -91,13 +160,13 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
       {"G", std::to_string(g)}, {"NAME", name},
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
       {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
-      {"IN1", io.operand(1)},
+      {"U", std::to_string(kRowUnroll)}, {"IN1", io.operand(1)},
       {"STORE", storeRow(io, e, "row", "loss")},
       {"STORE_TOTAL",
        storeRow(io, e, "0", mean ? "total / (float)count" : "total")}};
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
-  std::string head = R"(  __shared__ float sh[32];
+  std::string head = R"(  __shared__ float sh[32], sh2[32];
   __shared__ int shi[32];
   float part = 0.0f; // thread 0: this block's rows, in order
   int counted = 0;
@@ -115,8 +184,8 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
   if (none) {
     head += "    if (threadIdx.x == 0) $STORE\n  }\n"
             "  (void)part; (void)counted; (void)shi;\n";
-    ks.source = prelude(needs) + io.preamble + signature(ks, params) +
-                " {\n" + subst(head, vars) + "}\n";
+    ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
+                signature(ks, params) + " {\n" + subst(head, vars) + "}\n";
     return ks;
   }
   head += R"(    part += loss;
@@ -148,7 +217,7 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
     ${NAME}_ticket = 0; // ready for the next launch
   }
 )";
-  ks.source = prelude(needs) + io.preamble +
+  ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
               subst("__device__ float ${NAME}_partial[$G];\n"
                     "__device__ int ${NAME}_count[$G];\n"
                     "__device__ unsigned int ${NAME}_ticket;\n",
@@ -169,7 +238,7 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   Elem e = elemOf(op.getLogits().getType());
   KernelSource ks;
   ks.name = name;
-  ks.blockX = blockForRow(c, 512);
+  ks.blockX = ceBlock(c);
   ks.gridX = std::min<int64_t>(std::max<int64_t>(n, 1), 65535);
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
@@ -182,7 +251,7 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
                           : toF(ge, io.operand(2) + "[0]");
   if (red == ops::LossReduction::Mean)
     scale += " / (float)count";
-  std::string body = R"(  __shared__ float sh[32];
+  std::string body = R"(  __shared__ float sh[32], sh2[32];
   __shared__ int shi[32];
   int count = 0;
 )";
@@ -200,11 +269,26 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
     }
 )";
   body += kRowSoftmaxStats;
+  // The second sweep reads the row again (from L2 where it is still
+  // there) with the same $U loads in flight; the reciprocal is taken once.
   body += R"(    const float s = $SCALE;
     const bool bad = t < 0 || t >= $C;
-    for (int j = threadIdx.x; j < $C; j += blockDim.x) {
-      const float p = bad ? $NAN : expf($X - mx) / sum - (j == t ? 1.0f : 0.0f);
-      $STORE
+    const float inv = 1.0f / sum;
+    for (int j0 = threadIdx.x; j0 < $C; j0 += $U * blockDim.x) {
+      float v[$U];
+#pragma unroll
+      for (int u = 0; u < $U; ++u) {
+        const int j = j0 + u * (int)blockDim.x;
+        v[u] = j < $C ? $X : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < $U; ++u) {
+        const int j = j0 + u * (int)blockDim.x;
+        if (j < $C) {
+          const float p = bad ? $NAN : expf(v[u] - mx) * inv - (j == t ? 1.0f : 0.0f);
+          $STORE
+        }
+      }
     }
   }
   (void)count;
@@ -217,12 +301,13 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
       {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
       {"SCALE", scale}, {"IN1", io.operand(1)},
+      {"U", std::to_string(kRowUnroll)},
       {"ZERO", storeRow(io, e, at, "0.0f")},
       {"STORE", storeRow(io, e, at, "p * s")}};
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
-  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" +
-              subst(body, vars);
+  ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
+              signature(ks, params) + " {\n" + subst(body, vars);
   return ks;
 }
 

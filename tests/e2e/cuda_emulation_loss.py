@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""The cross-entropy kernels that stepc generates, run on the CPU.
+
+cross_entropy and cross_entropy_grad keep one block per row and compute
+the row's max and sum of exp in one sweep (online: a running max, the sum
+rescaled when it grows, per-thread statistics merged by a fixed shuffle
+tree; docs/codegen.md). No GPU here, so: stepc --dump-kernels writes the
+CUDA C++ of small models, each with one kernel; this test compiles it with
+the host compiler against tests/e2e/emu/cuda_emu_sync.h (blocks as CPU
+threads, one after another) and compares every output with a float64
+numpy reference.
+
+Checks per kernel:
+- values: |got - want| <= 1e-5 * mag + ulp/2 of the output type * |want|,
+  mag the size of the terms (|logsumexp| + |x[t]| + 1 per loss row;
+  (softmax + onehot) * |scale| per gradient element). The f32 statistics
+  sum at most a few dozen terms per thread; a dropped or doubled element
+  moves a gradient by about 1/C of softmax's sum, 1e-4 relative for the
+  9000-wide rows, above the f32 bound;
+- NaN exactly where the target is outside [0, C), 0 for ignored rows;
+- determinism and coverage: three runs whose outputs must be bitwise
+  equal. A kernel with a ticket (mean/sum loss) runs its exact grid with
+  the blocks in increasing, decreasing and shuffled order, its __device__
+  partials poisoned (NaN) before each run; a grid-stride kernel runs with
+  1, 2 and 5 blocks. Outputs are poisoned before each run with NaN, then
+  with 7777: an element a run leaves unwritten shows as a difference.
+
+Cases: unfused f32 and bf16 (as --amp=bf16 gives the loss), fused (a cast
+prologue and a scale epilogue on the loss; a bias-add prologue and a bf16
+cast epilogue on the gradient, i32 targets); reductions mean, sum and
+none; rows of 1000 (one partial sweep of 64 threads x 16 loads) and 9000
+(512 threads, a second, partial sweep: the rescaling across iterations);
+ignore_index -100 and 3; targets 1000 and -5 (NaN rows); -inf logits
+(masked vocabulary): a row finite only in its first 100 columns (threads
+and warps that see only -inf) and one -inf in columns [100, 8100) (threads
+that see -inf first, finite logits in their second sweep).
+
+Usage: cuda_emulation_loss.py --stepc STEPC --cxx CXX
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CTYPE = {"f32": "float", "bf16": "__nv_bfloat16", "i64": "long long",
+         "i32": "int"}
+# Half an ulp of the stored result, relative to its value.
+ROUND = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}
+
+
+def shape_t(shape, dt):
+    return "tensor<%sx%s>" % ("x".join(map(str, shape)), dt) if shape else \
+        "tensor<%s>" % dt
+
+
+def rounded(a, dt):
+    """The values an element of type `dt` holds."""
+    a = np.asarray(a, dtype=np.float32)
+    if dt == "f32":
+        return a
+    u = a.reshape(-1).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32).reshape(a.shape)
+
+
+def targets(n, c, ign, bad=False):
+    """Row targets: one ignored row, with `bad` two outside [0, C)."""
+    t = (np.arange(n) * 7919 + 13) % c
+    t[1] = ign
+    if bad:
+        t[2], t[n - 1] = c, -5
+    return t
+
+
+def lse_rows(x):
+    m = x.max(1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(1, keepdims=True)))[:, 0]
+
+
+def loss_ref(x, t, ign, red):
+    n, c = x.shape
+    lse = lse_rows(x)
+    ok = t != ign
+    valid = (t >= 0) & (t < c)
+    xt = x[np.arange(n), np.clip(t, 0, c - 1)]
+    loss = np.where(valid, lse - xt, np.nan)
+    mag = np.abs(lse) + np.abs(xt) + 1
+    loss = np.where(ok, loss, 0.0)
+    mag = np.where(ok, mag, 0.0)
+    if red == "none":
+        return loss, mag
+    count = ok.sum()
+    if red == "mean":
+        return np.array(loss.sum() / count), np.array(mag.sum() / count)
+    return np.array(loss.sum()), np.array(mag.sum())
+
+
+def grad_ref(x, t, g, ign, red):
+    n, c = x.shape
+    p = np.exp(x - lse_rows(x)[:, None])
+    ok = t != ign
+    valid = (t >= 0) & (t < c)
+    onehot = np.zeros_like(p)
+    onehot[np.arange(n)[valid], t[valid]] = 1.0
+    s = g if red == "none" else np.full(n, g[0] if g.ndim else g)
+    if red == "mean":
+        s = s / ok.sum()
+    d = (p - onehot) * s[:, None]
+    d = np.where(valid[:, None], d, np.nan)
+    d = np.where(ok[:, None], d, 0.0)
+    mag = np.where(ok[:, None], (p + onehot) * np.abs(s)[:, None], 0.0)
+    return d, mag
+
+
+def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
+            masked=False, grad=False, fuse=False):
+    """step.cross_entropy(_grad) of [n, c] logits of type dt."""
+    ignore = -100 if ign is None else ign
+    attr = f"reduction = {red}" + ("" if ign is None
+                                   else f" ignore_index = {ign}")
+    x_t, y_t = shape_t([n, c], dt), shape_t([n], ti)
+    g_shape = [n] if red == "none" else []
+    if not grad:
+        out_t = shape_t([n] if red == "none" else [], dt)
+        if fuse:  # cast prologue (bf16 logits), scale epilogue
+            xf = shape_t([n, c], "f32")
+            of = shape_t([], "f32")
+            args = [("y", [n], ti), ("x", [n, c], "bf16"), ("s", [], "f32")]
+            body = f"""    %0 = step.cast %x : {shape_t([n, c], "bf16")} -> {xf}
+    %1 = step.cross_entropy %0, %y {attr} : {xf}, {y_t} -> {of}
+    %r = step.mul %1, %s : {of}"""
+            out_dt = "f32"
+        else:
+            args = [("x", [n, c], dt), ("y", [n], ti)]
+            body = f"    %r = step.cross_entropy %x, %y {attr} : {x_t}, " \
+                   f"{y_t} -> {out_t}"
+            out_dt = dt
+    else:
+        g_t = shape_t(g_shape, "f32" if fuse else dt)
+        if fuse:  # bias-add prologue, bf16 cast epilogue
+            xf = shape_t([n, c], "f32")
+            args = [("x", [n, c], "f32"), ("b", [n, c], "f32"),
+                    ("y", [n], ti), ("g", g_shape, "f32")]
+            body = f"""    %0 = step.add %x, %b : {xf}
+    %1 = step.cross_entropy_grad %0, %y, %g {attr} : {xf}, {y_t}, {g_t} -> {xf}
+    %r = step.cast %1 : {xf} -> {shape_t([n, c], "bf16")}"""
+            out_dt = "bf16"
+        else:
+            args = [("x", [n, c], dt), ("y", [n], ti), ("g", g_shape, dt)]
+            body = f"    %r = step.cross_entropy_grad %x, %y, %g {attr} : " \
+                   f"{x_t}, {y_t}, {g_t} -> {x_t}"
+            out_dt = dt
+    out_shape = [n, c] if grad else ([n] if red == "none" else [])
+    sig = ", ".join(f'%{a}: {shape_t(s, d)} {{step.kind = "input", '
+                    f'step.name = "{a}"}}' for a, s, d in args)
+    r_t = shape_t(out_shape, out_dt)
+    mlir = f"""module {{
+  func.func @forward({sig}) -> ({r_t} {{step.name = "r"}}) {{
+{body}
+    return %r : {r_t}
+  }}
+}}
+"""
+
+    def make(rng):
+        vals = {}
+        for a, s, d in args:
+            if a == "y":
+                vals[a] = targets(n, c, ignore, bad).astype(np.float64)
+            elif a == "x":
+                v = rng.normal(0, 2, s)
+                if masked:  # threads that see only -inf; -inf, then not
+                    t = targets(n, c, ignore, bad)
+                    keep = v[[0, 2], t[[0, 2]]]
+                    v[0, 100:] = -np.inf
+                    v[2, 100:8100] = -np.inf
+                    v[[0, 2], t[[0, 2]]] = keep  # a finite target logit
+                vals[a] = rounded(v, d).astype(np.float64)
+            else:  # bias, loss gradient, scale
+                vals[a] = rounded(rng.normal(0.5, 1, s), d).astype(np.float64)
+        return vals
+
+    def ref(v):
+        x = v["x"] + v.get("b", 0.0)
+        t = v["y"].astype(np.int64)
+        if grad:
+            return grad_ref(x, t, v["g"], ignore, red)
+        want, mag = loss_ref(x, t, ignore, red)
+        if fuse:
+            return want * v["s"], mag * abs(v["s"])
+        return want, mag
+    return dict(name=name, mlir=mlir, args=args, make=make, ref=ref,
+                out_dt=out_dt, out_shape=out_shape, fuse=fuse)
+
+
+def cases():
+    return [
+        ce_case("loss_mean_7x1000_bf16", 7, 1000, "bf16", "mean"),
+        ce_case("loss_sum_3x9000_f32_masked", 3, 9000, "f32", "sum", ign=3,
+                masked=True),
+        ce_case("loss_none_6x1000_f32_bad", 6, 1000, "f32", "none",
+                bad=True),
+        ce_case("loss_mean_6x1000_fused", 6, 1000, "bf16", "mean",
+                fuse=True),
+        ce_case("grad_mean_5x1000_bf16", 5, 1000, "bf16", "mean",
+                grad=True),
+        ce_case("grad_sum_3x9000_f32_masked", 3, 9000, "f32", "sum",
+                masked=True, grad=True),
+        ce_case("grad_none_6x1000_f32_bad", 6, 1000, "f32", "none", ign=3,
+                bad=True, grad=True),
+        ce_case("grad_mean_6x1000_fused_i32", 6, 1000, "f32", "mean",
+                ti="i32", grad=True, fuse=True),
+    ]
+
+
+HARNESS = r"""
+#include "cuda_emu_sync.h"
+// The target counts (blockReduce over ints): exact through a float slot
+// for counts below 2^24.
+inline int __shfl_xor_sync(unsigned m, int v, int lane) {
+  return (int)__shfl_xor_sync(m, (float)v, lane);
+}
+#include "kernel.inc"
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+static float toF(float x) { return x; }
+static float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
+static void put(double x, float &e) { e = float(x); }
+static void put(double x, __nv_bfloat16 &e) { e = __float2bfloat16(float(x)); }
+static void put(double x, long long &e) { e = (long long)x; }
+static void put(double x, int &e) { e = (int)x; }
+template <class T> static std::vector<T> readRaw(const char *path, size_t n) {
+  std::vector<double> f(n);
+  FILE *h = std::fopen(path, "rb");
+  if (!h || std::fread(f.data(), 8, n, h) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
+  std::fclose(h);
+  std::vector<T> e(n);
+  for (size_t i = 0; i < n; ++i) put(f[i], e[i]);
+  return e;
+}
+template <class T> static void writeRaw(const std::string &path, const std::vector<T> &e) {
+  std::vector<float> f(e.size());
+  for (size_t i = 0; i < e.size(); ++i) f[i] = toF(e[i]);
+  FILE *h = std::fopen(path.c_str(), "wb");
+  std::fwrite(f.data(), 4, f.size(), h);
+  std::fclose(h);
+}
+template <class T> static void poison(std::vector<T> &v, double x) {
+  for (T &e : v) put(x, e);
+}
+int main() {
+DECLS
+  std::vector<std::vector<unsigned>> orders;
+  if (SPLIT) { // the exact grid, three block orders
+    std::vector<unsigned> o(GRID);
+    for (unsigned b = 0; b < GRID; ++b) o[b] = b;
+    orders.push_back(o);
+    std::reverse(o.begin(), o.end());
+    orders.push_back(o);
+    std::shuffle(o.begin(), o.end(), std::mt19937(7));
+    orders.push_back(o);
+  } else { // grid-stride: any grid
+    for (unsigned g : {1u, 2u, 5u}) {
+      std::vector<unsigned> o(g);
+      for (unsigned b = 0; b < g; ++b) o[b] = b;
+      orders.push_back(o);
+    }
+  }
+  for (size_t run = 0; run < orders.size(); ++run) {
+    const double bait = run == 1 ? 7777.0 : NAN;
+POISON
+    emuLaunchOrder(orders[run], BLOCK, [&] { KERNEL(ARGS); });
+WRITES
+  }
+}
+"""
+
+
+def run_case(args, case, tmp):
+    model = os.path.join(tmp, case["name"] + ".mlir")
+    with open(model, "w") as f:
+        f.write(case["mlir"])
+    dump = os.path.join(tmp, case["name"] + "_k")
+    subprocess.run([args.stepc, model, "--no-kernels", "--dump-kernels", dump,
+                    "-o", os.path.join(tmp, "x.step")]
+                   + ([] if case["fuse"] else ["--no-fuse"]), check=True,
+                   env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+    # The kernel's in<k> is operand k of the fusion or op: which function
+    # argument that is, from the compiled IR.
+    ir = os.path.join(tmp, "x.mlir")
+    subprocess.run([args.stepc, model, "--emit", "mlir", "-o", ir]
+                   + ([] if case["fuse"] else ["--no-fuse"]), check=True)
+    line = next(ln for ln in open(ir)
+                if re.search(r"step\.(fusion|cross_entropy)", ln))
+    order = [int(a) for a in re.findall(r"%arg(\d+)", line.split(":")[0])]
+    kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
+    if len(kernels) != 1:
+        sys.exit(f"FAIL {case['name']}: expected one kernel, got "
+                 f"{[os.path.basename(k) for k in kernels]}")
+    src = open(kernels[0]).read()
+    if case["fuse"] != os.path.basename(kernels[0]).startswith("fusion_"):
+        sys.exit(f"FAIL {case['name']}: {os.path.basename(kernels[0])}")
+    if "ceBlockMerge(mx, sum" not in src:
+        sys.exit(f"FAIL {case['name']}: not the one-sweep statistics")
+    src = re.sub(r"#include <cuda_(bf16|fp16)\.h>", "", src)
+    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    block, name = int(sig.group(1)), sig.group(2)
+    params = [re.match(r"(const )?(.+?) \*__restrict__ (\w+)", p.strip())
+              .groups() for p in sig.group(3).split(",")]
+    partial = re.search(r"__device__ float \w+_partial\[(\d+)\];", src)
+    split = partial is not None
+    stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
+             for p in re.findall(r"__device__ \S+ (\w+_(?:partial|count))\[",
+                                 src)]
+    grid = int(partial.group(1)) if split else 0
+
+    rng = np.random.default_rng(len(case["name"]))
+    vals = case["make"](rng)
+    want, mag = case["ref"](vals)
+    want, mag = np.asarray(want), np.asarray(mag)
+    decls, poison, writes, argl = [], [], [], []
+    for const, ctype, pname in params:
+        if const:
+            k = int(pname[2:])
+            a, shape, dt = case["args"][order[k]]
+            if ctype != CTYPE[dt]:
+                sys.exit(f"FAIL {case['name']}: {pname} is {ctype}")
+            np.asarray(vals[a], dtype=np.float64).tofile(
+                os.path.join(tmp, f"in{k}.bin"))
+            decls.append(f"  auto {pname} = readRaw<{ctype}>(\"in{k}.bin\", "
+                         f"{max(1, int(np.prod(shape)))});")
+        else:
+            if ctype != CTYPE[case["out_dt"]]:
+                sys.exit(f"FAIL {case['name']}: {pname} is {ctype}")
+            decls.append(f"  std::vector<{ctype}> {pname}({want.size});")
+            poison.append(f"    poison({pname}, bait);")
+            writes.append(f"    writeRaw(\"{pname}_\" + std::to_string(run) "
+                          f"+ \".bin\", {pname});")
+        argl.append(pname + ".data()")
+    harness = HARNESS
+    for key, val in (("DECLS", "\n".join(decls)),
+                     ("POISON", "\n".join(poison + stale)),
+                     ("WRITES", "\n".join(writes)),
+                     ("ARGS", ", ".join(argl)), ("SPLIT", int(split)),
+                     ("GRID", grid), ("BLOCK", block), ("KERNEL", name)):
+        harness = re.sub(r"\b%s\b" % key, str(val), harness)
+    with open(os.path.join(tmp, "kernel.inc"), "w") as f:
+        f.write(src)
+    with open(os.path.join(tmp, "main.cpp"), "w") as f:
+        f.write(harness)
+    exe = os.path.join(tmp, "kernel")
+    subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w",
+                    "-I", os.path.join(HERE, "emu"), "-I", tmp,
+                    os.path.join(tmp, "main.cpp"), "-o", exe], check=True)
+    subprocess.run([exe], cwd=tmp, check=True)
+
+    runs = [np.fromfile(os.path.join(tmp, f"out0_{r}.bin"), dtype=np.float32)
+            for r in range(3)]
+    got = runs[0].reshape(want.shape)
+    for r in (1, 2):
+        if runs[r].tobytes() != runs[0].tobytes():
+            sys.exit(f"FAIL {case['name']}: out0 differs between runs 0 and "
+                     f"{r} ({'block orders' if split else 'grids'}), or an "
+                     f"element was left unwritten")
+    nan = np.isnan(want)
+    if (np.isnan(got) != nan).any():
+        sys.exit(f"FAIL {case['name']}: NaN at {np.argwhere(np.isnan(got) != nan)[:5].tolist()}")
+    w, g, m = want[~nan], got[~nan], mag[~nan]
+    bound = 1e-5 * m + ROUND[case["out_dt"]] * np.abs(w)
+    ratio = float((np.abs(g - w) / np.maximum(bound, 1e-30)).max()) \
+        if w.size else 0.0
+    print(f"{case['name']}: {name} block {block} "
+          f"{'ticket grid %d' % grid if split else 'grid-stride'}: "
+          f"{int(nan.sum())} NaN as expected, max err / bound {ratio:.3g}")
+    if ratio > 1:
+        sys.exit(f"FAIL {case['name']}: error above the bound")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stepc", required=True)
+    ap.add_argument("--cxx", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-loss-") as tmp:
+        for c in cases():
+            run_case(args, c, tmp)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
