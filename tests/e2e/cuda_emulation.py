@@ -34,6 +34,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "emu"))
+from emu_harness import build_and_run, fill, rounded  # noqa: E402
 BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
 
 # A model whose attention is not causal, with Tq != Tk and D != Dv; the
@@ -60,36 +62,18 @@ def noncausal(s, tq, tk, d, dv):
 HARNESS = r"""
 #include "cuda_emu.h"
 #include "kernel.inc"
-#include <cstdio>
-#include <cstdlib>
+#include "emu_io.h"
 typedef ELEM Elem;
-static float toF(float x) { return x; }
-static float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
-static void put(float x, float &e) { e = x; }
-static void put(float x, __nv_bfloat16 &e) { e = __float2bfloat16(x); }
-static Elem fromF(float x) { Elem e; put(x, e); return e; }
-static std::vector<Elem> readRaw(const char *path, size_t n) {
-  std::vector<float> f(n);
-  FILE *h = std::fopen(path, "rb");
-  if (!h || std::fread(f.data(), 4, n, h) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
-  std::fclose(h);
-  std::vector<Elem> e(n);
-  for (size_t i = 0; i < n; ++i) e[i] = fromF(f[i]);
-  return e;
-}
-static void writeRaw(const char *path, const std::vector<Elem> &e) {
-  std::vector<float> f(e.size());
-  for (size_t i = 0; i < e.size(); ++i) f[i] = toF(e[i]);
-  FILE *h = std::fopen(path, "wb");
-  std::fwrite(f.data(), 4, f.size(), h);
-  std::fclose(h);
-}
 int main() {
-  auto q = readRaw("q.bin", NQ), k = readRaw("k.bin", NK), v = readRaw("v.bin", NV);
-  std::vector<Elem> out0(NQO, fromF(NAN));
+  auto q = readRaw<Elem>("q.bin", NQ), k = readRaw<Elem>("k.bin", NK),
+       v = readRaw<Elem>("v.bin", NV);
+  std::vector<Elem> out0(NQO);
+  poison(out0);
 #if GRAD
-  auto g = readRaw("g.bin", NG);
-  std::vector<Elem> out1(NK, fromF(NAN)), out2(NV, fromF(NAN));
+  auto g = readRaw<Elem>("g.bin", NG);
+  std::vector<Elem> out1(NK), out2(NV);
+  poison(out1);
+  poison(out2);
   emuLaunch(GRID_A, 256, [&] { KERNEL(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
   emuLaunch(GRID_B, 256, [&] { SECOND(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
   writeRaw("dq.bin", out0); writeRaw("dk.bin", out1); writeRaw("dv.bin", out2);
@@ -121,28 +105,15 @@ def reference(q, k, v, g, causal, scale):
                np.einsum("bij,bic->bjc", p, g))
 
 
-def rounded(a, elem):
-    """The values a kernel of element type `elem` reads."""
-    a = a.astype(np.float32)
-    if elem == "float":
-        return a
-    u = a.view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32)
-
-
 def run_kernel(args, path, grad, shape, causal, work):
     s, tq, tk, d, dv = shape
     src = open(path).read()
-    src = re.sub(r"#include <(cuda_bf16|cuda_fp16|mma)\.h>", "", src)
     name = re.search(r"void __launch_bounds__\(\d+\) (\w+)\(", src).group(1)
     elem = re.search(r"const (\S+) \*__restrict__ in0", src).group(1)
     tensor_cores = "wmma::mma_sync" in src
     if elem != "float" and d % 16 == 0 and dv % 16 == 0 and not tensor_cores:
         sys.exit(f"FAIL {os.path.basename(path)}: a bf16 head of {d}/{dv} "
                  f"did not get the tensor-core kernel")
-    with open(os.path.join(work, "kernel.inc"), "w") as f:
-        f.write(src)
     rng = np.random.default_rng(len(name) + 7 * grad)
     q = rounded(rng.normal(0, 1.5, (s, tq, d)), elem)
     k = rounded(rng.normal(0, 1.5, (s, tk, d)), elem)
@@ -150,23 +121,14 @@ def run_kernel(args, path, grad, shape, causal, work):
     g = rounded(rng.normal(0, 1, (s, tq, dv)), elem) if grad else None
     for n, a in (("q", q), ("k", k), ("v", v), ("g", g)):
         if a is not None:
-            a.tofile(os.path.join(work, n + ".bin"))
+            a.astype(np.float64).tofile(os.path.join(work, n + ".bin"))
     # Small grids: each block's grid-stride loop takes several tiles.
     defs = {"ELEM": elem, "KERNEL": name, "GRAD": int(grad),
             "NQ": q.size, "NK": k.size, "NV": v.size,
             "NG": 0 if g is None else g.size,
             "NQO": q.size if grad else s * tq * dv, "GRID_A": 3, "GRID_B": 2,
             "SECOND": name + "_dkdv"}
-    harness = HARNESS
-    for key, val in defs.items():
-        harness = re.sub(r"\b%s\b" % key, str(val), harness)
-    with open(os.path.join(work, "main.cpp"), "w") as f:
-        f.write(harness)
-    exe = os.path.join(work, "kernel")
-    subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w",
-                    "-I", os.path.join(HERE, "emu"), "-I", work,
-                    os.path.join(work, "main.cpp"), "-o", exe], check=True)
-    subprocess.run([exe], cwd=work, check=True)
+    build_and_run(args.cxx, work, src, fill(HARNESS, defs))
     o, grads = reference(q.astype(np.float64), k.astype(np.float64),
                          v.astype(np.float64),
                          None if g is None else g.astype(np.float64),

@@ -48,6 +48,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "emu"))
+from emu_harness import build_and_run, fill, rounded  # noqa: E402
 CTYPE = {"f32": "float", "bf16": "__nv_bfloat16", "i64": "long long",
          "i32": "int"}
 # Half an ulp of the stored result, relative to its value.
@@ -57,16 +59,6 @@ ROUND = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}
 def shape_t(shape, dt):
     return "tensor<%sx%s>" % ("x".join(map(str, shape)), dt) if shape else \
         "tensor<%s>" % dt
-
-
-def rounded(a, dt):
-    """The values an element of type `dt` holds."""
-    a = np.asarray(a, dtype=np.float32)
-    if dt == "f32":
-        return a
-    u = a.reshape(-1).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return u.astype(np.uint32).view(np.float32).reshape(a.shape)
 
 
 def targets(n, c, ign, bad=False):
@@ -227,54 +219,10 @@ inline int __shfl_xor_sync(unsigned m, int v, int lane) {
   return (int)__shfl_xor_sync(m, (float)v, lane);
 }
 #include "kernel.inc"
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <random>
-#include <string>
-static float toF(float x) { return x; }
-static float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
-static void put(double x, float &e) { e = float(x); }
-static void put(double x, __nv_bfloat16 &e) { e = __float2bfloat16(float(x)); }
-static void put(double x, long long &e) { e = (long long)x; }
-static void put(double x, int &e) { e = (int)x; }
-template <class T> static std::vector<T> readRaw(const char *path, size_t n) {
-  std::vector<double> f(n);
-  FILE *h = std::fopen(path, "rb");
-  if (!h || std::fread(f.data(), 8, n, h) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
-  std::fclose(h);
-  std::vector<T> e(n);
-  for (size_t i = 0; i < n; ++i) put(f[i], e[i]);
-  return e;
-}
-template <class T> static void writeRaw(const std::string &path, const std::vector<T> &e) {
-  std::vector<float> f(e.size());
-  for (size_t i = 0; i < e.size(); ++i) f[i] = toF(e[i]);
-  FILE *h = std::fopen(path.c_str(), "wb");
-  std::fwrite(f.data(), 4, f.size(), h);
-  std::fclose(h);
-}
-template <class T> static void poison(std::vector<T> &v, double x) {
-  for (T &e : v) put(x, e);
-}
+#include "emu_io.h"
 int main() {
 DECLS
-  std::vector<std::vector<unsigned>> orders;
-  if (SPLIT) { // the exact grid, three block orders
-    std::vector<unsigned> o(GRID);
-    for (unsigned b = 0; b < GRID; ++b) o[b] = b;
-    orders.push_back(o);
-    std::reverse(o.begin(), o.end());
-    orders.push_back(o);
-    std::shuffle(o.begin(), o.end(), std::mt19937(7));
-    orders.push_back(o);
-  } else { // grid-stride: any grid
-    for (unsigned g : {1u, 2u, 5u}) {
-      std::vector<unsigned> o(g);
-      for (unsigned b = 0; b < g; ++b) o[b] = b;
-      orders.push_back(o);
-    }
-  }
+  const std::vector<std::vector<unsigned>> orders = emuOrders(SPLIT, GRID);
   for (size_t run = 0; run < orders.size(); ++run) {
     const double bait = run == 1 ? 7777.0 : NAN;
 POISON
@@ -311,7 +259,6 @@ def run_case(args, case, tmp):
         sys.exit(f"FAIL {case['name']}: {os.path.basename(kernels[0])}")
     if "ceBlockMerge(mx, sum" not in src:
         sys.exit(f"FAIL {case['name']}: not the one-sweep statistics")
-    src = re.sub(r"#include <cuda_(bf16|fp16)\.h>", "", src)
     sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
     block, name = int(sig.group(1)), sig.group(2)
     params = [re.match(r"(const )?(.+?) \*__restrict__ (\w+)", p.strip())
@@ -346,22 +293,12 @@ def run_case(args, case, tmp):
             writes.append(f"    writeRaw(\"{pname}_\" + std::to_string(run) "
                           f"+ \".bin\", {pname});")
         argl.append(pname + ".data()")
-    harness = HARNESS
-    for key, val in (("DECLS", "\n".join(decls)),
+    harness = fill(HARNESS, dict((("DECLS", "\n".join(decls)),
                      ("POISON", "\n".join(poison + stale)),
                      ("WRITES", "\n".join(writes)),
                      ("ARGS", ", ".join(argl)), ("SPLIT", int(split)),
-                     ("GRID", grid), ("BLOCK", block), ("KERNEL", name)):
-        harness = re.sub(r"\b%s\b" % key, str(val), harness)
-    with open(os.path.join(tmp, "kernel.inc"), "w") as f:
-        f.write(src)
-    with open(os.path.join(tmp, "main.cpp"), "w") as f:
-        f.write(harness)
-    exe = os.path.join(tmp, "kernel")
-    subprocess.run([args.cxx, "-std=c++20", "-O1", "-pthread", "-w",
-                    "-I", os.path.join(HERE, "emu"), "-I", tmp,
-                    os.path.join(tmp, "main.cpp"), "-o", exe], check=True)
-    subprocess.run([exe], cwd=tmp, check=True)
+                     ("GRID", grid), ("BLOCK", block), ("KERNEL", name))))
+    build_and_run(args.cxx, tmp, src, harness)
 
     runs = [np.fromfile(os.path.join(tmp, f"out0_{r}.bin"), dtype=np.float32)
             for r in range(3)]

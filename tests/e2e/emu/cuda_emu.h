@@ -155,12 +155,15 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 #define __shared__
 #define smem emuShared
 
-/// Runs `body` (one call of the kernel) as a grid of `grid` blocks of
-/// `block` threads, the blocks one after another.
-template <class Body> void emuLaunch(unsigned grid, unsigned block, Body body) {
-  gridDim.x = grid;
+/// Runs `body` (one call of the kernel) as a grid of order.size() blocks of
+/// `block` threads, the blocks one after another in `order` (a permutation
+/// of the grid).
+template <class Body>
+void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
+                    Body body) {
+  gridDim.x = unsigned(order.size());
   blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {
+  for (unsigned b : order) {
     blockIdx.x = b;
     std::barrier<> bar(block);
     emuBarrier = &bar;
@@ -173,6 +176,14 @@ template <class Body> void emuLaunch(unsigned grid, unsigned block, Body body) {
     for (std::thread &th : threads)
       th.join();
   }
+}
+
+/// The blocks in increasing order.
+template <class Body> void emuLaunch(unsigned grid, unsigned block, Body body) {
+  std::vector<unsigned> order(grid);
+  for (unsigned b = 0; b < grid; ++b)
+    order[b] = b;
+  emuLaunchOrder(order, block, body);
 }
 
 #endif

@@ -3,10 +3,10 @@
 // What the split reductions need beyond tests/e2e/emu/cuda_emu.h: static
 // __shared__ arrays shared by the threads of a block (a function-local
 // `static`: the emulated blocks run one after another, so one copy serves
-// every block), the completion ticket's atomicAdd and __threadfence, and a
-// launch that runs the blocks in a given order, so a test can check that
-// the last block to take the ticket combines the same partials in the
-// same order whichever block it is.
+// every block), and the completion ticket's atomicAdd and __threadfence
+// (emuLaunchOrder, in cuda_emu.h, runs the blocks in a given order, so a
+// test can check that the last block to take the ticket combines the same
+// partials in the same order whichever block it is).
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_TESTS_E2E_EMU_CUDA_EMU_SYNC_H
@@ -24,27 +24,6 @@ inline void __threadfence() {
 }
 inline unsigned atomicAdd(unsigned *p, unsigned v) {
   return std::atomic_ref<unsigned>(*p).fetch_add(v);
-}
-
-/// emuLaunch with the blocks run in `order` (a permutation of the grid).
-template <class Body>
-void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
-                    Body body) {
-  gridDim.x = unsigned(order.size());
-  blockDim.x = block;
-  for (unsigned b : order) {
-    blockIdx.x = b;
-    std::barrier<> bar(block);
-    emuBarrier = &bar;
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t)
-      threads.emplace_back([&body, t] {
-        threadIdx.x = t;
-        body();
-      });
-    for (std::thread &th : threads)
-      th.join();
-  }
 }
 
 #endif

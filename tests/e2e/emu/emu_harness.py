@@ -1,0 +1,49 @@
+"""What the CUDA emulation tests (tests/e2e/cuda_emulation*.py) share: the
+values a bf16 element holds, and building a generated kernel with a
+harness against cuda_emu.h and running it."""
+import os
+import re
+import subprocess
+
+import numpy as np
+
+EMU = os.path.dirname(os.path.abspath(__file__))
+
+
+def rounded(a, dt):
+    """The values an element of type `dt` ("f32"/"float" or
+    "bf16"/"__nv_bfloat16") holds: bf16 rounds to nearest even."""
+    a = np.asarray(a, dtype=np.float32)
+    if dt in ("f32", "float"):
+        return a
+    u = a.reshape(-1).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32).reshape(a.shape)
+
+
+def host_source(cuda_source):
+    """A generated kernel's source for the host compiler: without the CUDA
+    headers, which cuda_emu.h stands in for."""
+    return re.sub(r"#include <(cuda_bf16|cuda_fp16|mma)\.h>", "", cuda_source)
+
+
+def fill(template, values):
+    """`template` with each whole-word KEY of `values` replaced."""
+    for key, val in values.items():
+        template = re.sub(r"\b%s\b" % key, str(val), template)
+    return template
+
+
+def build_and_run(cxx, work, kernel_source, harness):
+    """Writes kernel.inc (the kernel, host_source'd) and main.cpp (the
+    harness, which includes it) into `work`, compiles them with `cxx`
+    against this folder's headers and runs the program there."""
+    with open(os.path.join(work, "kernel.inc"), "w") as f:
+        f.write(host_source(kernel_source))
+    with open(os.path.join(work, "main.cpp"), "w") as f:
+        f.write(harness)
+    exe = os.path.join(work, "kernel")
+    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-w", "-I", EMU,
+                    "-I", work, os.path.join(work, "main.cpp"), "-o", exe],
+                   check=True)
+    subprocess.run([exe], cwd=work, check=True)
