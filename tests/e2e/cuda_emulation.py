@@ -35,7 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
 BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
 
 # A model whose attention is not causal, with Tq != Tk and D != Dv; the
@@ -180,11 +180,7 @@ def main():
         for model, shape, causal in models:
             for amp in ([], ["--amp=bf16"]):
                 dump = os.path.join(tmp, "kernels")
-                subprocess.run([args.stepc, model, "--train", *amp,
-                                "--no-kernels", "--dump-kernels", dump, "-o",
-                                os.path.join(tmp, "x.step")], check=True,
-                               env=dict(os.environ,
-                                        XDG_CACHE_HOME=os.path.join(tmp, "c")))
+                dump_kernels(args.stepc, model, tmp, dump, ["--train", *amp])
                 for f in sorted(glob.glob(os.path.join(dump,
                                                        "attention_*.cu"))):
                     grad = os.path.basename(f).startswith("attention_grad_")

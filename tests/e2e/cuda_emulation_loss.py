@@ -49,7 +49,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
 CTYPE = {"f32": "float", "bf16": "__nv_bfloat16", "i64": "long long",
          "i32": "int"}
 # Half an ulp of the stored result, relative to its value.
@@ -238,10 +238,8 @@ def run_case(args, case, tmp):
     with open(model, "w") as f:
         f.write(case["mlir"])
     dump = os.path.join(tmp, case["name"] + "_k")
-    subprocess.run([args.stepc, model, "--no-kernels", "--dump-kernels", dump,
-                    "-o", os.path.join(tmp, "x.step")]
-                   + ([] if case["fuse"] else ["--no-fuse"]), check=True,
-                   env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+    dump_kernels(args.stepc, model, tmp, dump,
+                 [] if case["fuse"] else ["--no-fuse"])
     # The kernel's in<k> is operand k of the fusion or op: which function
     # argument that is, from the compiled IR.
     ir = os.path.join(tmp, "x.mlir")

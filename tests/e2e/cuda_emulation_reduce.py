@@ -44,7 +44,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
 CTYPE = {"f32": "float", "bf16": "__nv_bfloat16"}
 # Half an ulp of the stored result, relative to its value.
 ROUND = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}
@@ -178,10 +178,8 @@ def run_case(args, case, tmp):
     with open(model, "w") as f:
         f.write(case["mlir"])
     dump = os.path.join(tmp, case["name"] + "_k")
-    subprocess.run([args.stepc, model, "--no-kernels", "--dump-kernels", dump,
-                    "-o", os.path.join(tmp, "x.step")]
-                   + ([] if case["fuse"] else ["--no-fuse"]), check=True,
-                   env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+    dump_kernels(args.stepc, model, tmp, dump,
+                 [] if case["fuse"] else ["--no-fuse"])
     kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
     if len(kernels) != 1:
         sys.exit(f"FAIL {case['name']}: expected one kernel, got "

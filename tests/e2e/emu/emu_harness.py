@@ -21,6 +21,15 @@ def rounded(a, dt):
     return u.astype(np.uint32).view(np.float32).reshape(a.shape)
 
 
+def dump_kernels(stepc, model, tmp, dump, flags=()):
+    """stepc's CUDA sources of `model` compiled with `flags` (--no-kernels:
+    no NVRTC) into `dump`, one <kernel>.cu each."""
+    subprocess.run([stepc, model, *flags, "--no-kernels",
+                    "--dump-kernels", dump, "-o", os.path.join(tmp, "x.step")],
+                   check=True,
+                   env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+
+
 def host_source(cuda_source):
     """A generated kernel's source for the host compiler: without the CUDA
     headers, which cuda_emu.h stands in for."""
