@@ -34,7 +34,13 @@ inline thread_local EmuDim threadIdx;
 inline EmuDim blockIdx, blockDim, gridDim;
 inline std::barrier<> *emuBarrier = nullptr;
 inline float emuSlots[1024];
-alignas(16) inline float emuShared[64 * 1024]; // 256 KB, above sm_90's limit
+// The kernels are extern "C" and declare it inside as `extern __shared__
+// float smem[]`: a block-scope declaration with C linkage, so the
+// definition has C linkage too (clang insists). One translation unit per
+// harness, so a plain definition in the header is fine.
+extern "C" {
+alignas(16) float emuShared[64 * 1024]; // 256 KB, above sm_90's limit
+}
 
 inline void __syncthreads() { emuBarrier->arrive_and_wait(); }
 inline void __syncwarp() { __syncthreads(); }
