@@ -3,13 +3,14 @@
 //  - attention: FlashAttention's forward, a block of 16 x 16 threads per
 //    (slice, query tile of 64 rows, fewer for a wide head), an online
 //    softmax over the key tiles; staged tiles padded by one float per row.
-//    A head too wide for 16-row tiles: one block per query row.
+//    A head too wide for 16-row tiles: one block per query row
+//    (AttentionOneRow.cpp).
 //  - attention_grad: FlashAttention-2's split in two launches (the
 //    manifest's `then`): per (slice, query tile) the rows' log-sum-exp and
 //    rowsum(P * dP) into a module-scope array, then dq; per (slice, key
 //    tile) dk and dv from P and dS recomputed with those statistics.
 //    Nothing of size Tq x Tk stored; fixed summation orders. A head too
-//    wide for 16-row tiles: one block per slice, a warp per row.
+//    wide for 16-row tiles: one block per slice (AttentionOneRow.cpp).
 //    Both on CUDA cores in f32; f16/bf16 heads whose widths are multiples
 //    of 16 take the tensor-core variants (AttentionTensorCore.cpp).
 //
@@ -93,8 +94,39 @@ static __device__ __forceinline__ void ${NAME}_accumulate(
 }
 )";
 
-static KernelSource emitAttentionOneRow(ops::AttentionOp op,
-                                        const std::string &name);
+/// Blocks for a grid-stride loop over `items` tiles (at least 1, at most
+/// 65535).
+static int64_t tileGrid(int64_t items) {
+  return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
+}
+
+/// The substitutions both tiled CUDA-core kernels use: sizes, tile shape,
+/// the padded row strides (DP, DVP, TP), per-thread column blocks (DC,
+/// DVC), the staging loads of q, g, k, v and the store of `acc`.
+static std::vector<std::pair<std::string, std::string>>
+tiledVars(const AttentionShape &a, const std::string &name, bool causal,
+          int64_t tile) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::string d = str(a.d), dv = str(a.dv);
+  Elem e = a.e;
+  return {{"NAME", name}, {"T", cType(e)}, {"D", d}, {"DV", dv},
+          {"DP", str(a.d + 1)}, {"DVP", str(a.dv + 1)},
+          {"DC", str(std::max<int64_t>((a.d + 15) / 16, 1))},
+          {"DVC", str(std::max<int64_t>((a.dv + 15) / 16, 1))},
+          {"TQ", str(a.tq)}, {"TK", str(a.tk)}, {"SLICES", str(a.slices)},
+          {"QTILES", str((a.tq + tile - 1) / tile)},
+          {"KTILES", str((a.tk + tile - 1) / tile)},
+          {"TILE", str(tile)}, {"TP", str(tile + 1)}, {"R", str(tile / 16)},
+          {"STATS", str(std::max<int64_t>(a.slices * a.tq * 2, 1))},
+          {"CAUSAL", causal ? "true" : "false"}, {"SCALE", litF(a.scale)},
+          {"NEGINF", litF(-INFINITY)},
+          {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
+          {"LOADG", toF(e, "g[(long long)(i0 + y) * " + dv + " + x]")},
+          {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
+          {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dv + " + x]")},
+          {"STORE", fromF(e, "acc")}};
+}
+
 
 /// attention as FlashAttention's forward: a block per (slice, query tile),
 /// one pass over the key tiles with the online softmax (running row max
@@ -121,27 +153,13 @@ static KernelSource emitAttention(ops::AttentionOp op,
   KernelSource ks;
   ks.name = name;
   ks.blockX = 256;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
+  ks.gridX = tileGrid(a.slices * qTiles);
   ks.sharedBytes = shared;
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   Elem e = a.e;
-  std::string d = std::to_string(a.d), dvs = std::to_string(a.dv);
-  std::vector<std::pair<std::string, std::string>> vars = {
-      {"NAME", name}, {"T", cType(e)}, {"D", d}, {"DV", dvs},
-      {"DP", std::to_string(a.d + 1)}, {"DVP", std::to_string(a.dv + 1)},
-      {"DVC", std::to_string(std::max<int64_t>((a.dv + 15) / 16, 1))},
-      {"TQ", std::to_string(a.tq)}, {"TK", std::to_string(a.tk)},
-      {"SLICES", std::to_string(a.slices)}, {"QTILES", std::to_string(qTiles)},
-      {"TILE", std::to_string(tile)}, {"TP", std::to_string(tile + 1)},
-      {"R", std::to_string(tile / 16)},
-      {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"SCALE", litF(a.scale)}, {"NEGINF", litF(-INFINITY)},
-      {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
-      {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
-      {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dvs + " + x]")},
-      {"STORE", fromF(e, "acc")}};
+  auto vars = tiledVars(a, name, op.getCausal(), tile);
   ks.source = prelude(needs) + subst(kStageRows, vars) +
               subst(kTileDot, vars) + subst(kTileAccumulate, vars) +
               signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
@@ -233,77 +251,6 @@ static KernelSource emitAttention(ops::AttentionOp op,
   return ks;
 }
 
-static KernelSource emitAttentionOneRow(ops::AttentionOp op,
-                                        const std::string &name) {
-  AttentionShape a = attentionShape(op);
-  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv;
-  int64_t rows = a.slices * tq;
-  double scale = a.scale;
-  Elem e = a.e;
-  KernelSource ks;
-  ks.name = name;
-  ks.blockX = 128;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
-  ks.sharedBytes = (tk + d) * 4;
-  PreludeNeeds needs;
-  needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
-  float *qrow = smem, *p = smem + $D; // q row, then one score per key
-  __shared__ float sh[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
-    const long long b = row / $TQ;
-    const int i = (int)(row - b * $TQ);
-    const $T *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV;
-    __syncthreads(); // the previous row is done with qrow and p
-    for (int c = threadIdx.x; c < $D; c += blockDim.x)
-      qrow[c] = $Q;
-    __syncthreads();
-    // Causal (top-left): key j is visible to query i iff j <= i.
-    const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
-    for (int j = warp; j < visible; j += blockDim.x >> 5) {
-      float s = 0.0f;
-      for (int c = lane; c < $D; c += 32)
-        s += qrow[c] * $K;
-      s = warpReduce(s, SumOp());
-      if (lane == 0)
-        p[j] = s * $SCALE;
-    }
-    __syncthreads();
-    float mx = $NEGINF;
-    for (int j = threadIdx.x; j < visible; j += blockDim.x)
-      mx = maxNaN(mx, p[j]);
-    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
-    float sum = 0.0f;
-    for (int j = threadIdx.x; j < visible; j += blockDim.x) {
-      const float w = expf(p[j] - mx);
-      p[j] = w;
-      sum += w;
-    }
-    sum = blockReduce(sum, SumOp(), 0.0f, sh); // also publishes p
-    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
-      float acc = 0.0f;
-      for (int j = 0; j < visible; ++j)
-        acc += p[j] * $V;
-      out0[row * $DV + c] = $STORE;
-    }
-  }
-}
-)",
-      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
-       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
-       {"ROWS", std::to_string(rows)}, {"T", cType(e)},
-       {"CAUSAL", op.getCausal() ? "true" : "false"},
-       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
-       {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
-       {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
-       {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
-       {"STORE", fromF(e, "acc / sum")}});
-  return ks;
-}
-
 //===----------------------------------------------------------------------===//
 // step.attention_grad
 //===----------------------------------------------------------------------===//
@@ -330,8 +277,6 @@ GradTiling gradTiling(int64_t d, int64_t dv) {
 }
 } // namespace
 
-static KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
-                                              const std::string &name);
 
 /// attention_grad in two launches, FlashAttention-2's split: `name`, a
 /// block per (slice, query tile), computes the tile's softmax statistics
@@ -350,43 +295,20 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   // The statistics array holds 2 floats per query row of every slice.
   if (!t.tile || a.slices * a.tq * 8 > (int64_t(1) << 28))
     return emitAttentionGradOneBlock(op, name);
-  int64_t tile = t.tile, r = tile / 16;
+  int64_t tile = t.tile;
   int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
   KernelSource ks;
   ks.name = name;
   ks.blockX = 256;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
+  ks.gridX = tileGrid(a.slices * qTiles);
   ks.sharedBytes = t.sharedA;
-  ks.then.push_back({"_dkdv",
-                     std::min<int64_t>(std::max<int64_t>(a.slices * kTiles, 1),
-                                       65535),
-                     256, t.sharedB});
+  ks.then.push_back({"_dkdv", tileGrid(a.slices * kTiles), 256, t.sharedB});
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   KernelSource second = ks;
   second.name = name + "_dkdv";
-  Elem e = a.e;
-  std::string d = std::to_string(a.d), dvs = std::to_string(a.dv);
-  std::vector<std::pair<std::string, std::string>> vars = {
-      {"NAME", name}, {"T", cType(e)},
-      {"D", std::to_string(a.d)}, {"DV", std::to_string(a.dv)},
-      {"DP", std::to_string(a.d + 1)}, {"DVP", std::to_string(a.dv + 1)},
-      {"DC", std::to_string(std::max<int64_t>((a.d + 15) / 16, 1))},
-      {"DVC", std::to_string(std::max<int64_t>((a.dv + 15) / 16, 1))},
-      {"TQ", std::to_string(a.tq)}, {"TK", std::to_string(a.tk)},
-      {"SLICES", std::to_string(a.slices)},
-      {"QTILES", std::to_string(qTiles)}, {"KTILES", std::to_string(kTiles)},
-      {"TILE", std::to_string(tile)}, {"TP", std::to_string(tile + 1)},
-      {"R", std::to_string(r)},
-      {"STATS", std::to_string(std::max<int64_t>(a.slices * a.tq * 2, 1))},
-      {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"SCALE", litF(a.scale)}, {"NEGINF", litF(-INFINITY)},
-      {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
-      {"LOADG", toF(e, "g[(long long)(i0 + y) * " + dvs + " + x]")},
-      {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
-      {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dvs + " + x]")},
-      {"STORE", fromF(e, "acc")}};
+  auto vars = tiledVars(a, name, op.getCausal(), tile);
   // Shared helpers: staging a tile of rows (zeros past the end) and one
   // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
   // rows ty + 16 * rr and columns tx + 16 * cc.
@@ -623,184 +545,6 @@ static __device__ __forceinline__ void ${NAME}_scores(
 }
 )", vars);
   ks.source = prelude(needs) + helpers + first + dkdv;
-  return ks;
-}
-
-static KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
-                                              const std::string &name) {
-  AttentionShape a = attentionShape(op);
-  int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv, slices = a.slices;
-  double scale = a.scale;
-  Elem e = a.e;
-  KernelSource ks;
-  ks.name = name;
-  ks.blockX = 256;
-  // At most 1024 blocks (a grid-stride loop takes the other slices), which
-  // bounds the statistics array below.
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(slices, 1), 1024);
-  // Per warp one staged row of D and one of Dv values. The two statistics
-  // per query row (log-sum-exp, rowsum(P * dP)) go to a module-scope
-  // array, one 2 * Tq slice per block, so no Tq is too long for shared
-  // memory.
-  ks.sharedBytes = (ks.blockX / 32) * (d + dv) * 4;
-  PreludeNeeds needs;
-  needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  auto idx = [](const std::string &row, int64_t width) {
-    return "(long long)" + row + " * " + std::to_string(width) + " + c";
-  };
-  ks.source = prelude(needs) +
-              subst(R"(__device__ float ${NAME}_stats[$STATS];
-// sum_c staged[c] * row[c] over n values, in order: the one dot product of
-// both passes (q . k and g . v), so pass 2 repeats pass 1's bits.
-static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
-                                                    const $T *row, int n) {
-  float s = 0.0f;
-  for (int c = 0; c < n; ++c)
-    s += staged[c] * $ROWC;
-  return s;
-}
-)",
-                    {{"NAME", name},
-                     {"T", cType(e)},
-                     {"ROWC", toF(e, "row[c]")},
-                     {"STATS", std::to_string(std::max<int64_t>(
-                                   ks.gridX * 2 * tq, 1))}}) +
-              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
-  float *lse = ${NAME}_stats + (long long)blockIdx.x * 2 * $TQ;
-  float *dd = lse + $TQ;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warps = blockDim.x >> 5;
-  float *rowA = smem + warp * ($D + $DV), *rowB = rowA + $D;
-  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D, *dk = out1 + b * $TK * $D;
-    $T *dv = out2 + b * $TK * $DV;
-    // Pass 1, a warp per query row i (q_i, g_i staged): the softmax
-    // statistics and u = sum_j P_ij dP_ij in one online pass over the keys
-    // (lanes take every 32nd key, combined by a shuffle tree), then
-    // dq_i = sum_j dS_ij k_j * scale.
-    for (int i = warp; i < $TQ; i += warps) {
-      __syncwarp();
-      for (int c = lane; c < $D; c += 32)
-        rowA[c] = $QI;
-      for (int c = lane; c < $DV; c += 32)
-        rowB[c] = $GI;
-      __syncwarp();
-      // Causal (top-left): key j is visible to query i iff j <= i.
-      const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
-      float m = $NEGINF, l = 0.0f, u = 0.0f;
-      for (int j = lane; j < visible; j += 32) {
-        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
-        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
-        s *= $SCALE;
-        const float mNew = maxNaN(m, s);
-        const float keep = m == $NEGINF ? 0.0f : expf(m - mNew);
-        const float w = expf(s - mNew);
-        l = l * keep + w;
-        u = u * keep + w * dp;
-        m = mNew;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
-        const float l2 = __shfl_xor_sync(0xffffffffu, l, o);
-        const float u2 = __shfl_xor_sync(0xffffffffu, u, o);
-        const float mNew = maxNaN(m, m2);
-        const float a = m == $NEGINF ? 0.0f : expf(m - mNew);
-        const float a2 = m2 == $NEGINF ? 0.0f : expf(m2 - mNew);
-        l = l * a + l2 * a2;
-        u = u * a + u2 * a2;
-        m = mNew;
-      }
-      const float lseI = m + logf(l), ddI = u / l;
-      if (lane == 0) {
-        lse[i] = lseI;
-        dd[i] = ddI;
-      }
-      float acc[$D1];
-#pragma unroll
-      for (int c = 0; c < $D; ++c)
-        acc[c] = 0.0f;
-      for (int j = lane; j < visible; j += 32) {
-        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
-        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
-        const float p = expf(s * $SCALE - lseI);
-        const float ds = p * (dp - ddI) * $SCALE;
-#pragma unroll
-        for (int c = 0; c < $D; ++c)
-          acc[c] += ds * $KJ;
-      }
-#pragma unroll
-      for (int c = 0; c < $D; ++c) {
-        const float t = warpReduce(acc[c], SumOp());
-        if (lane == 0)
-          dq[$QIDX] = $STORE_T;
-      }
-    }
-    __syncthreads(); // every row's lse and dd are written (block scope)
-    // Pass 2, a warp per key row j (k_j, v_j staged): lanes take every 32nd
-    // query that sees j, recompute P_ij and dS_ij (the same products in
-    // the same order as pass 1, so the same bits) and add dS_ij q_i * scale
-    // into dk_j and P_ij g_i into dv_j.
-    for (int j = warp; j < $TK; j += warps) {
-      __syncwarp();
-      for (int c = lane; c < $D; c += 32)
-        rowA[c] = $KJ;
-      for (int c = lane; c < $DV; c += 32)
-        rowB[c] = $VJ;
-      __syncwarp();
-      float ak[$D1], av[$DV1];
-#pragma unroll
-      for (int c = 0; c < $D; ++c)
-        ak[c] = 0.0f;
-#pragma unroll
-      for (int c = 0; c < $DV; ++c)
-        av[c] = 0.0f;
-      for (int i = ($CAUSAL ? j : 0) + lane; i < $TQ; i += 32) {
-        const float s = ${NAME}_dot(rowA, q + (long long)i * $D, $D);
-        const float dp = ${NAME}_dot(rowB, g + (long long)i * $DV, $DV);
-        const float p = expf(s * $SCALE - lse[i]);
-        const float ds = p * (dp - dd[i]) * $SCALE;
-#pragma unroll
-        for (int c = 0; c < $D; ++c)
-          ak[c] += ds * $QI;
-#pragma unroll
-        for (int c = 0; c < $DV; ++c)
-          av[c] += p * $GI;
-      }
-#pragma unroll
-      for (int c = 0; c < $D; ++c) {
-        const float t = warpReduce(ak[c], SumOp());
-        if (lane == 0)
-          dk[$KIDX] = $STORE_T;
-      }
-#pragma unroll
-      for (int c = 0; c < $DV; ++c) {
-        const float t = warpReduce(av[c], SumOp());
-        if (lane == 0)
-          dv[$VIDX] = $STORE_T;
-      }
-    }
-    __syncthreads(); // the next slice overwrites lse and dd
-  }
-}
-)",
-      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
-       {"D1", std::to_string(std::max<int64_t>(d, 1))},
-       {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
-       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
-       {"SLICES", std::to_string(slices)}, {"T", cType(e)},
-       {"NAME", name},
-       {"CAUSAL", op.getCausal() ? "true" : "false"},
-       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
-       {"QI", toF(e, "q[" + idx("i", d) + "]")},
-       {"GI", toF(e, "g[" + idx("i", dv) + "]")},
-       {"KJ", toF(e, "k[" + idx("j", d) + "]")},
-       {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
-       {"QIDX", idx("i", d)}, {"KIDX", idx("j", d)}, {"VIDX", idx("j", dv)},
-       {"STORE_T", fromF(e, "t")}});
   return ks;
 }
 

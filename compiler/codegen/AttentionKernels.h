@@ -47,6 +47,13 @@ AttentionShape attentionShape(AttentionLikeOp op) {
 /// allows 163 KB a block, sm_90 227 KB).
 constexpr int64_t kAttentionMaxShared = 160 * 1024;
 
+/// The fallbacks for a head too wide for 16-row tiles (AttentionOneRow.cpp):
+/// a block per query row, and a block per (batch, head) slice.
+KernelSource emitAttentionOneRow(mlir::step::AttentionOp op,
+                                 const std::string &name);
+KernelSource emitAttentionGradOneBlock(mlir::step::AttentionGradOp op,
+                                       const std::string &name);
+
 /// attention (`grad` false: in0..2 = q, k, v, out0) or attention_grad
 /// (`grad`: in0..3 = q, k, v, g, out0..2 = dq, dk, dv) on tensor cores
 /// (wmma, sm_80+): f16/bf16 with D and Dv multiples of 16; std::nullopt
