@@ -38,7 +38,6 @@ that see -inf first, finite logits in their second sweep).
 Usage: cuda_emulation_loss.py --stepc STEPC --cxx CXX
 """
 import argparse
-import glob
 import os
 import re
 import subprocess
@@ -49,7 +48,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, fill, rounded, single_kernel  # noqa: E402
 CTYPE = {"f32": "float", "bf16": "__nv_bfloat16", "i64": "long long",
          "i32": "int"}
 # Half an ulp of the stored result, relative to its value.
@@ -234,33 +233,21 @@ WRITES
 
 
 def run_case(args, case, tmp):
-    model = os.path.join(tmp, case["name"] + ".mlir")
-    with open(model, "w") as f:
-        f.write(case["mlir"])
-    dump = os.path.join(tmp, case["name"] + "_k")
-    dump_kernels(args.stepc, model, tmp, dump,
-                 [] if case["fuse"] else ["--no-fuse"])
+    path, src, block, name, params = single_kernel(
+        args.stepc, case["name"], case["mlir"], tmp, case["fuse"])
     # The kernel's in<k> is operand k of the fusion or op: which function
     # argument that is, from the compiled IR.
+    model = os.path.join(tmp, case["name"] + ".mlir")
     ir = os.path.join(tmp, "x.mlir")
     subprocess.run([args.stepc, model, "--emit", "mlir", "-o", ir]
                    + ([] if case["fuse"] else ["--no-fuse"]), check=True)
     line = next(ln for ln in open(ir)
                 if re.search(r"step\.(fusion|cross_entropy)", ln))
     order = [int(a) for a in re.findall(r"%arg(\d+)", line.split(":")[0])]
-    kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
-    if len(kernels) != 1:
-        sys.exit(f"FAIL {case['name']}: expected one kernel, got "
-                 f"{[os.path.basename(k) for k in kernels]}")
-    src = open(kernels[0]).read()
-    if case["fuse"] != os.path.basename(kernels[0]).startswith("fusion_"):
-        sys.exit(f"FAIL {case['name']}: {os.path.basename(kernels[0])}")
+    if case["fuse"] != os.path.basename(path).startswith("fusion_"):
+        sys.exit(f"FAIL {case['name']}: {os.path.basename(path)}")
     if "ceBlockMerge(mx, sum" not in src:
         sys.exit(f"FAIL {case['name']}: not the one-sweep statistics")
-    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
-    block, name = int(sig.group(1)), sig.group(2)
-    params = [re.match(r"(const )?(.+?) \*__restrict__ (\w+)", p.strip())
-              .groups() for p in sig.group(3).split(",")]
     partial = re.search(r"__device__ float \w+_partial\[(\d+)\];", src)
     split = partial is not None
     stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)

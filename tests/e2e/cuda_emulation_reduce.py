@@ -33,10 +33,8 @@ backward; an epilogue adding another input); f32 and bf16.
 Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
 """
 import argparse
-import glob
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -44,7 +42,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, fill, rounded, single_kernel  # noqa: E402
 CTYPE = {"f32": "float", "bf16": "__nv_bfloat16"}
 # Half an ulp of the stored result, relative to its value.
 ROUND = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}
@@ -174,21 +172,8 @@ WRITES
 
 
 def run_case(args, case, tmp):
-    model = os.path.join(tmp, case["name"] + ".mlir")
-    with open(model, "w") as f:
-        f.write(case["mlir"])
-    dump = os.path.join(tmp, case["name"] + "_k")
-    dump_kernels(args.stepc, model, tmp, dump,
-                 [] if case["fuse"] else ["--no-fuse"])
-    kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
-    if len(kernels) != 1:
-        sys.exit(f"FAIL {case['name']}: expected one kernel, got "
-                 f"{[os.path.basename(k) for k in kernels]}")
-    src = open(kernels[0]).read()
-    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
-    block, name = int(sig.group(1)), sig.group(2)
-    params = [re.match(r"(const )?(\S+) \*__restrict__ (\w+)", p.strip())
-              .groups() for p in sig.group(3).split(",")]
+    _, src, block, name, params = single_kernel(
+        args.stepc, case["name"], case["mlir"], tmp, case["fuse"])
     ticket = re.search(r"__device__ unsigned int \w+_ticket\[(\d+)\];", src)
     partial = re.search(r"__device__ \S+ \w+_partial0?\[(\d+) \* (\d+)\];",
                         src)

@@ -1,9 +1,11 @@
 """What the CUDA emulation tests (tests/e2e/cuda_emulation*.py) share: the
 values a bf16 element holds, and building a generated kernel with a
 harness against cuda_emu.h and running it."""
+import glob
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 
@@ -28,6 +30,26 @@ def dump_kernels(stepc, model, tmp, dump, flags=()):
                     "--dump-kernels", dump, "-o", os.path.join(tmp, "x.step")],
                    check=True,
                    env=dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, "c")))
+
+
+def single_kernel(stepc, name, mlir, tmp, fuse):
+    """Compiles the model text `mlir` (fused or --no-fuse), which must give
+    exactly one kernel; returns (its file, its source, its block size, its
+    name, its pointer parameters as (const or None, type, name))."""
+    model = os.path.join(tmp, name + ".mlir")
+    with open(model, "w") as f:
+        f.write(mlir)
+    dump = os.path.join(tmp, name + "_k")
+    dump_kernels(stepc, model, tmp, dump, [] if fuse else ["--no-fuse"])
+    kernels = sorted(glob.glob(os.path.join(dump, "*.cu")))
+    if len(kernels) != 1:
+        sys.exit(f"FAIL {name}: expected one kernel, got "
+                 f"{[os.path.basename(k) for k in kernels]}")
+    src = open(kernels[0]).read()
+    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    params = [re.match(r"(const )?(.+?) \*__restrict__ (\w+)", p.strip())
+              .groups() for p in sig.group(3).split(",")]
+    return kernels[0], src, int(sig.group(1)), sig.group(2), params
 
 
 def host_source(cuda_source):
