@@ -339,6 +339,33 @@ void Session::requireParamValues(const std::string &what) const {
                   "' has no value (call load_params or set first)");
 }
 
+#ifdef STEP_HAVE_CUDA
+bool Session::handOver(const std::shared_ptr<rt::cuda::CudaExecutor> &to,
+                       const rt::Plan &plan) {
+  if (!holder_ || onDevice_.empty())
+    return false;
+  // Buckets share the session's arguments in one order (addBucket), so an
+  // argument's index is the same in both plans.
+  std::vector<std::pair<size_t, size_t>> pairs;
+  std::set<std::string> taken;
+  for (const auto &[arg, result] : to->carried()) {
+    const std::string &name = plan.buffers.at(plan.arguments[arg]).name;
+    if (!onDevice_.count(name))
+      return false;
+    pairs.emplace_back(arg, arg);
+    taken.insert(name);
+  }
+  for (std::string name : std::set<std::string>(onDevice_))
+    if (!taken.count(name))
+      syncFromDevice(name);
+  // Throwing, holder_ still has them all.
+  to->adoptCarried(*holder_, pairs);
+  holder_->invalidateCarried();
+  holder_ = to;
+  return true;
+}
+#endif
+
 void Session::syncFromDevice() const {
   while (!onDevice_.empty()) {
     std::string name = *onDevice_.begin(); // erased by the call
@@ -702,6 +729,17 @@ size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
   return best;
 }
 
+std::vector<std::string> Session::inputNames() const {
+  if (!artifact_.meta.contains("dynamic"))
+    return inputs_;
+  const nlohmann::json &symbols = artifact_.meta["dynamic"]["symbols"];
+  std::vector<std::string> names;
+  for (const std::string &name : inputs_)
+    if (name.rfind("len.", 0) != 0 || !symbols.contains(name.substr(4)))
+      names.push_back(name);
+  return names;
+}
+
 double Session::step(const std::map<std::string, HostTensor> &batch) {
   return step(batch, nullptr);
 }
@@ -754,10 +792,10 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
       carry(*slot, plan);
     }
     executor = slot;
-    if (executor != holder_) {
-      // The params and state on the device (if any) are another bucket's
-      // executor's: they come back to the host, from where this one
-      // uploads them.
+    // The params and state on the device (if any) are another bucket's
+    // executor's: copied over on the device, else they come back to the
+    // host, from where this one uploads them.
+    if (executor != holder_ && !handOver(executor, plan)) {
       syncFromDevice();
       if (holder_)
         holder_->invalidateCarried();

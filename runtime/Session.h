@@ -194,7 +194,10 @@ public:
   /// Names in the order of the step's arguments.
   std::vector<std::string> paramNames() const { return params_; }
   std::vector<std::string> stateNames() const { return state_; }
-  std::vector<std::string> inputNames() const { return inputs_; }
+  /// The inputs a batch supplies: a bucketed step's valid lengths
+  /// (`len.S`, docs/dynamic-shapes.md) are the session's own, set from
+  /// the batch's shapes, and left out.
+  std::vector<std::string> inputNames() const;
   Backend backend() const { return backend_; }
   const rt::Artifact &artifact() const { return artifact_; }
 
@@ -239,6 +242,13 @@ private:
   /// Carries every param and state from the result of its name
   /// (CudaExecutor::setCarried) in an executor running `plan`.
   static void carry(rt::cuda::CudaExecutor &executor, const rt::Plan &plan);
+  /// Moves the params and state on the device from holder_ to `to`
+  /// (another bucket's executor, running `plan`) with device-to-device
+  /// copies (CudaExecutor::adoptCarried), those `to` does not carry to
+  /// the host; `to` becomes holder_. False, changing nothing, when there
+  /// is nothing on the device or `to` carries a value that is not there.
+  bool handOver(const std::shared_ptr<rt::cuda::CudaExecutor> &to,
+                const rt::Plan &plan);
 
   /// The bucket `batch` needs (0: the artifact itself, i: buckets[i - 1])
   /// and the batch padded to it with its `len.S` inputs added.

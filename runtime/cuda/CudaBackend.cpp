@@ -929,4 +929,41 @@ void CudaExecutor::fetchArgument(size_t arg, HostTensor &out) {
 
 void CudaExecutor::invalidateCarried() { impl_->carriedCurrent = false; }
 
+void CudaExecutor::adoptCarried(
+    const CudaExecutor &from,
+    const std::vector<std::pair<size_t, size_t>> &pairs) {
+  Impl &x = *impl_;
+  const Impl &f = *from.impl_;
+  const Plan &plan = x.plan;
+  x.carriedCurrent = false;
+  if (!f.carriedCurrent)
+    throw Error("adoptCarried: plan '" + f.plan.function +
+                "' holds no committed values to take");
+  x.ck(x.d->cuCtxSetCurrent(x.ctx), "cuCtxSetCurrent");
+  // Its commit's copies (and anything else it queued) are done.
+  x.ck(x.d->cuStreamSynchronize(f.stream), "adoptCarried: waiting");
+  std::vector<bool> taken(plan.arguments.size(), false);
+  for (auto [mine, theirs] : pairs) {
+    if (mine >= plan.arguments.size() || theirs >= f.plan.arguments.size() ||
+        !x.carriedArgument[mine] || !f.carriedArgument[theirs])
+      throw Error("adoptCarried: argument " + std::to_string(mine) +
+                  " from argument " + std::to_string(theirs) +
+                  ": both must be carried arguments of their plans");
+    int64_t a = plan.arguments[mine], b = f.plan.arguments[theirs];
+    const BufferDesc &ab = plan.buffers.at(a), &bb = f.plan.buffers.at(b);
+    if (ab.dtype != bb.dtype || ab.shape != bb.shape)
+      throw Error("adoptCarried: " + bufferStr(plan, a) + " from " +
+                  bufferStr(f.plan, b) + ": dtype or shape differ");
+    if (auto bytes = static_cast<size_t>(ab.bytes()))
+      x.ck(x.d->cuMemcpyDtoDAsync(x.ptrOf[a], f.ptrOf[b], bytes, x.stream),
+           "adopting " + bufferStr(plan, a));
+    taken[mine] = true;
+  }
+  for (auto [arg, r] : x.carried)
+    if (!taken[arg])
+      throw Error("adoptCarried: carried " +
+                  bufferStr(plan, plan.arguments[arg]) + " was not given");
+  x.carriedCurrent = true;
+}
+
 } // namespace step::rt::cuda

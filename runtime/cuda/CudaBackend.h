@@ -251,6 +251,16 @@ public:
   void fetchArgument(size_t arg, HostTensor &out);
   /// The device copies are stale: the next run uploads every argument.
   void invalidateCarried();
+  /// Takes the carried arguments' current values from `from`'s device
+  /// buffers (another executor on the same device, e.g. another bucket's
+  /// plan of the same step, whose commitCarried ran): for each pair
+  /// (argument of this plan, argument of `from`'s) a device-to-device copy
+  /// on this stream, after `from`'s stream has finished. `pairs` must name
+  /// every carried argument of this executor, each carried and of the same
+  /// dtype and shape there; then no run uploads them (as after
+  /// commitCarried). Throws rt::Error, the device copies stale, otherwise.
+  void adoptCarried(const CudaExecutor &from,
+                    const std::vector<std::pair<size_t, size_t>> &pairs);
 
   /// "sm_90", the device's architecture.
   const std::string &arch() const;

@@ -14,7 +14,10 @@ untimed, 2 parity steps of stepc + step-run) and checks its JSON report:
 - the markdown table is appended to --markdown;
 - the split mode (--prepare here, --prepared where only step-run is, as
   on the GPU machine) writes no params, draws them again from their
-  statistics for both sides, and its losses agree as closely.
+  statistics for both sides, and its losses agree as closely;
+- a symbolic-T model prepared into buckets with a shorter batch
+  (--dynamic-context --valid-length --stepc-flag) runs StepJIT alone
+  (--skip-torch), the report counting the valid tokens.
 
 Usage (from anywhere; PYTHON must import torch and numpy):
 
@@ -177,6 +180,7 @@ def main():
                    report["date"]):
         check(needle in table, f"'{needle}' not in the markdown table")
     check_split(args)
+    check_bucketed(args)
     print("PASS")
 
 
@@ -220,6 +224,50 @@ def check_split(args):
     check(p["last_loss_rel_err"] <= LAST_TOL,
           f"prepared last loss: relative error {p['last_loss_rel_err']:.3e}")
     print(f"prepared: losses agree to {max(s['rel_err'] for s in p['steps']):.2e}")
+
+
+def check_bucketed(args):
+    """--prepare a symbolic-T model into buckets with a shorter batch, run
+    it StepJIT alone (--skip-torch): step-run picks the bucket and pads, and
+    the report counts the valid tokens and names the stepc flags."""
+    with tempfile.TemporaryDirectory(prefix="gpt2_bench_buckets_") as tmp:
+        prep = os.path.join(tmp, "prep")
+        run = [args.python, BENCH, "--build", args.build]
+        cmd = run + [*CONFIG, "--amp", "none", "--prepare", prep,
+                     "--dynamic-context", "--valid-length", "11",
+                     "--stepc-flag=--buckets=T:8,16"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        check(proc.returncode == 0, f"bucketed --prepare exited "
+                                    f"{proc.returncode}:\n{proc.stderr[-3000:]}")
+        out = os.path.join(tmp, "report.json")
+        md = os.path.join(tmp, "report.md")
+        cmd = run + ["--prepared", prep, "--backend", "cpu", "--steps",
+                     str(STEPS), "--warmup", str(WARMUP), "--skip-torch",
+                     "--out", out, "--markdown", md]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        check(proc.returncode == 0, f"bucketed --prepared exited "
+                                    f"{proc.returncode}:\n{proc.stderr[-3000:]}")
+        with open(out) as f:
+            report = json.load(f)
+        with open(md) as f:
+            table = f.read()
+    check(report["valid_length"] == 11 and report["tokens_per_step"] == 44,
+          f"valid length {report['valid_length']}, tokens "
+          f"{report['tokens_per_step']}")
+    check(report["stepc_flags"] == ["--buckets=T:8,16"],
+          f"stepc flags {report['stepc_flags']}")
+    r = report["results"]
+    check(r["torch_eager"] == {"skipped": "--skip-torch"} and
+          r["torch_compile"] == {"skipped": "--skip-torch"},
+          f"PyTorch ran: {r['torch_eager']}, {r['torch_compile']}")
+    check("skipped" in report["parity"], f"parity {report['parity']}")
+    sj = r["stepjit"]
+    check(positive(sj["step_seconds"]["median"]) and
+          positive(sj["planned_peak_bytes"]) and
+          math.isfinite(sj["last_loss"]), f"stepjit {sj}")
+    check("`--buckets=T:8,16`, valid length 11," in table, table[:600])
+    print(f"bucketed: T=11 in bucket 16, step "
+          f"{sj['step_seconds']['median'] * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ import numpy as np
 
 STEPS = 10
 BATCHES = 3
+# The valid length of each batch of the model with a symbolic T (gpt2_dyn,
+# context 64): buckets 64, 16 and 32 of --buckets=T:16,32,64.
+DYN_LENGTHS = [64, 13, 30]
 
 # What a case must meet (the CUDA run against the CPU reference; errors are
 # max|a - b| / max|b| per tensor):
@@ -82,6 +85,10 @@ CASES = [
     ("gpt2_bf16", "gpt2", ["--amp=bf16"], 2e-2, "low"),
     ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),
+    # T symbolic, three buckets; the batches' lengths (DYN_LENGTHS) pick
+    # each of them: on the GPU three plans, one CUDA graph each, one set
+    # of params and state.
+    ("gpt2_buckets", "gpt2_dyn", ["--buckets=T:16,32,64"], 1e-4, "f32"),
     ("gpt2_dp1_nccl", "gpt2", ["--shard=dp", "--world-size=1"], 1e-4, "f32"),
     ("gpt2_zero3_1_nccl", "gpt2", ["--shard=zero3", "--world-size=1"], 1e-4,
      "f32"),
@@ -123,15 +130,19 @@ def losses_of(text):
                                          re.M)]
 
 
-def write_batches(inputs, folder, rng):
-    """BATCHES numbered folders: the example's batch, rows permuted."""
+def write_batches(inputs, folder, rng, lengths=None):
+    """BATCHES numbered folders: the example's batch, rows permuted; with
+    `lengths`, batch k keeps the first lengths[k] columns (positions)."""
     rows = next(iter(inputs.values())).shape[0]
     for k in range(BATCHES):
         order = np.arange(rows) if k == 0 else rng.permutation(rows)
         d = os.path.join(folder, f"{k:04d}")
         os.makedirs(d)
         for name, v in inputs.items():
-            np.save(os.path.join(d, name + ".npy"), v[order])
+            v = v[order]
+            if lengths:
+                v = np.ascontiguousarray(v[:, :lengths[k]])
+            np.save(os.path.join(d, name + ".npy"), v)
 
 
 def store_blobs(folder, blobs):
@@ -170,12 +181,15 @@ def prepare(a):
                  "--layers", "2", "--heads", "4", "--width", "128",
                  "--batch", "4", "--emit-model"],
     }
+    models["gpt2_dyn"] = models["gpt2"][:-1] + ["--dynamic-context",
+                                                "--emit-model"]
     rng = np.random.default_rng(5)
     for name, cmd in models.items():
         d = os.path.join(carry, "models", name)
         must(cmd + [d])
         write_batches(load(os.path.join(d, "inputs")),
-                      os.path.join(d, "batches"), rng)
+                      os.path.join(d, "batches"), rng,
+                      DYN_LENGTHS if name == "gpt2_dyn" else None)
     cases = []
     for name, model, flags, bound, kind in CASES:
         if a.only and name not in a.only:

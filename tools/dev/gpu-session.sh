@@ -17,15 +17,20 @@
 # under /tmp and leaves in OUT only: session.log (everything printed),
 # build.log, gpu-check.json, bench.md (every benchmark's table) and per
 # benchmark folder bench-<tag>.json and trace-<tag>.json (its profiled
-# step): two benchmark folders at most. Each stage has its own time limit; a failed stage is
+# step): two benchmark folders at most, or four without traces (TRACES). Each stage has its own time limit; a failed stage is
 # reported and the next one still runs. Exits non-zero when any failed.
 set -u
 OUT=${OUT:?set OUT to the folder that comes back}
 CHECK_S=${CHECK_S:-180}
 BENCH_S=${BENCH_S:-300}
 # Benchmark folders (tags) whose torch.compile run is skipped, to fit a
-# lease: e.g. SKIP_COMPILE="gpt2-small-f32".
+# lease: e.g. SKIP_COMPILE="gpt2-small-f32". SKIP_TORCH: folders run by
+# StepJIT alone (no PyTorch at all: plans compared with each other, e.g.
+# --remat=max against none). TRACES: the folders whose trace comes back
+# (default all; "none": none), to stay within the 8 files.
 SKIP_COMPILE=${SKIP_COMPILE:-}
+SKIP_TORCH=${SKIP_TORCH:-}
+TRACES=${TRACES:-all}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/session.log") 2>&1
 status=0
@@ -82,13 +87,17 @@ for dir in carry/gpt2-*/; do
   stage "bench $tag"
   skip=()
   case " $SKIP_COMPILE " in *" $tag "*) skip=(--skip-compile) ;; esac
+  case " $SKIP_TORCH " in *" $tag "*) skip=(--skip-torch) ;; esac
   PYTHONUNBUFFERED=1 timeout "$BENCH_S" python3 examples/gpt2/bench/bench.py \
     --build build-gpu --prepared "$dir" --workdir "/tmp/bench-$tag" \
     --no-compile-warm ${skip[@]+"${skip[@]}"} --out "$OUT/bench-$tag.json" \
     --markdown "$OUT/bench.md" > "/tmp/bench-$tag.log" 2>&1
   rc=$?
   grep -v '^ ' "/tmp/bench-$tag.log" | grep -v '^[{}]' | tail -45
-  cp "/tmp/bench-$tag/trace.json" "$OUT/trace-$tag.json" 2>/dev/null
+  case " $TRACES " in
+    *" all "*|*" $tag "*)
+      cp "/tmp/bench-$tag/trace.json" "$OUT/trace-$tag.json" 2>/dev/null ;;
+  esac
   [ $rc -ne 0 ] && { stage "bench $tag exited $rc"; tail -30 "/tmp/bench-$tag.log"; status=1; }
   rm -rf "/tmp/bench-$tag/params" # 0.5 GB of drawn params
 done

@@ -227,6 +227,11 @@ int compileWithBuckets(const Options &o, const step::TrainOptions &train) {
       sizes.push_back({{symbol, size}});
     step::rt::Artifact a =
         step::compileBuckets(text, train, sizes, !o.noKernels);
+    // As a one-plan artifact's meta: each plan its own arena's size.
+    a.meta.update({{"stepc_options", reportJson(o, {}, 0)},
+                   {"arena_bytes", a.plan.arenaBytes}});
+    for (step::rt::Artifact &b : a.buckets)
+      b.meta["arena_bytes"] = b.plan.arenaBytes;
     step::rt::writeArtifact(o.output, a);
   } catch (const std::exception &e) {
     std::cerr << "stepc: error: " << e.what() << "\n";

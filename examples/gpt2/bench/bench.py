@@ -266,7 +266,7 @@ def stepc_options(args, opt_cfg):
         opts.append(f"--clip={args.clip!r}")
     if args.amp == "bf16":
         opts.append("--amp=bf16")
-    return opts
+    return opts + list(args.stepc_flag or [])
 
 
 def run_step_bench(tool, model_dir, backend, args, opt_cfg, out_json):
@@ -347,6 +347,23 @@ def parse_args(argv):
                     help="skip the second (warm) torch.compile")
     ap.add_argument("--skip-compile", action="store_true",
                     help="skip torch.compile altogether")
+    ap.add_argument("--skip-torch", action="store_true",
+                    help="StepJIT alone: no PyTorch run (so no parity "
+                         "guard), e.g. to compare StepJIT's plans with "
+                         "each other (--stepc-flag)")
+    ap.add_argument("--stepc-flag", action="append", metavar="FLAG",
+                    help="one more stepc flag for the step (repeatable; "
+                         "with --prepare it is recorded there), e.g. "
+                         "--stepc-flag=--remat=max or "
+                         "--stepc-flag=--buckets=T:512,1024")
+    ap.add_argument("--dynamic-context", action="store_true",
+                    help="trace T as a symbol (gpt2-example "
+                         "--dynamic-context; compile with "
+                         "--stepc-flag=--buckets=T:...)")
+    ap.add_argument("--valid-length", type=int, metavar="N",
+                    help="with --prepare --dynamic-context: the batch keeps "
+                         "its first N positions (the step runs the bucket "
+                         "that holds N)")
     ap.add_argument("--peak-flops", type=float,
                     help="peak FLOP/s for MFU (default: by device name)")
     ap.add_argument("--workdir", help="keep the emitted model and JSON here "
@@ -369,6 +386,9 @@ def parse_args(argv):
         ap.error("need --steps >= 1, --warmup >= 0, --parity-steps >= 0")
     if args.prepare and args.prepared:
         ap.error("--prepare and --prepared exclude each other")
+    if args.valid_length is not None and not (args.prepare and
+                                              args.dynamic_context):
+        ap.error("--valid-length needs --prepare and --dynamic-context")
     return args
 
 
@@ -416,6 +436,8 @@ def main(argv=None):
         args.lr, args.beta1, args.beta2 = (opt_cfg["lr"], opt_cfg["beta1"],
                                            opt_cfg["beta2"])
         args.eps, args.wd = opt_cfg["eps"], opt_cfg["wd"]
+        args.stepc_flag = prep.get("stepc_flags", [])
+        args.dynamic_context = prep.get("dynamic_context", False)
     else:
         # --prepare is for a GPU elsewhere: GPT-2 small in bf16 by default.
         gpu = backend == "cuda" or args.prepare
@@ -481,6 +503,8 @@ def emit_model(args, cfg, gpt2, model_dir):
                        "--width", str(cfg["width"]),
                        "--batch", str(cfg["batch"]),
                        "--seed", str(args.seed), "--text", args.text,
+                       *(["--dynamic-context"] if args.dynamic_context
+                         else []),
                        "--emit-model", model_dir], "gpt2-example --emit-model")
     m = re.search(r"^loss = (\S+)$", out, re.MULTILINE)
     return (float(m.group(1)) if m else None), t_emit
@@ -549,30 +573,88 @@ def stepjit_result(sj, persistent, parity_losses):
 def compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
             stepjit, interp_loss, seconds):
     """Runs PyTorch eager and torch.compile on the same params and batch
-    and assembles the report around StepJIT's entry."""
+    (unless --skip-torch) and assembles the report around StepJIT's
+    entry."""
     n_params = int(sum(a.size for a in params.values()))
-    tokens_per_step = cfg["batch"] * cfg["context"]
-    parity_losses = stepjit["parity_losses"]
+    # The batch's own length: the context, or a valid length in a bucket.
+    t = int(batch["tokens"].shape[1])
+    tokens_per_step = cfg["batch"] * t
 
     # PyTorch.
-    note(f"torch {torch.__version__}: eager on {device}")
-    eager = run_torch("eager", cfg, params, batch, device, args, opt_cfg)
-    if args.skip_compile:
-        comp = {"skipped": "--skip-compile"}
+    if args.skip_torch:
+        eager = {"skipped": "--skip-torch"}
+        comp = {"skipped": "--skip-torch"}
     else:
-        note(f"torch.compile on {device}")
-        comp = run_torch("compile", cfg, params, batch, device, args, opt_cfg)
+        note(f"torch {torch.__version__}: eager on {device}")
+        eager = run_torch("eager", cfg, params, batch, device, args, opt_cfg)
+        if args.skip_compile:
+            comp = {"skipped": "--skip-compile"}
+        else:
+            note(f"torch.compile on {device}")
+            comp = run_torch("compile", cfg, params, batch, device, args,
+                             opt_cfg)
 
     name = device_name(device)
     peak, peak_source = peak_flops(device, name, args.peak_flops)
-    fpt = model_flops_per_token(cfg, n_params)
-
+    fpt = model_flops_per_token(cfg, n_params, t)
     for r in (stepjit, eager, comp):
         summarize(r, tokens_per_step, fpt, peak)
+    if args.skip_torch:
+        losses = stepjit["parity_losses"]
+        parity = {"skipped": "--skip-torch: no PyTorch run", "ok": True,
+                  "stepjit_first_loss": losses[0] if losses else interp_loss}
+    else:
+        parity = torch_parity(args, backend, stepjit, eager, interp_loss)
+    for r in (eager, comp):
+        if "losses" in r:
+            r["first_loss"] = r["losses"][0]
+            r["last_loss"] = r["losses"][-1]
 
-    # Parity guard: the first-step loss (forward of the initial params) of
-    # StepJIT's compiled step (step-run; else the reference interpreter's
-    # forward that --emit-model printed) against PyTorch eager's first step.
+    return {
+        "benchmark": "gpt2_train_step",
+        "date": datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"),
+        "device": {"name": name, "backend": backend,
+                   "host": platform.node(), "cpu_cores": os.cpu_count()},
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "torch_tf32_matmul": (torch.backends.cuda.matmul.allow_tf32
+                              if device.type == "cuda" else None),
+        "torch_attention": ("F.scaled_dot_product_attention" if HAS_SDPA
+                            else "explicit masked softmax"),
+        "preset": preset,
+        "config": cfg,
+        "n_params": n_params,
+        "tokens_per_step": tokens_per_step,
+        "valid_length": t if t != cfg["context"] else None,
+        "stepc_flags": list(args.stepc_flag or []),
+        "amp": args.amp,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "optimizer": {"stepc": optimizer_string(opt_cfg), "clip": args.clip,
+                      "schedule": "constant",
+                      "torch": f"torch.optim.AdamW(lr={args.lr}, betas=("
+                               f"{args.beta1}, {args.beta2}), eps={args.eps}, "
+                               f"weight_decay={args.wd} on dim >= 2 else 0)"},
+        # MFU = flops_per_token * tokens_per_second / peak_flops, with
+        # flops_per_token = 6 * (N - T*C) + 12 * L * C * T
+        # (model_flops_per_token's comment).
+        "flops_per_token": fpt,
+        "peak_flops": peak,
+        "peak_flops_source": peak_source,
+        "results": {"stepjit": stepjit, "torch_eager": eager,
+                    "torch_compile": comp},
+        "parity": parity,
+        "seconds": seconds,
+    }
+
+
+def torch_parity(args, backend, stepjit, eager, interp_loss):
+    """The parity guard: the first-step loss (forward of the initial
+    params) of StepJIT's compiled step (step-run; else the reference
+    interpreter's forward that --emit-model printed) against PyTorch
+    eager's first step, and both last steps' losses."""
+    parity_losses = stepjit["parity_losses"]
     torch_losses = eager["losses"]
     first_sj = parity_losses[0] if parity_losses else interp_loss
     tol = PARITY_TOL[(args.amp, backend)]
@@ -607,46 +689,7 @@ def compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
     if not parity["ok"]:
         note(f"WARNING: first-step loss StepJIT {first_sj!r} vs PyTorch "
              f"{torch_losses[0]!r}: relative error {first_err:.3e} > {tol:g}")
-    for r in (eager, comp):
-        if "losses" in r:
-            r["first_loss"] = r["losses"][0]
-            r["last_loss"] = r["losses"][-1]
-
-    return {
-        "benchmark": "gpt2_train_step",
-        "date": datetime.datetime.now(datetime.timezone.utc)
-                .strftime("%Y-%m-%d %H:%M UTC"),
-        "device": {"name": name, "backend": backend,
-                   "host": platform.node(), "cpu_cores": os.cpu_count()},
-        "torch_version": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "torch_tf32_matmul": (torch.backends.cuda.matmul.allow_tf32
-                              if device.type == "cuda" else None),
-        "torch_attention": ("F.scaled_dot_product_attention" if HAS_SDPA
-                            else "explicit masked softmax"),
-        "preset": preset,
-        "config": cfg,
-        "n_params": n_params,
-        "tokens_per_step": tokens_per_step,
-        "amp": args.amp,
-        "steps": args.steps,
-        "warmup": args.warmup,
-        "optimizer": {"stepc": optimizer_string(opt_cfg), "clip": args.clip,
-                      "schedule": "constant",
-                      "torch": f"torch.optim.AdamW(lr={args.lr}, betas=("
-                               f"{args.beta1}, {args.beta2}), eps={args.eps}, "
-                               f"weight_decay={args.wd} on dim >= 2 else 0)"},
-        # MFU = flops_per_token * tokens_per_second / peak_flops, with
-        # flops_per_token = 6 * (N - T*C) + 12 * L * C * T
-        # (model_flops_per_token's comment).
-        "flops_per_token": fpt,
-        "peak_flops": peak,
-        "peak_flops_source": peak_source,
-        "results": {"stepjit": stepjit, "torch_eager": eager,
-                    "torch_compile": comp},
-        "parity": parity,
-        "seconds": seconds,
-    }
+    return parity
 
 
 # ----------------------------------------- split: compile here, run there --
@@ -691,6 +734,14 @@ def prepare_dir(args, cfg, preset, opt_cfg, gpt2, stepc, out):
         if os.path.isdir(inputs):
             shutil.rmtree(inputs)
         shutil.copytree(os.path.join(model_dir, "inputs"), inputs)
+        if args.valid_length is not None:
+            n = args.valid_length
+            if not 1 <= n <= cfg["context"]:
+                fail(f"--valid-length {n} is not in 1..{cfg['context']}")
+            for k, a in batch.items():
+                np.save(os.path.join(inputs, k + ".npy"),
+                        np.ascontiguousarray(a[:, :n]))
+            batch = load_batch(inputs)
         # Compile time: cold with an empty kernel cache, then warm (the
         # second compile of the same model, its cache filled).
         artifact = os.path.join(out, "train.step")
@@ -711,6 +762,8 @@ def prepare_dir(args, cfg, preset, opt_cfg, gpt2, stepc, out):
     meta = artifact_meta(artifact)
     record = {"preset": preset, "config": cfg, "amp": args.amp,
               "optimizer": opt_cfg, "clip": args.clip, "seed": args.seed,
+              "stepc_flags": list(args.stepc_flag or []),
+              "dynamic_context": args.dynamic_context,
               "interpreter_forward_loss": interp_loss,
               "compile_seconds": {"cold": times[0], "warm": times[1]},
               "compile_host": f"{device_name(torch.device('cpu'))}, "

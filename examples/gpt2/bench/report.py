@@ -48,15 +48,17 @@ def peak_flops(device, name, override):
     return None, f"unknown device '{name}': pass --peak-flops for MFU"
 
 
-def model_flops_per_token(cfg, n_params):
+def model_flops_per_token(cfg, n_params, t=None):
     """Training FLOPs per token (PaLM, appendix B; nanoGPT's estimate_mfu):
     6 * N for the matmuls of forward (2N) and backward (4N), N the params
     without wpe (a lookup, no matmul; wte is counted: the tied head is a
     [C, V] matmul), plus 12 * L * C * T for attention's two T x T matmuls
     (q k^T and att v, forward and backward; counted over the full T x T as
-    in the paper, although causal kernels skip half)."""
+    in the paper, although causal kernels skip half). t: the sequence
+    length the step runs, when shorter than the context (a valid length in
+    a padded bucket counts only its own tokens)."""
     n = n_params - cfg["context"] * cfg["width"]
-    return 6 * n + 12 * cfg["layers"] * cfg["width"] * cfg["context"]
+    return 6 * n + 12 * cfg["layers"] * cfg["width"] * (t or cfg["context"])
 
 
 def summarize(res, tokens_per_step, flops_per_token, peak):
@@ -93,7 +95,9 @@ def markdown(report):
             f"({report['n_params']:,} params), amp {report['amp']}, "
             f"backend {report['device']['backend']}, torch "
             f"{report['torch_version']}, `{report['optimizer']['stepc']}`"
-            f"{', clip ' + str(report['optimizer']['clip']) if report['optimizer']['clip'] else ''}, "
+            f"{', clip ' + str(report['optimizer']['clip']) if report['optimizer']['clip'] else ''}"
+            f"{''.join(', `' + f + '`' for f in report.get('stepc_flags', []))}"
+            f"{', valid length ' + str(report['valid_length']) if report.get('valid_length') else ''}, "
             f"{report['steps']} timed steps after {report['warmup']} untimed. "
             f"Spread = (max - min) / median; MFU against "
             f"{'-' if report['peak_flops'] is None else '%.0f TFLOP/s' % (report['peak_flops'] / 1e12)}"
@@ -120,10 +124,13 @@ def markdown(report):
                     f"| {x['tokens_per_second']:,.0f} | {mfu} "
                     f"| {fmt_bytes(x['peak_bytes'])} | {comp} |")
     p = report["parity"]
-    tail = (f"First-step loss: StepJIT {p['stepjit_first_loss']!r} vs "
-            f"PyTorch {p['torch_first_loss']!r}, relative error "
-            f"{p['first_loss_rel_err']:.2e} (tolerance {p['tolerance']:g}, "
-            f"{'ok' if p['ok'] else 'NOT OK'}).")
+    if "skipped" in p:
+        tail = f"First-step loss not compared ({p['skipped']})."
+    else:
+        tail = (f"First-step loss: StepJIT {p['stepjit_first_loss']!r} vs "
+                f"PyTorch {p['torch_first_loss']!r}, relative error "
+                f"{p['first_loss_rel_err']:.2e} (tolerance "
+                f"{p['tolerance']:g}, {'ok' if p['ok'] else 'NOT OK'}).")
     sj = r["stepjit"]
     mem = sj.get("device_memory")
     if mem:

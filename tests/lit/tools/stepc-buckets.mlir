@@ -8,9 +8,10 @@
 // RUN: strings %t.pow2.step | FileCheck --check-prefix=POW2 %s
 
 // One artifact, two plans: the largest bucket is the artifact's own, the
-// other nests in section bucket.0.
-// CHECK-DAG: "bucket":{"T":8}
-// CHECK-DAG: "bucket":{"T":4}
+// other nests in section bucket.0. Each plan's meta gives its arena's
+// size, as a one-plan artifact's does.
+// CHECK-DAG: "arena_bytes":{{[1-9][0-9]*}},"bucket":{"T":8}
+// CHECK-DAG: "arena_bytes":{{[1-9][0-9]*}},"bucket":{"T":4}
 // CHECK-DAG: "name":"bucket.0"
 // CHECK-DAG: "dynamic":{"inputs":{"x":["T",""]},"symbols":{"T":16}}
 

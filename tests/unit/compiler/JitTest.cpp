@@ -210,6 +210,8 @@ TEST_F(JitTest, BucketsCompileOnFirstUseAndEqualTheAotArtifact) {
               o.session);
   for (const auto &[name, value] : g.initialParams())
     aot.set(name, value);
+  // What a batch supplies: the valid length (len.T) is the session's own.
+  EXPECT_EQ(aot.inputNames(), (std::vector<std::string>{"x", "y"}));
 
   const int64_t lengths[] = {3, 10, 16, 17, 30, 3, 33, 40, 12};
   const size_t compiled[] = {1, 1, 1, 2, 2, 2, 3, 3, 3};

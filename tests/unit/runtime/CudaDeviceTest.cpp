@@ -194,13 +194,23 @@ Artifact hostStepPlan() {
 ///   2 wr = reshape(w1) [1, 6] @64
 /// Results: loss, w = w1, m = m1, and k = k: a param returned as it is
 /// (the result is the argument's own buffer, nothing to copy back).
-Artifact carriedStepPlan() {
+/// bucketT > 0: the plan of bucket T = bucketT of a step with a symbolic
+/// dim T, which only an unused input y [T] (and the valid length len.T)
+/// has (docs/dynamic-shapes.md).
+Artifact carriedStepPlan(int64_t bucketT = 0) {
   constexpr auto F32 = DType::F32;
   PlanBuilder p;
   int64_t w = p.argument("w", BufferKind::Param, F32, {2, 3});
   int64_t k = p.argument("k", BufferKind::Param, F32, {2, 3});
   int64_t m = p.argument("m", BufferKind::State, F32, {2, 3});
   int64_t x = p.argument("x", BufferKind::Input, F32, {2, 3});
+  if (bucketT > 0) {
+    p.argument("y", BufferKind::Input, F32, {bucketT});
+    p.argument("len.T", BufferKind::Input, DType::I64, {});
+    p.artifact.meta["dynamic"] = {{"symbols", {{"T", 4}}},
+                                  {"inputs", {{"y", {"T"}}}}};
+    p.artifact.meta["bucket"] = {{"T", bucketT}};
+  }
   int64_t m1 = p.transient(F32, {2, 3}, 0);
   int64_t w1 = p.transient(F32, {2, 3}, 32);
   int64_t wr = p.transient(F32, {1, 6}, 64);
@@ -249,6 +259,34 @@ TEST(CudaCopySchedule, CarriedStepPlanIsWellFormed) {
   test::expectValues(s.get("w"), DType::F32, {2, 3}, w1);
   test::expectValues(s.get("m"), DType::F32, {2, 3}, test::values(x));
   EXPECT_TRUE(s.get("k").bitwiseEqual(seq23(-0.25)));
+}
+
+/// The carried step with buckets T = 4 (the artifact) and T = 2.
+Artifact bucketedCarriedStep() {
+  Artifact a = carriedStepPlan(4);
+  a.buckets.push_back(carriedStepPlan(2));
+  return a;
+}
+
+/// A batch of bucketedCarriedStep of valid length t.
+std::map<std::string, HostTensor> bucketBatch(int n, int64_t t) {
+  return {{"x", seq23(0.125 * n)}, {"y", HostTensor(DType::F32, {t})}};
+}
+
+TEST(CudaCopySchedule, BucketedCarriedStepIsWellFormed) {
+  Session s(bucketedCarriedStep(), {Backend::Cpu});
+  EXPECT_EQ(s.inputNames(), (std::vector<std::string>{"x", "y"}));
+  s.set("w", seq23(0.5));
+  s.set("k", seq23(-0.25));
+  s.step(bucketBatch(1, 3));
+  s.step(bucketBatch(2, 1));
+  EXPECT_EQ(s.bucketsUsed(), 2u);
+  // m += x twice, whichever bucket ran.
+  HostTensor x1 = seq23(0.125), x2 = seq23(0.25);
+  std::vector<double> m;
+  for (int64_t i = 0; i < 6; ++i)
+    m.push_back(x1.getAsDouble(i) + x2.getAsDouble(i));
+  test::expectValues(s.get("m"), DType::F32, {2, 3}, m);
 }
 
 std::vector<HostTensor> hostStepArgs(double shift) {
@@ -516,6 +554,33 @@ TEST_F(CudaDevice, SessionKeepsParamsAndStateOnDevice) {
   for (const std::string &name : names)
     EXPECT_TRUE(loaded.get(name).bitwiseEqual(gpu.get(name))) << name;
   expectSame("after step 6");
+}
+
+// Steps alternating between two buckets: the params and state pass from
+// one bucket's executor to the other's on the device (Session::handOver)
+// and stay equal to the CPU backend's.
+TEST_F(CudaDevice, BucketsHandParamsAndStateOverOnTheDevice) {
+  Artifact a = bucketedCarriedStep();
+  Session gpu(a, {Backend::Cuda}), cpu(a, {Backend::Cpu});
+  ASSERT_EQ(gpu.backend(), Backend::Cuda);
+  for (Session *s : {&gpu, &cpu}) {
+    s->set("w", seq23(0.5));
+    s->set("k", seq23(-0.25));
+  }
+  const int64_t lengths[] = {4, 1, 2, 3, 1, 4};
+  for (int n = 0; n < 6; ++n) {
+    auto batch = bucketBatch(n, lengths[n]);
+    double g = gpu.step(batch), c = cpu.step(batch);
+    EXPECT_NEAR(g, c, 1e-5 * (1 + std::abs(c))) << "step " << n;
+  }
+  EXPECT_EQ(gpu.bucketsUsed(), 2u);
+  for (const char *name : {"w", "k", "m"}) {
+    const HostTensor &g = gpu.get(name), &c = cpu.get(name);
+    for (int64_t j = 0; j < c.numel(); ++j)
+      EXPECT_NEAR(g.getAsDouble(j), c.getAsDouble(j),
+                  1e-5 * (1 + std::abs(c.getAsDouble(j))))
+          << name << " element " << j;
+  }
 }
 
 TEST_F(CudaDevice, RefusesStepsWithoutDeviceCode) {
