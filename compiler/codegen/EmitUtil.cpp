@@ -246,6 +246,14 @@ __device__ __forceinline__ T blockReduce(T v, Op op, T identity, T *sh) {
   v = lane < (int)(blockDim.x >> 5) ? sh[lane] : identity;
   return warpReduce(v, op);
 }
+// A row's combination (EmitUtil.h, RowMapping): its warp's, or its
+// block's.
+template <bool PerWarp, typename T, typename Op>
+__device__ __forceinline__ T rowReduce(T v, Op op, T identity, T *sh) {
+  if (PerWarp)
+    return warpReduce(v, op);
+  return blockReduce(v, op, identity, sh);
+}
 )";
   if (needs.splitmix)
     s += R"(// runtime/cpu/Kernels.h splitmix64, bit for bit.
@@ -271,6 +279,39 @@ std::string idxType(int64_t n) {
 int64_t gridFor(int64_t work, int64_t block) {
   int64_t g = (work + block - 1) / block;
   return g < 1 ? 1 : (g > kMaxGrid ? kMaxGrid : g);
+}
+
+RowMapping rowMapping(int64_t rows, int64_t k, int64_t maxBlock) {
+  RowMapping r;
+  rows = std::max<int64_t>(rows, 1);
+  r.perWarp = k <= kWarpRowMax;
+  r.block = r.perWarp ? 32 * kWarpRowsPerBlock : blockForRow(k, maxBlock);
+  int64_t perBlock = r.perWarp ? kWarpRowsPerBlock : 1;
+  r.grid = std::min<int64_t>((rows + perBlock - 1) / perBlock, 65535);
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>>
+RowMapping::vars(const std::string &I, int64_t rows) const {
+  std::string n = std::to_string(rows);
+  if (!perWarp)
+    return {{"ROWS_FOR", "  for (" + I + " row = blockIdx.x; row < " + n +
+                             "; row += gridDim.x) {\n"
+                             "    const bool live_ = true;\n"},
+            {"TID", "(int)threadIdx.x"},
+            {"NTH", "(int)blockDim.x"},
+            {"PW", "false"},
+            {"LEAD", "threadIdx.x == 0"}};
+  std::string w = std::to_string(kWarpRowsPerBlock);
+  return {{"ROWS_FOR", "  for (" + I + " row0_ = (" + I + ")blockIdx.x * " +
+                           w + "; row0_ < " + n + "; row0_ += (" + I +
+                           ")gridDim.x * " + w + ") {\n    const " + I +
+                           " row = row0_ + (threadIdx.x >> 5);\n"
+                           "    const bool live_ = row < " + n + ";\n"},
+          {"TID", "(int)(threadIdx.x & 31)"},
+          {"NTH", "32"},
+          {"PW", "true"},
+          {"LEAD", "live_ && (threadIdx.x & 31) == 0"}};
 }
 
 int64_t blockForRow(int64_t k, int64_t maxBlock) {

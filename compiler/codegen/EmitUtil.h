@@ -72,6 +72,36 @@ constexpr int64_t kMaxGrid = 4096;
 /// A block size for reducing `k` items: a multiple of 32 in [32, maxBlock].
 int64_t blockForRow(int64_t k, int64_t maxBlock = 256);
 
+/// How a kernel over `rows` rows of `k` contiguous-or-strided elements (a
+/// row reduction, layer_norm, softmax) maps rows to threads. Short rows
+/// (k <= kWarpRowMax) go one per warp, kWarpRowsPerBlock rows per block:
+/// each lane takes every 32nd element and the row's combination is
+/// warpReduce alone (no shared memory, no __syncthreads), where a block per
+/// row of 768 elements would leave most of its threads one element and
+/// wait on two barriers per reduction. Longer rows: a block per row
+/// (blockForRow(k, maxBlock) threads), blockReduce.
+///
+/// A row kernel's template uses, from vars():
+///   $ROWS_FOR   opens the grid-stride loop over rows; defines `row` ($I)
+///               and `live_` (false only for a warp past the last row:
+///               every warp of a block runs the same iterations, so
+///               shuffles stay convergent);
+///   $TID, $NTH  this thread's first element and the stride of a row loop;
+///   $PW         rowReduce's first template argument (prelude):
+///               rowReduce<$PW>(v, op, identity, sh);
+///   $LEAD       the one thread of the row that stores a per-row result.
+/// Row loops test `live_ && j < K`.
+struct RowMapping {
+  bool perWarp = false;
+  int64_t block = 32;
+  int64_t grid = 1;
+  std::vector<std::pair<std::string, std::string>>
+  vars(const std::string &I, int64_t rows) const;
+};
+constexpr int64_t kWarpRowMax = 1024;
+constexpr int64_t kWarpRowsPerBlock = 8;
+RowMapping rowMapping(int64_t rows, int64_t k, int64_t maxBlock = 256);
+
 /// How a column reduction (the innermost dim kept: `m` outputs, each the
 /// reduction of `k` rows) spreads over the grid. Blocks take 32 outputs x 8
 /// row lanes; with `chunks` > 1 the rows are cut into chunks of `chunk`

@@ -321,8 +321,10 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
   ColumnSplit col = copy || innermostReduced ? ColumnSplit()
                                              : columnSplit(m, k);
+  RowMapping rowMap = rowMapping(m, k);
   ks.blockX = copy ? 256
-              : innermostReduced ? blockForRow(split ? k / splits : k)
+              : split ? blockForRow(k / splits)
+              : innermostReduced ? rowMap.block
                                  : 256;
   std::string params = paramList(f, ks, needs, /*restrict=*/true);
   std::string I = idxType(std::max(m, k) + 1);
@@ -409,19 +411,23 @@ $OFFK    (void)r;
     globals = each("__device__ $ACC ${NAME}_partial$R[$M * $S];\n") +
               "__device__ unsigned int ${NAME}_ticket[$M];\n";
   } else if (innermostReduced) {
-    ks.gridX = std::min<int64_t>(std::max<int64_t>(m, 1), 65535);
-    body = each("  __shared__ $ACC sh$R[32];\n") + R"(  for ($I o = blockIdx.x; o < $M; o += gridDim.x) {
+    ks.gridX = rowMap.grid;
+    for (auto &v : rowMap.vars(I, m))
+      vars.push_back(v);
+    body = each("  __shared__ $ACC sh$R[32];\n  (void)sh$R;\n") +
+           R"($ROWS_FOR    const $I o = row;
     long long base = 0;
     { $I r = o;
 $OFFO      (void)r;
     }
-)" + each("    $ACC acc$R = $IDENT;\n") + R"(    for ($I kk = threadIdx.x; kk < $K; kk += blockDim.x) {
+)" + each("    $ACC acc$R = $IDENT;\n") + R"(    for ($I kk = $TID; live_ && kk < $K; kk += $NTH) {
       long long off = base;
       $I r = kk;
 $OFFK      (void)r;
 )" + accumulateCode + "    }\n" +
-           each("    acc$R = blockReduce(acc$R, $OP, ($ACC)($IDENT), sh$R);\n") +
-           "    if (threadIdx.x == 0) {\n" +
+           each("    acc$R = rowReduce<$PW>(acc$R, $OP, ($ACC)($IDENT), "
+                "sh$R);\n") +
+           "    if ($LEAD) {\n" +
            indent(epilogueCode, "      ") + "    }\n  }\n";
   } else if (col.chunks > 1) {
     // The split column kernel of ReduceKernels.cpp, one accumulator, one

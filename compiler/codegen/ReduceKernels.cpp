@@ -101,7 +101,10 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
   bool split = innermostReduced && m <= 64 && k >= 65536;
   ColumnSplit col = innermostReduced ? ColumnSplit() : columnSplit(m, k);
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
-  ks.blockX = innermostReduced ? blockForRow(split ? k / splits : k) : 256;
+  RowMapping rowMap = rowMapping(m, k);
+  ks.blockX = split ? blockForRow(k / splits)
+              : innermostReduced ? rowMap.block
+                                 : 256;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   std::string I = idxType(std::max(m, k) + 1);
   std::vector<std::pair<std::string, std::string>> vars = {
@@ -154,22 +157,25 @@ $OFFK    (void)r;
                       "__device__ unsigned int ${NAME}_ticket[$M];\n",
                       vars);
   } else if (innermostReduced) {
-    ks.gridX = std::min<int64_t>(std::max<int64_t>(m, 1), 65535);
+    ks.gridX = rowMap.grid;
+    for (auto &v : rowMap.vars(I, m))
+      vars.push_back(v);
     body = R"(  __shared__ $ACC sh[32];
-  for ($I o = blockIdx.x; o < $M; o += gridDim.x) {
+  (void)sh;
+$ROWS_FOR    const $I o = row;
     long long base = 0;
     { $I r = o;
 $OFFO      (void)r;
     }
     $ACC acc = $IDENT;
-    for ($I kk = threadIdx.x; kk < $K; kk += blockDim.x) {
+    for ($I kk = $TID; live_ && kk < $K; kk += $NTH) {
       long long off = base;
       $I r = kk;
 $OFFK      (void)r;
       acc = $OP(acc, $LOAD);
     }
-    acc = blockReduce(acc, $OP, ($ACC)($IDENT), sh);
-    if (threadIdx.x == 0)
+    acc = rowReduce<$PW>(acc, $OP, ($ACC)($IDENT), sh);
+    if ($LEAD)
       out0[o] = $STORE;
   }
 )";
@@ -287,40 +293,43 @@ static KernelSource emitSoftmax(mlir::Operation *op, const std::string &name,
   Elem e = elemOf(op->getOperand(0).getType());
   KernelSource ks;
   ks.name = name;
-  ks.blockX = blockForRow(size, 512);
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  RowMapping map = rowMapping(rows, size, 512);
+  ks.blockX = map.block;
+  ks.gridX = map.grid;
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
                                  /*restrict=*/true);
   std::string out = log ? "x - mx - lse" : "expf(x - mx) / sum";
   std::string at = "base + (long long)j * " + std::to_string(inner);
+  std::vector<std::pair<std::string, std::string>> vars =
+      map.vars("long long", rows);
+  vars.insert(vars.end(), {{"INNER", std::to_string(inner)},
+       {"SIZE", std::to_string(size)}, {"NEGINF", litF(-INFINITY)},
+       {"LOAD", io.x ? io.x(at) : toF(e, "in0[" + at + "]")},
+       {"STORE", io.store ? io.store(at, out)
+                          : "out0[" + at + "] = " + fromF(e, out) + ";"}});
   ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
-  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
-    const long long base = (row / $INNER) * $SIZE * $INNER + row % $INNER;
+  (void)sh;
+$ROWS_FOR    const long long base = (row / $INNER) * $SIZE * $INNER + row % $INNER;
     // The max first keeps expf from overflowing; a NaN in the row gives NaN.
     float mx = $NEGINF;
-    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x)
+    for (int j = $TID; live_ && j < $SIZE; j += $NTH)
       mx = maxNaN(mx, $LOAD);
-    mx = blockReduce(mx, MaxNaNOp(), $NEGINF, sh);
+    mx = rowReduce<$PW>(mx, MaxNaNOp(), $NEGINF, sh);
     float sum = 0.0f;
-    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x)
+    for (int j = $TID; live_ && j < $SIZE; j += $NTH)
       sum += expf($LOAD - mx);
-    sum = blockReduce(sum, SumOp(), 0.0f, sh);
+    sum = rowReduce<$PW>(sum, SumOp(), 0.0f, sh);
     const float lse = logf(sum);
     (void)lse;
-    for (int j = threadIdx.x; j < $SIZE; j += blockDim.x) {
+    for (int j = $TID; live_ && j < $SIZE; j += $NTH) {
       const float x = $LOAD;
       $STORE
     }
   }
 }
-)",
-      {{"ROWS", std::to_string(rows)}, {"INNER", std::to_string(inner)},
-       {"SIZE", std::to_string(size)}, {"NEGINF", litF(-INFINITY)},
-       {"LOAD", io.x ? io.x(at) : toF(e, "in0[" + at + "]")},
-       {"STORE", io.store ? io.store(at, out)
-                          : "out0[" + at + "] = " + fromF(e, out) + ";"}});
+)", vars);
   return ks;
 }
 
@@ -335,8 +344,9 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
   Elem e = elemOf(op.getOperand().getType());
   KernelSource ks;
   ks.name = name;
-  ks.blockX = blockForRow(group, 512);
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  RowMapping map = rowMapping(rows, group, 512);
+  ks.blockX = map.block;
+  ks.gridX = map.grid;
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
@@ -347,27 +357,9 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
                   toF(elemOf(op.getWeight().getType()), io.operand(1) + "[j]") +
                   " + " +
                   toF(elemOf(op.getBias().getType()), io.operand(2) + "[j]");
-  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
-  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
-$XPTR    float s = 0.0f;
-    for (int j = threadIdx.x; j < $G; j += blockDim.x)
-      s += $X;
-    const float mean = blockReduce(s, SumOp(), 0.0f, sh) / $GF;
-    // Two passes (mean, then squared deviations), as the CPU reference:
-    // no cancellation from E[x^2] - E[x]^2. Biased variance.
-    float q = 0.0f;
-    for (int j = threadIdx.x; j < $G; j += blockDim.x) {
-      const float d = $X - mean;
-      q += d * d;
-    }
-    const float var = blockReduce(q, SumOp(), 0.0f, sh) / $GF;
-    const float rstd = 1.0f / sqrtf(var + $EPS);
-    for (int j = threadIdx.x; j < $G; j += blockDim.x)
-      $STORE
-  }
-}
-)",
-      {{"ROWS", std::to_string(rows)}, {"G", std::to_string(group)},
+  std::vector<std::pair<std::string, std::string>> vars =
+      map.vars("long long", rows);
+  vars.insert(vars.end(), {{"G", std::to_string(group)},
        {"GF", litF(static_cast<double>(group))}, {"T", cType(e)},
        {"X", x}, {"EPS", litF(op.getEpsilon().convertToDouble())},
        {"XPTR", io.x ? "" : subst("    const $T *x = in0 + row * $G;\n",
@@ -375,6 +367,26 @@ $XPTR    float s = 0.0f;
                                    {"G", std::to_string(group)}})},
        {"STORE", io.store ? io.store(at, y)
                           : "out0[" + at + "] = " + fromF(e, y) + ";"}});
+  ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
+  (void)sh;
+$ROWS_FOR$XPTR    float s = 0.0f;
+    for (int j = $TID; live_ && j < $G; j += $NTH)
+      s += $X;
+    const float mean = rowReduce<$PW>(s, SumOp(), 0.0f, sh) / $GF;
+    // Two passes (mean, then squared deviations), as the CPU reference:
+    // no cancellation from E[x^2] - E[x]^2. Biased variance.
+    float q = 0.0f;
+    for (int j = $TID; live_ && j < $G; j += $NTH) {
+      const float d = $X - mean;
+      q += d * d;
+    }
+    const float var = rowReduce<$PW>(q, SumOp(), 0.0f, sh) / $GF;
+    const float rstd = 1.0f / sqrtf(var + $EPS);
+    for (int j = $TID; live_ && j < $G; j += $NTH)
+      $STORE
+  }
+}
+)", vars);
   return ks;
 }
 

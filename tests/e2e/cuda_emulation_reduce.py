@@ -28,7 +28,11 @@ Cases: reduce_sum/mean/max over rows with row counts that are not a
 multiple of the chunk, 1 to 19 chunks per tile, a partial 32-output tile,
 a 3-d operand whose kept dims are not contiguous, too few rows to split,
 and two fusions (cast and mul prologue with two roots, as layer_norm's
-backward; an epilogue adding another input); f32 and bf16.
+backward; an epilogue adding another input); f32 and bf16. And the row
+kernels (the innermost dim reduced; EmitUtil.h, RowMapping): reductions,
+a two-root row fusion, layer_norm and softmax over rows of at most 1024
+(a warp per row, 8 rows per block, the last block partly past the end)
+and over longer rows (a block per row).
 
 Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
 """
@@ -123,6 +127,74 @@ def epilogue_case(name, k, m, dt):
                 outputs=[dt, dt], ref=ref, fuse=True)
 
 
+def row_stats_case(name, m, k, dt):
+    """Two roots over rows of one prologue, as layer_norm's backward: the
+    row means of x and of x * y."""
+    a, r = shape_t([m, k], dt), shape_t([m], "f32")
+    b = shape_t([m, k], "f32")
+    mlir = f"""module {{
+  func.func @forward(%x: {a} {{step.kind = "input", step.name = "x"}}, %y: {b} {{step.kind = "input", step.name = "y"}}) -> ({r} {{step.name = "mx"}}, {r} {{step.name = "mxy"}}) {{
+    %c = step.cast %x : {a} -> {b}
+    %p = step.mul %c, %y : {b}, {b}
+    %mx = step.reduce_mean %c dims = [1] : {b} -> {r}
+    %mxy = step.reduce_mean %p dims = [1] : {b} -> {r}
+    return %mx, %mxy : {r}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x, y = ins
+        return ([x.mean(1), (x * y).mean(1)],
+                [np.abs(x).mean(1), np.abs(x * y).mean(1)])
+    return dict(name=name, mlir=mlir, inputs=[([m, k], dt), ([m, k], "f32")],
+                outputs=["f32", "f32"], ref=ref, fuse=True)
+
+
+def layer_norm_case(name, m, k, dt):
+    """step.layer_norm over rows of k (eps 1e-5), weight and bias of the
+    operand's type."""
+    x, w = shape_t([m, k], dt), shape_t([k], dt)
+    mlir = f"""module {{
+  func.func @forward(%x: {x} {{step.kind = "input", step.name = "x"}}, %w: {w} {{step.kind = "input", step.name = "w"}}, %b: {w} {{step.kind = "input", step.name = "b"}}) -> ({x} {{step.name = "y"}}) {{
+    %y = step.layer_norm %x, %w, %b eps = 1.000000e-05 : {x}, {w}, {w}
+    return %y : {x}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x, w, b = ins
+        xh = (x - x.mean(1, keepdims=True)) / np.sqrt(
+            x.var(1, keepdims=True) + 1e-5)
+        # The f32 statistics' error, relative to the row's scale (|x|
+        # ~ 1, k <= a few thousand), times what the output multiplies.
+        return [xh * w + b], [np.abs(xh * w) * 10 + np.abs(b)]
+    return dict(name=name, mlir=mlir,
+                inputs=[([m, k], dt), ([k], dt), ([k], dt)],
+                outputs=[dt], ref=ref, fuse=False)
+
+
+def softmax_case(name, m, k, dt):
+    """step.softmax over rows of k."""
+    x = shape_t([m, k], dt)
+    mlir = f"""module {{
+  func.func @forward(%x: {x} {{step.kind = "input", step.name = "x"}}) -> ({x} {{step.name = "y"}}) {{
+    %y = step.softmax %x dim = 1 : {x}
+    return %y : {x}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x = ins[0]
+        e = np.exp(x - x.max(1, keepdims=True))
+        p = e / e.sum(1, keepdims=True)
+        return [p], [p * 10]
+    return dict(name=name, mlir=mlir, inputs=[([m, k], dt)], outputs=[dt],
+                ref=ref, fuse=False)
+
+
 def cases():
     out = []
     for dt in ("f32", "bf16"):
@@ -152,6 +224,21 @@ def cases():
                            [0], "bf16"))
     out.append(layer_norm_grad_case("fused_ln_grad_1000x100", 1000, 100))
     out.append(layer_norm_grad_case("fused_ln_grad_3000x80", 3000, 80))
+    # Row kernels: rows of at most 1024 one per warp, 8 per block (77 rows:
+    # the last block's warps 5-7 past the end); longer rows a block each.
+    for dt in ("f32", "bf16"):
+        out.append(reduce_case(f"rows_sum_77x768_{dt}", "reduce_sum",
+                               [77, 768], [1], dt))
+        out.append(row_stats_case(f"fused_row_means_77x768_{dt}", 77, 768,
+                                  dt))
+        out.append(layer_norm_case(f"layer_norm_77x768_{dt}", 77, 768, dt))
+        out.append(softmax_case(f"softmax_77x100_{dt}", 77, 100, dt))
+    out.append(reduce_case("rows_max_9x3000_f32", "reduce_max", [9, 3000],
+                           [1], "f32"))
+    out.append(reduce_case("rows_sum_4x2x33_d2_f32", "reduce_sum", [4, 2, 33],
+                           [2], "f32"))
+    out.append(layer_norm_case("layer_norm_9x1500_f32", 9, 1500, "f32"))
+    out.append(softmax_case("softmax_9x2000_f32", 9, 2000, "f32"))
     return out
 
 

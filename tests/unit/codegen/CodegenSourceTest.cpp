@@ -250,15 +250,25 @@ TEST(ShapeKernels, PadConcatIotaEmbedding) {
 //===----------------------------------------------------------------------===//
 
 TEST(ReduceKernels, StrategyFollowsTheReducedDims) {
-  // Innermost reduced: one block per output row, block sized to the row.
+  // Innermost reduced, rows of at most 1024: a warp per output row, 8
+  // rows per block, warp shuffles only.
   KernelSource ks = firstKernel(
       fn("%a: tensor<64x100xf32>",
          "step.reduce_sum %a dims = [1] : tensor<64x100xf32> -> tensor<64xf32>",
          "tensor<64xf32>"));
-  EXPECT_EQ(ks.gridX, 64);
-  EXPECT_EQ(ks.blockX, 128);
-  EXPECT_TRUE(contains(ks.source, "blockReduce(acc, SumOp()"));
+  EXPECT_EQ(ks.gridX, 8);
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(acc, SumOp()"));
+  EXPECT_TRUE(contains(ks.source, "row0_ + (threadIdx.x >> 5)"));
   EXPECT_TRUE(contains(ks.source, "__shfl_xor_sync"));
+  // Longer rows: a block per row, block sized to the row (at most 256).
+  ks = firstKernel(
+      fn("%a: tensor<5x3000xf32>",
+         "step.reduce_sum %a dims = [1] : tensor<5x3000xf32> -> tensor<5xf32>",
+         "tensor<5xf32>"));
+  EXPECT_EQ(ks.gridX, 5);
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(ks.source, "rowReduce<false>(acc, SumOp()"));
   // Innermost kept (a bias gradient): 32 outputs x 8 lanes per block.
   ks = firstKernel(
       fn("%a: tensor<64x100xf32>",
@@ -336,13 +346,14 @@ TEST(ReduceKernels, SoftmaxAndLayerNorm) {
                                    "step.log_softmax %a dim = 1 : "
                                    "tensor<6x10xf32>",
                                    "tensor<6x10xf32>"));
-  EXPECT_EQ(ks.gridX, 6);
-  EXPECT_EQ(ks.blockX, 32);
+  EXPECT_EQ(ks.gridX, 1); // 6 rows of 10: a warp each, 8 per block
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(mx, MaxNaNOp()"));
   EXPECT_TRUE(contains(ks.source, "x - mx - lse"));
   ks = firstKernel(fn("%a: tensor<4x6x5xf32>",
                       "step.softmax %a dim = 1 : tensor<4x6x5xf32>",
                       "tensor<4x6x5xf32>"));
-  EXPECT_EQ(ks.gridX, 20); // 4 * 5 rows, each strided by 5
+  EXPECT_EQ(ks.gridX, 3); // 4 * 5 rows, each strided by 5
   EXPECT_TRUE(contains(ks.source, "row % 5"));
   EXPECT_TRUE(contains(ks.source, "expf(x - mx) / sum"));
   ks = firstKernel(
@@ -351,8 +362,9 @@ TEST(ReduceKernels, SoftmaxAndLayerNorm) {
          "tensor<32xf16>, tensor<32xf16>",
          "tensor<4x8x32xf16>"));
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "in2", "out0"}));
-  EXPECT_EQ(ks.gridX, 32);
-  EXPECT_EQ(ks.blockX, 32);
+  EXPECT_EQ(ks.gridX, 4); // 32 rows, 8 per block
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(q, SumOp()"));
   EXPECT_TRUE(contains(ks.source, "var + 9.99999975e-06f"));
   EXPECT_TRUE(contains(ks.source, "/ 32.0f"));
 }

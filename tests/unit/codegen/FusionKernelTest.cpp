@@ -248,15 +248,16 @@ TEST(FusionReduce, RowMeanOfSquaresWithRsqrtEpilogue) {
     step.yield %4 : tensor<16xf32>
   })", "tensor<16xf32>"), "red_rms");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
-  EXPECT_EQ(ks.gridX, 16); // one block per row
+  EXPECT_EQ(ks.gridX, 2); // rows of 256: a warp each, 8 per block
   EXPECT_EQ(ks.blockX, 256);
   EXPECT_EQ(count(ks.source, "r0 = a0 * a1;"), 1u); // a and a: one load
   EXPECT_EQ(count(ks.source, "in0[off]"), 1u);
   EXPECT_TRUE(contains(ks.source, "acc0 = SumOp()(acc0, fv"));
-  EXPECT_TRUE(contains(ks.source, "blockReduce(acc0, SumOp(), (float)(0.0f)"));
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(acc0, SumOp(), (float)(0.0f)"));
   EXPECT_TRUE(contains(ks.source, "const float res0 = acc0 / 256.0f;"));
   // The epilogue after the reduction, by the storing thread.
-  size_t reduce = ks.source.find("blockReduce(acc0");
+  size_t reduce = ks.source.find("rowReduce<true>(acc0");
+  ASSERT_NE(reduce, std::string::npos);
   size_t rsqrt = ks.source.find("r0 = 1.0f / sqrtf(a0);");
   ASSERT_NE(rsqrt, std::string::npos);
   EXPECT_LT(reduce, rsqrt);
@@ -282,12 +283,12 @@ TEST(FusionReduce, SiblingReductionsShareOneRead) {
   })", {"tensor<32xf32>", "tensor<32x1xf32>", "tensor<32xf32>",
         "tensor<32xf32>"}), "red_sib");
   EXPECT_EQ(ks.params, (Params{"in0", "out0", "out1", "out2", "out3"}));
-  EXPECT_EQ(ks.blockX, 128);
+  EXPECT_EQ(ks.blockX, 256); // rows of 100: a warp each, 8 per block
   EXPECT_EQ(count(ks.source, "__bfloat162float(in0[off])"), 1u);
   EXPECT_EQ(count(ks.source, "for (int kk"), 1u); // one pass for all three
-  EXPECT_TRUE(contains(ks.source, "blockReduce(acc0, SumOp()"));
-  EXPECT_TRUE(contains(ks.source, "blockReduce(acc1, MaxNaNOp()"));
-  EXPECT_TRUE(contains(ks.source, "blockReduce(acc2, SumOp()"));
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(acc0, SumOp()"));
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(acc1, MaxNaNOp()"));
+  EXPECT_TRUE(contains(ks.source, "rowReduce<true>(acc2, SumOp()"));
   EXPECT_TRUE(contains(ks.source, "out3[o] = "));
   expectCompiles(ks);
 }
@@ -397,13 +398,13 @@ TEST(FusionRowOp, ScaledSoftmaxCastOnStore) {
     step.yield %3 : tensor<8x64xbf16>
   })", "tensor<8x64xbf16>"), "row_sm");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0"}));
-  EXPECT_EQ(ks.gridX, 8); // one block per row, as the unfused softmax
-  EXPECT_EQ(ks.blockX, 64);
+  EXPECT_EQ(ks.gridX, 1); // a warp per row, as the unfused softmax
+  EXPECT_EQ(ks.blockX, 256);
   // The row is read through the prologue, three times (max, sum, output).
   EXPECT_EQ(count(ks.source, "row_sm_x(in0, in1, out0, base + (long long)j * 1)"),
             3u);
   EXPECT_TRUE(contains(ks.source, "r0 = a0 * a1;"));
-  EXPECT_TRUE(contains(ks.source, "mx = blockReduce(mx, MaxNaNOp()"));
+  EXPECT_TRUE(contains(ks.source, "mx = rowReduce<true>(mx, MaxNaNOp()"));
   EXPECT_TRUE(contains(ks.source, "row_sm_store(in0, in1, out0, base + (long "
                                   "long)j * 1, expf(x - mx) / sum);"));
   EXPECT_TRUE(contains(ks.source, "out0[idx] = __float2bfloat16_rn("));
@@ -420,7 +421,7 @@ TEST(FusionRowOp, LogSoftmaxOverAnOuterDim) {
     %1 = step.log_softmax %0 dim = 0 : tensor<6x5xf16>
     step.yield %1 : tensor<6x5xf16>
   })", "tensor<6x5xf16>"), "row_lsm");
-  EXPECT_EQ(ks.gridX, 5);
+  EXPECT_EQ(ks.gridX, 1); // 5 rows (columns of x): a warp each
   EXPECT_TRUE(contains(ks.source, "row_lsm_x(in0, in1, out0, base + (long long)j * 5)"));
   EXPECT_TRUE(contains(ks.source, "x - mx - lse"));
   // The prologue's f16 result is rounded, as the unfused sub's store.
@@ -441,7 +442,7 @@ TEST(FusionRowOp, ResidualLayerNormWithGeluEpilogue) {
     step.yield %1, %2 : tensor<4x8x32xf32>, tensor<4x8x32xf32>
   })", {"tensor<4x8x32xf32>", "tensor<4x8x32xf32>"}), "row_ln");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "in2", "in3", "out0", "out1"}));
-  EXPECT_EQ(ks.gridX, 32);
+  EXPECT_EQ(ks.gridX, 4); // 32 rows, 8 per block
   EXPECT_TRUE(contains(ks.source, "row_ln_x(in0, in1, in2, in3, out0, out1, row * 32 + j)"));
   EXPECT_TRUE(contains(ks.source, "rstd * in2[j] + in3[j]")); // gamma, beta
   EXPECT_TRUE(contains(ks.source, "0.044715f"));

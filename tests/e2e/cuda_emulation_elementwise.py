@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""A bf16 elementwise fusion that stepc generates, run on the CPU, bit for
+bit against numpy.
+
+Inside a fusion, each bf16 op's f32 result is rounded to bf16 and widened
+back as the unfused op's store would (docs/codegen.md, "Per-element
+code"), so a fused chain equals the unfused ops bit for bit. No GPU here,
+so: stepc --dump-kernels writes the CUDA C++ of one fused chain (x * y + z
+- x, every op bf16), this test compiles it with the host compiler against
+tests/e2e/emu/cuda_emu.h (whose bf16 conversion rounds to nearest even,
+as cuda_bf16.h) and compares every output bit with a numpy reference that
+rounds each op's float32 result to bf16. A fusion that kept an
+intermediate in f32 (skipped a rounding) or rounded another way fails.
+
+The inputs make the hard cases common: products of two bf16 values are
+exact in f32 and land on a tie between two bf16 values about one time in
+four; values near bf16's largest finite value (3.39e38) round up to
+infinity; products overflow f32; subnormals, zeros of both signs,
+infinities and NaN. Checks: every non-NaN output equal bit for bit, NaN
+exactly where the reference has NaN; the kernel is one fusion that rounds
+each op; a grid-stride launch with 1, 2 and 5 blocks gives the same bits.
+
+Usage: cuda_emulation_elementwise.py --stepc STEPC --cxx CXX
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "emu"))
+from emu_harness import build_and_run, rounded, single_kernel  # noqa: E402
+
+N = 6000
+
+MLIR = f"""module {{
+  func.func @forward(%x: tensor<{N}xbf16> {{step.kind = "input", step.name = "x"}}, %y: tensor<{N}xbf16> {{step.kind = "input", step.name = "y"}}, %z: tensor<{N}xbf16> {{step.kind = "input", step.name = "z"}}) -> (tensor<{N}xbf16> {{step.name = "r"}}) {{
+    %a = step.mul %x, %y : tensor<{N}xbf16>, tensor<{N}xbf16>
+    %b = step.add %a, %z : tensor<{N}xbf16>, tensor<{N}xbf16>
+    %r = step.sub %b, %x : tensor<{N}xbf16>, tensor<{N}xbf16>
+    return %r : tensor<{N}xbf16>
+  }}
+}}
+"""
+
+HARNESS = r"""
+#include "cuda_emu.h"
+#include "kernel.inc"
+#include "emu_io.h"
+int main() {
+  auto x = readRaw<__nv_bfloat16>("in0.bin", NUM);
+  auto y = readRaw<__nv_bfloat16>("in1.bin", NUM);
+  auto z = readRaw<__nv_bfloat16>("in2.bin", NUM);
+  std::vector<__nv_bfloat16> out(NUM);
+  const unsigned grids[] = {1, 2, 5};
+  for (int run = 0; run < 3; ++run) {
+    poison(out);
+    emuLaunch(grids[run], BLOCK, [&] { KERNEL(x.data(), y.data(), z.data(), out.data()); });
+    writeRaw("out_" + std::to_string(run) + ".bin", out);
+  }
+}
+"""
+
+
+def inputs(rng):
+    """Three bf16 vectors (as float32) full of rounding's edge cases."""
+    def draw(scale):
+        v = rng.normal(0, 1, N) * scale
+        return rounded(v, "bf16")
+    x, y, z = draw(4.0), draw(4.0), draw(4.0)
+    n = N // 6
+    # Near bf16's largest finite value: x * 1 + z rounds past it.
+    x[:n] = rounded(rng.uniform(3.0e38, 3.39e38, n), "bf16")
+    y[:n] = 1.0
+    z[:n] = rounded(rng.uniform(1e36, 2e36, n), "bf16")
+    # Products beyond f32's range, and tiny ones (subnormal f32).
+    x[n:2 * n] = rounded(rng.uniform(1e30, 1e38, n), "bf16")
+    y[n:2 * n] = rounded(rng.uniform(1e8, 1e10, n), "bf16")
+    x[2 * n:3 * n] = rounded(rng.uniform(1e-30, 1e-20, n), "bf16")
+    y[2 * n:3 * n] = rounded(rng.uniform(1e-18, 1e-9, n), "bf16")
+    z[2 * n:3 * n] = 0.0
+    special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-40,
+                        3.3895e38, -3.3895e38, 1.0], dtype=np.float32)
+    for k, v in enumerate((x, y, z)):
+        at = 3 * n + k * 50
+        v[at:at + 200] = rounded(rng.choice(special, 200), "bf16")
+    return x, y, z
+
+
+def reference(x, y, z):
+    with np.errstate(all="ignore"):
+        a = rounded(x * y, "bf16")
+        b = rounded(a + z, "bf16")
+        return rounded(b - x, "bf16")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stepc", required=True)
+    ap.add_argument("--cxx", default="c++")
+    args = ap.parse_args()
+    rng = np.random.default_rng(11)
+    x, y, z = inputs(rng)
+    want = reference(x, y, z)
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-ew-") as tmp:
+        _, src, block, name, params = single_kernel(
+            args.stepc, "bf16_chain", MLIR, tmp, True)
+        body = src.split("__global__")[1]
+        if body.count("__float2bfloat16_rn(r0)") < 3:
+            sys.exit(f"FAIL: {name} does not round each of its three ops")
+        if len(params) != 4:
+            sys.exit(f"FAIL: {name} has parameters {params}")
+        for k, v in enumerate((x, y, z)):
+            v.astype(np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
+        harness = HARNESS.replace("NUM", str(N)).replace(
+            "BLOCK", str(block)).replace("KERNEL", name)
+        build_and_run(args.cxx, tmp, src, harness)
+        runs = [np.fromfile(os.path.join(tmp, f"out_{r}.bin"),
+                            dtype=np.float32) for r in range(3)]
+    for r in (1, 2):
+        if runs[r].tobytes() != runs[0].tobytes():
+            sys.exit(f"FAIL: {name}: grids 1 and {[1, 2, 5][r]} differ")
+    got = runs[0]
+    nan_w, nan_g = np.isnan(want), np.isnan(got)
+    if (nan_w != nan_g).any():
+        i = int(np.flatnonzero(nan_w != nan_g)[0])
+        sys.exit(f"FAIL: {name}: element {i}: got {got[i]!r}, want "
+                 f"{want[i]!r} (x {x[i]!r}, y {y[i]!r}, z {z[i]!r})")
+    ok = ~nan_w
+    diff = got[ok].view(np.uint32) != want[ok].view(np.uint32)
+    if diff.any():
+        i = int(np.flatnonzero(ok)[np.flatnonzero(diff)[0]])
+        sys.exit(f"FAIL: {name}: element {i}: got {got[i]!r}, want "
+                 f"{want[i]!r} (x {x[i]!r}, y {y[i]!r}, z {z[i]!r}); "
+                 f"{int(diff.sum())} of {int(ok.sum())} differ")
+    with np.errstate(all="ignore"):
+        ties = int((rounded(x * y, "bf16") != x * y).sum())
+    print(f"{name}: {N} elements bit-equal ({int(nan_w.sum())} NaN, "
+          f"{int(np.isinf(want).sum())} infinite, {ties} inexact products), "
+          "grids 1, 2, 5 alike")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
