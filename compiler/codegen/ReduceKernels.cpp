@@ -353,13 +353,17 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
                                  /*restrict=*/true);
   std::string at = "row * " + std::to_string(group) + " + j";
   std::string x = io.x ? io.x(at) : toF(e, "x[j]");
-  std::string y = "(" + x + " - mean) * rstd * " +
-                  toF(elemOf(op.getWeight().getType()), io.operand(1) + "[j]") +
-                  " + " +
-                  toF(elemOf(op.getBias().getType()), io.operand(2) + "[j]");
+  // A warp's row (map.perWarp) stays in registers: xv[c] is element
+  // lane + 32 c, read (and its prologue computed) once.
+  std::string affine =
+      " - mean) * rstd * " +
+      toF(elemOf(op.getWeight().getType()), io.operand(1) + "[j]") + " + " +
+      toF(elemOf(op.getBias().getType()), io.operand(2) + "[j]");
+  std::string y = "(" + (map.perWarp ? std::string("xv[c]") : x) + affine;
   std::vector<std::pair<std::string, std::string>> vars =
       map.vars("long long", rows);
   vars.insert(vars.end(), {{"G", std::to_string(group)},
+       {"PER", std::to_string((group + 31) / 32)},
        {"GF", litF(static_cast<double>(group))}, {"T", cType(e)},
        {"X", x}, {"EPS", litF(op.getEpsilon().convertToDouble())},
        {"XPTR", io.x ? "" : subst("    const $T *x = in0 + row * $G;\n",
@@ -367,6 +371,48 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
                                    {"G", std::to_string(group)}})},
        {"STORE", io.store ? io.store(at, y)
                           : "out0[" + at + "] = " + fromF(e, y) + ";"}});
+  // The same sums in the same order either way: lane l adds elements
+  // l, l + 32, ... of its row.
+  const char *warpRow = R"(  __shared__ float sh[32];
+  (void)sh;
+$ROWS_FOR$XPTR    float xv[$PER], s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < $PER; ++c) {
+      const int j = $TID + 32 * c;
+      if (live_ && j < $G) {
+        xv[c] = $X;
+        s += xv[c];
+      }
+    }
+    const float mean = rowReduce<$PW>(s, SumOp(), 0.0f, sh) / $GF;
+    // Two passes (mean, then squared deviations), as the CPU reference:
+    // no cancellation from E[x^2] - E[x]^2. Biased variance.
+    float q = 0.0f;
+#pragma unroll
+    for (int c = 0; c < $PER; ++c) {
+      const int j = $TID + 32 * c;
+      if (live_ && j < $G) {
+        const float d = xv[c] - mean;
+        q += d * d;
+      }
+    }
+    const float var = rowReduce<$PW>(q, SumOp(), 0.0f, sh) / $GF;
+    const float rstd = 1.0f / sqrtf(var + $EPS);
+#pragma unroll
+    for (int c = 0; c < $PER; ++c) {
+      const int j = $TID + 32 * c;
+      if (live_ && j < $G) {
+        $STORE
+      }
+    }
+  }
+}
+)";
+  if (map.perWarp) {
+    ks.source = prelude(needs) + io.preamble + signature(ks, params) +
+                " {\n" + subst(warpRow, vars);
+    return ks;
+  }
   ks.source = prelude(needs) + io.preamble + signature(ks, params) + " {\n" + subst(R"(  __shared__ float sh[32];
   (void)sh;
 $ROWS_FOR$XPTR    float s = 0.0f;
