@@ -64,7 +64,7 @@ sys.path.insert(0, HERE)
 from torch_gpt2 import (HAS_SDPA, build_model, load_npy_dir,  # noqa: E402
                         make_optimizer)
 from report import (device_name, markdown, model_flops_per_token,  # noqa: E402
-                    peak_flops, rel, summarize, trace_ops)
+                    peak_flops, summarize, torch_parity, trace_ops)
 DEFAULT_TEXT = os.path.join(os.path.dirname(HERE), "data", "tiny.txt")
 
 PRESETS = {
@@ -74,15 +74,6 @@ PRESETS = {
     # A CPU-sized model: a few seconds of steps on two cores.
     "tiny": dict(vocab=256, context=64, layers=2, heads=2, width=64, batch=8),
 }
-
-# Relative tolerance of the parity guard (first-step loss, StepJIT vs
-# PyTorch eager). In f32 both sides compute the same math in different
-# summation orders; their losses agree to ~1e-7 (e2e.gpt2_parity), 1e-4
-# leaves a wide margin. On CUDA the matmul kernels differ more (cuBLASLt vs
-# cuBLAS with their own split-K choices): 1e-3. bf16 rounds matmul operands
-# to 8 mantissa bits on both sides, but not at the same places: 2e-2.
-PARITY_TOL = {("none", "cpu"): 1e-4, ("none", "cuda"): 1e-3,
-              ("bf16", "cpu"): 2e-2, ("bf16", "cuda"): 2e-2}
 
 
 def fail(msg):
@@ -604,7 +595,13 @@ def compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
         parity = {"skipped": "--skip-torch: no PyTorch run", "ok": True,
                   "stepjit_first_loss": losses[0] if losses else interp_loss}
     else:
-        parity = torch_parity(args, backend, stepjit, eager, interp_loss)
+        parity = torch_parity(args.amp, backend, args.warmup + args.steps,
+                              stepjit, eager, interp_loss)
+        if not parity["ok"]:
+            note(f"WARNING: first-step loss StepJIT "
+                 f"{parity['stepjit_first_loss']!r} vs PyTorch "
+                 f"{parity['torch_first_loss']!r}: relative error "
+                 f"{parity['first_loss_rel_err']:.3e} > {parity['tolerance']:g}")
     for r in (eager, comp):
         if "losses" in r:
             r["first_loss"] = r["losses"][0]
@@ -647,49 +644,6 @@ def compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
         "parity": parity,
         "seconds": seconds,
     }
-
-
-def torch_parity(args, backend, stepjit, eager, interp_loss):
-    """The parity guard: the first-step loss (forward of the initial
-    params) of StepJIT's compiled step (step-run; else the reference
-    interpreter's forward that --emit-model printed) against PyTorch
-    eager's first step, and both last steps' losses."""
-    parity_losses = stepjit["parity_losses"]
-    torch_losses = eager["losses"]
-    first_sj = parity_losses[0] if parity_losses else interp_loss
-    tol = PARITY_TOL[(args.amp, backend)]
-    first_err = rel(first_sj, torch_losses[0])
-    per_step = [{"step": i + 1, "stepjit": a, "torch": torch_losses[i],
-                 "rel_err": rel(a, torch_losses[i])}
-                for i, a in enumerate(parity_losses) if i < len(torch_losses)]
-    last_idx = args.warmup + args.steps - 1
-    parity = {
-        "stepjit_first_loss": first_sj,
-        "stepjit_first_loss_from": ("step-run" if parity_losses
-                                    else "reference interpreter (forward)"),
-        "torch_first_loss": torch_losses[0],
-        "first_loss_rel_err": first_err,
-        "tolerance": tol,
-        "ok": first_err <= tol,
-        # gpt2-example's forward on the reference interpreter: always f32
-        # (no AMP), so under --amp bf16 it differs from the first step's.
-        "interpreter_forward_loss": interp_loss,
-        "interpreter_rel_err": (None if interp_loss is None
-                                else rel(interp_loss, torch_losses[0])),
-        "steps": per_step,
-        # step-bench and eager both ran W + N steps on the same batch: the
-        # loss of the last one after W + N - 1 identical updates.
-        "last_step": last_idx + 1,
-        "stepjit_last_loss": stepjit.get("last_loss"),
-        "torch_last_loss": torch_losses[last_idx],
-        "last_loss_rel_err": (None if stepjit.get("last_loss") is None
-                              else rel(stepjit["last_loss"],
-                                       torch_losses[last_idx])),
-    }
-    if not parity["ok"]:
-        note(f"WARNING: first-step loss StepJIT {first_sj!r} vs PyTorch "
-             f"{torch_losses[0]!r}: relative error {first_err:.3e} > {tol:g}")
-    return parity
 
 
 # ----------------------------------------- split: compile here, run there --

@@ -1,6 +1,7 @@
 """The report of examples/gpt2/bench/bench.py: the device's name and bf16
 peak, the model's FLOPs per token, tokens/s and MFU of a run, the markdown
-table, and the summary of a step-run trace's profiled step."""
+table, the summary of a step-run trace's profiled step, and the parity
+guard (StepJIT's first losses against PyTorch eager's)."""
 
 import os
 import platform
@@ -20,6 +21,15 @@ PEAK_BF16_FLOPS = [
     ("H200", 989e12),
     ("A100", 312e12),
 ]
+
+# Relative tolerance of the parity guard (first-step loss, StepJIT vs
+# PyTorch eager). In f32 both sides compute the same math in different
+# summation orders; their losses agree to ~1e-7 (e2e.gpt2_parity), 1e-4
+# leaves a wide margin. On CUDA the matmul kernels differ more (cuBLASLt vs
+# cuBLAS with their own split-K choices): 1e-3. bf16 rounds matmul operands
+# to 8 mantissa bits on both sides, but not at the same places: 2e-2.
+PARITY_TOL = {("none", "cpu"): 1e-4, ("none", "cuda"): 1e-3,
+              ("bf16", "cpu"): 2e-2, ("bf16", "cuda"): 2e-2}
 
 def device_name(device):
     if device.type == "cuda":
@@ -181,3 +191,44 @@ def trace_ops(trace, n=15):
         k["GB_per_s"] = k["bytes"] / us / 1e3 if us > 0 else None
         k["TFLOP_per_s"] = k["flops"] / us / 1e6 if us > 0 else None
     return len(ops), sum(e["dur"] for e in ops) * 1e-6, top
+
+
+def torch_parity(amp, backend, steps, stepjit, eager, interp_loss):
+    """The parity guard: the first-step loss (forward of the initial
+    params) of StepJIT's compiled step (step-run; else the reference
+    interpreter's forward that --emit-model printed) against PyTorch
+    eager's first step, and both last steps' losses (step `steps`: both
+    sides ran that many on the same batch)."""
+    parity_losses = stepjit["parity_losses"]
+    torch_losses = eager["losses"]
+    first_sj = parity_losses[0] if parity_losses else interp_loss
+    tol = PARITY_TOL[(amp, backend)]
+    first_err = rel(first_sj, torch_losses[0])
+    per_step = [{"step": i + 1, "stepjit": a, "torch": torch_losses[i],
+                 "rel_err": rel(a, torch_losses[i])}
+                for i, a in enumerate(parity_losses) if i < len(torch_losses)]
+    last_idx = steps - 1
+    parity = {
+        "stepjit_first_loss": first_sj,
+        "stepjit_first_loss_from": ("step-run" if parity_losses
+                                    else "reference interpreter (forward)"),
+        "torch_first_loss": torch_losses[0],
+        "first_loss_rel_err": first_err,
+        "tolerance": tol,
+        "ok": first_err <= tol,
+        # gpt2-example's forward on the reference interpreter: always f32
+        # (no AMP), so under --amp bf16 it differs from the first step's.
+        "interpreter_forward_loss": interp_loss,
+        "interpreter_rel_err": (None if interp_loss is None
+                                else rel(interp_loss, torch_losses[0])),
+        "steps": per_step,
+        # step-bench and eager both ran W + N steps on the same batch: the
+        # loss of the last one after W + N - 1 identical updates.
+        "last_step": last_idx + 1,
+        "stepjit_last_loss": stepjit.get("last_loss"),
+        "torch_last_loss": torch_losses[last_idx],
+        "last_loss_rel_err": (None if stepjit.get("last_loss") is None
+                              else rel(stepjit["last_loss"],
+                                       torch_losses[last_idx])),
+    }
+    return parity
