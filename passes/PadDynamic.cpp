@@ -16,21 +16,25 @@
 //
 // Algorithm. (1) A forward walk gives every value a *layout* (per dim, the
 // product of its factors, each a static size or a symbol: SymbolLayouts.h);
-// joining two different layouts in one op is an error. (2) Each symbol S gets a new argument `len.S`
-// (tensor<i64>, {step.kind = "input", step.len_of = "S"}) holding the valid
-// length, and every `?` becomes the product of its factors' sizes (a
-// symbol's size is its bucket). (3) Every op that mixes positions along a
-// padded dim reads its operand through `select(mask, x, neutral)`, the mask
-// being `iota < len.S` over the factors of the mixed dims:
+// joining two different layouts in one op is an error. (2) Each symbol S gets a
+// new argument `len.S` (tensor<i64>, {step.kind = "input", step.len_of = "S"})
+// holding the valid length, and every `?` becomes the product of its factors'
+// sizes (a symbol's size is its bucket). (3) Every op that mixes positions
+// along a padded dim reads its operand through `select(mask, x, neutral)`, the
+// mask being `iota < len.S` over the factors of the mixed dims:
 //   reduce_sum 0, reduce_max -inf, reduce_mean -> masked sum / valid count,
 //   softmax / log_softmax -inf, matmul over a padded K: both operands 0,
 //   cross_entropy over padded rows: targets -> ignore_index (a mean counts
-//   valid rows only). Causal attention whose keys are padded like its
-//   queries needs no mask: a valid query never sees a later (padded) key.
-//   Other attention over padded keys is written out (q k^T, scale, causal
-//   mask, softmax, @ v) and masked as those ops; layer_norm over a padded
-//   dim is written out with masked mean and variance (its weight and bias
-//   must have the normalized dims' layout).
+//   valid rows only). Attention whose query and key dims are both exactly
+//   the symbol S takes `valid len.S`: the op masks padded keys, zeroes
+//   padded rows, and its kernels skip the padded tiles (the work of a
+//   causal attention drops from size(S)^2 to len(S)^2). Causal attention
+//   whose keys are otherwise padded like its queries needs no mask (a
+//   valid query never sees a later key); other attention over padded keys
+//   is written out (q k^T, scale, causal mask, softmax, @ v) and masked as
+//   those ops; layer_norm over a padded dim is written out with masked
+//   mean and variance (its weight and bias must have the normalized dims'
+//   layout).
 // Ops that would move valid data across padding (slice, pad and concat
 // along a padded dim) and dropout of a padded value (its mask is a
 // function of the element index, which padding changes) are refused with
@@ -40,8 +44,8 @@
 // and a select over the mixed dims (shared masks are CSE'd; step-fuse
 // folds them into the consuming kernel); a written-out attention keeps its
 // [.., Tq, Tk] scores in memory. What the padding itself costs in FLOPs is
-// the bucket's size over the valid length. Skipping padded tiles inside
-// kernels is left to codegen.
+// the bucket's size over the valid length, except in attention with
+// `valid`, whose kernels skip it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -269,9 +273,12 @@ struct PadDynamicPass : impl::PadDynamicBase<PadDynamicPass> {
                                    double(ce.getIgnoreIndexOrDefault())));
       } else if (auto at = dyn_cast<AttentionOp>(op)) {
         int64_t keys = at.getKey().getType().getRank() - 2;
-        bool hidden = at.getCausal() && sym.layoutOf(at.getQuery())[keys] ==
-                                            sym.layoutOf(at.getKey())[keys];
-        if (paddedDim(at.getKey(), keys) && !hidden)
+        DimLayout ql = sym.layoutOf(at.getQuery())[keys];
+        DimLayout kl = sym.layoutOf(at.getKey())[keys];
+        if (ql.size() == 1 && !ql[0].symbol.empty() && kl == ql &&
+            !at.getValid())
+          at.getValidMutable().assign(lengths.at(ql[0].symbol));
+        else if (paddedDim(at.getKey(), keys) && !(at.getCausal() && ql == kl))
           decomposeAttention(b, at);
       } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
         int64_t rank = ln.getOperand().getType().getRank();

@@ -417,8 +417,8 @@ public:
       return success();
     }
     if (auto at = dyn_cast<AttentionOp>(op)) {
-      // Padded keys are masked (step-pad-dynamic decomposes the op) unless
-      // the causal mask already hides them.
+      // Padded keys are masked (step-pad-dynamic gives the op a valid
+      // length or decomposes it) unless the causal mask already hides them.
       Layout q = layoutOf(at.getQuery());
       Layout out = q;
       out.back() = layoutOf(at.getValue()).back();

@@ -261,7 +261,7 @@ struct TensorParallelPass : impl::TensorParallelBase<TensorParallelPass> {
       return false;
     }
     if (auto at = dyn_cast<AttentionOp>(op)) {
-      for (Value v : op->getOperands())
+      for (Value v : {at.getQuery(), at.getKey(), at.getValue()})
         if (std::optional<Split> o = splitOf(v); !o || !(*o == Split{1, 1})) {
           r.reason = "attention needs q, k and v split by heads (dim 1)";
           return false;

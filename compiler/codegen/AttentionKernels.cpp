@@ -160,22 +160,24 @@ static KernelSource emitAttention(ops::AttentionOp op,
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   Elem e = a.e;
   auto vars = tiledVars(a, name, op.getCausal(), tile);
-  ks.source = prelude(needs) + subst(kStageRows, vars) +
-              subst(kTileDot, vars) + subst(kTileAccumulate, vars) +
-              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  vars.push_back({"VALID", validLengths(op, a)});
+  ks.source = prelude(needs) + subst(kStageRows, vars) + subst(kTileDot, vars) +
+              subst(kTileAccumulate, vars) + signature(ks, params) + " {\n" +
+              subst(R"(  extern __shared__ float smem[];
   float *Qs = smem, *Ks = Qs + $TILE * $DP, *Vs = Ks + $TILE * $DP;
   float *Ps = Vs + $TILE * $DVP;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * $TILE;
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
-    // Causal (top-left): key j is visible to query i iff j <= i.
-    const int kEnd = $CAUSAL ? min($TK, i0 + $TILE) : $TK;
+    ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + $TILE) : lk_;
     // Per row: the running max m (the same in the row's 16 threads), this
     // thread's share of the sum of exp, its output columns.
     float m[$R], l[$R], acc[$R][$DVC];
@@ -189,8 +191,8 @@ static KernelSource emitAttention(ops::AttentionOp op,
     }
     for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
       __syncthreads(); // Ks, Vs, Ps free (and Qs staged)
-      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
-      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
       __syncthreads();
       float s[$R][$R];
       ${NAME}_tileDot(s, Qs, $DP, Ks, $DP, $D, ty, tx);
@@ -201,7 +203,7 @@ static KernelSource emitAttention(ops::AttentionOp op,
 #pragma unroll
         for (int cc = 0; cc < $R; ++cc) {
           const int j = j0 + tx + 16 * cc;
-          s[rr][cc] = j < $TK && !($CAUSAL && j > i) ? s[rr][cc] * $SCALE
+          s[rr][cc] = j < lk_ && !($CAUSAL && j > i) ? s[rr][cc] * $SCALE
                                                      : $NEGINF;
           tmax = maxNaN(tmax, s[rr][cc]);
         }
@@ -236,18 +238,19 @@ static KernelSource emitAttention(ops::AttentionOp op,
       for (int cc = 0; cc < $DVC; ++cc) {
         const int c = tx + 16 * cc;
         if (i < $TQ && c < $DV) {
-          const float acc1 = acc[rr][cc] / l[rr];
+          const float acc1 = i < lq_ ? acc[rr][cc] / l[rr] : 0.0f;
           out0[(b * $TQ + i) * $DV + c] = $STORE1;
         }
       }
     }
   }
 }
-)", [&] {
-        auto v = vars;
-        v.push_back({"STORE1", fromF(e, "acc1")});
-        return v;
-      }());
+)",
+                    [&] {
+                      auto v = vars;
+                      v.push_back({"STORE1", fromF(e, "acc1")});
+                      return v;
+                    }());
   return ks;
 }
 
@@ -309,6 +312,7 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   KernelSource second = ks;
   second.name = name + "_dkdv";
   auto vars = tiledVars(a, name, op.getCausal(), tile);
+  vars.push_back({"VALID", validLengths(op, a)});
   // Shared helpers: staging a tile of rows (zeros past the end) and one
   // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
   // rows ty + 16 * rr and columns tx + 16 * cc.
@@ -326,12 +330,13 @@ static __device__ __forceinline__ void ${NAME}_scores(
       s[rr][cc] *= $SCALE;
 }
 )", vars);
-  std::string first = signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  std::string first = signature(ks, params) + " {\n" +
+                      subst(R"(  extern __shared__ float smem[];
   float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
   float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
   float *rowL = Ps + $TILE * $TP, *rowD = rowL + $TILE;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * $TILE;
@@ -339,10 +344,11 @@ static __device__ __forceinline__ void ${NAME}_scores(
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
     $T *dq = out0 + b * $TQ * $D;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
-    ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, $TQ - i0, $LOADG)
-    // Causal (top-left): key j is visible to query i iff j <= i.
-    const int kEnd = $CAUSAL ? min($TK, i0 + $TILE) : $TK;
+    ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
+    ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, lq_ - i0, $LOADG)
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + $TILE) : lk_;
     // Pass 1: per row the running max m, sum of exp l and sum of
     // exp * dp u over this thread's columns, then over the row's 16
     // threads (one half-warp) by a shuffle tree.
@@ -354,8 +360,8 @@ static __device__ __forceinline__ void ${NAME}_scores(
     }
     for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
       __syncthreads(); // Ks, Vs free (and Qs, Gs staged)
-      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
-      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
       __syncthreads();
       float s[$R][$R], dp[$R][$R];
       ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
@@ -364,7 +370,7 @@ static __device__ __forceinline__ void ${NAME}_scores(
 #pragma unroll
         for (int cc = 0; cc < $R; ++cc) {
           const int i = i0 + ty + 16 * rr, j = j0 + tx + 16 * cc;
-          if (j >= $TK || ($CAUSAL && j > i))
+          if (i >= lq_ || j >= lk_ || ($CAUSAL && j > i))
             continue;
           const float mNew = maxNaN(m[rr], s[rr][cc]);
           const float keep = m[rr] == $NEGINF ? 0.0f : expf(m[rr] - mNew);
@@ -412,8 +418,8 @@ static __device__ __forceinline__ void ${NAME}_scores(
         accq[rr][cc] = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
       __syncthreads(); // Ks, Vs, Ps free; rowL, rowD written
-      ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
-      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
       __syncthreads();
       float s[$R][$R], dp[$R][$R];
       ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
@@ -422,7 +428,7 @@ static __device__ __forceinline__ void ${NAME}_scores(
 #pragma unroll
         for (int cc = 0; cc < $R; ++cc) {
           const int y = ty + 16 * rr, i = i0 + y, j = j0 + tx + 16 * cc;
-          const bool seen = j < $TK && !($CAUSAL && j > i);
+          const bool seen = i < lq_ && j < lk_ && !($CAUSAL && j > i);
           const float p = seen ? expf(s[rr][cc] - rowL[y]) : 0.0f;
           Ps[y * $TP + tx + 16 * cc] = p * (dp[rr][cc] - rowD[y]) * $SCALE;
         }
@@ -441,13 +447,15 @@ static __device__ __forceinline__ void ${NAME}_scores(
       }
   }
 }
-)", vars);
-  std::string dkdv = signature(second, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+)",
+                            vars);
+  std::string dkdv = signature(second, params) + " {\n" +
+                     subst(R"(  extern __shared__ float smem[];
   float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
   float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
   float *Ds = Ps + $TILE * $TP, *rowL = Ds + $TILE * $TP, *rowD = rowL + $TILE;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
+$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
        w += gridDim.x) {
     const long long b = w / $KTILES;
     const int j0 = (int)(w - b * $KTILES) * $TILE;
@@ -455,8 +463,8 @@ static __device__ __forceinline__ void ${NAME}_scores(
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
     $T *dk = out1 + b * $TK * $D, *dv = out2 + b * $TK * $DV;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_STAGE(Ks, $DP, $D, $TILE, $TK - j0, $LOADK)
-    ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, $TK - j0, $LOADV)
+    ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
+    ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
     // dk_j = sum_i dS_ij q_i, dv_j = sum_i P_ij g_i over the query tiles
     // that see a key of this tile; thread (ty, tx) owns key rows
     // ty + 16 * rr and columns tx + 16 * cc.
@@ -470,12 +478,14 @@ static __device__ __forceinline__ void ${NAME}_scores(
       for (int cc = 0; cc < $DVC; ++cc)
         accv[rr][cc] = 0.0f;
     }
-    for (int i0 = $CAUSAL ? j0 : 0; i0 < $TQ; i0 += $TILE) {
+    // A key tile past the valid keys sees no query (its rows are 0).
+    const int iEnd = j0 >= lk_ ? 0 : lq_;
+    for (int i0 = $CAUSAL ? j0 : 0; i0 < iEnd; i0 += $TILE) {
       __syncthreads(); // Qs, Gs, Ps, Ds free (and Ks, Vs staged)
-      ${NAME}_STAGE(Qs, $DP, $D, $TILE, $TQ - i0, $LOADQ)
-      ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, $TQ - i0, $LOADG)
+      ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
+      ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, lq_ - i0, $LOADG)
       for (int y = threadIdx.x; y < $TILE; y += blockDim.x) {
-        const bool in = i0 + y < $TQ;
+        const bool in = i0 + y < lq_;
         rowL[y] = in ? ${NAME}_stats[(b * $TQ + i0 + y) * 2] : 0.0f;
         rowD[y] = in ? ${NAME}_stats[(b * $TQ + i0 + y) * 2 + 1] : 0.0f;
       }
@@ -488,7 +498,7 @@ static __device__ __forceinline__ void ${NAME}_scores(
         for (int cc = 0; cc < $R; ++cc) {
           const int y = ty + 16 * rr, i = i0 + y, x = tx + 16 * cc;
           const int j = j0 + x;
-          const bool seen = i < $TQ && j < $TK && !($CAUSAL && j > i);
+          const bool seen = i < lq_ && j < lk_ && !($CAUSAL && j > i);
           const float p = seen ? expf(s[rr][cc] - rowL[y]) : 0.0f;
           Ps[y * $TP + x] = p;
           Ds[y * $TP + x] = p * (dp[rr][cc] - rowD[y]) * $SCALE;
@@ -543,7 +553,8 @@ static __device__ __forceinline__ void ${NAME}_scores(
     }
   }
 }
-)", vars);
+)",
+                           vars);
   ks.source = prelude(needs) + helpers + first + dkdv;
   return ks;
 }

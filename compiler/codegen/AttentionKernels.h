@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
 
 namespace step::codegen::detail {
 
@@ -41,6 +42,22 @@ AttentionShape attentionShape(AttentionLikeOp op) {
                           : 1.0 / std::sqrt(static_cast<double>(a.d));
   a.e = elemOf(op.getQuery().getType());
   return a;
+}
+
+/// The declaration, at the top of an attention kernel, of the query rows
+/// `lq_` and keys `lk_` it computes: Tq and Tk (constants), or the op's
+/// `valid` operand (`in3` of attention, `in4` of attention_grad, read on the
+/// device so a CUDA graph replays any length) clamped to them. Tiles past
+/// them are skipped and their rows written as 0.
+template <typename AttentionLikeOp>
+std::string validLengths(AttentionLikeOp op, const AttentionShape &a) {
+  std::string tq = std::to_string(a.tq), tk = std::to_string(a.tk);
+  if (!op.getValid())
+    return "  const int lq_ = " + tq + ", lk_ = " + tk + ";\n";
+  std::string in = "in" + std::to_string(op->getNumOperands() - 1) + "[0]";
+  return "  const long long l_ = " + in + " < 0 ? 0 : " + in + ";\n" +
+         "  const int lq_ = (int)(l_ < " + tq + " ? l_ : " + tq +
+         "), lk_ = (int)(l_ < " + tk + " ? l_ : " + tk + ");\n";
 }
 
 /// Dynamic shared memory the tiled attention kernels may stage (sm_80

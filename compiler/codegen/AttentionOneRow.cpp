@@ -37,21 +37,28 @@ KernelSource emitAttentionOneRow(ops::AttentionOp op,
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+  ks.source =
+      prelude(needs) + signature(ks, params) + " {\n" +
+      subst(R"(  extern __shared__ float smem[];
   float *qrow = smem, *p = smem + $D; // q row, then one score per key
   __shared__ float sh[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
+$VALID  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
     const long long b = row / $TQ;
     const int i = (int)(row - b * $TQ);
     const $T *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV;
+    if (i >= lq_) { // a padded row: 0, no work
+      for (int c = threadIdx.x; c < $DV; c += blockDim.x)
+        out0[row * $DV + c] = $ZERO;
+      continue;
+    }
     __syncthreads(); // the previous row is done with qrow and p
     for (int c = threadIdx.x; c < $D; c += blockDim.x)
       qrow[c] = $Q;
     __syncthreads();
     // Causal (top-left): key j is visible to query i iff j <= i.
-    const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+    const int visible = $CAUSAL ? (i + 1 < lk_ ? i + 1 : lk_) : lk_;
     for (int j = warp; j < visible; j += blockDim.x >> 5) {
       float s = 0.0f;
       for (int c = lane; c < $D; c += 32)
@@ -81,15 +88,21 @@ KernelSource emitAttentionOneRow(ops::AttentionOp op,
   }
 }
 )",
-      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
-       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
-       {"ROWS", std::to_string(rows)}, {"T", cType(e)},
-       {"CAUSAL", op.getCausal() ? "true" : "false"},
-       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
-       {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
-       {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
-       {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
-       {"STORE", fromF(e, "acc / sum")}});
+            {{"D", std::to_string(d)},
+             {"DV", std::to_string(dv)},
+             {"TQ", std::to_string(tq)},
+             {"TK", std::to_string(tk)},
+             {"ROWS", std::to_string(rows)},
+             {"T", cType(e)},
+             {"CAUSAL", op.getCausal() ? "true" : "false"},
+             {"SCALE", litF(scale)},
+             {"NEGINF", litF(-INFINITY)},
+             {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
+             {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
+             {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
+             {"STORE", fromF(e, "acc / sum")},
+             {"ZERO", fromF(e, "0.0f")},
+             {"VALID", validLengths(op, a)}});
   return ks;
 }
 
@@ -116,8 +129,9 @@ KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
   auto idx = [](const std::string &row, int64_t width) {
     return "(long long)" + row + " * " + std::to_string(width) + " + c";
   };
-  ks.source = prelude(needs) +
-              subst(R"(__device__ float ${NAME}_stats[$STATS];
+  ks.source =
+      prelude(needs) +
+      subst(R"(__device__ float ${NAME}_stats[$STATS];
 // sum_c staged[c] * row[c] over n values, in order: the one dot product of
 // both passes (q . k and g . v), so pass 2 repeats pass 1's bits.
 static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
@@ -128,18 +142,19 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
   return s;
 }
 )",
-                    {{"NAME", name},
-                     {"T", cType(e)},
-                     {"ROWC", toF(e, "row[c]")},
-                     {"STATS", std::to_string(std::max<int64_t>(
-                                   ks.gridX * 2 * tq, 1))}}) +
-              signature(ks, params) + " {\n" + subst(R"(  extern __shared__ float smem[];
+            {{"NAME", name},
+             {"T", cType(e)},
+             {"ROWC", toF(e, "row[c]")},
+             {"STATS",
+              std::to_string(std::max<int64_t>(ks.gridX * 2 * tq, 1))}}) +
+      signature(ks, params) + " {\n" +
+      subst(R"(  extern __shared__ float smem[];
   float *lse = ${NAME}_stats + (long long)blockIdx.x * 2 * $TQ;
   float *dd = lse + $TQ;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int warps = blockDim.x >> 5;
   float *rowA = smem + warp * ($D + $DV), *rowB = rowA + $D;
-  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
+$VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
     $T *dq = out0 + b * $TQ * $D, *dk = out1 + b * $TK * $D;
@@ -155,8 +170,10 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
       for (int c = lane; c < $DV; c += 32)
         rowB[c] = $GI;
       __syncwarp();
-      // Causal (top-left): key j is visible to query i iff j <= i.
-      const int visible = $CAUSAL ? (i + 1 < $TK ? i + 1 : $TK) : $TK;
+      // Causal (top-left): key j is visible to query i iff j <= i; a
+      // padded row sees none (its dq row is 0).
+      const int visible =
+          i >= lq_ ? 0 : $CAUSAL ? (i + 1 < lk_ ? i + 1 : lk_) : lk_;
       float m = $NEGINF, l = 0.0f, u = 0.0f;
       for (int j = lane; j < visible; j += 32) {
         float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
@@ -181,7 +198,8 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
         u = u * a + u2 * a2;
         m = mNew;
       }
-      const float lseI = m + logf(l), ddI = u / l;
+      const float lseI = l > 0.0f ? m + logf(l) : 0.0f;
+      const float ddI = l > 0.0f ? u / l : 0.0f;
       if (lane == 0) {
         lse[i] = lseI;
         dd[i] = ddI;
@@ -225,7 +243,9 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
 #pragma unroll
       for (int c = 0; c < $DV; ++c)
         av[c] = 0.0f;
-      for (int i = ($CAUSAL ? j : 0) + lane; i < $TQ; i += 32) {
+      // A padded key sees no query (its rows are 0).
+      const int iEnd = j >= lk_ ? 0 : lq_;
+      for (int i = ($CAUSAL ? j : 0) + lane; i < iEnd; i += 32) {
         const float s = ${NAME}_dot(rowA, q + (long long)i * $D, $D);
         const float dp = ${NAME}_dot(rowB, g + (long long)i * $DV, $DV);
         const float p = expf(s * $SCALE - lse[i]);
@@ -254,20 +274,27 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
   }
 }
 )",
-      {{"D", std::to_string(d)}, {"DV", std::to_string(dv)},
-       {"D1", std::to_string(std::max<int64_t>(d, 1))},
-       {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
-       {"TQ", std::to_string(tq)}, {"TK", std::to_string(tk)},
-       {"SLICES", std::to_string(slices)}, {"T", cType(e)},
-       {"NAME", name},
-       {"CAUSAL", op.getCausal() ? "true" : "false"},
-       {"SCALE", litF(scale)}, {"NEGINF", litF(-INFINITY)},
-       {"QI", toF(e, "q[" + idx("i", d) + "]")},
-       {"GI", toF(e, "g[" + idx("i", dv) + "]")},
-       {"KJ", toF(e, "k[" + idx("j", d) + "]")},
-       {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
-       {"QIDX", idx("i", d)}, {"KIDX", idx("j", d)}, {"VIDX", idx("j", dv)},
-       {"STORE_T", fromF(e, "t")}});
+            {{"D", std::to_string(d)},
+             {"DV", std::to_string(dv)},
+             {"D1", std::to_string(std::max<int64_t>(d, 1))},
+             {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
+             {"TQ", std::to_string(tq)},
+             {"TK", std::to_string(tk)},
+             {"SLICES", std::to_string(slices)},
+             {"T", cType(e)},
+             {"NAME", name},
+             {"CAUSAL", op.getCausal() ? "true" : "false"},
+             {"SCALE", litF(scale)},
+             {"NEGINF", litF(-INFINITY)},
+             {"QI", toF(e, "q[" + idx("i", d) + "]")},
+             {"GI", toF(e, "g[" + idx("i", dv) + "]")},
+             {"KJ", toF(e, "k[" + idx("j", d) + "]")},
+             {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
+             {"QIDX", idx("i", d)},
+             {"KIDX", idx("j", d)},
+             {"VIDX", idx("j", dv)},
+             {"STORE_T", fromF(e, "t")},
+             {"VALID", validLengths(op, a)}});
   return ks;
 }
 

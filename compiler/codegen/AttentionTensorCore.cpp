@@ -140,19 +140,45 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
   int64_t nd = a.d / 16, nv = a.dv / 16;
   auto s = [](int64_t v) { return std::to_string(v); };
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"NAME", name}, {"T", cType(a.e)}, {"D", s(a.d)}, {"DV", s(a.dv)},
-      {"D4", s(a.d / 4)}, {"DV4", s(a.dv / 4)}, {"ND", s(nd)}, {"NV", s(nv)},
-      {"FQ", s((4 * nd + 7) / 8)}, {"FV", s((4 * nv + 7) / 8)},
-      {"LDT", s(ldt)}, {"LDV", s(ldv)}, {"LDP", s(ldp)}, {"LDS", s(lds)},
-      {"LDO", s(ldo)}, {"TQ", s(a.tq)}, {"TK", s(a.tk)},
-      {"SLICES", s(a.slices)}, {"QTILES", s(qTiles)}, {"KTILES", s(kTiles)},
-      {"OQ", s(oQ)}, {"OK", s(oK)}, {"OV", s(oV)}, {"OG", s(oG)},
-      {"OP", s(oP)}, {"OD", s(oD)}, {"OS", s(oS)}, {"ODP", s(oDP)},
-      {"OO", s(oO)}, {"OROW", s(oRow)},
+      {"NAME", name},
+      {"T", cType(a.e)},
+      {"D", s(a.d)},
+      {"DV", s(a.dv)},
+      {"D4", s(a.d / 4)},
+      {"DV4", s(a.dv / 4)},
+      {"ND", s(nd)},
+      {"NV", s(nv)},
+      {"FQ", s((4 * nd + 7) / 8)},
+      {"FV", s((4 * nv + 7) / 8)},
+      {"LDT", s(ldt)},
+      {"LDV", s(ldv)},
+      {"LDP", s(ldp)},
+      {"LDS", s(lds)},
+      {"LDO", s(ldo)},
+      {"TQ", s(a.tq)},
+      {"TK", s(a.tk)},
+      {"SLICES", s(a.slices)},
+      {"QTILES", s(qTiles)},
+      {"KTILES", s(kTiles)},
+      {"OQ", s(oQ)},
+      {"OK", s(oK)},
+      {"OV", s(oV)},
+      {"OG", s(oG)},
+      {"OP", s(oP)},
+      {"OD", s(oD)},
+      {"OS", s(oS)},
+      {"ODP", s(oDP)},
+      {"OO", s(oO)},
+      {"OROW", s(oRow)},
       {"STATS", s(std::max<int64_t>(a.slices * a.tq * 2, 1))},
-      {"CAUSAL", causal ? "true" : "false"}, {"SCALE", litF(a.scale)},
-      {"NEGINF", litF(-INFINITY)}, {"TOT", fromF(a.e, "p_")},
-      {"TOF", toF(a.e, "x_")}};
+      {"CAUSAL", causal ? "true" : "false"},
+      {"SCALE", litF(a.scale)},
+      {"NEGINF", litF(-INFINITY)},
+      {"TOT", fromF(a.e, "p_")},
+      {"TOF", toF(a.e, "x_")},
+      {"VALID",
+       grad ? validLengths(mlir::cast<mlir::step::AttentionGradOp>(op), a)
+            : validLengths(mlir::cast<mlir::step::AttentionOp>(op), a)}};
   // Shared-memory views, in every kernel.
   const char *views = R"(  extern __shared__ __align__(128) float smem[];
   unsigned char *base_ = reinterpret_cast<unsigned char *>(smem);
@@ -164,10 +190,11 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
   const int warp = threadIdx.x >> 5;
   // The row phases: 4 threads per row, 16 columns each.
   const int y = threadIdx.x >> 2, qd = threadIdx.x & 3;
-)";
+$VALID)";
   std::string src = prelude(needs) + subst(kTcHelpers, vars);
   if (!grad) {
-    src += signature(ks, params) + " {\n" + subst(views, vars) + subst(R"(  float *Of = reinterpret_cast<float *>(base_ + $OO);
+    src += signature(ks, params) + " {\n" + subst(views, vars) +
+           subst(R"(  float *Of = reinterpret_cast<float *>(base_ + $OO);
   for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
@@ -175,18 +202,19 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, $TQ - i0)
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
     for (int c = 0; c < $DV4; ++c)
       Of[y * $LDO + qd * $DV4 + c] = 0.0f;
-    // Causal (top-left): key j is visible to query i iff j <= i.
-    const int kEnd = $CAUSAL ? min($TK, i0 + 64) : $TK;
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     // The row's max (the same in its 4 threads) and this thread's share
     // of the sum of exp.
     float m = $NEGINF, l = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, Ph free; Qh, Of ready
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, $TK - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, $TK - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
       __syncthreads();
       for (int f = warp; f < 16; f += 8)
         ${NAME}_abt(Qh + (f >> 2) * 16 * $LDT, $LDT,
@@ -197,7 +225,7 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
 #pragma unroll
       for (int c = 0; c < 16; ++c) {
         const int j = j0 + qd * 16 + c;
-        sv[c] = j < $TK && !($CAUSAL && j > i)
+        sv[c] = j < lk_ && !($CAUSAL && j > i)
                     ? Sf[y * $LDS + qd * 16 + c] * $SCALE
                     : $NEGINF;
         tmax = maxNaN(tmax, sv[c]);
@@ -239,12 +267,14 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     if (i < $TQ)
       for (int c = 0; c < $DV4; ++c) {
-        const float p_ = l > 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
+        const float p_ =
+            i < lq_ && l > 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
         out0[(b * $TQ + i) * $DV + qd * $DV4 + c] = $TOT;
       }
   }
 }
-)", vars);
+)",
+                 vars);
     ks.source = src;
     return ks;
   }
@@ -274,8 +304,11 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
       }
       __syncthreads();
 )";
-  src += signature(ks, params) + " {\n" + subst(views, vars) +
-         subst(gradViews, vars) + subst(R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+  src +=
+      signature(ks, params) + " {\n" + subst(views, vars) +
+      subst(gradViews, vars) +
+      subst(
+          R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * 64, i = i0 + y;
@@ -283,22 +316,26 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
     $T *dq = out0 + b * $TQ * $D;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, $TQ - i0)
-    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, $TQ - i0)
-    // Causal (top-left): key j is visible to query i iff j <= i.
-    const int kEnd = $CAUSAL ? min($TK, i0 + 64) : $TK;
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     // Pass 1: per thread the running max, sum of exp and sum of exp * dP
     // over its columns, merged over the row's 4 threads after the loop.
     float m = $NEGINF, l = 0.0f, u = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, DPf free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, $TK - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, $TK - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
       __syncthreads();
-)", vars) + subst(scores, vars) + subst(R"(#pragma unroll
+)",
+          vars) +
+      subst(scores, vars) +
+      subst(R"(#pragma unroll
       for (int c = 0; c < 16; ++c) {
         const int x = qd * 16 + c, j = j0 + x;
-        if (j >= $TK || ($CAUSAL && j > i))
+        if (i >= lq_ || j >= lk_ || ($CAUSAL && j > i))
           continue;
         const float sc = Sf[y * $LDS + x] * $SCALE;
         const float mNew = maxNaN(m, sc);
@@ -335,13 +372,16 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
       wmma::fill_fragment(dqf[t], 0.0f);
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, DPf, Ph free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, $TK - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, $TK - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
       __syncthreads();
-)", vars) + subst(scores, vars) + subst(R"(#pragma unroll
+)",
+            vars) +
+      subst(scores, vars) +
+      subst(R"(#pragma unroll
       for (int c = 0; c < 16; ++c) {
         const int x = qd * 16 + c, j = j0 + x;
-        const bool seen = j < $TK && !($CAUSAL && j > i);
+        const bool seen = i < lq_ && j < lk_ && !($CAUSAL && j > i);
         const float pr = seen ? expf(Sf[y * $LDS + x] * $SCALE - lse) : 0.0f;
         const float p_ = pr * (DPf[y * $LDS + x] - dd) * $SCALE;
         Ph[y * $LDP + x] = $TOT;
@@ -366,9 +406,13 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     ${NAME}_writeTile<$FQ, $ND, $D>(dqf, Sf, dq + (long long)i * $D, i < $TQ);
   }
 }
-)", vars);
-  src += signature(second, params) + " {\n" + subst(views, vars) +
-         subst(gradViews, vars) + subst(R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
+)",
+            vars);
+  src +=
+      signature(second, params) + " {\n" + subst(views, vars) +
+      subst(gradViews, vars) +
+      subst(
+          R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
        w += gridDim.x) {
     const long long b = w / $KTILES;
     const int j0 = (int)(w - b * $KTILES) * 64;
@@ -376,8 +420,8 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
     const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
     $T *dk = out1 + b * $TK * $D, *dv = out2 + b * $TK * $DV;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, $TK - j0)
-    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, $TK - j0)
+    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> dkf[$FQ], dvf[$FV];
 #pragma unroll
     for (int t = 0; t < $FQ; ++t)
@@ -385,22 +429,27 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
 #pragma unroll
     for (int t = 0; t < $FV; ++t)
       wmma::fill_fragment(dvf[t], 0.0f);
-    for (int i0 = $CAUSAL ? j0 : 0; i0 < $TQ; i0 += 64) {
+    // A key tile past the valid keys sees no query (its rows are 0).
+    const int iEnd = j0 >= lk_ ? 0 : lq_;
+    for (int i0 = $CAUSAL ? j0 : 0; i0 < iEnd; i0 += 64) {
       __syncthreads(); // Qh, Gh, Sf, DPf, Ph, Dh, rows free
-      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, $TQ - i0)
-      ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, $TQ - i0)
+      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+      ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
       if (threadIdx.x < 64) {
-        const bool in = i0 + (int)threadIdx.x < $TQ;
+        const bool in = i0 + (int)threadIdx.x < lq_;
         const long long r = (b * $TQ + i0 + threadIdx.x) * 2;
         rowL[threadIdx.x] = in ? ${NAME}_stats[r] : 0.0f;
         rowD[threadIdx.x] = in ? ${NAME}_stats[r + 1] : 0.0f;
       }
       __syncthreads();
-)", vars) + subst(scores, vars) + subst(R"(      const int i = i0 + y;
+)",
+          vars) +
+      subst(scores, vars) +
+      subst(R"(      const int i = i0 + y;
 #pragma unroll
       for (int c = 0; c < 16; ++c) {
         const int x = qd * 16 + c, j = j0 + x;
-        const bool seen = i < $TQ && j < $TK && !($CAUSAL && j > i);
+        const bool seen = i < lq_ && j < lk_ && !($CAUSAL && j > i);
         const float pr =
             seen ? expf(Sf[y * $LDS + x] * $SCALE - rowL[y]) : 0.0f;
         float p_ = pr;
@@ -446,7 +495,8 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
                                      j < $TK);
   }
 }
-)", vars);
+)",
+            vars);
   ks.source = src;
   return ks;
 }

@@ -162,9 +162,7 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
         return cpu::slice(in[0], toVector(s.getStart()),
                           toVector(s.getLimit()), toVector(s.getStrides()));
       })
-      .Case([&](ops::ConcatOp c) {
-        return cpu::concat(in, c.getDimension());
-      })
+      .Case([&](ops::ConcatOp c) { return cpu::concat(in, c.getDimension()); })
       .Case([&](ops::PadOp p) {
         return cpu::pad(in[0], toVector(p.getLow()), toVector(p.getHigh()),
                         p.getValue().convertToDouble());
@@ -198,8 +196,8 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
                             cpu::dropoutOffset(in));
       })
       .Case([&](ops::AttentionOp a) {
-        return cpu::attention(in[0], in[1], in[2], a.getCausal(),
-                              scaleOf(a));
+        return cpu::attention(in[0], in[1], in[2], a.getCausal(), scaleOf(a),
+                              cpu::attentionValid("attention", in, 3));
       })
       .Default([&](Operation *) -> R {
         throw rt::Error("the interpreter has no kernel for '" +
@@ -261,9 +259,8 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
       .Case([&](ops::LocalShardOp o) {
         return R(results(cpu::localShard(in[0], replicaGroups(o))));
       })
-      .Case([&](ops::CheckFiniteOp) {
-        return R(results(cpu::checkFinite(in)));
-      })
+      .Case(
+          [&](ops::CheckFiniteOp) { return R(results(cpu::checkFinite(in))); })
       .Case([&](ops::EmbeddingGradOp e) {
         return R(results(cpu::embeddingGrad(
             in[0], in[1], static_cast<int64_t>(e.getNumEmbeddings()))));
@@ -274,8 +271,9 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
             c.getIgnoreIndexOrDefault())));
       })
       .Case([&](ops::AttentionGradOp a) {
-        cpu::AttentionGrads g = cpu::attentionGrad(in[0], in[1], in[2], in[3],
-                                                   a.getCausal(), scaleOf(a));
+        cpu::AttentionGrads g = cpu::attentionGrad(
+            in[0], in[1], in[2], in[3], a.getCausal(), scaleOf(a),
+            cpu::attentionValid("attention_grad", in, 4));
         std::vector<rt::HostTensor> out = results(std::move(g.dq));
         out.push_back(std::move(g.dk));
         out.push_back(std::move(g.dv));

@@ -292,7 +292,7 @@ Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k,
   mlir::FloatAttr s = scale ? g.builder.getF64FloatAttr(*scale) : nullptr;
   return wrap(g, g.create<ops::AttentionOp>(loc, name, q.value().getType(),
                                             q.value(), k.value(), v.value(),
-                                            causal, s));
+                                            mlir::Value(), causal, s));
 }
 
 } // namespace step::trace

@@ -149,16 +149,26 @@ def Step_AttentionOp : Step_Op<"attention",
     C3: the leading dims agree; `query` and `key` agree on `D`; `key` and
         `value` agree on `Tk`.
     C4: `scale > 0` when given.
+    C5: `valid`, when present, is `tensor<i64>`.
+
+    `valid` (a length L at run time, as `step-pad-dynamic` feeds it)
+    makes query rows and keys at positions `>= L` padding: no query sees a
+    key `j >= L`, and rows `i >= L` of the result are 0. Kernels skip the
+    padded tiles, so the work is that of the first L rows and keys. L is
+    clamped to `[0, Tq]` for rows and `[0, Tk]` for keys.
 
     ```mlir
     %o = step.attention %q, %k, %v causal : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x8xf32>
+    %p = step.attention %q, %k, %v valid %len : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<i64> -> tensor<2x4x16x8xf32>
     ```
   }];
   let arguments = (ins Step_FloatTensor:$query, Step_FloatTensor:$key,
-                       Step_FloatTensor:$value, UnitAttr:$causal,
+                       Step_FloatTensor:$value,
+                       Optional<Step_I64Scalar>:$valid, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs Step_FloatTensor:$result);
-  let assemblyFormat = "$query `,` $key `,` $value (`causal` $causal^)? "
-      "(`scale` `=` $scale^)? attr-dict `:` type($query) `,` type($key) `,` "
-      "type($value) `->` type($result)";
+  let assemblyFormat = "$query `,` $key `,` $value (`valid` $valid^)? "
+      "(`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` "
+      "type($query) `,` type($key) `,` type($value) (`,` type($valid)^)? "
+      "`->` type($result)";
 }

@@ -109,6 +109,9 @@ def Step_AttentionGradOp : Step_Op<"attention_grad",
 
     C5: `grad` has the shape and element type of the attention's result
         (`query`'s shape with `value`'s last dim).
+    C6: `valid`, when present, is `tensor<i64>`: the padding of
+        `step.attention`'s `valid`; the gradients' rows at positions
+        `>= L` are 0, and padded tiles are skipped.
 
     ```mlir
     %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g causal : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
@@ -116,13 +119,15 @@ def Step_AttentionGradOp : Step_Op<"attention_grad",
   }];
   let arguments = (ins Step_FloatTensor:$query, Step_FloatTensor:$key,
                        Step_FloatTensor:$value, Step_FloatTensor:$grad,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+                       Optional<Step_I64Scalar>:$valid, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
   let results = (outs Step_FloatTensor:$dquery, Step_FloatTensor:$dkey,
                       Step_FloatTensor:$dvalue);
   let assemblyFormat = "$query `,` $key `,` $value `,` $grad "
-      "(`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` "
-      "type($query) `,` type($key) `,` type($value) `,` type($grad) `->` "
-      "type($dquery) `,` type($dkey) `,` type($dvalue)";
+      "(`valid` $valid^)? (`causal` $causal^)? (`scale` `=` $scale^)? "
+      "attr-dict `:` type($query) `,` type($key) `,` type($value) `,` "
+      "type($grad) (`,` type($valid)^)? `->` type($dquery) `,` type($dkey) "
+      "`,` type($dvalue)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -225,15 +225,17 @@ FailureOr<Grads> dropoutVJP(OpBuilder &b, Operation *op, Value grad,
 /// One step.attention_grad: it recomputes the probabilities from q and k
 /// row by row (flash-attention style), so no [..., Tq, Tk] tensor enters the
 /// step, and gives all three gradients at once; a gradient that is not
-/// needed is a result nobody reads.
+/// needed is a result nobody reads. A `valid` length passes through: the
+/// forward's padded rows are constants (0) and its padded keys have
+/// probability 0, so nothing flows to or through them.
 FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
                               ArrayRef<bool> needed) {
   if (failed(requireStaticShapes(op)))
     return failure();
   auto attn = cast<AttentionOp>(op);
-  auto g = b.create<AttentionGradOp>(op->getLoc(), attn.getQuery(),
-                                     attn.getKey(), attn.getValue(), grad,
-                                     attn.getCausalAttr(), attn.getScaleAttr());
+  auto g = b.create<AttentionGradOp>(
+      op->getLoc(), attn.getQuery(), attn.getKey(), attn.getValue(), grad,
+      attn.getValid(), attn.getCausalAttr(), attn.getScaleAttr());
   Grads grads(3);
   for (unsigned i = 0; i < 3; ++i)
     if (needed[i])

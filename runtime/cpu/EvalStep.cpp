@@ -260,13 +260,15 @@ const std::map<std::string, OpInfo> &opTable() {
                          static_cast<uint64_t>(c.i64("seed")),
                          dropoutOffset(c.in)));
     });
-    add("attention", 3, 3, [](const Ctx &c) {
+    add("attention", 3, 4, [](const Ctx &c) {
       return one(attention(c.in[0], c.in[1], c.in[2], c.unit("causal"),
-                           c.optF64("scale")));
+                           c.optF64("scale"),
+                           attentionValid("attention", c.in, 3)));
     });
-    add("attention_grad", 4, 4, [](const Ctx &c) {
-      AttentionGrads g = attentionGrad(c.in[0], c.in[1], c.in[2], c.in[3],
-                                       c.unit("causal"), c.optF64("scale"));
+    add("attention_grad", 4, 5, [](const Ctx &c) {
+      AttentionGrads g = attentionGrad(
+          c.in[0], c.in[1], c.in[2], c.in[3], c.unit("causal"),
+          c.optF64("scale"), attentionValid("attention_grad", c.in, 4));
       Results out;
       out.push_back(std::move(g.dq));
       out.push_back(std::move(g.dk));

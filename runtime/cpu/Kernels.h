@@ -157,21 +157,35 @@ uint64_t splitmix64(uint64_t x);
 /// torch.nn.functional.scaled_dot_product_attention: q [..., Tq, D],
 /// k [..., Tk, D], v [..., Tk, Dv] with equal leading dims; result
 /// [..., Tq, Dv]. scale defaults to 1/sqrt(D). causal masks key j > query i
-/// (top-left aligned, as PyTorch's is_causal).
+/// (top-left aligned, as PyTorch's is_causal). A `valid` length L makes
+/// rows and keys at positions >= L padding (step.attention's `valid`): no
+/// query sees key j >= L and result rows i >= L are 0; L is clamped to
+/// [0, Tq] for rows and [0, Tk] for keys, and only the first L rows and
+/// keys are computed.
 HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
-                     std::optional<double> scale);
+                     std::optional<double> scale,
+                     std::optional<int64_t> valid = std::nullopt);
+
+/// The valid length operand of an attention (`at`: 3) or attention_grad
+/// (`at`: 4) among its operands (an i64 scalar), if present.
+std::optional<int64_t> attentionValid(const char *op,
+                                      const std::vector<HostTensor> &operands,
+                                      size_t at);
 
 /// The gradients of attention(q, k, v, causal, scale) w.r.t. q, k and v
 /// given `grad`, the gradient of its result ([..., Tq, Dv], q's dtype):
 /// PyTorch's autograd of scaled_dot_product_attention, each rounded once to
 /// its operand's dtype. No [Tq, Tk] tensor is kept beyond one tile of rows.
+/// With `valid` (as in attention) the gradients' rows at positions >= L are
+/// 0 and only the first L query rows and keys are computed.
 struct AttentionGrads {
   HostTensor dq, dk, dv;
 };
 AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                              const HostTensor &v, const HostTensor &grad,
-                             bool causal, std::optional<double> scale);
+                             bool causal, std::optional<double> scale,
+                             std::optional<int64_t> valid = std::nullopt);
 
 //===----------------------------------------------------------------------===//
 // Training: fused gradients and optimizer updates (runtime/cpu/Train.cpp)

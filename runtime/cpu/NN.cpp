@@ -248,11 +248,15 @@ namespace {
 struct AttentionDims {
   int64_t batch, tq, tk, d, dv;
   double scale;
+  /// The rows and keys computed: Tq and Tk, or a valid length clamped to
+  /// them.
+  int64_t lq, lk;
 };
 
 AttentionDims attentionDims(const char *op, const HostTensor &q,
                             const HostTensor &k, const HostTensor &v,
-                            std::optional<double> scale) {
+                            std::optional<double> scale,
+                            std::optional<int64_t> valid) {
   auto describe = [&] {
     return "q " + typeStr(q) + ", k " + typeStr(k) + ", v " + typeStr(v);
   };
@@ -276,9 +280,25 @@ AttentionDims attentionDims(const char *op, const HostTensor &q,
                  describe());
   a.batch = prodDims(qs, 0, r - 2);
   a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a.d));
+  int64_t l = valid ? std::max<int64_t>(*valid, 0) : INT64_MAX;
+  a.lq = std::min(a.tq, l);
+  a.lk = std::min(a.tk, l);
   return a;
 }
 } // namespace
+
+std::optional<int64_t> attentionValid(const char *op,
+                                      const std::vector<HostTensor> &operands,
+                                      size_t at) {
+  if (operands.size() <= at)
+    return std::nullopt;
+  const HostTensor &t = operands[at];
+  if (t.dtype() != DType::I64 || t.rank() != 0)
+    fail(op, "expected the valid length as i64 [], found " +
+                 std::string(dtypeName(t.dtype())) + " " +
+                 shapeToString(t.shape()));
+  return t.data<int64_t>()[0];
+}
 
 namespace {
 /// Query rows are taken kAttentionTile at a time: a tile's scores, in f64,
@@ -329,8 +349,9 @@ void storeAll(HostTensor &t, int64_t at, const double *x, int64_t n) {
 // keys its last row sees.
 HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
-                     std::optional<double> scale) {
-  AttentionDims a = attentionDims("attention", q, k, v, scale);
+                     std::optional<double> scale,
+                     std::optional<int64_t> valid) {
+  AttentionDims a = attentionDims("attention", q, k, v, scale, valid);
   if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
     fail("attention", "dims exceed the BLAS int range; q " + typeStr(q));
   Shape out(q.shape().begin(), q.shape().end() - 1);
@@ -343,15 +364,16 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
     sliceAsDouble(fq, b, a.tq, a.d, qd);
     sliceAsDouble(fk, b, a.tk, a.d, kd);
     sliceAsDouble(fv, b, a.tk, a.dv, vd);
-    for (int64_t i0 = 0; i0 < a.tq; i0 += kAttentionTile) {
-      int64_t rows = std::min(kAttentionTile, a.tq - i0);
-      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
+    for (int64_t i0 = 0; i0 < a.lq; i0 += kAttentionTile) {
+      int64_t rows = std::min(kAttentionTile, a.lq - i0);
+      int64_t kt = causal ? std::min(a.lk, i0 + rows) : a.lk;
       gemm({rows, kt, a.d, false, true}, qd.data() + i0 * a.d, kd.data(),
            p.data());
       softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
       gemm({rows, a.dv, kt}, p.data(), vd.data(), o.data());
       storeAll(y, (b * a.tq + i0) * a.dv, o.data(), rows * a.dv);
     }
+    // Padded rows (i >= lq) keep the zeros y was made with.
   }
   return y;
 }
@@ -367,9 +389,10 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
 // for every run.
 AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                              const HostTensor &v, const HostTensor &grad,
-                             bool causal, std::optional<double> scale) {
+                             bool causal, std::optional<double> scale,
+                             std::optional<int64_t> valid) {
   const char *op = "attention_grad";
-  AttentionDims a = attentionDims(op, q, k, v, scale);
+  AttentionDims a = attentionDims(op, q, k, v, scale, valid);
   Shape outShape(q.shape().begin(), q.shape().end() - 1);
   outShape.push_back(a.dv);
   if (grad.dtype() != q.dtype() || grad.shape() != outShape)
@@ -391,9 +414,11 @@ AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
     sliceAsDouble(fg, b, a.tq, a.dv, gd);
     dk.assign(a.tk * a.d, 0.0);
     dv.assign(a.tk * a.dv, 0.0);
-    for (int64_t i0 = 0; i0 < a.tq; i0 += kAttentionTile) {
-      int64_t rows = std::min(kAttentionTile, a.tq - i0);
-      int64_t kt = causal ? std::min(a.tk, i0 + rows) : a.tk;
+    // Padded rows of dq stay 0 (the tiles below write only valid rows).
+    std::fill(dq.begin() + a.lq * a.d, dq.end(), 0.0);
+    for (int64_t i0 = 0; i0 < a.lq; i0 += kAttentionTile) {
+      int64_t rows = std::min(kAttentionTile, a.lq - i0);
+      int64_t kt = causal ? std::min(a.lk, i0 + rows) : a.lk;
       const double *qt = qd.data() + i0 * a.d, *gt = gd.data() + i0 * a.dv;
       gemm({rows, kt, a.d, false, true}, qt, kd.data(), p.data());
       softmaxRows(p.data(), rows, kt, i0, causal, a.scale);

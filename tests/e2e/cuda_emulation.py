@@ -18,7 +18,12 @@ core kernels, wmma emulated at the API's level; f32: 64- and 32-row
 tiles), and hand-written models with a non-causal attention where
 Tq != Tk and D != Dv (24/40: CUDA cores; 48/32: tensor cores in bf16);
 each in f32 and bf16. A bf16 kernel whose widths are multiples of 16 must
-be the tensor-core one.
+be the tensor-core one. Valid lengths (`step.attention ... valid %len`, as
+step-pad-dynamic gives): hand-written models, causal and not, on CUDA
+cores, tensor cores and the one-row kernels of a very wide head (D =
+1280), each kernel run for several lengths L (all, a partial last tile,
+one tile and a row, one row, none): rows < L against the reference on the
+inputs cut to L rows, rows >= L exactly 0.
 
 Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
 """
@@ -59,14 +64,37 @@ def noncausal(s, tq, tk, d, dv):
 """
 
 
+def padded(s, t, d, dv, causal):
+    """A model whose attention takes a valid length `len` (an input)."""
+    q, v = f"tensor<2x{s // 2}x{t}x{d}xf32>", f"tensor<2x{s // 2}x{t}x{dv}xf32>"
+    c = " causal" if causal else ""
+    return f"""module {{
+  func.func @forward(%q: {q} {{step.kind = "param", step.name = "q"}}, %k: {q} {{step.kind = "param", step.name = "k"}}, %v: {v} {{step.kind = "param", step.name = "v"}}, %len: tensor<i64> {{step.kind = "input", step.name = "len"}}) -> (tensor<f32> {{step.name = "loss"}}) {{
+    %o = step.attention %q, %k, %v valid %len{c} : {q}, {q}, {v}, tensor<i64> -> {v}
+    %sq = step.mul %o, %o : {v}, {v}
+    %l = step.reduce_sum %sq dims = [0, 1, 2, 3] : {v} -> tensor<f32>
+    return %l : tensor<f32>
+  }}
+}}
+"""
+
+
+# LEN: the valid length operand (after the last input), when the kernel has
+# one; the second launch only for kernels that split in two.
 HARNESS = r"""
-#include "cuda_emu.h"
+#include "cuda_emu_sync.h"
 #include "kernel.inc"
 #include "emu_io.h"
 typedef ELEM Elem;
 int main() {
   auto q = readRaw<Elem>("q.bin", NQ), k = readRaw<Elem>("k.bin", NK),
        v = readRaw<Elem>("v.bin", NV);
+#if VALID
+  auto len = readRaw<long long>("len.bin", 1);
+#define LEN , len.data()
+#else
+#define LEN
+#endif
   std::vector<Elem> out0(NQO);
   poison(out0);
 #if GRAD
@@ -74,11 +102,13 @@ int main() {
   std::vector<Elem> out1(NK), out2(NV);
   poison(out1);
   poison(out2);
-  emuLaunch(GRID_A, 256, [&] { KERNEL(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
-  emuLaunch(GRID_B, 256, [&] { SECOND(q.data(), k.data(), v.data(), g.data(), out0.data(), out1.data(), out2.data()); });
+  emuLaunch(GRID_A, BLOCK, [&] { KERNEL(q.data(), k.data(), v.data(), g.data() LEN, out0.data(), out1.data(), out2.data()); });
+#if TWO
+  emuLaunch(GRID_B, BLOCK, [&] { SECOND(q.data(), k.data(), v.data(), g.data() LEN, out0.data(), out1.data(), out2.data()); });
+#endif
   writeRaw("dq.bin", out0); writeRaw("dk.bin", out1); writeRaw("dv.bin", out2);
 #else
-  emuLaunch(GRID_A, 256, [&] { KERNEL(q.data(), k.data(), v.data(), out0.data()); });
+  emuLaunch(GRID_A, BLOCK, [&] { KERNEL(q.data(), k.data(), v.data() LEN, out0.data()); });
   writeRaw("o.bin", out0);
 #endif
 }
@@ -105,13 +135,29 @@ def reference(q, k, v, g, causal, scale):
                np.einsum("bij,bic->bjc", p, g))
 
 
-def run_kernel(args, path, grad, shape, causal, work):
+def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
+    """Runs the kernel(s) of `path` once per valid length in `lengths`
+    (None: the kernel has no valid operand) and checks every output."""
     s, tq, tk, d, dv = shape
     src = open(path).read()
-    name = re.search(r"void __launch_bounds__\(\d+\) (\w+)\(", src).group(1)
+    block, name = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(",
+                            src).groups()
+    # The one-row kernels loop over rows and keys by warps, so any multiple
+    # of 32 threads works: 2 warps keep their many warp sums quick to
+    # emulate (the tiled kernels need their 256). The gradient's grid is at
+    # most one block per slice (its statistics array has that many rows).
+    grid_a = 3
+    if "threadIdx.x & 15" not in src and "wmma::" not in src:
+        block, grid_a = "64", min(3, s)
+    has_valid = re.search(r"const long long \*__restrict__ in%d\b"
+                          % (4 if grad else 3), src) is not None
+    if has_valid != (lengths[0] is not None):
+        sys.exit(f"FAIL {os.path.basename(path)}: valid operand "
+                 f"{'present' if has_valid else 'missing'}")
     elem = re.search(r"const (\S+) \*__restrict__ in0", src).group(1)
     tensor_cores = "wmma::mma_sync" in src
-    if elem != "float" and d % 16 == 0 and dv % 16 == 0 and not tensor_cores:
+    if (elem != "float" and d % 16 == 0 and dv % 16 == 0 and max(d, dv) <= 256
+            and not tensor_cores):
         sys.exit(f"FAIL {os.path.basename(path)}: a bf16 head of {d}/{dv} "
                  f"did not get the tensor-core kernel")
     rng = np.random.default_rng(len(name) + 7 * grad)
@@ -126,30 +172,52 @@ def run_kernel(args, path, grad, shape, causal, work):
     defs = {"ELEM": elem, "KERNEL": name, "GRAD": int(grad),
             "NQ": q.size, "NK": k.size, "NV": v.size,
             "NG": 0 if g is None else g.size,
-            "NQO": q.size if grad else s * tq * dv, "GRID_A": 3, "GRID_B": 2,
-            "SECOND": name + "_dkdv"}
-    build_and_run(args.cxx, work, src, fill(HARNESS, defs))
-    o, grads = reference(q.astype(np.float64), k.astype(np.float64),
-                         v.astype(np.float64),
-                         None if g is None else g.astype(np.float64),
-                         causal, 1 / math.sqrt(d))
-    want = dict(zip(("dq", "dk", "dv"), grads)) if grad else {"o": o}
-    worst = 0.0
-    for n, w in want.items():
-        got = np.fromfile(os.path.join(work, n + ".bin"),
-                          dtype=np.float32).reshape(w.shape)
-        if not np.isfinite(got).all():
-            sys.exit(f"FAIL {os.path.basename(path)}: {n} has "
-                     f"{int((~np.isfinite(got)).sum())} unwritten/non-finite "
-                     f"elements")
-        err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1e-30))
-        worst = max(worst, err)
-        print(f"{os.path.basename(path)} ({elem}"
-              f"{', tensor cores' if tensor_cores else ''}) {n}: rel err "
-              f"{err:.3g}")
-    if worst > BOUND[elem]:
-        sys.exit(f"FAIL {os.path.basename(path)}: rel err {worst:.3g} > "
-                 f"{BOUND[elem]:g}")
+            "NQO": q.size if grad else s * tq * dv, "GRID_A": grid_a, "GRID_B": 2,
+            "SECOND": name + "_dkdv", "BLOCK": block,
+            "TWO": int(name + "_dkdv(" in src), "VALID": int(has_valid)}
+    harness = fill(HARNESS, defs)
+    for i, length in enumerate(lengths):
+        n_ok = tq if length is None else max(0, min(length, tq))
+        if length is not None:
+            np.array([length], dtype=np.float64).tofile(
+                os.path.join(work, "len.bin"))
+        if i == 0:
+            build_and_run(args.cxx, work, src, harness)
+        else:
+            subprocess.run([os.path.join(work, "kernel")], cwd=work,
+                           check=True)
+        # The reference on the inputs cut to the valid rows, zeros after.
+        want = {n: np.zeros(shp) for n, shp in
+                (("dq", q.shape), ("dk", k.shape), ("dv", v.shape))} \
+            if grad else {"o": np.zeros((s, tq, dv))}
+        if n_ok > 0:
+            cut = n_ok if length is not None else None
+            o, grads = reference(
+                q[:, :cut].astype(np.float64), k[:, :cut].astype(np.float64),
+                v[:, :cut].astype(np.float64),
+                None if g is None else g[:, :cut].astype(np.float64),
+                causal, 1 / math.sqrt(d))
+            for n, w in (zip(("dq", "dk", "dv"), grads) if grad
+                         else (("o", o),)):
+                want[n][:, :w.shape[1]] = w
+        tag = os.path.basename(path) + ("" if length is None
+                                        else f" L={length}")
+        worst = 0.0
+        for n, w in want.items():
+            got = np.fromfile(os.path.join(work, n + ".bin"),
+                              dtype=np.float32).reshape(w.shape)
+            if not np.isfinite(got).all():
+                sys.exit(f"FAIL {tag}: {n} has "
+                         f"{int((~np.isfinite(got)).sum())} unwritten/"
+                         f"non-finite elements")
+            if length is not None and np.any(got[:, n_ok:] != 0):
+                sys.exit(f"FAIL {tag}: {n} has non-zero padded rows")
+            err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1e-30))
+            worst = max(worst, err)
+            print(f"{tag} ({elem}{', tensor cores' if tensor_cores else ''})"
+                  f" {n}: rel err {err:.3g}")
+        if worst > BOUND[elem]:
+            sys.exit(f"FAIL {tag}: rel err {worst:.3g} > {BOUND[elem]:g}")
 
 
 def main():
@@ -177,7 +245,22 @@ def main():
             with open(path, "w") as f:
                 f.write(noncausal(*shape))
             models.append((path, shape, False))
-        for model, shape, causal in models:
+        # Valid lengths: CUDA cores (D 24), tensor cores in bf16 (D 64 and
+        # 48/32), the one-row kernels (D 1280: even 16-row tiles would pass
+        # 160 KiB; few rows, its per-column warp sums are slow to emulate);
+        # lengths: all, a partial second tile, one tile and a row, one row,
+        # none, and past T.
+        for s, t, d, dv, causal in ((4, 70, 24, 40, True),
+                                    (2, 70, 64, 64, True),
+                                    (2, 70, 48, 32, False),
+                                    (2, 8, 1280, 16, True)):
+            path = os.path.join(tmp, "valid_%d_%d_%s.mlir"
+                                % (d, dv, "causal" if causal else "full"))
+            with open(path, "w") as f:
+                f.write(padded(s, t, d, dv, causal))
+            lengths = (t, 37, 65, 1, 0, t + 30) if t > 64 else (t, 5, 0)
+            models.append((path, (s, t, t, d, dv), causal, lengths))
+        for model, shape, causal, *rest in models:
             for amp in ([], ["--amp=bf16"]):
                 dump = os.path.join(tmp, "kernels")
                 dump_kernels(args.stepc, model, tmp, dump, ["--train", *amp])
@@ -186,7 +269,8 @@ def main():
                     grad = os.path.basename(f).startswith("attention_grad_")
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
-                    run_kernel(args, f, grad, shape, causal, work)
+                    run_kernel(args, f, grad, shape, causal, work,
+                               *rest)
                 for f in glob.glob(os.path.join(dump, "*")):
                     os.remove(f)
     print("ok")

@@ -4,9 +4,10 @@
 // for a host compiler, so tests/e2e/cuda_emulation.py can run a generated
 // kernel on a machine without a GPU: a grid runs one block at a time, each
 // block as blockDim.x std::threads; __syncthreads is a barrier of the
-// block; __shfl_xor_sync goes through a block-wide slot array between two
-// barriers, which is exact where every thread of the block reaches the
-// shuffle together (the kernels' shuffles are unconditional). Dynamic
+// block, __syncwarp one of the thread's warp (32 threads); __shfl_xor_sync
+// goes through a slot array between two warp barriers, which is exact
+// where every thread of the warp reaches the shuffle together (the
+// kernels' shuffles are warp-uniform; warps may loop apart). Dynamic
 // shared memory is one static array. Arithmetic is the host's f32 (expf,
 // logf: not the GPU's ulp, well within the test's bounds); bf16 converts
 // with round-to-nearest-even like cuda_bf16.h.
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -33,6 +35,7 @@ struct EmuDim {
 inline thread_local EmuDim threadIdx;
 inline EmuDim blockIdx, blockDim, gridDim;
 inline std::barrier<> *emuBarrier = nullptr;
+inline std::vector<std::barrier<> *> emuWarpBarriers; // one per warp
 inline float emuSlots[1024];
 // The kernels are extern "C" and declare it inside as `extern __shared__
 // float smem[]`: a block-scope declaration with C linkage, so the
@@ -43,13 +46,15 @@ alignas(16) float emuShared[64 * 1024]; // 256 KB, above sm_90's limit
 }
 
 inline void __syncthreads() { emuBarrier->arrive_and_wait(); }
-inline void __syncwarp() { __syncthreads(); }
+inline void __syncwarp() {
+  emuWarpBarriers[threadIdx.x / 32]->arrive_and_wait();
+}
 inline float __shfl_xor_sync(unsigned, float v, int lane) {
   unsigned t = threadIdx.x;
   emuSlots[t] = v;
-  __syncthreads();
+  __syncwarp();
   float r = emuSlots[t ^ unsigned(lane)];
-  __syncthreads();
+  __syncwarp();
   return r;
 }
 inline float __int_as_float(unsigned u) {
@@ -173,6 +178,13 @@ void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
     blockIdx.x = b;
     std::barrier<> bar(block);
     emuBarrier = &bar;
+    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    emuWarpBarriers.clear();
+    for (unsigned w = 0; w < block; w += 32) {
+      warps.push_back(std::make_unique<std::barrier<>>(
+          std::ptrdiff_t(std::min(32u, block - w))));
+      emuWarpBarriers.push_back(warps.back().get());
+    }
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < block; ++t)
       threads.emplace_back([&body, t] {

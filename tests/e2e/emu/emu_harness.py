@@ -54,8 +54,12 @@ def single_kernel(stepc, name, mlir, tmp, fuse):
 
 def host_source(cuda_source):
     """A generated kernel's source for the host compiler: without the CUDA
-    headers, which cuda_emu.h stands in for."""
-    return re.sub(r"#include <(cuda_bf16|cuda_fp16|mma)\.h>", "", cuda_source)
+    headers, which cuda_emu.h stands in for, and without the block-scope
+    `extern __shared__ ... smem[]` (cuda_emu.h defines smem as one global
+    array; dropping the declaration lets cuda_emu_sync.h make the other
+    __shared__ arrays static)."""
+    src = re.sub(r"#include <(cuda_bf16|cuda_fp16|mma)\.h>", "", cuda_source)
+    return re.sub(r"extern __shared__[^;]*\bsmem\[\];", "", src)
 
 
 def fill(template, values):

@@ -423,9 +423,11 @@ TEST(NNKernels, AttentionIsTiledWithAnOnlineSoftmax) {
   EXPECT_EQ(ks.sharedBytes, 4 * (64 * (9 + 9 + 13) + 64 * 65));
   EXPECT_TRUE(ks.then.empty());
   EXPECT_TRUE(contains(ks.source, "0.353553385f")); // 1 / sqrt(8)
-  EXPECT_TRUE(contains(ks.source, "true ? min(24, i0 + 64) : 24"));
+  EXPECT_TRUE(contains(ks.source, "true ? min(lk_, i0 + 64) : lk_"));
   EXPECT_TRUE(contains(ks.source, "float m[4], l[4], acc[4][1];"));
   EXPECT_FALSE(contains(ks.source, "atomic"));
+  // No valid length: the rows and keys computed are constants.
+  EXPECT_TRUE(contains(ks.source, "const int lq_ = 16, lk_ = 24;"));
   // A head too wide to stage 16-row tiles: a block per query row.
   KernelSource wide = firstKernel(
       fn("%q: tensor<3x4x2048xf32>, %k: tensor<3x5x2048xf32>, "
@@ -436,6 +438,64 @@ TEST(NNKernels, AttentionIsTiledWithAnOnlineSoftmax) {
   EXPECT_EQ(wide.gridX, 12);
   EXPECT_EQ(wide.blockX, 128);
   EXPECT_EQ(wide.sharedBytes, (5 + 2048) * 4);
+}
+
+// With a valid length the kernels take it as one more (i64) operand, read
+// it on the device (a CUDA graph replays any length), clamp it, and skip
+// the tiles past it: a query tile past the valid rows reads no key, a key
+// tile past the valid keys sees no query. Every kernel family: CUDA cores,
+// tensor cores (bf16, D = 16) and the wide-head fallbacks.
+TEST(NNKernels, AttentionWithAValidLengthSkipsPaddedTiles) {
+  for (const char *t : {"f32", "bf16"}) {
+    SCOPED_TRACE(t);
+    std::string text = R"(
+func.func @f(%q: Q, %l: tensor<i64>) -> (Q, Q) {
+  %o = step.attention %q, %q, %q valid %l causal : Q, Q, Q, tensor<i64> -> Q
+  %r:3 = step.attention_grad %q, %q, %q, %q valid %l : Q, Q, Q, Q, tensor<i64> -> Q, Q, Q
+  return %o, %r#1 : Q, Q
+}
+)";
+    for (size_t at; (at = text.find('Q')) != std::string::npos;)
+      text.replace(at, 1, std::string("tensor<2x70x16x") + t + ">");
+    Parsed p = parse(text);
+    ASSERT_TRUE(p.module);
+    auto it = p.func().getBody().front().begin();
+    auto fwd = emitKernel(&*it, "af"), grad = emitKernel(&*std::next(it), "ag");
+    ASSERT_TRUE(fwd && grad);
+    EXPECT_EQ(fwd->params, (Params{"in0", "in1", "in2", "in3", "out0"}));
+    EXPECT_EQ(grad->params, (Params{"in0", "in1", "in2", "in3", "in4", "out0",
+                                    "out1", "out2"}));
+    EXPECT_TRUE(contains(fwd->source, "const long long *__restrict__ in3"));
+    EXPECT_TRUE(
+        contains(fwd->source, "const long long l_ = in3[0] < 0 ? 0 : in3[0];"));
+    EXPECT_TRUE(contains(fwd->source, "lq_ = (int)(l_ < 70 ? l_ : 70)"));
+    EXPECT_TRUE(contains(fwd->source, "i0 >= lq_ ? 0 :"));
+    EXPECT_TRUE(contains(grad->source,
+                         "const long long l_ = in4[0] < 0 ? 0 : in4[0];"));
+    EXPECT_TRUE(contains(grad->source, "i0 >= lq_ ? 0 :"));
+    EXPECT_TRUE(
+        contains(grad->source, "const int iEnd = j0 >= lk_ ? 0 : lq_;"));
+    EXPECT_EQ(contains(fwd->source, "wmma::mma_sync"),
+              std::string(t) == "bf16");
+  }
+  // Heads too wide for tiles: a padded row writes zeros and does no work;
+  // a padded key sees no query.
+  Parsed wide = parse(R"(
+func.func @f(%q: tensor<3x4x2048xf32>, %l: tensor<i64>) -> (tensor<3x4x2048xf32>, tensor<3x4x2048xf32>) {
+  %o = step.attention %q, %q, %q valid %l : tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<i64> -> tensor<3x4x2048xf32>
+  %r:3 = step.attention_grad %q, %q, %q, %q valid %l causal : tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<i64> -> tensor<3x4x2048xf32>, tensor<3x4x2048xf32>, tensor<3x4x2048xf32>
+  return %o, %r#0 : tensor<3x4x2048xf32>, tensor<3x4x2048xf32>
+}
+)");
+  ASSERT_TRUE(wide.module);
+  auto it = wide.func().getBody().front().begin();
+  auto fwd = emitKernel(&*it, "wf"), grad = emitKernel(&*std::next(it), "wg");
+  ASSERT_TRUE(fwd && grad);
+  EXPECT_EQ(fwd->blockX, 128); // a block per query row
+  EXPECT_TRUE(
+      contains(fwd->source, "if (i >= lq_) { // a padded row: 0, no work"));
+  EXPECT_TRUE(grad->then.empty()); // a block per slice
+  EXPECT_TRUE(contains(grad->source, "const int iEnd = j >= lk_ ? 0 : lq_;"));
 }
 
 TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
@@ -467,7 +527,7 @@ func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
   EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(256) ag_dkdv("));
   EXPECT_TRUE(contains(ks->source, "__device__ float ag_stats[256];"));
   EXPECT_TRUE(contains(ks->source, "0.353553385f")); // 1 / sqrt(8)
-  EXPECT_TRUE(contains(ks->source, "true ? min(24, i0 + 64) : 24"));
+  EXPECT_TRUE(contains(ks->source, "true ? min(lk_, i0 + 64) : lk_"));
   EXPECT_TRUE(contains(ks->source, "float accq[4][1];"));
   EXPECT_TRUE(contains(ks->source, "float acck[4][1], accv[4][1];"));
   EXPECT_FALSE(contains(ks->source, "atomic"));

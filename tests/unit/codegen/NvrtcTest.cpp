@@ -209,6 +209,8 @@ func.func @f(%a: tensor<8x32xT>, %b: tensor<8x32xT>, %i: tensor<8xi64>,
   %34 = step.reduce_sum %i dims = [0] : tensor<8xi64> -> tensor<i64>
   %35 = step.check_finite %a, %g, %w : tensor<8x32xT>, tensor<T>, tensor<32xT>
   %36:3 = step.attention_grad %q, %q, %q, %q causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT> -> tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>
+  %37 = step.attention %q, %q, %q valid %t : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<i64> -> tensor<2x8x16xT>
+  %38:3 = step.attention_grad %q, %q, %q, %q valid %t causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<i64> -> tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>
   return
 }
 )";
@@ -229,7 +231,7 @@ TEST(Nvrtc, EveryOpFamilyCompilesInEveryFloatType) {
     Parsed p = parse(allOps(t));
     ASSERT_TRUE(p.module);
     std::vector<KernelSource> kernels = emitFunctionKernels(p.func());
-    EXPECT_EQ(kernels.size(), 37u) << t;
+    EXPECT_EQ(kernels.size(), 39u) << t;
     CompileStats stats;
     std::vector<CompiledKernel> out = compileKernels(kernels, opts, &stats);
     for (const CompiledKernel &k : out)

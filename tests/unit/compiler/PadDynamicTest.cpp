@@ -72,13 +72,15 @@ Traced seqModel(int64_t T) {
   });
 }
 
-/// An encoder-style model for the ops step-pad-dynamic writes out:
-/// non-causal attention over padded keys, and a layer_norm over T (of
-/// [B, C, T]) whose weight and bias vary with the position. With
-/// `writtenOut` both are traced as the pass writes them (matmul, softmax;
-/// mean, variance, rsqrt), the reference of the masks' exactness: the fused
-/// kernels round differently from the written-out ops (see
-/// WrittenOutOpsAgreeWithTheFusedOnes).
+/// An encoder-style model for the ops step-pad-dynamic masks or writes
+/// out: non-causal self-attention (queries and keys padded alike: the op
+/// takes len.T as its valid length), attention of static queries (a param)
+/// over padded keys (written out), and a layer_norm over T (of [B, C, T])
+/// whose weight and bias vary with the position (written out). With
+/// `writtenOut` the last two are traced as the pass writes them (matmul,
+/// softmax; mean, variance, rsqrt), the reference of the masks'
+/// exactness: the fused kernels round differently from the written-out ops
+/// (see WrittenOutOpsAgreeWithTheFusedOnes).
 Traced encModel(int64_t T, bool writtenOut) {
   return traced(7, [&](Graph &g) {
     Tensor x = g.input("x", {kBatch, T, 4});
@@ -87,15 +89,16 @@ Traced encModel(int64_t T, bool writtenOut) {
     Tensor b1 = g.param("b1", {8}, init::normal(0, 0.5));
     Tensor wq = g.param("wq", {8, 8}, init::normal(0, 0.5));
     Tensor w2 = g.param("w2", {8, 5}, init::normal(0, 0.5));
+    Tensor mq = g.param("mq", {kBatch, 3, 8}, init::normal(0, 0.5));
     Tensor gamma = g.param("gamma", {}, init::normal(1, 0.1));
     Tensor beta = g.param("beta", {}, init::normal(0, 0.1));
     Tensor h = gelu(linear(x, w1, b1), GeluApprox::Tanh); // [B, T, 8]
-    Tensor q = matmul(h, wq);
-    Tensor a = writtenOut ? matmul(softmax(matmul(q, transpose(h, 1, 2)) *
-                                               (1.0 / std::sqrt(8.0)),
-                                           2),
-                                   h)
-                          : scaled_dot_product_attention(q, h, h);
+    Tensor a = scaled_dot_product_attention(matmul(h, wq), h, h);
+    Tensor pooled = writtenOut ? matmul(softmax(matmul(mq, transpose(h, 1, 2)) *
+                                                    (1.0 / std::sqrt(8.0)),
+                                                2),
+                                        h)
+                               : scaled_dot_product_attention(mq, h, h);
     Tensor pos = cast(g.iota({T}, 0), DType::F32); // [T]
     Tensor weight = gamma * (1.0 + 0.01 * pos), bias = beta + 0.001 * pos;
     Tensor at = transpose(a, 1, 2); // [B, 8, T], normalized over T
@@ -108,8 +111,8 @@ Traced encModel(int64_t T, bool writtenOut) {
       n = layer_norm(at, weight, bias);
     }
     Tensor z = transpose(n, 1, 2) + h;
-    g.output(cross_entropy(reshape(matmul(z, w2), {-1, 5}),
-                           reshape(y, {-1})));
+    g.output(cross_entropy(reshape(matmul(z, w2), {-1, 5}), reshape(y, {-1})) +
+             0.1 * mean(pooled * pooled));
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace step::rt;
@@ -501,6 +502,73 @@ TEST(AttentionGrad, MatchesTheDefinitionAcrossTiles) {
     EXPECT_TRUE(again.dk.bitwiseEqual(got.dk));
     EXPECT_TRUE(again.dv.bitwiseEqual(got.dv));
   }
+}
+
+// A valid length L: the first L query rows and keys of a padded input give
+// the bits of the op on inputs cut to L rows (the same tiles, the same
+// products), rows past L are 0 whatever the padding holds, and L is clamped
+// to [0, T].
+TEST(AttentionValid, EqualsTheOpOnTheCutInputs) {
+  const int64_t batch = 2, t = 70, d = 8, dv = 4;
+  auto q = pseudoRandom(batch * t * d, 11), k = pseudoRandom(batch * t * d, 12);
+  auto v = pseudoRandom(batch * t * dv, 13),
+       g = pseudoRandom(batch * t * dv, 14);
+  // Rows 0..n-1 of each batch entry of a [batch, t, w] tensor.
+  auto cut = [&](const std::vector<double> &x, int64_t w, int64_t n) {
+    std::vector<double> out;
+    for (int64_t b = 0; b < batch; ++b)
+      out.insert(out.end(), x.begin() + b * t * w, x.begin() + (b * t + n) * w);
+    return make(DType::F32, {batch, n, w}, out);
+  };
+  // `got` ([batch, t, w]) holds `want` ([batch, n, w]) then zeros.
+  auto expectPadded = [&](const HostTensor &got, const HostTensor &want,
+                          int64_t w, int64_t n) {
+    std::vector<double> gv = values(got), wv = values(want);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t c = 0; c < w; ++c) {
+          double x = gv[(b * t + i) * w + c];
+          if (i < n)
+            ASSERT_EQ(x, wv[(b * n + i) * w + c]) << "row " << i;
+          else
+            ASSERT_EQ(x, 0.0) << "padded row " << i;
+        }
+  };
+  HostTensor fq = make(DType::F32, {batch, t, d}, q),
+             fk = make(DType::F32, {batch, t, d}, k),
+             fv = make(DType::F32, {batch, t, dv}, v),
+             fg = make(DType::F32, {batch, t, dv}, g);
+  for (bool causal : {true, false})
+    for (int64_t l : {int64_t(-3), int64_t(0), int64_t(1), int64_t(37),
+                      int64_t(64), int64_t(65), int64_t(70), int64_t(100)}) {
+      SCOPED_TRACE("L " + std::to_string(l) + (causal ? " causal" : ""));
+      int64_t n = std::clamp<int64_t>(l, 0, t);
+      HostTensor y = attention(fq, fk, fv, causal, 0.4, l);
+      AttentionGrads gr = attentionGrad(fq, fk, fv, fg, causal, 0.4, l);
+      if (n == 0) {
+        expectPadded(y, HostTensor(DType::F32, {batch, 0, dv}), dv, 0);
+        expectPadded(gr.dq, HostTensor(DType::F32, {batch, 0, d}), d, 0);
+        expectPadded(gr.dk, HostTensor(DType::F32, {batch, 0, d}), d, 0);
+        expectPadded(gr.dv, HostTensor(DType::F32, {batch, 0, dv}), dv, 0);
+        continue;
+      }
+      HostTensor cq = cut(q, d, n), ck = cut(k, d, n), cv = cut(v, dv, n),
+                 cg = cut(g, dv, n);
+      expectPadded(y, attention(cq, ck, cv, causal, 0.4), dv, n);
+      AttentionGrads want = attentionGrad(cq, ck, cv, cg, causal, 0.4);
+      expectPadded(gr.dq, want.dq, d, n);
+      expectPadded(gr.dk, want.dk, d, n);
+      expectPadded(gr.dv, want.dv, dv, n);
+    }
+  // The operand as the interpreter and the CPU backend pass it.
+  EXPECT_EQ(attentionValid("attention", {fq, fk, fv}, 3), std::nullopt);
+  EXPECT_EQ(
+      attentionValid("attention", {fq, fk, fv, make(DType::I64, {}, {5})}, 3),
+      std::optional<int64_t>(5));
+  EXPECT_ERROR(attentionValid("attention_grad",
+                              {fq, fk, fv, fg, make(DType::I32, {}, {5})}, 4),
+               {"step.attention_grad",
+                "expected the valid length as i64 [], found i32 []"});
 }
 
 TEST(AttentionGrad, Errors) {

@@ -1833,6 +1833,22 @@ func.func @attention_grad_c5_dtype(%q: tensor<16x8xf32>, %g: tensor<16x8xbf16>) 
 
 // -----
 
+func.func @attention_c5(%q: tensor<16x8xf32>, %l: tensor<1xi64>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{'step.attention' op operand #3 must be 0D tensor of 64-bit signless integer values, but got 'tensor<1xi64>'}}
+  %0 = step.attention %q, %q, %q valid %l : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<1xi64> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_c6(%q: tensor<16x8xf32>, %l: tensor<i32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{'step.attention_grad' op operand #4 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0:3 = step.attention_grad %q, %q, %q, %q valid %l : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<i32> -> tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  return %0#0 : tensor<16x8xf32>
+}
+
+// -----
+
 func.func @attention_i32(%q: tensor<16x8xi32>) -> tensor<16x8xi32> {
   // expected-error @+1 {{'step.attention' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x8xi32>'}}
   %0 = step.attention %q, %q, %q : tensor<16x8xi32>, tensor<16x8xi32>, tensor<16x8xi32> -> tensor<16x8xi32>

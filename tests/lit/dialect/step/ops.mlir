@@ -1001,6 +1001,19 @@ func.func @attention_grad(%q: tensor<2x16x8xbf16>, %k: tensor<2x12x8xbf16>, %v: 
   return %0#0, %0#1, %0#2, %1#2 : tensor<2x16x8xbf16>, tensor<2x12x8xbf16>, tensor<2x12x4xbf16>, tensor<2x12x4xbf16>
 }
 
+// A valid length (rows and keys >= L are padding) round-trips on both ops.
+// CHECK-LABEL: func.func @attention_valid
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x16x8xf32>, %[[G:.+]]: tensor<2x16x8xf32>, %[[L:.+]]: tensor<i64>)
+func.func @attention_valid(%q: tensor<2x16x8xf32>, %g: tensor<2x16x8xf32>, %l: tensor<i64>)
+    -> (tensor<2x16x8xf32>, tensor<2x16x8xf32>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.attention %[[Q]], %[[Q]], %[[Q]] valid %[[L]] causal : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<i64> -> tensor<2x16x8xf32>{{$}}
+  %0 = step.attention %q, %q, %q valid %l causal : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<i64> -> tensor<2x16x8xf32>
+  // CHECK-NEXT: %[[R1:[^ ]+]], %{{[^ ]+}}, %{{[^ ]+}} = step.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[G]] valid %[[L]] scale = 5.000000e-01 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<i64> -> tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>{{$}}
+  %1:3 = step.attention_grad %q, %q, %q, %g valid %l scale = 0.5 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<i64> -> tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  // CHECK-NEXT: return %[[R0]], %[[R1]]
+  return %0, %1#0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>
+}
+
 // A dynamic dim joined with a static one takes the static size, for every op
 // (as elementwise ops do).
 // CHECK-LABEL: @dynamic_joins

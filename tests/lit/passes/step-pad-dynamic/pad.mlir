@@ -130,12 +130,14 @@ func.func @forward(%x: tensor<2x?x7xf32> {step.kind = "input", step.name = "x", 
 
 // -----
 
-// A symbolic iota (positions 0..T-1) becomes static; causal attention over
-// padded keys needs no mask. Without sizes, the bucket is the maximum.
+// A symbolic iota (positions 0..T-1) becomes static; causal attention whose
+// queries and keys are both T takes len.T as its valid length (its kernels
+// skip padded tiles). Without sizes, the bucket is the maximum.
 // CHECK-LABEL: func.func @forward
+// CHECK-SAME: %[[LEN:[a-z0-9]+]]: tensor<i64> {step.kind = "input", step.len_of = "T"
 // CHECK: step.iota dim = 0 : tensor<16xi64>
 // CHECK-NOT: step.dims
-// CHECK: step.attention %{{.+}}, %{{.+}}, %{{.+}} causal : tensor<1x16x8xf32>
+// CHECK: step.attention %arg0, %arg0, %arg0 valid %[[LEN]] causal : tensor<1x16x8xf32>, tensor<1x16x8xf32>, tensor<1x16x8xf32>, tensor<i64> -> tensor<1x16x8xf32>
 func.func @forward(%q: tensor<1x?x8xf32> {step.kind = "input", step.name = "q", step.dims = ["", "T", ""]})
     -> (tensor<f32>, tensor<?xi64>, tensor<1x?x8xf32>) attributes {step.symbols = {T = 64 : i64}} {
   %i = step.iota dim = 0 {step.dims = ["T"]} : tensor<?xi64>
@@ -146,25 +148,42 @@ func.func @forward(%q: tensor<1x?x8xf32> {step.kind = "input", step.name = "q", 
 
 // -----
 
-// Non-causal attention over padded keys is written out: q k^T, the scale,
-// padded keys at -inf before the softmax, and P @ V with padded rows 0.
+// Non-causal attention over padded queries and keys stays one op: the
+// valid length masks the padded keys (no [.., T, T] scores in memory).
 // CHECK-LABEL: func.func @forward
-// CHECK-NOT: step.attention
-// CHECK: %[[S:.*]] = step.matmul %arg0, %arg0 transpose_b : tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x16xf32>
-// CHECK: %[[SC:.*]] = step.mul %[[S]], %{{.*}} : tensor<2x16x16xf32>
-// CHECK: %[[I:.*]] = step.iota dim = 0 : tensor<16xi64>
-// CHECK: %[[V:.*]] = step.compare lt, %[[I]], %{{.*}} : tensor<16xi64>
-// CHECK: %[[M:.*]] = step.broadcast_in_dim %[[V]], dims = [2] : tensor<16xi1> -> tensor<2x16x16xi1>
-// CHECK: %[[NI:.*]] = step.constant dense<0xFF800000> : tensor<2x16x16xf32>
-// CHECK: %[[MS:.*]] = step.select %[[M]], %[[SC]], %[[NI]]
-// CHECK: %[[P:.*]] = step.softmax %[[MS]] dim = 2
-// CHECK: %[[MV:.*]] = step.select %{{.*}}, %arg0, %{{.*}} : tensor<2x16x8xi1>, tensor<2x16x8xf32>
-// CHECK: step.matmul %{{.*}}, %[[MV]] : tensor<2x16x16xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
-// CHECK-NOT: step.attention
+// CHECK-SAME: %[[LEN:[a-z0-9]+]]: tensor<i64> {step.kind = "input", step.len_of = "T"
+// CHECK-NOT: step.matmul
+// CHECK: step.attention %arg0, %arg0, %arg0 valid %[[LEN]] : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<i64> -> tensor<2x16x8xf32>
+// CHECK-NOT: step.softmax
 func.func @forward(%q: tensor<2x?x8xf32> {step.kind = "input", step.name = "q", step.dims = ["", "T", ""]})
     -> tensor<2x?x8xf32> attributes {step.symbols = {T = 64 : i64}} {
   %o = step.attention %q, %q, %q : tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x?x8xf32>
   return %o : tensor<2x?x8xf32>
+}
+
+// -----
+
+// Non-causal attention of static queries over padded keys is written out:
+// q k^T, the scale, padded keys at -inf before the softmax, and P @ V with
+// padded rows 0.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: step.attention
+// CHECK: %[[S:.*]] = step.matmul %arg0, %arg1 transpose_b : tensor<2x4x8xf32>, tensor<2x16x8xf32> -> tensor<2x4x16xf32>
+// CHECK: %[[SC:.*]] = step.mul %[[S]], %{{.*}} : tensor<2x4x16xf32>
+// CHECK: %[[I:.*]] = step.iota dim = 0 : tensor<16xi64>
+// CHECK: %[[V:.*]] = step.compare lt, %[[I]], %{{.*}} : tensor<16xi64>
+// CHECK: %[[M:.*]] = step.broadcast_in_dim %[[V]], dims = [2] : tensor<16xi1> -> tensor<2x4x16xi1>
+// CHECK: %[[NI:.*]] = step.constant dense<0xFF800000> : tensor<2x4x16xf32>
+// CHECK: %[[MS:.*]] = step.select %[[M]], %[[SC]], %[[NI]]
+// CHECK: %[[P:.*]] = step.softmax %[[MS]] dim = 2
+// CHECK: %[[MV:.*]] = step.select %{{.*}}, %arg1, %{{.*}} : tensor<2x16x8xi1>, tensor<2x16x8xf32>
+// CHECK: step.matmul %{{.*}}, %[[MV]] : tensor<2x4x16xf32>, tensor<2x16x8xf32> -> tensor<2x4x8xf32>
+// CHECK-NOT: step.attention
+func.func @forward(%q: tensor<2x4x8xf32> {step.kind = "input", step.name = "q"},
+                   %k: tensor<2x?x8xf32> {step.kind = "input", step.name = "k", step.dims = ["", "T", ""]})
+    -> tensor<2x4x8xf32> attributes {step.symbols = {T = 64 : i64}} {
+  %o = step.attention %q, %k, %k : tensor<2x4x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32> -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
 }
 
 // -----
