@@ -6,12 +6,15 @@
 // asked for the GPU never mistakes CPU timings for GPU ones. Backend::Auto
 // takes the GPU when there is one.
 //
+// Session's params and checkpoints on disk are in SessionCheckpoint.cpp,
+// its plans per bucket (symbolic dims) in SessionBuckets.cpp.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Session.h"
+#include "runtime/SessionUtil.h"
 
 #include "runtime/FiniteGuard.h"
-#include "runtime/Npy.h"
 #include "runtime/cpu/Executor.h"
 #include "runtime/cpu/Kernels.h"
 #ifdef STEP_HAVE_CUDA
@@ -22,11 +25,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 namespace step {
-namespace fs = std::filesystem;
+using detail::joined;
+using detail::typeStr;
 using rt::BufferDesc;
 using rt::BufferKind;
 using rt::Error;
@@ -49,17 +51,6 @@ Backend backendFromName(const std::string &name) {
 }
 
 namespace {
-std::string typeStr(rt::DType t, const rt::Shape &s) {
-  return std::string(rt::dtypeName(t)) + " " + rt::shapeToString(s);
-}
-
-std::string joined(const std::vector<std::string> &names) {
-  std::string s;
-  for (const std::string &n : names)
-    s += (s.empty() ? "" : ", ") + n;
-  return s.empty() ? "none" : s;
-}
-
 Backend resolveBackend(Backend requested) {
   if (requested == Backend::Cpu)
     return Backend::Cpu;
@@ -270,43 +261,6 @@ void Session::checkMatches(const std::string &what, const std::string &name,
   step::checkMatches(what, argumentBuffer(name), t);
 }
 
-namespace {
-/// A per-rank checkpoint's manifest (Session::save_shards), or null.
-nlohmann::json shardManifest(const std::string &dir) {
-  fs::path path = fs::path(dir) / "shards.json";
-  if (!fs::exists(path))
-    return nullptr;
-  std::ifstream in(path);
-  nlohmann::json j;
-  try {
-    in >> j;
-    if (j.at("world_size").get<int64_t>() < 1 || !j.at("sharded").is_object())
-      throw Error("world_size < 1");
-  } catch (const std::exception &e) {
-    throw Error("load_params: " + path.string() +
-                " is not a shard manifest (world_size, sharded): " + e.what());
-  }
-  return j;
-}
-
-/// The full tensor `name` of a per-rank checkpoint: its blocks in
-/// DIR/rank<R>/<name>.npy for every rank R of the world that wrote it.
-HostTensor unshardFiles(const std::string &dir, const std::string &name,
-                        const nlohmann::json &manifest) {
-  int64_t world = manifest["world_size"].get<int64_t>();
-  std::vector<HostTensor> blocks;
-  for (int64_t r = 0; r < world; ++r)
-    blocks.push_back(rt::readNpy(
-        (fs::path(dir) / ("rank" + std::to_string(r)) / (name + ".npy"))
-            .string()));
-  try {
-    return rt::unshard(blocks, manifest["sharded"][name].get<rt::Shape>());
-  } catch (const Error &e) {
-    throw Error("load_params: '" + name + "' in " + dir + ": " + e.what());
-  }
-}
-} // namespace
-
 rt::HostTensor Session::localTensor(const std::string &what,
                                    const std::string &name,
                                    rt::HostTensor t) const {
@@ -401,332 +355,6 @@ void Session::replaceValues(std::map<std::string, HostTensor> values) {
     executor->invalidateCarried();
 #endif
   holder_.reset();
-}
-
-void Session::load_params(const std::string &dir) {
-  if (!fs::is_directory(dir))
-    throw Error("load_params: '" + dir + "' is not a folder");
-  nlohmann::json manifest = shardManifest(dir);
-  std::map<std::string, HostTensor> loaded;
-  auto load = [&](const std::string &name, bool required) {
-    std::string path = (fs::path(dir) / (name + ".npy")).string();
-    if (!manifest.is_null() && manifest["sharded"].contains(name)) {
-      loaded[name] = localTensor("load_params: " + dir + " (rank files)",
-                                 name, unshardFiles(dir, name, manifest));
-      return;
-    }
-    if (!fs::exists(path)) {
-      if (required)
-        throw Error("load_params: missing param '" + name + "': " + path +
-                    " does not exist");
-      const BufferDesc &b = argumentBuffer(name);
-      loaded[name] = HostTensor(b.dtype, b.shape);
-      return;
-    }
-    loaded[name] =
-        localTensor("load_params: " + path, name, rt::readNpy(path));
-  };
-  for (const std::string &name : params_)
-    load(name, true);
-  for (const std::string &name : state_)
-    load(name, false);
-  replaceValues(std::move(loaded));
-}
-
-namespace {
-/// fs::create_directories with the failure said as an Error.
-void makeFolder(const fs::path &dir, const std::string &what) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw Error(what + ": cannot create folder " + dir.string() + ": " +
-                ec.message());
-}
-} // namespace
-
-void Session::save_params(const std::string &dir) const {
-  requireParamValues("save_params");
-  syncFromDevice();
-  bool writer = comm_->rank() == 0;
-  if (writer)
-    makeFolder(dir, "save_params");
-  auto save = [&](const std::string &name) {
-    HostTensor t = gathered(name); // collective when sharded
-    if (!writer)
-      return;
-    fs::path path = fs::path(dir) / (name + ".npy");
-    // Names like "layer0/w" become subfolders.
-    makeFolder(path.parent_path(), "save_params");
-    rt::writeNpy(path.string(), t);
-  };
-  for (const std::string &name : params_)
-    save(name);
-  for (const std::string &name : state_)
-    save(name);
-}
-
-void Session::save_shards(const std::string &dir) const {
-  requireParamValues("save_shards");
-  syncFromDevice();
-  int r = comm_->rank();
-  // An older manifest goes first: until the new one is written the folder
-  // is no checkpoint, rather than a mix of old and new blocks.
-  if (r == 0)
-    fs::remove(fs::path(dir) / "shards.json");
-  comm_->barrier();
-  fs::path mine = fs::path(dir) / ("rank" + std::to_string(r));
-  makeFolder(mine, "save_shards");
-  nlohmann::json sharded = nlohmann::json::object();
-  auto save = [&](const std::string &name) {
-    bool blocks = fullShapes_.count(name) != 0;
-    if (blocks)
-      sharded[name] = fullShapes_.at(name);
-    // A tensor-parallel part is written whole, as an unsharded tensor:
-    // gathered on every rank (collective), written by rank 0.
-    bool split = tpSplits_.count(name) != 0;
-    HostTensor full;
-    if (split)
-      full = gathered(name);
-    if (!blocks && r != 0)
-      return;
-    fs::path path = (blocks ? mine : fs::path(dir)) / (name + ".npy");
-    makeFolder(path.parent_path(), "save_shards");
-    rt::writeNpy(path.string(), split ? full : values_.at(name));
-  };
-  for (const std::string &name : params_)
-    save(name);
-  for (const std::string &name : state_)
-    save(name);
-  // The manifest last, once every rank's files are complete.
-  comm_->barrier();
-  if (r == 0)
-    rt::writeFileAtomic((fs::path(dir) / "shards.json").string(),
-                        nlohmann::json({{"world_size", comm_->size()},
-                                        {"sharded", sharded}})
-                                .dump(2) +
-                            "\n",
-                        "save_shards");
-}
-
-void Session::save(const std::string &dir, const nlohmann::json &data) const {
-  requireParamValues("save");
-  syncFromDevice();
-  rt::Checkpoint c;
-  c.step = stepsDone_;
-  c.data = data;
-  c.writer = {{"function", artifact_.plan.function},
-              {"source_hash", artifact_.meta.value("source_hash", "")},
-              {"world_size", comm_->size()}};
-  for (const std::vector<std::string> *names : {&params_, &state_})
-    for (const std::string &name : *names)
-      c.tensors[name] = gathered(name); // collective when sharded
-  // Rank 0 writes; the others learn whether it could, so that every rank
-  // returns (or throws) with the checkpoint complete (or not written).
-  std::string failure;
-  if (comm_->rank() == 0) {
-    try {
-      rt::writeCheckpoint(dir, c);
-    } catch (const std::exception &e) { // every rank must hear of it
-      failure = e.what();
-    }
-  }
-  if (comm_->size() > 1) {
-    int32_t failed = !failure.empty();
-    comm_->broadcast(&failed, sizeof failed, 0);
-    if (failed && failure.empty())
-      failure = "checkpoint " + dir + ": rank 0 could not write it";
-  }
-  if (!failure.empty())
-    throw Error("save: " + failure);
-}
-
-rt::Checkpoint Session::load(const std::string &dir) {
-  rt::Checkpoint c = rt::readCheckpoint(dir);
-  std::map<std::string, HostTensor> loaded;
-  for (const std::vector<std::string> *names : {&params_, &state_})
-    for (const std::string &name : *names) {
-      auto it = c.tensors.find(name);
-      if (it == c.tensors.end())
-        throw Error("load: checkpoint " + dir + " has no tensor '" + name +
-                    "', which this step " + "needs (written for another "
-                    "model or optimizer?)");
-      loaded[name] =
-          localTensor("load: checkpoint " + dir, name, std::move(it->second));
-      c.tensors.erase(it);
-    }
-  if (!c.tensors.empty()) {
-    std::vector<std::string> extra;
-    for (const auto &entry : c.tensors)
-      extra.push_back(entry.first);
-    throw Error("load: checkpoint " + dir + " holds tensors this step does "
-                "not have: " + joined(extra) +
-                " (written for another model or optimizer?)");
-  }
-  replaceValues(std::move(loaded));
-  stepsDone_ = c.step;
-  return c;
-}
-
-std::map<std::string, int64_t>
-Session::lengthsOf(const nlohmann::json &dynamic,
-                   const std::map<std::string, HostTensor> &batch) {
-  std::map<std::string, int64_t> lengths;
-  for (const auto &[name, dims] : dynamic["inputs"].items()) {
-    auto it = batch.find(name);
-    if (it == batch.end())
-      continue; // reported with the other missing inputs
-    const rt::Shape &shape = it->second.shape();
-    if (shape.size() != dims.size())
-      throw Error("step: input '" + name + "' has rank " +
-                  std::to_string(shape.size()) + ", expected " +
-                  std::to_string(dims.size()));
-    for (size_t d = 0; d < dims.size(); ++d) {
-      std::string symbol = dims[d].get<std::string>();
-      if (symbol.empty())
-        continue;
-      auto [at, fresh] = lengths.emplace(symbol, shape[d]);
-      if (!fresh && at->second != shape[d])
-        throw Error("step: input '" + name + "' has " + symbol + " = " +
-                    std::to_string(shape[d]) + " but another input has " +
-                    std::to_string(at->second));
-      int64_t max = dynamic["symbols"][symbol].get<int64_t>();
-      if (shape[d] < 1 || shape[d] > max)
-        throw Error("step: input '" + name + "' has " + symbol + " = " +
-                    std::to_string(shape[d]) + ", expected 1.." +
-                    std::to_string(max));
-    }
-  }
-  return lengths;
-}
-
-std::string Session::bucketKey(const rt::Artifact &a) {
-  return a.meta.value("bucket", nlohmann::json::object()).dump();
-}
-
-namespace {
-nlohmann::json sizesJson(const std::map<std::string, int64_t> &sizes) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto &[symbol, size] : sizes)
-    j[symbol] = size;
-  return j;
-}
-} // namespace
-
-bool Session::hasBucket(const std::map<std::string, int64_t> &sizes) const {
-  std::string key = sizesJson(sizes).dump();
-  for (size_t i = 0; i < bucketCount(); ++i)
-    if (bucketKey(bucket(i)) == key)
-      return true;
-  return false;
-}
-
-void Session::addBucket(rt::Artifact b) {
-  b.plan.validate();
-  const char *what = "addBucket: ";
-  if (!artifact_.meta.contains("dynamic") ||
-      b.meta.value("dynamic", nlohmann::json()) != artifact_.meta["dynamic"])
-    throw Error(std::string(what) + "the bucket's symbolic signature " +
-                b.meta.value("dynamic", nlohmann::json()).dump() +
-                " differs from the session's " +
-                artifact_.meta.value("dynamic", nlohmann::json()).dump());
-  for (size_t i = 0; i < bucketCount(); ++i)
-    if (bucketKey(bucket(i)) == bucketKey(b))
-      throw Error(std::string(what) + "the session has bucket " +
-                  bucketKey(b) + " already");
-  const rt::Plan &mine = artifact_.plan;
-  if (b.plan.arguments != mine.arguments)
-    throw Error(std::string(what) + "the bucket's arguments are not the "
-                                    "session's (another model?)");
-  for (int64_t id : mine.arguments) {
-    const BufferDesc &x = mine.buffers.at(id), &y = b.plan.buffers.at(id);
-    bool same = x.name == y.name && x.kind == y.kind &&
-                (x.kind == BufferKind::Input ||
-                 (x.dtype == y.dtype && x.shape == y.shape));
-    if (!same)
-      throw Error(std::string(what) + "argument '" + x.name + "' (" +
-                  typeStr(x.dtype, x.shape) + ") is '" + y.name + "' (" +
-                  typeStr(y.dtype, y.shape) + ") in the bucket");
-  }
-  artifact_.buckets.push_back(std::move(b));
-}
-
-bool Session::dropBucket(const std::map<std::string, int64_t> &sizes) {
-  std::string key = sizesJson(sizes).dump();
-  if (bucketCount() < 2)
-    return false;
-  size_t i = 0;
-  while (i < bucketCount() && bucketKey(bucket(i)) != key)
-    ++i;
-  if (i == bucketCount())
-    return false;
-  if (auto it = cuda_.find(key); it != cuda_.end() && it->second == holder_) {
-    syncFromDevice(); // the params and state go with its device memory
-    holder_.reset();
-  }
-  cuda_.erase(key);
-  if (i > 0) {
-    artifact_.buckets.erase(artifact_.buckets.begin() + (i - 1));
-    return true;
-  }
-  // The session's own plan goes: its first nested bucket takes its place
-  // (same arguments, so argumentIds_ and the values stay valid).
-  std::vector<rt::Artifact> rest = std::move(artifact_.buckets);
-  artifact_ = std::move(rest.front());
-  rest.erase(rest.begin());
-  artifact_.buckets = std::move(rest);
-  return true;
-}
-
-size_t Session::pickBucket(const std::map<std::string, HostTensor> &batch,
-                           std::map<std::string, HostTensor> &padded) const {
-  const nlohmann::json &dynamic = artifact_.meta["dynamic"];
-  std::map<std::string, int64_t> lengths = lengthsOf(dynamic, batch);
-  // The smallest bucket (by total size) that holds every length.
-  size_t best = 0;
-  int64_t bestSize = INT64_MAX;
-  for (size_t i = 0; i < bucketCount(); ++i) {
-    const nlohmann::json &sizes = bucket(i).meta["bucket"];
-    int64_t total = 1;
-    bool fits = true;
-    for (const auto &[symbol, len] : lengths) {
-      fits = fits && sizes[symbol].get<int64_t>() >= len;
-      total *= sizes[symbol].get<int64_t>();
-    }
-    if (fits && total < bestSize) {
-      best = i;
-      bestSize = total;
-    }
-  }
-  if (bestSize == INT64_MAX) {
-    std::string have, need;
-    for (size_t i = 0; i < bucketCount(); ++i)
-      have += (i ? ", " : "") + bucket(i).meta["bucket"].dump();
-    for (const auto &[symbol, len] : lengths)
-      need += (need.empty() ? "" : ", ") + symbol + " = " +
-              std::to_string(len);
-    throw Error("step: no bucket holds " + need + " (buckets: " + have +
-                "); compile a larger one (stepc --buckets)");
-  }
-  // Inputs zero-padded along their symbolic dims; len.S added.
-  const nlohmann::json &sizes = bucket(best).meta["bucket"];
-  padded = batch;
-  for (const auto &[name, dims] : dynamic["inputs"].items()) {
-    auto it = padded.find(name);
-    if (it == padded.end())
-      continue;
-    std::vector<int64_t> low(dims.size(), 0), high(dims.size(), 0);
-    for (size_t d = 0; d < dims.size(); ++d)
-      if (!dims[d].get<std::string>().empty())
-        high[d] = sizes[dims[d].get<std::string>()].get<int64_t>() -
-                  it->second.shape()[d];
-    it->second = rt::cpu::pad(it->second, low, high, 0.0);
-  }
-  for (const auto &[symbol, len] : lengths) {
-    HostTensor n(rt::DType::I64, {});
-    n.data<int64_t>()[0] = len;
-    padded["len." + symbol] = n;
-  }
-  return best;
 }
 
 std::vector<std::string> Session::inputNames() const {
