@@ -124,7 +124,7 @@ inline int64_t opFlops(Operation *op) {
     int64_t k = lhs[lhs.size() - (mm.getTransposeA() ? 2 : 1)];
     return 2 * numel(mm.getResult()) * k;
   }
-  if (isa<AttentionOp, AttentionGradOp>(op)) {
+  if (isa<AttentionOp, AttentionLseOp, AttentionGradOp>(op)) {
     auto q = cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
     auto k = cast<RankedTensorType>(op->getOperand(1).getType()).getShape();
     int64_t dv =
@@ -133,7 +133,7 @@ inline int64_t opFlops(Operation *op) {
     for (size_t i = 0; i + 2 < q.size(); ++i)
       heads *= q[i];
     int64_t scores = heads * q[q.size() - 2] * k[k.size() - 2];
-    if (isa<AttentionOp>(op))
+    if (isa<AttentionOp, AttentionLseOp>(op))
       return scores * (2 * q.back() + 2 * dv + 5);
     // S and dP recomputed, then dq, dk and dv: five products.
     return scores * (6 * q.back() + 4 * dv + 8);

@@ -270,6 +270,32 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def AttentionStats : Pass<"step-attention-stats", "::mlir::ModuleOp"> {
+  let summary = "Saves each attention's log-sum-exp for its gradient";
+  let description = [{
+    On the inlined training step, turns every `step.attention` whose
+    gradient is taken (a `step.attention_grad` of the same q, k, v, valid
+    length, mask and scale) into `step.attention_lse` and hands its result
+    and log-sum-exp to those gradients as their `saved` operands, as
+    FlashAttention's forward saves its row statistics: the gradient kernels
+    then skip their pass over the keys that recomputes them.
+
+    ```mlir
+    %o = step.attention %q, %k, %v causal : ...
+    %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g causal : ...
+    // becomes
+    %o, %lse = step.attention_lse %q, %k, %v causal : ...
+    %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g saved(%o, %lse : ...) causal : ...
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def DropoutOffset : Pass<"step-dropout-offset", "::mlir::ModuleOp"> {
   let summary = "Feeds every dropout the step counter: a new mask per update";
   let description = [{

@@ -134,10 +134,11 @@ tiledVars(const AttentionShape &a, const std::string &name, bool causal,
 /// Tq x Tk stored beyond one tile. Thread (ty, tx) of 16 x 16 holds the
 /// scores of rows ty + 16 * rr, columns tx + 16 * cc, and the output
 /// columns tx + 16 * cc of its rows. CUDA cores, f32 arithmetic.
-static KernelSource emitAttention(ops::AttentionOp op,
+static KernelSource emitAttention(mlir::Operation *op,
                                   const std::string &name) {
   AttentionShape a = attentionShape(op);
-  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), false, name))
+  bool causal = causalOf(op);
+  if (auto tc = emitAttentionTensorCore(op, a, causal, false, name))
     return *tc;
   int64_t tile = 0, shared = 0;
   for (int64_t t : {64, 32, 16}) {
@@ -159,8 +160,17 @@ static KernelSource emitAttention(ops::AttentionOp op,
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   Elem e = a.e;
-  auto vars = tiledVars(a, name, op.getCausal(), tile);
+  auto vars = tiledVars(a, name, causal, tile);
   vars.push_back({"VALID", validLengths(op, a)});
+  // attention_lse: each row's log-sum-exp (m is the row's max in all 16 of
+  // its threads, l now their total).
+  vars.push_back(
+      {"LSESTORE", mlir::isa<ops::AttentionLseOp>(op)
+                       ? "      if (tx == 0 && i < " + std::to_string(a.tq) +
+                             ")\n        out1[b * " + std::to_string(a.tq) +
+                             " + i] = i < lq_ && l[rr] > 0.0f ? m[rr] + "
+                             "logf(l[rr]) : 0.0f;\n"
+                       : ""});
   ks.source = prelude(needs) + subst(kStageRows, vars) + subst(kTileDot, vars) +
               subst(kTileAccumulate, vars) + signature(ks, params) + " {\n" +
               subst(R"(  extern __shared__ float smem[];
@@ -234,7 +244,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
       for (int o = 8; o > 0; o >>= 1)
         l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], o);
       const int i = i0 + ty + 16 * rr;
-#pragma unroll
+$LSESTORE#pragma unroll
       for (int cc = 0; cc < $DVC; ++cc) {
         const int c = tx + 16 * cc;
         if (i < $TQ && c < $DV) {
@@ -258,98 +268,10 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
 // step.attention_grad
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// The tiled attention_grad's shape of work: query and key tiles of `tile`
-/// rows, 256 threads as 16 x 16, each thread a (tile/16) x (tile/16) block
-/// of the tile's scores; rows of the staged tiles padded by one float.
-struct GradTiling {
-  int64_t tile = 0, sharedA = 0, sharedB = 0;
-};
-
-/// The largest tile (64, 32 or 16) whose staging fits kAttentionMaxShared bytes,
-/// or tile 0 when none does (a very wide head: the one-block kernel).
-GradTiling gradTiling(int64_t d, int64_t dv) {
-  for (int64_t t : {64, 32, 16}) {
-    int64_t staged = t * (2 * (d + 1) + 2 * (dv + 1)); // Q, G, K, V
-    GradTiling g{t, 4 * (staged + t * (t + 1) + 2 * t),
-                 4 * (staged + 2 * t * (t + 1) + 2 * t)};
-    if (g.sharedB <= kAttentionMaxShared)
-      return g;
-  }
-  return {};
-}
-} // namespace
-
-
-/// attention_grad in two launches, FlashAttention-2's split: `name`, a
-/// block per (slice, query tile), computes the tile's softmax statistics
-/// (log-sum-exp and rowsum(P * dP), one online pass over the key tiles) into
-/// a module-scope array, then dq in a second pass; `name`_dkdv, a block per
-/// (slice, key tile), reads the statistics of every query that sees its keys
-/// and sums dk and dv over the query tiles. Scores are recomputed, never
-/// stored beyond one tile; every sum runs in a fixed order (deterministic,
-/// no atomics). CUDA cores, f32 arithmetic.
-static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
-                                      const std::string &name) {
-  AttentionShape a = attentionShape(op);
-  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), true, name))
-    return *tc;
-  GradTiling t = gradTiling(a.d, a.dv);
-  // The statistics array holds 2 floats per query row of every slice.
-  if (!t.tile || a.slices * a.tq * 8 > (int64_t(1) << 28))
-    return emitAttentionGradOneBlock(op, name);
-  int64_t tile = t.tile;
-  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
-  KernelSource ks;
-  ks.name = name;
-  ks.blockX = 256;
-  ks.gridX = tileGrid(a.slices * qTiles);
-  ks.sharedBytes = t.sharedA;
-  ks.then.push_back({"_dkdv", tileGrid(a.slices * kTiles), 256, t.sharedB});
-  PreludeNeeds needs;
-  needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  KernelSource second = ks;
-  second.name = name + "_dkdv";
-  auto vars = tiledVars(a, name, op.getCausal(), tile);
-  vars.push_back({"VALID", validLengths(op, a)});
-  // Shared helpers: staging a tile of rows (zeros past the end) and one
-  // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
-  // rows ty + 16 * rr and columns tx + 16 * cc.
-  std::string helpers = subst(kStageRows, vars) + subst(kTileDot, vars) +
-                        subst(kTileAccumulate, vars) + subst(R"(__device__ float ${NAME}_stats[$STATS];
-static __device__ __forceinline__ void ${NAME}_scores(
-    const float *Qs, const float *Gs, const float *Ks, const float *Vs,
-    int ty, int tx, float (&s)[$R][$R], float (&dp)[$R][$R]) {
-  ${NAME}_tileDot(s, Qs, $DP, Ks, $DP, $D, ty, tx);
-  ${NAME}_tileDot(dp, Gs, $DVP, Vs, $DVP, $DV, ty, tx);
-#pragma unroll
-  for (int rr = 0; rr < $R; ++rr)
-#pragma unroll
-    for (int cc = 0; cc < $R; ++cc)
-      s[rr][cc] *= $SCALE;
-}
-)", vars);
-  std::string first = signature(ks, params) + " {\n" +
-                      subst(R"(  extern __shared__ float smem[];
-  float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
-  float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
-  float *rowL = Ps + $TILE * $TP, *rowD = rowL + $TILE;
-  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
-       w += gridDim.x) {
-    const long long b = w / $QTILES;
-    const int i0 = (int)(w - b * $QTILES) * $TILE;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D;
-    __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
-    ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, lq_ - i0, $LOADG)
-    // Causal (top-left): key j is visible to query i iff j <= i; a tile
-    // past the valid rows reads no key.
-    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + $TILE) : lk_;
-    // Pass 1: per row the running max m, sum of exp l and sum of
+/// attention_grad's row statistics, one online pass over the key tiles:
+/// per row the running max m, the sum of exp l and of exp * dp u.
+static const char *kStatsPass =
+    R"(    // Pass 1: per row the running max m, sum of exp l and sum of
     // exp * dp u over this thread's columns, then over the row's 16
     // threads (one half-warp) by a shuffle tree.
     float m[$R], l[$R], u[$R];
@@ -407,7 +329,142 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
         }
       }
     }
-    // Pass 2: dS = P * (dP - dd) * scale per tile, then
+)";
+
+/// attention_grad's row statistics from the forward's saved result and
+/// log-sum-exp (step.attention_lse): lse as saved, and dd = rowsum(g * out)
+/// (= rowsum(P * dP)); thread (ty, tx) sums columns tx + 16 * cc of its
+/// rows of the staged g, then the row's 16 threads by a shuffle tree.
+static const char *kSavedStats = R"(    __syncthreads(); // Qs, Gs staged
+#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+      const int y = ty + 16 * rr, i = i0 + y;
+      float dd = 0.0f;
+#pragma unroll
+      for (int cc = 0; cc < $DVC; ++cc) {
+        const int c = tx + 16 * cc;
+        if (i < lq_ && c < $DV)
+          dd += Gs[y * $DVP + c] * $OX;
+      }
+#pragma unroll
+      for (int o = 8; o > 0; o >>= 1)
+        dd += __shfl_xor_sync(0xffffffffu, dd, o);
+      const float lse = i < lq_ ? $LSEIN[b * $TQ + i] : 0.0f;
+      if (tx == 0) {
+        rowL[y] = lse;
+        rowD[y] = dd;
+        if (i < $TQ) {
+          ${NAME}_stats[(b * $TQ + i) * 2] = lse;
+          ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
+        }
+      }
+    }
+)";
+
+namespace {
+/// The tiled attention_grad's shape of work: query and key tiles of `tile`
+/// rows, 256 threads as 16 x 16, each thread a (tile/16) x (tile/16) block
+/// of the tile's scores; rows of the staged tiles padded by one float.
+struct GradTiling {
+  int64_t tile = 0, sharedA = 0, sharedB = 0;
+};
+
+/// The largest tile (64, 32 or 16) whose staging fits kAttentionMaxShared bytes,
+/// or tile 0 when none does (a very wide head: the one-block kernel).
+GradTiling gradTiling(int64_t d, int64_t dv) {
+  for (int64_t t : {64, 32, 16}) {
+    int64_t staged = t * (2 * (d + 1) + 2 * (dv + 1)); // Q, G, K, V
+    GradTiling g{t, 4 * (staged + t * (t + 1) + 2 * t),
+                 4 * (staged + 2 * t * (t + 1) + 2 * t)};
+    if (g.sharedB <= kAttentionMaxShared)
+      return g;
+  }
+  return {};
+}
+} // namespace
+
+
+/// attention_grad in two launches, FlashAttention-2's split: `name`, a
+/// block per (slice, query tile), computes the tile's softmax statistics
+/// (log-sum-exp and rowsum(P * dP), one online pass over the key tiles) into
+/// a module-scope array, then dq in a second pass; `name`_dkdv, a block per
+/// (slice, key tile), reads the statistics of every query that sees its keys
+/// and sums dk and dv over the query tiles. Scores are recomputed, never
+/// stored beyond one tile; every sum runs in a fixed order (deterministic,
+/// no atomics). CUDA cores, f32 arithmetic.
+static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
+                                      const std::string &name) {
+  AttentionShape a = attentionShape(op);
+  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), true, name))
+    return *tc;
+  GradTiling t = gradTiling(a.d, a.dv);
+  // The statistics array holds 2 floats per query row of every slice.
+  if (!t.tile || a.slices * a.tq * 8 > (int64_t(1) << 28))
+    return emitAttentionGradOneBlock(op, name);
+  int64_t tile = t.tile;
+  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = 256;
+  ks.gridX = tileGrid(a.slices * qTiles);
+  ks.sharedBytes = t.sharedA;
+  ks.then.push_back({"_dkdv", tileGrid(a.slices * kTiles), 256, t.sharedB});
+  PreludeNeeds needs;
+  needs.reduce = true;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  KernelSource second = ks;
+  second.name = name + "_dkdv";
+  auto vars = tiledVars(a, name, op.getCausal(), tile);
+  vars.push_back({"VALID", validLengths(op, a)});
+  // The row statistics: from the forward's saved result and log-sum-exp
+  // (step.attention_lse), or from a pass over the key tiles.
+  if (op.getOut()) {
+    unsigned n = op->getNumOperands();
+    vars.push_back({"OX", toF(a.e, "in" + std::to_string(n - 2) + "[(b * " +
+                                       std::to_string(a.tq) + " + i) * " +
+                                       std::to_string(a.dv) + " + c]")});
+    vars.push_back({"LSEIN", "in" + std::to_string(n - 1)});
+    vars.push_back({"PASS1", subst(kSavedStats, vars)});
+  } else {
+    vars.push_back({"PASS1", subst(kStatsPass, vars)});
+  }
+  // Shared helpers: staging a tile of rows (zeros past the end) and one
+  // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
+  // rows ty + 16 * rr and columns tx + 16 * cc.
+  std::string helpers = subst(kStageRows, vars) + subst(kTileDot, vars) +
+                        subst(kTileAccumulate, vars) + subst(R"(__device__ float ${NAME}_stats[$STATS];
+static __device__ __forceinline__ void ${NAME}_scores(
+    const float *Qs, const float *Gs, const float *Ks, const float *Vs,
+    int ty, int tx, float (&s)[$R][$R], float (&dp)[$R][$R]) {
+  ${NAME}_tileDot(s, Qs, $DP, Ks, $DP, $D, ty, tx);
+  ${NAME}_tileDot(dp, Gs, $DVP, Vs, $DVP, $DV, ty, tx);
+#pragma unroll
+  for (int rr = 0; rr < $R; ++rr)
+#pragma unroll
+    for (int cc = 0; cc < $R; ++cc)
+      s[rr][cc] *= $SCALE;
+}
+)", vars);
+  std::string first = signature(ks, params) + " {\n" +
+                      subst(R"(  extern __shared__ float smem[];
+  float *Qs = smem, *Gs = Qs + $TILE * $DP, *Ks = Gs + $TILE * $DVP;
+  float *Vs = Ks + $TILE * $DP, *Ps = Vs + $TILE * $DVP;
+  float *rowL = Ps + $TILE * $TP, *rowD = rowL + $TILE;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w / $QTILES;
+    const int i0 = (int)(w - b * $QTILES) * $TILE;
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dq = out0 + b * $TQ * $D;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
+    ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, lq_ - i0, $LOADG)
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + $TILE) : lk_;
+$PASS1    // Pass 2: dS = P * (dP - dd) * scale per tile, then
     // dq_i += sum_j dS_ij k_j; thread (ty, tx) owns rows ty + 16 * rr and
     // columns tx + 16 * cc of dq.
     float accq[$R][$DC];
@@ -561,8 +618,8 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
 
 std::optional<KernelSource> emitAttentionFamily(mlir::Operation *op,
                                                 const std::string &name) {
-  if (auto a = mlir::dyn_cast<ops::AttentionOp>(op))
-    return emitAttention(a, name);
+  if (mlir::isa<ops::AttentionOp, ops::AttentionLseOp>(op))
+    return emitAttention(op, name);
   if (auto a = mlir::dyn_cast<ops::AttentionGradOp>(op))
     return emitAttentionGrad(a, name);
   return std::nullopt;

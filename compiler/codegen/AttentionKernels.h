@@ -27,7 +27,7 @@ struct AttentionShape {
 };
 
 template <typename AttentionLikeOp>
-AttentionShape attentionShape(AttentionLikeOp op) {
+AttentionShape attentionShapeOf(AttentionLikeOp op) {
   std::vector<int64_t> qs = shapeOf(op.getQuery());
   size_t r = qs.size();
   AttentionShape a;
@@ -44,17 +44,47 @@ AttentionShape attentionShape(AttentionLikeOp op) {
   return a;
 }
 
+/// The shape of step.attention, step.attention_lse or step.attention_grad.
+inline AttentionShape attentionShape(mlir::Operation *op) {
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionOp>(op))
+    return attentionShapeOf(a);
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionLseOp>(op))
+    return attentionShapeOf(a);
+  return attentionShapeOf(mlir::cast<mlir::step::AttentionGradOp>(op));
+}
+
+/// Whether the op masks keys causally.
+inline bool causalOf(mlir::Operation *op) {
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionOp>(op))
+    return a.getCausal();
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionLseOp>(op))
+    return a.getCausal();
+  return mlir::cast<mlir::step::AttentionGradOp>(op).getCausal();
+}
+
+/// The op's valid length operand (null when it has none).
+inline mlir::Value validOf(mlir::Operation *op) {
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionOp>(op))
+    return a.getValid();
+  if (auto a = mlir::dyn_cast<mlir::step::AttentionLseOp>(op))
+    return a.getValid();
+  return mlir::cast<mlir::step::AttentionGradOp>(op).getValid();
+}
+
 /// The declaration, at the top of an attention kernel, of the query rows
 /// `lq_` and keys `lk_` it computes: Tq and Tk (constants), or the op's
 /// `valid` operand (`in3` of attention, `in4` of attention_grad, read on the
 /// device so a CUDA graph replays any length) clamped to them. Tiles past
 /// them are skipped and their rows written as 0.
-template <typename AttentionLikeOp>
-std::string validLengths(AttentionLikeOp op, const AttentionShape &a) {
+inline std::string validLengths(mlir::Operation *op, const AttentionShape &a) {
   std::string tq = std::to_string(a.tq), tk = std::to_string(a.tk);
-  if (!op.getValid())
+  mlir::Value valid = validOf(op);
+  if (!valid)
     return "  const int lq_ = " + tq + ", lk_ = " + tk + ";\n";
-  std::string in = "in" + std::to_string(op->getNumOperands() - 1) + "[0]";
+  unsigned at = 0;
+  while (op->getOperand(at) != valid)
+    ++at;
+  std::string in = "in" + std::to_string(at) + "[0]";
   return "  const long long l_ = " + in + " < 0 ? 0 : " + in + ";\n" +
          "  const int lq_ = (int)(l_ < " + tq + " ? l_ : " + tq +
          "), lk_ = (int)(l_ < " + tk + " ? l_ : " + tk + ");\n";
@@ -66,8 +96,7 @@ constexpr int64_t kAttentionMaxShared = 160 * 1024;
 
 /// The fallbacks for a head too wide for 16-row tiles (AttentionOneRow.cpp):
 /// a block per query row, and a block per (batch, head) slice.
-KernelSource emitAttentionOneRow(mlir::step::AttentionOp op,
-                                 const std::string &name);
+KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name);
 KernelSource emitAttentionGradOneBlock(mlir::step::AttentionGradOp op,
                                        const std::string &name);
 

@@ -22,11 +22,12 @@ namespace step::codegen::detail {
 
 namespace ops = mlir::step;
 
-KernelSource emitAttentionOneRow(ops::AttentionOp op,
-                                        const std::string &name) {
+KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name) {
   AttentionShape a = attentionShape(op);
   int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv;
   int64_t rows = a.slices * tq;
+  // attention_lse: each row's log-sum-exp too.
+  bool lse = mlir::isa<ops::AttentionLseOp>(op);
   double scale = a.scale;
   Elem e = a.e;
   KernelSource ks;
@@ -51,7 +52,7 @@ $VALID  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
     if (i >= lq_) { // a padded row: 0, no work
       for (int c = threadIdx.x; c < $DV; c += blockDim.x)
         out0[row * $DV + c] = $ZERO;
-      continue;
+$LSEZERO      continue;
     }
     __syncthreads(); // the previous row is done with qrow and p
     for (int c = threadIdx.x; c < $D; c += blockDim.x)
@@ -79,7 +80,7 @@ $VALID  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
       sum += w;
     }
     sum = blockReduce(sum, SumOp(), 0.0f, sh); // also publishes p
-    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
+$LSESTORE    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
       float acc = 0.0f;
       for (int j = 0; j < visible; ++j)
         acc += p[j] * $V;
@@ -94,9 +95,15 @@ $VALID  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
              {"TK", std::to_string(tk)},
              {"ROWS", std::to_string(rows)},
              {"T", cType(e)},
-             {"CAUSAL", op.getCausal() ? "true" : "false"},
+             {"CAUSAL", causalOf(op) ? "true" : "false"},
              {"SCALE", litF(scale)},
              {"NEGINF", litF(-INFINITY)},
+             {"LSESTORE", lse ? "    if (threadIdx.x == 0)\n      out1[row] = "
+                                "visible > 0 ? mx + logf(sum) : 0.0f;\n"
+                              : ""},
+             {"LSEZERO", lse ? "      if (threadIdx.x == 0)\n        "
+                               "out1[row] = 0.0f;\n"
+                             : ""},
              {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
              {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
              {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},

@@ -98,6 +98,22 @@ static __device__ __forceinline__ void ${NAME}_writeTile(
 }
 )";
 
+// attention_grad's row statistics from the forward's saved result and
+// log-sum-exp (step.attention_lse): lse as saved, and dd = rowsum(g * out)
+// (= rowsum(P * dP)), each of the row's 4 threads summing a quarter of the
+// Dv columns of the staged g row.
+static const char *kSavedStats = R"(    __syncthreads(); // Gh staged
+    float dd = 0.0f;
+    if (i < lq_)
+      for (int c = 0; c < $DV4; ++c) {
+        const int x = qd * $DV4 + c;
+        dd += $GX * $OX;
+      }
+    dd += __shfl_xor_sync(0xffffffffu, dd, 1);
+    dd += __shfl_xor_sync(0xffffffffu, dd, 2);
+    const float lse = i < lq_ ? $LSEIN[b * $TQ + i] : 0.0f;
+)";
+
 std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
                                                     const AttentionShape &a,
                                                     bool causal, bool grad,
@@ -138,6 +154,11 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   int64_t nd = a.d / 16, nv = a.dv / 16;
+  auto n = static_cast<int64_t>(op->getNumOperands());
+  // The forward also stores each row's log-sum-exp; the gradient takes the
+  // statistics the forward saved.
+  bool withLse = mlir::isa<mlir::step::AttentionLseOp>(op);
+  bool saved = grad && mlir::cast<mlir::step::AttentionGradOp>(op).getOut();
   auto s = [](int64_t v) { return std::to_string(v); };
   std::vector<std::pair<std::string, std::string>> vars = {
       {"NAME", name},
@@ -176,9 +197,16 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
       {"NEGINF", litF(-INFINITY)},
       {"TOT", fromF(a.e, "p_")},
       {"TOF", toF(a.e, "x_")},
-      {"VALID",
-       grad ? validLengths(mlir::cast<mlir::step::AttentionGradOp>(op), a)
-            : validLengths(mlir::cast<mlir::step::AttentionOp>(op), a)}};
+      {"GX", toF(a.e, "Gh[y * " + s(ldv) + " + x]")},
+      {"OX", toF(a.e, "in" + s(n - 2) + "[(b * " + s(a.tq) + " + i) * " +
+                          s(a.dv) + " + x]")},
+      {"LSEIN", "in" + s(n - 1)},
+      {"LSESTORE", withLse ? "    if (qd == 0 && i < " + s(a.tq) +
+                                 ")\n      out1[b * " + s(a.tq) +
+                                 " + i] = i < lq_ && l > 0.0f ? m + logf(l) "
+                                 ": 0.0f;\n"
+                           : ""},
+      {"VALID", validLengths(op, a)}};
   // Shared-memory views, in every kernel.
   const char *views = R"(  extern __shared__ __align__(128) float smem[];
   unsigned char *base_ = reinterpret_cast<unsigned char *>(smem);
@@ -265,7 +293,7 @@ $VALID)";
     __syncthreads();
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    if (i < $TQ)
+$LSESTORE    if (i < $TQ)
       for (int c = 0; c < $DV4; ++c) {
         const float p_ =
             i < lq_ && l > 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
@@ -304,24 +332,13 @@ $VALID)";
       }
       __syncthreads();
 )";
-  src +=
-      signature(ks, params) + " {\n" + subst(views, vars) +
-      subst(gradViews, vars) +
-      subst(
-          R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
-       w += gridDim.x) {
-    const long long b = w / $QTILES;
-    const int i0 = (int)(w - b * $QTILES) * 64, i = i0 + y;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D;
-    __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
-    // Causal (top-left): key j is visible to query i iff j <= i; a tile
-    // past the valid rows reads no key.
-    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
-    // Pass 1: per thread the running max, sum of exp and sum of exp * dP
+  // The row statistics: from the forward's saved result and log-sum-exp,
+  // or from a pass over the key tiles.
+  std::string pass1 =
+      saved
+          ? subst(kSavedStats, vars)
+          : subst(
+                R"(    // Pass 1: per thread the running max, sum of exp and sum of exp * dP
     // over its columns, merged over the row's 4 threads after the loop.
     float m = $NEGINF, l = 0.0f, u = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
@@ -330,9 +347,9 @@ $VALID)";
       ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
       __syncthreads();
 )",
-          vars) +
-      subst(scores, vars) +
-      subst(R"(#pragma unroll
+                vars) +
+                subst(scores, vars) +
+                subst(R"(#pragma unroll
       for (int c = 0; c < 16; ++c) {
         const int x = qd * 16 + c, j = j0 + x;
         if (i >= lq_ || j >= lk_ || ($CAUSAL && j > i))
@@ -361,7 +378,29 @@ $VALID)";
     // A row that sees no key (no keys at all) has no gradient.
     const float lse = l > 0.0f ? m + logf(l) : 0.0f;
     const float dd = l > 0.0f ? u / l : 0.0f;
-    if (qd == 0 && i < $TQ) {
+)",
+                      vars);
+  src +=
+      signature(ks, params) + " {\n" + subst(views, vars) +
+      subst(gradViews, vars) +
+      subst(
+          R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w / $QTILES;
+    const int i0 = (int)(w - b * $QTILES) * 64, i = i0 + y;
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
+    $T *dq = out0 + b * $TQ * $D;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
+)",
+          vars) +
+      pass1 +
+      subst(R"(    if (qd == 0 && i < $TQ) {
       ${NAME}_stats[(b * $TQ + i) * 2] = lse;
       ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
     }

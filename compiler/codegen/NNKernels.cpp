@@ -392,7 +392,8 @@ std::optional<KernelSource> emitNNFamily(mlir::Operation *op,
     return ks;
   if (auto g = mlir::dyn_cast<ops::EmbeddingGradOp>(op))
     return emitEmbeddingGrad(g, name);
-  if (mlir::isa<ops::AttentionOp, ops::AttentionGradOp>(op))
+  if (mlir::isa<ops::AttentionOp, ops::AttentionLseOp, ops::AttentionGradOp>(
+          op))
     return emitAttentionFamily(op, name);
   return std::nullopt;
 }

@@ -197,7 +197,7 @@ rt::HostTensor evalSingle(Operation &op, Operands in) {
       })
       .Case([&](ops::AttentionOp a) {
         return cpu::attention(in[0], in[1], in[2], a.getCausal(), scaleOf(a),
-                              cpu::attentionValid("attention", in, 3));
+                              cpu::attentionOperands("attention", in, 3).valid);
       })
       .Default([&](Operation *) -> R {
         throw rt::Error("the interpreter has no kernel for '" +
@@ -270,10 +270,20 @@ std::optional<std::vector<rt::HostTensor>> evalTrain(Operation &op,
             in[0], in[1], in[2], lossReduction(c.getReduction()),
             c.getIgnoreIndexOrDefault())));
       })
+      .Case([&](ops::AttentionLseOp a) {
+        rt::HostTensor lse;
+        std::vector<rt::HostTensor> out = results(cpu::attention(
+            in[0], in[1], in[2], a.getCausal(), scaleOf(a),
+            cpu::attentionOperands("attention_lse", in, 3).valid, &lse));
+        out.push_back(std::move(lse));
+        return R(std::move(out));
+      })
       .Case([&](ops::AttentionGradOp a) {
-        cpu::AttentionGrads g = cpu::attentionGrad(
-            in[0], in[1], in[2], in[3], a.getCausal(), scaleOf(a),
-            cpu::attentionValid("attention_grad", in, 4));
+        cpu::AttentionOperands x =
+            cpu::attentionOperands("attention_grad", in, 4);
+        cpu::AttentionGrads g =
+            cpu::attentionGrad(in[0], in[1], in[2], in[3], a.getCausal(),
+                               scaleOf(a), x.valid, x.out, x.lse);
         std::vector<rt::HostTensor> out = results(std::move(g.dq));
         out.push_back(std::move(g.dk));
         out.push_back(std::move(g.dv));

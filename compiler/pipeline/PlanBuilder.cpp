@@ -84,7 +84,10 @@ nlohmann::json attributesToJson(Operation *op) {
   nlohmann::json j = nlohmann::json::object();
   for (NamedAttribute a : op->getAttrDictionary()) {
     StringRef name = a.getName().strref();
-    if (name.starts_with("step."))
+    // Optional operands' segment sizes: a plan step's operand list says
+    // which it has (attention_grad's valid and saved tell themselves apart
+    // by count, runtime/cpu/Kernels.h attentionOperands).
+    if (name.starts_with("step.") || name == "operandSegmentSizes")
       continue;
     j[name.str()] = attributeToJson(name, a.getValue(), op);
   }

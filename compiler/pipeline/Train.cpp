@@ -237,6 +237,9 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   cleanup.addPass(ops::createDropoutOffset());
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
+  // Attention's row statistics from the forward to its gradient, now that
+  // CSE made their operands the same values.
+  cleanup.addPass(ops::createAttentionStats());
   // Last: canonicalization would fold the broadcasts back into splats.
   cleanup.addPass(ops::createSplatBroadcast());
   if (report)

@@ -93,8 +93,39 @@ def Step_CrossEntropyGradOp : Step_Op<"cross_entropy_grad",
   }];
 }
 
-def Step_AttentionGradOp : Step_Op<"attention_grad",
+def Step_AttentionLseOp : Step_Op<"attention_lse",
     [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "step.attention that also returns each row's log-sum-exp";
+  let description = [{
+    `step.attention`'s result, and `lse`: per query row, the log of the sum
+    of the exponentials of its scaled, masked scores (`m + log(sum exp(s -
+    m))`, `m` the row's largest score), as FlashAttention's forward saves
+    it for the backward; 0 for a padded row (`valid`) or a row that sees no
+    key. `step-attention-stats` forms it from a `step.attention` whose
+    gradient is taken, so that `step.attention_grad` (its `saved`
+    operands) need not recompute the statistics. Attributes, operands and
+    C1-C5 are `step.attention`'s.
+
+    C6: `lse` is f32 and has `query`'s shape without its last dim.
+
+    ```mlir
+    %o, %lse = step.attention_lse %q, %k, %v causal : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16> -> tensor<2x4x16x8xbf16>, tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Step_FloatTensor:$query, Step_FloatTensor:$key,
+                       Step_FloatTensor:$value,
+                       Optional<Step_I64Scalar>:$valid, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Step_FloatTensor:$result, F32Tensor:$lse);
+  let assemblyFormat = "$query `,` $key `,` $value (`valid` $valid^)? "
+      "(`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` "
+      "type($query) `,` type($key) `,` type($value) (`,` type($valid)^)? "
+      "`->` type($result) `,` type($lse)";
+}
+
+def Step_AttentionGradOp : Step_Op<"attention_grad",
+    [Pure, AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "gradients of step.attention w.r.t. query, key and value";
   let description = [{
     The backward of `torch.nn.functional.scaled_dot_product_attention` (as
@@ -112,22 +143,33 @@ def Step_AttentionGradOp : Step_Op<"attention_grad",
     C6: `valid`, when present, is `tensor<i64>`: the padding of
         `step.attention`'s `valid`; the gradients' rows at positions
         `>= L` are 0, and padded tiles are skipped.
+    C7: `saved`, when present, is the forward's result (the attention
+        result's type) and its `lse` (`step.attention_lse`'s): the kernels
+        take the row statistics from them (`lse`, and `rowsum(grad *
+        out)` for `rowsum(P * dP)`, equal up to rounding) instead of a pass
+        over the keys.
 
     ```mlir
     %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g causal : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+    %a:3 = step.attention_grad %q, %k, %v, %g saved(%o, %lse : tensor<2x4x16x8xf32>, tensor<2x4x16xf32>) causal : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
     ```
   }];
   let arguments = (ins Step_FloatTensor:$query, Step_FloatTensor:$key,
                        Step_FloatTensor:$value, Step_FloatTensor:$grad,
-                       Optional<Step_I64Scalar>:$valid, UnitAttr:$causal,
+                       Optional<Step_I64Scalar>:$valid,
+                       Optional<Step_FloatTensor>:$out,
+                       Optional<F32Tensor>:$lse, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs Step_FloatTensor:$dquery, Step_FloatTensor:$dkey,
                       Step_FloatTensor:$dvalue);
+  // The saved operands carry their types inline: a `,`-led group of them
+  // after valid's would not parse apart from valid's.
   let assemblyFormat = "$query `,` $key `,` $value `,` $grad "
-      "(`valid` $valid^)? (`causal` $causal^)? (`scale` `=` $scale^)? "
+      "(`valid` $valid^)? (`saved` `(` $out^ `,` $lse `:` type($out) `,` "
+      "type($lse) `)`)? (`causal` $causal^)? (`scale` `=` $scale^)? "
       "attr-dict `:` type($query) `,` type($key) `,` type($value) `,` "
-      "type($grad) (`,` type($valid)^)? `->` type($dquery) `,` type($dkey) "
-      "`,` type($dvalue)";
+      "type($grad) (`,` type($valid)^)? `->` type($dquery) `,` "
+      "type($dkey) `,` type($dvalue)";
 }
 
 //===----------------------------------------------------------------------===//

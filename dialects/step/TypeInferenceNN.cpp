@@ -237,6 +237,22 @@ FailureOr<RankedTensorType> attentionResultType(std::optional<Location> loc,
   shape.back() = v.getDimSize(rank - 1);
   return RankedTensorType::get(shape, q.getElementType());
 }
+/// The type of an attention's per-row log-sum-exp: f32, the result's shape
+/// without its last dim.
+RankedTensorType lseType(RankedTensorType result) {
+  return RankedTensorType::get(result.getShape().drop_back(),
+                               Float32Type::get(result.getContext()));
+}
+
+/// Whether `a` is `b` where static dims agree (a `?` agrees with any size).
+bool sameTypeUpToDynamic(Type a, RankedTensorType b) {
+  auto t = cast<RankedTensorType>(a);
+  bool same =
+      t.getRank() == b.getRank() && t.getElementType() == b.getElementType();
+  for (int64_t i = 0; same && i < t.getRank(); ++i)
+    same = dimsAgree(t.getDimSize(i), b.getDimSize(i));
+  return same;
+}
 } // namespace
 
 LogicalResult AttentionOp::inferReturnTypes(
@@ -268,16 +284,40 @@ LogicalResult AttentionGradOp::inferReturnTypes(
                                   adaptor.getScale());
   if (failed(type))
     return failure();
-  auto g = cast<RankedTensorType>(adaptor.getGrad().getType());
-  bool same = g.getRank() == type->getRank() &&
-              g.getElementType() == type->getElementType();
-  for (int64_t i = 0; same && i < g.getRank(); ++i)
-    same = dimsAgree(g.getDimSize(i), type->getDimSize(i));
-  if (!same)
-    return fail(loc, name, "grad ", quoted(g),
+  if (!sameTypeUpToDynamic(adaptor.getGrad().getType(), *type))
+    return fail(loc, name, "grad ", quoted(adaptor.getGrad().getType()),
                 " must have the attention result's type ", quoted(*type),
                 " (C5)");
+  if (Value out = adaptor.getOut()) {
+    RankedTensorType lse = lseType(*type);
+    if (!sameTypeUpToDynamic(out.getType(), *type) ||
+        !sameTypeUpToDynamic(adaptor.getLse().getType(), lse))
+      return fail(loc, name, "saved ", quoted(out.getType()), ", ",
+                  quoted(adaptor.getLse().getType()),
+                  " must be the attention's result and log-sum-exp, ",
+                  quoted(*type), ", ", quoted(lse), " (C7)");
+  }
   for (Value v : {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
     inferred.push_back(v.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// step.attention_lse
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AttentionLseOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 ValueRange operands, DictionaryAttr attrs,
+                                 OpaqueProperties props, RegionRange regions,
+                                 SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto type = attentionResultType(loc, getOperationName(), adaptor.getQuery(),
+                                  adaptor.getKey(), adaptor.getValue(),
+                                  adaptor.getScale());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  inferred.push_back(lseType(*type));
   return success();
 }

@@ -235,7 +235,8 @@ FailureOr<Grads> attentionVJP(OpBuilder &b, Operation *op, Value grad,
   auto attn = cast<AttentionOp>(op);
   auto g = b.create<AttentionGradOp>(
       op->getLoc(), attn.getQuery(), attn.getKey(), attn.getValue(), grad,
-      attn.getValid(), attn.getCausalAttr(), attn.getScaleAttr());
+      attn.getValid(), /*out=*/Value(), /*lse=*/Value(), attn.getCausalAttr(),
+      attn.getScaleAttr());
   Grads grads(3);
   for (unsigned i = 0; i < 3; ++i)
     if (needed[i])

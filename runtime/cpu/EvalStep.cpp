@@ -263,12 +263,22 @@ const std::map<std::string, OpInfo> &opTable() {
     add("attention", 3, 4, [](const Ctx &c) {
       return one(attention(c.in[0], c.in[1], c.in[2], c.unit("causal"),
                            c.optF64("scale"),
-                           attentionValid("attention", c.in, 3)));
+                           attentionOperands("attention", c.in, 3).valid));
     });
-    add("attention_grad", 4, 5, [](const Ctx &c) {
-      AttentionGrads g = attentionGrad(
-          c.in[0], c.in[1], c.in[2], c.in[3], c.unit("causal"),
-          c.optF64("scale"), attentionValid("attention_grad", c.in, 4));
+    add("attention_lse", 3, 4, [](const Ctx &c) {
+      HostTensor lse;
+      Results out;
+      out.push_back(attention(
+          c.in[0], c.in[1], c.in[2], c.unit("causal"), c.optF64("scale"),
+          attentionOperands("attention_lse", c.in, 3).valid, &lse));
+      out.push_back(std::move(lse));
+      return out;
+    });
+    add("attention_grad", 4, 7, [](const Ctx &c) {
+      AttentionOperands x = attentionOperands("attention_grad", c.in, 4);
+      AttentionGrads g =
+          attentionGrad(c.in[0], c.in[1], c.in[2], c.in[3], c.unit("causal"),
+                        c.optF64("scale"), x.valid, x.out, x.lse);
       Results out;
       out.push_back(std::move(g.dq));
       out.push_back(std::move(g.dk));

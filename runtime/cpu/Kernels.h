@@ -161,31 +161,45 @@ uint64_t splitmix64(uint64_t x);
 /// rows and keys at positions >= L padding (step.attention's `valid`): no
 /// query sees key j >= L and result rows i >= L are 0; L is clamped to
 /// [0, Tq] for rows and [0, Tk] for keys, and only the first L rows and
-/// keys are computed.
+/// keys are computed. With `lse`, also each query row's log-sum-exp of its
+/// scaled, masked scores (f32 [..., Tq]; 0 for a padded row:
+/// step.attention_lse).
 HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
                      std::optional<double> scale,
-                     std::optional<int64_t> valid = std::nullopt);
+                     std::optional<int64_t> valid = std::nullopt,
+                     HostTensor *lse = nullptr);
 
-/// The valid length operand of an attention (`at`: 3) or attention_grad
-/// (`at`: 4) among its operands (an i64 scalar), if present.
-std::optional<int64_t> attentionValid(const char *op,
-                                      const std::vector<HostTensor> &operands,
-                                      size_t at);
+/// The optional operands of attention or attention_lse (`required` 3: q,
+/// k, v, then a valid length) or attention_grad (`required` 4: q, k, v,
+/// grad, then a valid length, then the saved out and lse), told apart by
+/// their count.
+struct AttentionOperands {
+  std::optional<int64_t> valid;
+  const HostTensor *out = nullptr, *lse = nullptr;
+};
+AttentionOperands attentionOperands(const char *op,
+                                    const std::vector<HostTensor> &operands,
+                                    size_t required);
 
 /// The gradients of attention(q, k, v, causal, scale) w.r.t. q, k and v
 /// given `grad`, the gradient of its result ([..., Tq, Dv], q's dtype):
 /// PyTorch's autograd of scaled_dot_product_attention, each rounded once to
 /// its operand's dtype. No [Tq, Tk] tensor is kept beyond one tile of rows.
 /// With `valid` (as in attention) the gradients' rows at positions >= L are
-/// 0 and only the first L query rows and keys are computed.
+/// 0 and only the first L query rows and keys are computed. With the
+/// forward's result and log-sum-exp (`savedOut`, `savedLse`: both or
+/// neither), P comes from lse and rowsum(P * dP) is rowsum(grad * out), as
+/// FlashAttention-2 computes them (equal up to rounding).
 struct AttentionGrads {
   HostTensor dq, dk, dv;
 };
 AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                              const HostTensor &v, const HostTensor &grad,
                              bool causal, std::optional<double> scale,
-                             std::optional<int64_t> valid = std::nullopt);
+                             std::optional<int64_t> valid = std::nullopt,
+                             const HostTensor *savedOut = nullptr,
+                             const HostTensor *savedLse = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Training: fused gradients and optimizer updates (runtime/cpu/Train.cpp)

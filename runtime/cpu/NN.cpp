@@ -287,17 +287,30 @@ AttentionDims attentionDims(const char *op, const HostTensor &q,
 }
 } // namespace
 
-std::optional<int64_t> attentionValid(const char *op,
-                                      const std::vector<HostTensor> &operands,
-                                      size_t at) {
-  if (operands.size() <= at)
-    return std::nullopt;
-  const HostTensor &t = operands[at];
-  if (t.dtype() != DType::I64 || t.rank() != 0)
-    fail(op, "expected the valid length as i64 [], found " +
-                 std::string(dtypeName(t.dtype())) + " " +
-                 shapeToString(t.shape()));
-  return t.data<int64_t>()[0];
+AttentionOperands attentionOperands(const char *op,
+                                    const std::vector<HostTensor> &operands,
+                                    size_t required) {
+  AttentionOperands r;
+  size_t extra = operands.size() - std::min(operands.size(), required);
+  if (extra > (required == 4 ? 3u : 1u))
+    fail(op, "expected " + std::to_string(required) +
+                 " operands, then a "
+                 "valid length" +
+                 (required == 4 ? " and the saved out and lse" : "") +
+                 "; found " + std::to_string(operands.size()));
+  if (extra % 2 == 1) {
+    const HostTensor &t = operands[required];
+    if (t.dtype() != DType::I64 || t.rank() != 0)
+      fail(op, "expected the valid length as i64 [], found " +
+                   std::string(dtypeName(t.dtype())) + " " +
+                   shapeToString(t.shape()));
+    r.valid = t.data<int64_t>()[0];
+  }
+  if (extra >= 2) {
+    r.out = &operands[operands.size() - 2];
+    r.lse = &operands[operands.size() - 1];
+  }
+  return r;
 }
 
 namespace {
@@ -316,9 +329,10 @@ void sliceAsDouble(const FloatIn &t, int64_t b, int64_t rows, int64_t cols,
 /// (row r at s + r * kt) to probabilities, in place: the softmax of
 /// score * scale over the keys row i0 + r sees (top-left causal: j <= i),
 /// 0 for the others. A NaN score makes its row NaN. Key 0 is always
-/// visible, so no row is fully masked.
-void softmaxRows(double *s, int64_t rows, int64_t kt, int64_t i0,
-                 bool causal, double scale) {
+/// visible, so no row is fully masked. With `lse`, row r's log-sum-exp of
+/// its scaled scores goes to lse[r].
+void softmaxRows(double *s, int64_t rows, int64_t kt, int64_t i0, bool causal,
+                 double scale, double *lse = nullptr) {
   for (int64_t r = 0; r < rows; ++r) {
     double *row = s + r * kt;
     int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
@@ -333,6 +347,8 @@ void softmaxRows(double *s, int64_t rows, int64_t kt, int64_t i0,
       sum += (row[j] = std::exp(row[j] - mx));
     for (int64_t j = 0; j < visible; ++j)
       row[j] /= sum;
+    if (lse) // a row that sees no key: 0, as the CUDA kernels store
+      lse[r] = sum > 0.0 ? mx + std::log(sum) : 0.0;
     std::fill(row + visible, row + kt, 0.0);
   }
 }
@@ -349,14 +365,17 @@ void storeAll(HostTensor &t, int64_t at, const double *x, int64_t n) {
 // keys its last row sees.
 HostTensor attention(const HostTensor &q, const HostTensor &k,
                      const HostTensor &v, bool causal,
-                     std::optional<double> scale,
-                     std::optional<int64_t> valid) {
+                     std::optional<double> scale, std::optional<int64_t> valid,
+                     HostTensor *lse) {
   AttentionDims a = attentionDims("attention", q, k, v, scale, valid);
   if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
     fail("attention", "dims exceed the BLAS int range; q " + typeStr(q));
   Shape out(q.shape().begin(), q.shape().end() - 1);
+  if (lse) // f32, one per query row; padded rows keep 0
+    *lse = HostTensor(DType::F32, out);
   out.push_back(a.dv);
   HostTensor y(q.dtype(), out);
+  std::vector<double> rowLse(kAttentionTile);
   FloatIn fq(q), fk(k), fv(v);
   std::vector<double> qd, kd, vd, p(kAttentionTile * a.tk),
       o(kAttentionTile * a.dv);
@@ -369,9 +388,12 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
       int64_t kt = causal ? std::min(a.lk, i0 + rows) : a.lk;
       gemm({rows, kt, a.d, false, true}, qd.data() + i0 * a.d, kd.data(),
            p.data());
-      softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
+      softmaxRows(p.data(), rows, kt, i0, causal, a.scale,
+                  lse ? rowLse.data() : nullptr);
       gemm({rows, a.dv, kt}, p.data(), vd.data(), o.data());
       storeAll(y, (b * a.tq + i0) * a.dv, o.data(), rows * a.dv);
+      if (lse)
+        storeAll(*lse, b * a.tq + i0, rowLse.data(), rows);
     }
     // Padded rows (i >= lq) keep the zeros y was made with.
   }
@@ -386,11 +408,15 @@ HostTensor attention(const HostTensor &q, const HostTensor &k,
 //   dP = g_t v^T;  dS = P * (dP - rowsum(P * dP)) * scale;
 //   dq_t = dS k;  dk += dS^T q_t;  dv += P^T g_t.
 // Tiles are visited in order, so the sums into dk and dv are the same bits
-// for every run.
+// for every run. With the forward's result and log-sum-exp saved, P is
+// exp(S * scale - lse) and rowsum(P * dP) is rowsum(g * out), as
+// FlashAttention-2's backward takes them.
 AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                              const HostTensor &v, const HostTensor &grad,
                              bool causal, std::optional<double> scale,
-                             std::optional<int64_t> valid) {
+                             std::optional<int64_t> valid,
+                             const HostTensor *savedOut,
+                             const HostTensor *savedLse) {
   const char *op = "attention_grad";
   AttentionDims a = attentionDims(op, q, k, v, scale, valid);
   Shape outShape(q.shape().begin(), q.shape().end() - 1);
@@ -401,6 +427,21 @@ AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
                  typeStr(grad));
   if (a.tk > INT_MAX || a.d > INT_MAX || a.dv > INT_MAX)
     fail(op, "dims exceed the BLAS int range; q " + typeStr(q));
+  bool saved = savedOut && savedLse;
+  if (saved &&
+      (savedOut->dtype() != q.dtype() || savedOut->shape() != outShape ||
+       savedLse->dtype() != DType::F32 ||
+       savedLse->shape() != Shape(outShape.begin(), outShape.end() - 1)))
+    fail(op, "saved out and lse must be " + std::string(dtypeName(q.dtype())) +
+                 " " + shapeToString(outShape) + " and f32 " +
+                 shapeToString(Shape(outShape.begin(), outShape.end() - 1)) +
+                 "; found " + typeStr(*savedOut) + ", " + typeStr(*savedLse));
+  std::vector<double> od, ld;
+  std::optional<FloatIn> fo, fl;
+  if (saved) {
+    fo.emplace(*savedOut);
+    fl.emplace(*savedLse);
+  }
   AttentionGrads out{HostTensor(q.dtype(), q.shape()),
                      HostTensor(k.dtype(), k.shape()),
                      HostTensor(v.dtype(), v.shape())};
@@ -412,6 +453,10 @@ AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
     sliceAsDouble(fk, b, a.tk, a.d, kd);
     sliceAsDouble(fv, b, a.tk, a.dv, vd);
     sliceAsDouble(fg, b, a.tq, a.dv, gd);
+    if (saved) {
+      sliceAsDouble(*fo, b, a.tq, a.dv, od);
+      sliceAsDouble(*fl, b, a.tq, 1, ld);
+    }
     dk.assign(a.tk * a.d, 0.0);
     dv.assign(a.tk * a.dv, 0.0);
     // Padded rows of dq stay 0 (the tiles below write only valid rows).
@@ -421,14 +466,27 @@ AttentionGrads attentionGrad(const HostTensor &q, const HostTensor &k,
       int64_t kt = causal ? std::min(a.lk, i0 + rows) : a.lk;
       const double *qt = qd.data() + i0 * a.d, *gt = gd.data() + i0 * a.dv;
       gemm({rows, kt, a.d, false, true}, qt, kd.data(), p.data());
-      softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
+      if (saved)
+        for (int64_t r = 0; r < rows; ++r) {
+          double *pr = p.data() + r * kt;
+          int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
+          for (int64_t j = 0; j < visible; ++j)
+            pr[j] = std::exp(pr[j] * a.scale - ld[i0 + r]);
+          std::fill(pr + visible, pr + kt, 0.0);
+        }
+      else
+        softmaxRows(p.data(), rows, kt, i0, causal, a.scale);
       gemm({rows, kt, a.dv, false, true}, gt, vd.data(), dp.data());
       for (int64_t r = 0; r < rows; ++r) {
         double *pr = p.data() + r * kt, *dpr = dp.data() + r * kt;
         int64_t visible = causal ? std::min(kt, i0 + r + 1) : kt;
         double dot = 0.0;
-        for (int64_t j = 0; j < visible; ++j)
-          dot += pr[j] * dpr[j];
+        if (saved)
+          for (int64_t c = 0; c < a.dv; ++c)
+            dot += gt[r * a.dv + c] * od[(i0 + r) * a.dv + c];
+        else
+          for (int64_t j = 0; j < visible; ++j)
+            dot += pr[j] * dpr[j];
         for (int64_t j = 0; j < visible; ++j)
           dpr[j] = pr[j] * (dpr[j] - dot) * a.scale;
         std::fill(dpr + visible, dpr + kt, 0.0);

@@ -23,7 +23,11 @@ step-pad-dynamic gives): hand-written models, causal and not, on CUDA
 cores, tensor cores and the one-row kernels of a very wide head (D =
 1280), each kernel run for several lengths L (all, a partial last tile,
 one tile and a row, one row, none): rows < L against the reference on the
-inputs cut to L rows, rows >= L exactly 0.
+inputs cut to L rows, rows >= L exactly 0. A training step's forward is
+attention_lse (step-attention-stats), whose log-sum-exp is checked too,
+and its gradient takes the saved result and log-sum-exp (the reference's,
+rounded as stored); hand-written models of attention_grad alone check the
+kernels' own statistics pass.
 
 Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
 """
@@ -79,69 +83,79 @@ def padded(s, t, d, dv, causal):
 """
 
 
-# LEN: the valid length operand (after the last input), when the kernel has
-# one; the second launch only for kernels that split in two.
-HARNESS = r"""
-#include "cuda_emu_sync.h"
-#include "kernel.inc"
-#include "emu_io.h"
-typedef ELEM Elem;
-int main() {
-  auto q = readRaw<Elem>("q.bin", NQ), k = readRaw<Elem>("k.bin", NK),
-       v = readRaw<Elem>("v.bin", NV);
-#if VALID
-  auto len = readRaw<long long>("len.bin", 1);
-#define LEN , len.data()
-#else
-#define LEN
-#endif
-  std::vector<Elem> out0(NQO);
-  poison(out0);
-#if GRAD
-  auto g = readRaw<Elem>("g.bin", NG);
-  std::vector<Elem> out1(NK), out2(NV);
-  poison(out1);
-  poison(out2);
-  emuLaunch(GRID_A, BLOCK, [&] { KERNEL(q.data(), k.data(), v.data(), g.data() LEN, out0.data(), out1.data(), out2.data()); });
-#if TWO
-  emuLaunch(GRID_B, BLOCK, [&] { SECOND(q.data(), k.data(), v.data(), g.data() LEN, out0.data(), out1.data(), out2.data()); });
-#endif
-  writeRaw("dq.bin", out0); writeRaw("dk.bin", out1); writeRaw("dv.bin", out2);
-#else
-  emuLaunch(GRID_A, BLOCK, [&] { KERNEL(q.data(), k.data(), v.data() LEN, out0.data()); });
-  writeRaw("o.bin", out0);
-#endif
-}
+def grad_model(s, t, d, dv, causal, dtype):
+    """A model whose forward is an attention_grad (no saved statistics: the
+    kernel's own pass over the keys) of valid length `len`, in `dtype`."""
+    q, v = (f"tensor<2x{s // 2}x{t}x{d}x{dtype}>",
+            f"tensor<2x{s // 2}x{t}x{dv}x{dtype}>")
+    c = " causal" if causal else ""
+    arg = lambda n, ty: f'%{n}: {ty} {{step.kind = "param", step.name = "{n}"}}'
+    return f"""module {{
+  func.func @forward({arg("q", q)}, {arg("k", q)}, {arg("v", v)}, {arg("g", v)}, %len: tensor<i64> {{step.kind = "input", step.name = "len"}}) -> ({q}, {q}, {v}) {{
+    %d:3 = step.attention_grad %q, %k, %v, %g valid %len{c} : {q}, {q}, {v}, {v}, tensor<i64> -> {q}, {q}, {v}
+    return %d#0, %d#1, %d#2 : {q}, {q}, {v}
+  }}
+}}
 """
 
 
+def harness(elem, inputs, outputs, launches):
+    """main(): reads `inputs` ((name, C type, count): <name>.bin), poisons
+    `outputs` (the same), runs `launches` ((grid, block, call)) and writes
+    the outputs as <name>.bin."""
+    lines = ['#include "cuda_emu_sync.h"', '#include "kernel.inc"',
+             '#include "emu_io.h"', "int main() {"]
+    for n, ty, count in inputs:
+        lines.append(f'  auto {n} = readRaw<{ty}>("{n}.bin", {count});')
+    for n, ty, count in outputs:
+        lines.append(f"  std::vector<{ty}> {n}({count});")
+        lines.append(f"  poison({n});")
+    for grid, block, call in launches:
+        lines.append(f"  emuLaunch({grid}, {block}, [&] {{ {call}; }});")
+    for n, _, _ in outputs:
+        lines.append(f'  writeRaw("{n}.bin", {n});')
+    return "\n".join(lines + ["}", ""]).replace("ELEM", elem)
+
+
 def reference(q, k, v, g, causal, scale):
-    """float64 attention and its gradient, [S, T, D] arrays."""
+    """float64 attention, its rows' log-sum-exp and its gradient, [S, T, D]
+    arrays."""
     s = np.einsum("bid,bjd->bij", q, k) * scale
     if causal:
         tq, tk = s.shape[1:]
         s = np.where(np.arange(tk)[None, :] <= np.arange(tq)[:, None], s,
                      -np.inf)
-    s = s - s.max(axis=2, keepdims=True)
-    p = np.exp(s)
+    mx = s.max(axis=2, keepdims=True)
+    p = np.exp(s - mx)
+    lse = (mx + np.log(p.sum(axis=2, keepdims=True)))[:, :, 0]
     p /= p.sum(axis=2, keepdims=True)
     o = np.einsum("bij,bjc->bic", p, v)
     if g is None:
-        return o, None
+        return o, lse, None
     dp = np.einsum("bic,bjc->bij", g, v)
     ds = p * (dp - (p * dp).sum(axis=2, keepdims=True)) * scale
-    return o, (np.einsum("bij,bjd->bid", ds, k),
-               np.einsum("bij,bid->bjd", ds, q),
-               np.einsum("bij,bic->bjc", p, g))
+    return o, lse, (np.einsum("bij,bjd->bid", ds, k),
+                    np.einsum("bij,bid->bjd", ds, q),
+                    np.einsum("bij,bic->bjc", p, g))
 
 
 def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     """Runs the kernel(s) of `path` once per valid length in `lengths`
-    (None: the kernel has no valid operand) and checks every output."""
+    (None: the kernel has no valid operand) and checks every output against
+    the float64 reference on the inputs cut to the valid rows (zeros
+    after): the result and, when the kernel stores it (attention_lse), the
+    log-sum-exp; the three gradients, from the forward's saved result and
+    log-sum-exp when the kernel takes them (the reference's, rounded as
+    the forward stores them)."""
     s, tq, tk, d, dv = shape
     src = open(path).read()
-    block, name = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(",
-                            src).groups()
+    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    block, name = sig.group(1), sig.group(2)
+    params = [re.match(r"(const )?(.+?) \*(?:__restrict__ )?(\w+)",
+                       p.strip()).groups() for p in sig.group(3).split(",")]
+    ins = [(ty, n) for c, ty, n in params if c]
+    outs = [(ty, n) for c, ty, n in params if not c]
+    elem = ins[0][0]
     # The one-row kernels loop over rows and keys by warps, so any multiple
     # of 32 threads works: 2 warps keep their many warp sums quick to
     # emulate (the tiled kernels need their 256). The gradient's grid is at
@@ -149,12 +163,14 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     grid_a = 3
     if "threadIdx.x & 15" not in src and "wmma::" not in src:
         block, grid_a = "64", min(3, s)
-    has_valid = re.search(r"const long long \*__restrict__ in%d\b"
-                          % (4 if grad else 3), src) is not None
+    fixed = 4 if grad else 3
+    extra = ins[fixed:]
+    has_valid = bool(extra) and extra[0][0] == "long long"
+    saved = grad and len(extra) - has_valid == 2
+    with_lse = not grad and len(outs) == 2
     if has_valid != (lengths[0] is not None):
         sys.exit(f"FAIL {os.path.basename(path)}: valid operand "
                  f"{'present' if has_valid else 'missing'}")
-    elem = re.search(r"const (\S+) \*__restrict__ in0", src).group(1)
     tensor_cores = "wmma::mma_sync" in src
     if (elem != "float" and d % 16 == 0 and dv % 16 == 0 and max(d, dv) <= 256
             and not tensor_cores):
@@ -168,42 +184,67 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     for n, a in (("q", q), ("k", k), ("v", v), ("g", g)):
         if a is not None:
             a.astype(np.float64).tofile(os.path.join(work, n + ".bin"))
+    inputs = [("q", "ELEM", q.size), ("k", "ELEM", k.size),
+              ("v", "ELEM", v.size)]
+    args_in = ["q.data()", "k.data()", "v.data()"]
+    if grad:
+        inputs.append(("g", "ELEM", g.size))
+        args_in.append("g.data()")
+    if has_valid:
+        inputs.append(("len", "long long", 1))
+        args_in.append("len.data()")
+    if saved:
+        inputs += [("oin", "ELEM", s * tq * dv), ("lsein", "float", s * tq)]
+        args_in += ["oin.data()", "lsein.data()"]
+    if grad:
+        outputs = [("dq", "ELEM", q.size), ("dk", "ELEM", k.size),
+                   ("dv", "ELEM", v.size)]
+    else:
+        outputs = [("o", "ELEM", s * tq * dv)]
+        if with_lse:
+            outputs.append(("lse", "float", s * tq))
+    call = ", ".join(args_in + [n + ".data()" for n, _, _ in outputs])
     # Small grids: each block's grid-stride loop takes several tiles.
-    defs = {"ELEM": elem, "KERNEL": name, "GRAD": int(grad),
-            "NQ": q.size, "NK": k.size, "NV": v.size,
-            "NG": 0 if g is None else g.size,
-            "NQO": q.size if grad else s * tq * dv, "GRID_A": grid_a, "GRID_B": 2,
-            "SECOND": name + "_dkdv", "BLOCK": block,
-            "TWO": int(name + "_dkdv(" in src), "VALID": int(has_valid)}
-    harness = fill(HARNESS, defs)
+    launches = [(grid_a, block, f"{name}({call})")]
+    if name + "_dkdv(" in src:
+        launches.append((2, block, f"{name}_dkdv({call})"))
+    main_cpp = harness(elem, inputs, outputs, launches)
     for i, length in enumerate(lengths):
         n_ok = tq if length is None else max(0, min(length, tq))
         if length is not None:
             np.array([length], dtype=np.float64).tofile(
                 os.path.join(work, "len.bin"))
-        if i == 0:
-            build_and_run(args.cxx, work, src, harness)
-        else:
-            subprocess.run([os.path.join(work, "kernel")], cwd=work,
-                           check=True)
         # The reference on the inputs cut to the valid rows, zeros after.
-        want = {n: np.zeros(shp) for n, shp in
-                (("dq", q.shape), ("dk", k.shape), ("dv", v.shape))} \
-            if grad else {"o": np.zeros((s, tq, dv))}
+        want = {"o": np.zeros((s, tq, dv)), "lse": np.zeros((s, tq)),
+                "dq": np.zeros(q.shape), "dk": np.zeros(k.shape),
+                "dv": np.zeros(v.shape)}
         if n_ok > 0:
             cut = n_ok if length is not None else None
-            o, grads = reference(
+            o, lse, grads = reference(
                 q[:, :cut].astype(np.float64), k[:, :cut].astype(np.float64),
                 v[:, :cut].astype(np.float64),
                 None if g is None else g[:, :cut].astype(np.float64),
                 causal, 1 / math.sqrt(d))
-            for n, w in (zip(("dq", "dk", "dv"), grads) if grad
-                         else (("o", o),)):
-                want[n][:, :w.shape[1]] = w
+            want["o"][:, :o.shape[1]] = o
+            want["lse"][:, :lse.shape[1]] = lse
+            if grad:
+                for n, w in zip(("dq", "dk", "dv"), grads):
+                    want[n][:, :w.shape[1]] = w
+        if saved: # as attention_lse stores them
+            rounded(want["o"], elem).astype(np.float64).tofile(
+                os.path.join(work, "oin.bin"))
+            want["lse"].astype(np.float32).astype(np.float64).tofile(
+                os.path.join(work, "lsein.bin"))
+        if i == 0:
+            build_and_run(args.cxx, work, src, main_cpp)
+        else:
+            subprocess.run([os.path.join(work, "kernel")], cwd=work,
+                           check=True)
         tag = os.path.basename(path) + ("" if length is None
                                         else f" L={length}")
         worst = 0.0
-        for n, w in want.items():
+        for n, _, _ in outputs:
+            w = want[n]
             got = np.fromfile(os.path.join(work, n + ".bin"),
                               dtype=np.float32).reshape(w.shape)
             if not np.isfinite(got).all():
@@ -212,10 +253,14 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
                          f"non-finite elements")
             if length is not None and np.any(got[:, n_ok:] != 0):
                 sys.exit(f"FAIL {tag}: {n} has non-zero padded rows")
-            err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1e-30))
+            # Relative to the largest element, at least 1: with one visible
+            # key (L = 1) dS is exactly 0, which a gradient from the saved
+            # result reaches up to rounding only (dd = g . out, dP = g . v).
+            err = float(np.abs(got - w).max() / max(np.abs(w).max(), 1.0))
             worst = max(worst, err)
-            print(f"{tag} ({elem}{', tensor cores' if tensor_cores else ''})"
-                  f" {n}: rel err {err:.3g}")
+            print(f"{tag} ({elem}{', tensor cores' if tensor_cores else ''}"
+                  f"{', saved statistics' if saved else ''}) {n}: rel err "
+                  f"{err:.3g}")
         if worst > BOUND[elem]:
             sys.exit(f"FAIL {tag}: rel err {worst:.3g} > {BOUND[elem]:g}")
 
@@ -239,12 +284,12 @@ def main():
                            stdout=subprocess.DEVNULL)
             models.append((os.path.join(d, "model.mlir"),
                            (batch * heads, ctx, ctx, width // heads,
-                            width // heads), True))
+                            width // heads), True, (None,)))
         for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
             with open(path, "w") as f:
                 f.write(noncausal(*shape))
-            models.append((path, shape, False))
+            models.append((path, shape, False, (None,)))
         # Valid lengths: CUDA cores (D 24), tensor cores in bf16 (D 64 and
         # 48/32), the one-row kernels (D 1280: even 16-row tiles would pass
         # 160 KiB; few rows, its per-column warp sums are slow to emulate);
@@ -260,17 +305,29 @@ def main():
                 f.write(padded(s, t, d, dv, causal))
             lengths = (t, 37, 65, 1, 0, t + 30) if t > 64 else (t, 5, 0)
             models.append((path, (s, t, t, d, dv), causal, lengths))
-        for model, shape, causal, *rest in models:
-            for amp in ([], ["--amp=bf16"]):
+        # Training steps above give the gradient the forward's saved
+        # statistics (step-attention-stats); these are attention_grad alone,
+        # whose kernels make their own pass over the keys: CUDA cores and
+        # tensor cores.
+        flags = {}
+        for s, t, d, dv, causal, dtype in ((4, 70, 24, 40, True, "f32"),
+                                           (2, 70, 64, 32, False, "bf16")):
+            path = os.path.join(tmp, "grad_%d_%s.mlir" % (d, dtype))
+            with open(path, "w") as f:
+                f.write(grad_model(s, t, d, dv, causal, dtype))
+            flags[path] = ([],)
+            models.append((path, (s, t, t, d, dv), causal, (t, 37, 0)))
+        for model, shape, causal, lengths in models:
+            for compile_flags in flags.get(model, (["--train"],
+                                                   ["--train", "--amp=bf16"])):
                 dump = os.path.join(tmp, "kernels")
-                dump_kernels(args.stepc, model, tmp, dump, ["--train", *amp])
+                dump_kernels(args.stepc, model, tmp, dump, compile_flags)
                 for f in sorted(glob.glob(os.path.join(dump,
                                                        "attention_*.cu"))):
                     grad = os.path.basename(f).startswith("attention_grad_")
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
-                    run_kernel(args, f, grad, shape, causal, work,
-                               *rest)
+                    run_kernel(args, f, grad, shape, causal, work, lengths)
                 for f in glob.glob(os.path.join(dump, "*")):
                     os.remove(f)
     print("ok")

@@ -194,6 +194,33 @@ def nn_cases():
                                  " scale = %s" % flt(scale) if scale else "",
                                  ttype(qs, dt), ttype(ks, dt), ttype(vs, dt), ttype(os_, dt)),
                               [(os_, dt)], [want], [acc_tol(dt)]))
+    # attention with a valid length L: torch on the rows and keys cut to L,
+    # zeros after (L clamped to [0, T]).
+    for dt in FLOATS:
+        for qs, causal, length in (((2, 70, 8), True, 37), ((2, 70, 8), False, 65),
+                                   ((3, 9, 4), True, 1), ((3, 9, 4), False, 0),
+                                   ((3, 9, 4), True, 20)):
+            nm = "attention.%s.valid%d%s.%s" % (dt, length,
+                                                 ".causal" if causal else "",
+                                                 shape_str(qs))
+            r = rng_for(nm)
+            q, k, v = gen(r, qs, dt), gen(r, qs, dt), gen(r, qs, dt)
+            n = max(0, min(length, qs[-2]))
+
+            def fn(q, k, v, causal=causal, n=n):
+                out = torch.zeros_like(q)
+                if n:
+                    out[..., :n, :] = torch_attention(
+                        q[..., :n, :], k[..., :n, :], v[..., :n, :], causal,
+                        None)
+                return out
+            (want,) = opmath(fn, [(q, dt), (k, dt), (v, dt)], [dt])
+            t = ttype(qs, dt)
+            cases.append(Case(nm, [(q, dt), (k, dt), (v, dt),
+                                   (store(length, "i64"), "i64")],
+                              "%%r0 = step.attention %%a0, %%a1, %%a2 valid %%a3%s : %s, %s, %s, tensor<i64> -> %s"
+                              % (" causal" if causal else "", t, t, t, t),
+                              [(qs, dt)], [want], [acc_tol(dt)]))
     return cases
 
 

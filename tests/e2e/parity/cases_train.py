@@ -26,6 +26,8 @@ Oracles
   difference in a rounded state is legitimately carried to later steps.
 """
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -154,6 +156,64 @@ def _grad_cases():
                                  ", ".join(types), ", ".join(types[:3])),
                               [(qs, dt), (ks, dt), (vs, dt)], want,
                               [acc_tol(dt)], repeat=True))
+    # attention_lse: the result and torch.logsumexp of the scaled, masked
+    # scores (f32); attention_grad from the saved result and log-sum-exp
+    # (torch's, rounded as stored): torch autograd as above.
+    for dt in FLOATS:
+        for qs, tk, dv, causal, scale in (((2, 3, 5, 8), 5, 8, True, None),
+                                          ((2, 70, 16), 75, 8, True, None),
+                                          ((1, 130, 8), 130, 8, False, 0.5)):
+            ks, vs, os_, nm = attention_case("attention_lse", dt, qs, tk, dv,
+                                             causal, scale)
+            r = rng_for(nm)
+            q, k, v, g = (gen(r, qs, dt), gen(r, ks, dt), gen(r, vs, dt),
+                          gen(r, os_, dt))
+
+            def lse_of(q, k, causal=causal, scale=scale):
+                s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+                sc = torch.matmul(q, k.transpose(-1, -2)) * s
+                if causal:
+                    m = torch.ones(q.shape[-2], k.shape[-2],
+                                   dtype=torch.bool).tril()
+                    sc = sc.masked_fill(~m, float("-inf"))
+                return torch.logsumexp(sc, -1)
+
+            def fwd(q, k, v, causal=causal, scale=scale):
+                return torch_attention(q, k, v, causal, scale), lse_of(q, k)
+            o, lse = opmath(fwd, [(q, dt), (k, dt), (v, dt)], [dt, "f32"])
+            types = [ttype(t, dt) for t in (qs, ks, vs, os_)]
+            lse_t = ttype(qs[:-1], "f32")
+            attrs = ("%s%s" % (" causal" if causal else "",
+                               " scale = %s" % flt(scale) if scale else ""))
+            cases.append(Case(nm, [(q, dt), (k, dt), (v, dt)],
+                              "%%r0, %%r1 = step.attention_lse %%a0, %%a1, %%a2%s : %s -> %s, %s"
+                              % (attrs, ", ".join(types[:3]), types[3], lse_t),
+                              [(os_, dt), (qs[:-1], "f32")], [o, lse],
+                              [acc_tol(dt), acc_tol("f32")]))
+
+            def bwd(q, k, v, g, causal=causal, scale=scale):
+                q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
+                torch_attention(q, k, v, causal, scale).backward(g)
+                return q.grad, k.grad, v.grad
+            want = opmath(bwd, [(q, dt), (k, dt), (v, dt), (g, dt)], [dt] * 3)
+            nm = nm.replace("attention_lse", "attention_grad_saved")
+            # f16/bf16: dd = rowsum(g * out) reads out rounded to 16 bits
+            # (as FlashAttention-2's backward does), and dS = P * (dP - dd)
+            # cancels, so the gradient moves by ~2^-8 (bf16) or 2^-11 (f16)
+            # of its largest element, not by an ulp of each.
+            tol = acc_tol(dt) if dt == "f32" else REL(
+                8 * (2.0 ** -8 if dt == "bf16" else 2.0 ** -11), "max",
+                "f16/bf16 attention_grad from the saved result: rowsum(g * "
+                "out) with out rounded to the element type; error normwise "
+                "relative to the largest |result|, <= 8 units of its "
+                "precision")
+            cases.append(Case(nm, [(q, dt), (k, dt), (v, dt), (g, dt),
+                                   (o, dt), (lse, "f32")],
+                              "%%r0, %%r1, %%r2 = step.attention_grad %%a0, %%a1, %%a2, %%a3 saved(%%a4, %%a5 : %s, %s)%s : %s -> %s"
+                              % (types[3], lse_t, attrs, ", ".join(types),
+                                 ", ".join(types[:3])),
+                              [(qs, dt), (ks, dt), (vs, dt)], want,
+                              [tol], repeat=True))
     for dt in FLOATS:
         nm = "cross_entropy_grad.%s.large_logits" % dt
         logits = store([[1e4, 0.0, -1e4], [-60000.0, 60000.0, 0.0], [5.0, 5.0, 5.0]], dt)

@@ -498,6 +498,45 @@ func.func @f(%q: tensor<3x4x2048xf32>, %l: tensor<i64>) -> (tensor<3x4x2048xf32>
   EXPECT_TRUE(contains(grad->source, "const int iEnd = j >= lk_ ? 0 : lq_;"));
 }
 
+// attention_lse stores each row's log-sum-exp (out1, f32); an
+// attention_grad with the saved result and log-sum-exp reads them (in5,
+// in6 after the valid length) instead of its pass over the key tiles, on
+// CUDA cores and tensor cores alike; launch 2 is unchanged.
+TEST(NNKernels, AttentionStatisticsSavedByTheForward) {
+  for (const char *t : {"f32", "bf16"}) {
+    SCOPED_TRACE(t);
+    std::string text = R"(
+func.func @f(%q: Q, %l: tensor<i64>) -> (Q, tensor<2x70xf32>, Q) {
+  %o, %lse = step.attention_lse %q, %q, %q valid %l causal : Q, Q, Q, tensor<i64> -> Q, tensor<2x70xf32>
+  %r:3 = step.attention_grad %q, %q, %q, %o valid %l saved(%o, %lse : Q, tensor<2x70xf32>) causal : Q, Q, Q, Q, tensor<i64> -> Q, Q, Q
+  %s:3 = step.attention_grad %q, %q, %q, %o valid %l causal : Q, Q, Q, Q, tensor<i64> -> Q, Q, Q
+  return %o, %lse, %r#0 : Q, tensor<2x70xf32>, Q
+}
+)";
+    for (size_t at; (at = text.find('Q')) != std::string::npos;)
+      text.replace(at, 1, std::string("tensor<2x70x16x") + t + ">");
+    Parsed p = parse(text);
+    ASSERT_TRUE(p.module);
+    auto it = p.func().getBody().front().begin();
+    auto fwd = emitKernel(&*it, "al");
+    auto grad = emitKernel(&*std::next(it), "ag");
+    auto plain = emitKernel(&*std::next(it, 2), "ap");
+    ASSERT_TRUE(fwd && grad && plain);
+    EXPECT_EQ(fwd->params,
+              (Params{"in0", "in1", "in2", "in3", "out0", "out1"}));
+    EXPECT_TRUE(contains(fwd->source, "float *__restrict__ out1"));
+    EXPECT_TRUE(contains(fwd->source, "logf(l"));
+    EXPECT_EQ(grad->params, (Params{"in0", "in1", "in2", "in3", "in4", "in5",
+                                    "in6", "out0", "out1", "out2"}));
+    EXPECT_TRUE(contains(grad->source, "const float *__restrict__ in6"));
+    EXPECT_TRUE(contains(
+        grad->source, "const float lse = i < lq_ ? in6[b * 70 + i] : 0.0f;"));
+    EXPECT_FALSE(contains(grad->source, "maxNaN(m")); // no online statistics
+    EXPECT_TRUE(contains(plain->source, "maxNaN(m"));
+    ASSERT_EQ(grad->then.size(), 1u);
+  }
+}
+
 TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
   Parsed p = parse(R"(
 func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,

@@ -560,15 +560,101 @@ TEST(AttentionValid, EqualsTheOpOnTheCutInputs) {
       expectPadded(gr.dk, want.dk, d, n);
       expectPadded(gr.dv, want.dv, dv, n);
     }
-  // The operand as the interpreter and the CPU backend pass it.
-  EXPECT_EQ(attentionValid("attention", {fq, fk, fv}, 3), std::nullopt);
+  // The optional operands as the interpreter and the CPU backend pass them,
+  // told apart by their count.
+  EXPECT_EQ(attentionOperands("attention", {fq, fk, fv}, 3).valid,
+            std::nullopt);
   EXPECT_EQ(
-      attentionValid("attention", {fq, fk, fv, make(DType::I64, {}, {5})}, 3),
+      attentionOperands("attention", {fq, fk, fv, make(DType::I64, {}, {5})}, 3)
+          .valid,
       std::optional<int64_t>(5));
-  EXPECT_ERROR(attentionValid("attention_grad",
-                              {fq, fk, fv, fg, make(DType::I32, {}, {5})}, 4),
+  std::vector<HostTensor> all = {fq, fk, fv, fg, make(DType::I64, {}, {7}),
+                                 fg, fq};
+  AttentionOperands both = attentionOperands("attention_grad", all, 4);
+  EXPECT_EQ(both.valid, std::optional<int64_t>(7));
+  EXPECT_EQ(both.out, &all[5]);
+  EXPECT_EQ(both.lse, &all[6]);
+  std::vector<HostTensor> savedOnly = {fq, fk, fv, fg, fg, fq};
+  AttentionOperands saved = attentionOperands("attention_grad", savedOnly, 4);
+  EXPECT_EQ(saved.valid, std::nullopt);
+  EXPECT_TRUE(saved.out && saved.lse);
+  EXPECT_ERROR(attentionOperands("attention_grad",
+                                 {fq, fk, fv, fg, make(DType::I32, {}, {5})},
+                                 4),
                {"step.attention_grad",
                 "expected the valid length as i64 [], found i32 []"});
+  EXPECT_ERROR(attentionOperands("attention", {fq, fk, fv, fg, fg}, 3),
+               {"step.attention", "expected 3 operands", "found 5"});
+}
+
+// attention's log-sum-exp (step.attention_lse) against a float64 one
+// written here, and the gradient from the saved result and log-sum-exp
+// (FlashAttention-2's rowsum(g * out) for rowsum(P * dP)) against the one
+// that recomputes them: equal up to the rounding of out to f32 (1e-6 of
+// the largest gradient), across tiles, causal and not, with valid lengths.
+TEST(AttentionLse, SavedStatisticsGiveTheSameGradients) {
+  const int64_t batch = 2, t = 70, d = 8, dv = 4;
+  auto q = pseudoRandom(batch * t * d, 21), k = pseudoRandom(batch * t * d, 22);
+  auto v = pseudoRandom(batch * t * dv, 23),
+       g = pseudoRandom(batch * t * dv, 24);
+  HostTensor fq = make(DType::F32, {batch, t, d}, q),
+             fk = make(DType::F32, {batch, t, d}, k),
+             fv = make(DType::F32, {batch, t, dv}, v),
+             fg = make(DType::F32, {batch, t, dv}, g);
+  for (bool causal : {true, false})
+    for (std::optional<int64_t> l :
+         {std::optional<int64_t>(), std::optional<int64_t>(37),
+          std::optional<int64_t>(0)}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "full") + " L " +
+                   (l ? std::to_string(*l) : "none"));
+      HostTensor lse;
+      HostTensor y = attention(fq, fk, fv, causal, 0.4, l, &lse);
+      ASSERT_EQ(lse.shape(), (Shape{batch, t}));
+      EXPECT_TRUE(y.bitwiseEqual(attention(fq, fk, fv, causal, 0.4, l)));
+      std::vector<double> got = values(lse);
+      int64_t n = l ? std::clamp<int64_t>(*l, 0, t) : t;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < t; ++i) {
+          double want = 0.0; // padded rows
+          if (i < n) {
+            int64_t seen = causal ? std::min(i + 1, n) : n;
+            double mx = -INFINITY, sum = 0.0;
+            std::vector<double> s(seen);
+            for (int64_t j = 0; j < seen; ++j) {
+              for (int64_t c = 0; c < d; ++c)
+                s[j] += q[(b * t + i) * d + c] * k[(b * t + j) * d + c];
+              s[j] *= 0.4;
+              mx = std::max(mx, s[j]);
+            }
+            for (double x : s)
+              sum += std::exp(x - mx);
+            want = mx + std::log(sum);
+          }
+          ASSERT_NEAR(got[b * t + i], want,
+                      1e-6 * std::max(1.0, std::abs(want)))
+              << "row " << i;
+        }
+      AttentionGrads plain = attentionGrad(fq, fk, fv, fg, causal, 0.4, l);
+      AttentionGrads fast =
+          attentionGrad(fq, fk, fv, fg, causal, 0.4, l, &y, &lse);
+      auto near = [](const HostTensor &a, const HostTensor &b) {
+        std::vector<double> x = values(a), w = values(b);
+        double scale = 0.0, worst = 0.0;
+        for (size_t i = 0; i < w.size(); ++i) {
+          scale = std::max(scale, std::abs(w[i]));
+          worst = std::max(worst, std::abs(x[i] - w[i]));
+        }
+        EXPECT_LE(worst, 1e-6 * std::max(scale, 1e-30));
+      };
+      near(fast.dq, plain.dq);
+      near(fast.dk, plain.dk);
+      near(fast.dv, plain.dv);
+    }
+  HostTensor lse;
+  HostTensor y = attention(fq, fk, fv, true, 0.4, std::nullopt, &lse);
+  EXPECT_ERROR(attentionGrad(fq, fk, fv, fg, true, 0.4, std::nullopt, &y, &y),
+               {"step.attention_grad", "saved out and lse must be f32 "
+                                       "[2, 70, 4] and f32 [2, 70]"});
 }
 
 TEST(AttentionGrad, Errors) {

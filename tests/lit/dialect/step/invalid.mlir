@@ -1849,6 +1849,25 @@ func.func @attention_grad_c6(%q: tensor<16x8xf32>, %l: tensor<i32>) -> tensor<16
 
 // -----
 
+func.func @attention_lse_c6(%q: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
+  // The log-sum-exp is f32 [2, 16] (q's shape without D).
+  // expected-error @+2 {{'step.attention_lse' op inferred type(s) 'tensor<2x16x8xf32>', 'tensor<2x16xf32>' are incompatible with return type(s) of operation 'tensor<2x16x8xf32>', 'tensor<2x16x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = step.attention_lse %q, %q, %q : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return %o : tensor<2x16x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_c7(%q: tensor<2x16x8xf32>, %lse: tensor<2x8xf32>) -> tensor<2x16x8xf32> {
+  // expected-error @+2 {{'step.attention_grad' op saved 'tensor<2x16x8xf32>', 'tensor<2x8xf32>' must be the attention's result and log-sum-exp, 'tensor<2x16x8xf32>', 'tensor<2x16xf32>' (C7)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:3 = step.attention_grad %q, %q, %q, %q saved(%q, %lse : tensor<2x16x8xf32>, tensor<2x8xf32>) : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return %0#0 : tensor<2x16x8xf32>
+}
+
+// -----
+
 func.func @attention_i32(%q: tensor<16x8xi32>) -> tensor<16x8xi32> {
   // expected-error @+1 {{'step.attention' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x8xi32>'}}
   %0 = step.attention %q, %q, %q : tensor<16x8xi32>, tensor<16x8xi32>, tensor<16x8xi32> -> tensor<16x8xi32>

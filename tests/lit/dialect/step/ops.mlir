@@ -1014,6 +1014,22 @@ func.func @attention_valid(%q: tensor<2x16x8xf32>, %g: tensor<2x16x8xf32>, %l: t
   return %0, %1#0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>
 }
 
+// attention_lse: the result and each row's log-sum-exp (f32, q's shape
+// without D); attention_grad reading them as `saved`.
+// CHECK-LABEL: func.func @attention_lse
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x16x8xbf16>, %[[L:.+]]: tensor<i64>)
+func.func @attention_lse(%q: tensor<2x16x8xbf16>, %l: tensor<i64>)
+    -> (tensor<2x16xf32>, tensor<2x16x8xbf16>) {
+  // CHECK-NEXT: %[[O:[^ ]+]], %[[LSE:[^ ]+]] = step.attention_lse %[[Q]], %[[Q]], %[[Q]] valid %[[L]] causal : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<i64> -> tensor<2x16x8xbf16>, tensor<2x16xf32>{{$}}
+  %o, %lse = step.attention_lse %q, %q, %q valid %l causal : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<i64> -> tensor<2x16x8xbf16>, tensor<2x16xf32>
+  // CHECK-NEXT: %[[D:[^ ]+]], %{{[^ ]+}}, %{{[^ ]+}} = step.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]] valid %[[L]] saved(%[[O]], %[[LSE]] : tensor<2x16x8xbf16>, tensor<2x16xf32>) causal : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<i64> -> tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>{{$}}
+  %d:3 = step.attention_grad %q, %q, %q, %o valid %l saved(%o, %lse : tensor<2x16x8xbf16>, tensor<2x16xf32>) causal : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<i64> -> tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>
+  // CHECK-NEXT: %{{[^ ]+}}, %{{[^ ]+}}, %{{[^ ]+}} = step.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]] saved(%[[O]], %[[LSE]] : tensor<2x16x8xbf16>, tensor<2x16xf32>) : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16> -> tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>{{$}}
+  %e:3 = step.attention_grad %q, %q, %q, %o saved(%o, %lse : tensor<2x16x8xbf16>, tensor<2x16xf32>) : tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16> -> tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>
+  // CHECK-NEXT: return %[[LSE]], %[[D]]
+  return %lse, %d#0 : tensor<2x16xf32>, tensor<2x16x8xbf16>
+}
+
 // A dynamic dim joined with a static one takes the static size, for every op
 // (as elementwise ops do).
 // CHECK-LABEL: @dynamic_joins

@@ -1,0 +1,119 @@
+//===- AttentionStatsTest.cpp - Attention saves its row statistics --------===//
+//
+// Differential tests of step-attention-stats (passes/AttentionStats.cpp)
+// on the tiny GPT-2's training step through the whole pipeline (fused and
+// not):
+//   * every attention becomes attention_lse and every attention_grad reads
+//     its saved result and log-sum-exp;
+//   * against the same step with the pass undone (what the pipeline built
+//     before it existed), on the interpreter: the loss has the same bits
+//     (the forward computes the same result), and the update (SGD, so the
+//     update is the gradient times the learning rate) is equal within 1e-5
+//     of each param's largest update: rowsum(g * out) and rowsum(P * dP)
+//     are the same sum in other orders, with out rounded to f32, and
+//     dS = P * (dP - rowsum) cancels where dP is close to the row's sum
+//     (seen: 1.4e-6);
+//   * the CPU backend gives the interpreter's bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepTestUtil.h"
+
+#include "mlir/IR/Verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace {
+using namespace step;
+using namespace step::test;
+
+class AttentionStats : public testing::TestWithParam<bool> {
+protected:
+  TrainOptions options() const {
+    TrainOptions t;
+    t.optimizer = OptimizerOptions::parse("sgd,lr=0.1");
+    t.fuse = GetParam();
+    return t;
+  }
+  Model model = gpt2Model();
+  std::unique_ptr<mlir::MLIRContext> ctx = makeContext();
+};
+
+/// `f` with every attention_lse back to attention and no saved operands.
+void undo(FuncOp f) {
+  f.walk([](mlir::step::AttentionGradOp g) {
+    g.getOutMutable().clear();
+    g.getLseMutable().clear();
+  });
+  f.walk([](mlir::step::AttentionLseOp a) {
+    mlir::OpBuilder b(a);
+    auto plain = b.create<mlir::step::AttentionOp>(
+        a.getLoc(), a.getResult().getType(), a.getQuery(), a.getKey(),
+        a.getValue(), a.getValid(), a.getCausalAttr(), a.getScaleAttr());
+    a.getResult().replaceAllUsesWith(plain.getResult());
+    a->erase();
+  });
+}
+
+/// max over elements |a - b| / max |b - base|: how far `a`'s update from
+/// `base` is from `b`'s.
+double updateErr(const rt::HostTensor &a, const rt::HostTensor &b,
+                 const rt::HostTensor &base) {
+  double worst = 0.0, scale = 0.0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    worst = std::max(worst, std::abs(a.getAsDouble(i) - b.getAsDouble(i)));
+    scale = std::max(scale, std::abs(b.getAsDouble(i) - base.getAsDouble(i)));
+  }
+  return worst / std::max(scale, 1e-30);
+}
+
+TEST_P(AttentionStats, GradientsFromTheSavedStatistics) {
+  BuiltStep built = buildStep(ctx.get(), model, options());
+  ASSERT_TRUE(built.module) << built.errors;
+  FuncOp f = built.step();
+  int64_t lse = 0, saved = 0, plain = 0;
+  f.walk([&](mlir::Operation *op) {
+    lse += mlir::isa<mlir::step::AttentionLseOp>(op);
+    plain += mlir::isa<mlir::step::AttentionOp>(op);
+    if (auto g = mlir::dyn_cast<mlir::step::AttentionGradOp>(op))
+      saved += g.getOut() != nullptr;
+  });
+  EXPECT_EQ(lse, 2); // one per layer
+  EXPECT_EQ(saved, 2);
+  EXPECT_EQ(plain, 0);
+
+  OwningOpRef<ModuleOp> before = built.module->clone();
+  FuncOp g = before->lookupSymbol<FuncOp>("train_step");
+  undo(g);
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*before)));
+
+  std::vector<rt::HostTensor> args = trainArgs(f, model);
+  std::vector<std::string> names = resultNames(f);
+  std::vector<rt::HostTensor> got = interpretOrFail(f, args);
+  std::vector<rt::HostTensor> want = interpretOrFail(g, args);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(got[0].bitwiseEqual(want[0])) << "the loss";
+  int64_t compared = 0;
+  for (size_t r = 1; r < got.size(); ++r)
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (argumentName(f, i) == names[r]) {
+        EXPECT_LE(updateErr(got[r], want[r], args[i]), 1e-5) << names[r];
+        ++compared;
+      }
+  EXPECT_GE(compared, 10); // every param of the model
+
+  std::optional<rt::Artifact> artifact =
+      planOrFail(*built.module, "train_step");
+  ASSERT_TRUE(artifact);
+  EXPECT_TRUE(sameBits(cpuOrFail(artifact, args), got, names));
+}
+
+INSTANTIATE_TEST_SUITE_P(FusedOrNot, AttentionStats, testing::Bool(),
+                         [](const testing::TestParamInfo<bool> &info) {
+                           return info.param ? "Fused" : "Unfused";
+                         });
+
+} // namespace
