@@ -269,8 +269,10 @@ $LSESTORE#pragma unroll
 //===----------------------------------------------------------------------===//
 
 /// attention_grad's row statistics, one online pass over the key tiles:
-/// per row the running max m, the sum of exp l and of exp * dp u.
-static const char *kStatsPass =
+/// per row the running max m, the sum of exp l and of exp * dp u, each
+/// thread over its columns (kStatsLoop), then over the row's 16 threads by
+/// a shuffle tree (kStatsRow: lse and dd of row rr).
+static const char *kStatsLoop =
     R"(    // Pass 1: per row the running max m, sum of exp l and sum of
     // exp * dp u over this thread's columns, then over the row's 16
     // threads (one half-warp) by a shuffle tree.
@@ -302,9 +304,8 @@ static const char *kStatsPass =
           m[rr] = mNew;
         }
     }
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr) {
-#pragma unroll
+)";
+static const char *kStatsRow = R"(#pragma unroll
       for (int o = 8; o > 0; o >>= 1) {
         const float m2 = __shfl_xor_sync(0xffffffffu, m[rr], o);
         const float l2 = __shfl_xor_sync(0xffffffffu, l[rr], o);
@@ -316,30 +317,16 @@ static const char *kStatsPass =
         u[rr] = u[rr] * a1 + u2 * a2;
         m[rr] = mNew;
       }
-      const int y = ty + 16 * rr, i = i0 + y;
       // A row that sees no key (no keys at all) has no gradient.
       const float lse = l[rr] > 0.0f ? m[rr] + logf(l[rr]) : 0.0f;
       const float dd = l[rr] > 0.0f ? u[rr] / l[rr] : 0.0f;
-      if (tx == 0) {
-        rowL[y] = lse;
-        rowD[y] = dd;
-        if (i < $TQ) {
-          ${NAME}_stats[(b * $TQ + i) * 2] = lse;
-          ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
-        }
-      }
-    }
 )";
 
 /// attention_grad's row statistics from the forward's saved result and
 /// log-sum-exp (step.attention_lse): lse as saved, and dd = rowsum(g * out)
-/// (= rowsum(P * dP)); thread (ty, tx) sums columns tx + 16 * cc of its
-/// rows of the staged g, then the row's 16 threads by a shuffle tree.
-static const char *kSavedStats = R"(    __syncthreads(); // Qs, Gs staged
-#pragma unroll
-    for (int rr = 0; rr < $R; ++rr) {
-      const int y = ty + 16 * rr, i = i0 + y;
-      float dd = 0.0f;
+/// (= rowsum(P * dP)); thread (ty, tx) sums columns tx + 16 * cc of row rr
+/// of the staged g, then the row's 16 threads by a shuffle tree.
+static const char *kSavedRow = R"(      float dd = 0.0f;
 #pragma unroll
       for (int cc = 0; cc < $DVC; ++cc) {
         const int c = tx + 16 * cc;
@@ -350,15 +337,6 @@ static const char *kSavedStats = R"(    __syncthreads(); // Qs, Gs staged
       for (int o = 8; o > 0; o >>= 1)
         dd += __shfl_xor_sync(0xffffffffu, dd, o);
       const float lse = i < lq_ ? $LSEIN[b * $TQ + i] : 0.0f;
-      if (tx == 0) {
-        rowL[y] = lse;
-        rowD[y] = dd;
-        if (i < $TQ) {
-          ${NAME}_stats[(b * $TQ + i) * 2] = lse;
-          ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
-        }
-      }
-    }
 )";
 
 namespace {
@@ -424,9 +402,11 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
                                        std::to_string(a.tq) + " + i) * " +
                                        std::to_string(a.dv) + " + c]")});
     vars.push_back({"LSEIN", "in" + std::to_string(n - 1)});
-    vars.push_back({"PASS1", subst(kSavedStats, vars)});
+    vars.push_back({"STATS_LOOP", "    __syncthreads(); // Gs staged\n"});
+    vars.push_back({"STATS_ROW", subst(kSavedRow, vars)});
   } else {
-    vars.push_back({"PASS1", subst(kStatsPass, vars)});
+    vars.push_back({"STATS_LOOP", subst(kStatsLoop, vars)});
+    vars.push_back({"STATS_ROW", subst(kStatsRow, vars)});
   }
   // Shared helpers: staging a tile of rows (zeros past the end) and one
   // tile of scores s = q.k * scale and dp = g.v, thread (ty, tx) holding
@@ -464,7 +444,19 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
     // past the valid rows reads no key.
     const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + $TILE) : lk_;
-$PASS1    // Pass 2: dS = P * (dP - dd) * scale per tile, then
+$STATS_LOOP#pragma unroll
+    for (int rr = 0; rr < $R; ++rr) {
+      const int y = ty + 16 * rr, i = i0 + y;
+$STATS_ROW      if (tx == 0) {
+        rowL[y] = lse;
+        rowD[y] = dd;
+        if (i < $TQ) {
+          ${NAME}_stats[(b * $TQ + i) * 2] = lse;
+          ${NAME}_stats[(b * $TQ + i) * 2 + 1] = dd;
+        }
+      }
+    }
+    // Pass 2: dS = P * (dP - dd) * scale per tile, then
     // dq_i += sum_j dS_ij k_j; thread (ty, tx) owns rows ty + 16 * rr and
     // columns tx + 16 * cc of dq.
     float accq[$R][$DC];
