@@ -56,7 +56,9 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
        std::to_string(t.schedule.total) + "," +
        std::to_string(t.schedule.minRatio);
   s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
-       ";fuse=" + std::to_string(t.fuse) + ";kernels=" + std::to_string(kernels) +
+       ";fuse=" + std::to_string(t.fuse) +
+       ";astats=" + std::to_string(t.attentionStats) +
+       ";kernels=" + std::to_string(kernels) +
        ";guard=" + std::to_string(t.guardFinite);
   s += ";amp=" + t.amp.dtype + "," + t.amp.lossScale + "," +
        std::to_string(t.amp.initScale) + "," +

@@ -239,7 +239,8 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
   cleanup.addPass(createCSEPass());
   // Attention's row statistics from the forward to its gradient, now that
   // CSE made their operands the same values.
-  cleanup.addPass(ops::createAttentionStats());
+  if (options.attentionStats)
+    cleanup.addPass(ops::createAttentionStats());
   // Last: canonicalization would fold the broadcasts back into splats.
   cleanup.addPass(ops::createSplatBroadcast());
   if (report)

@@ -160,6 +160,10 @@ struct TrainOptions {
   /// Run step-fuse on @train_step (docs/fusion.md). Fusion never changes a
   /// result on the CPU; it decides which kernels run on a GPU.
   bool fuse = true;
+  /// Run step-attention-stats: each attention saves its rows' log-sum-exp
+  /// for its gradient (docs/training.md). Off: the gradient recomputes the
+  /// statistics (stepc --no-attention-stats, for A/B timing).
+  bool attentionStats = true;
   /// Bucket size per symbolic dim (step-pad-dynamic, docs/dynamic-shapes.md);
   /// a symbol left out is padded to its maximum. Ignored by static models.
   std::map<std::string, int64_t> buckets;

@@ -8,7 +8,7 @@
 //         [--offload=none|auto|all[,link=B/s,...]] [--offload-optimizer]
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
-//         [--guard-finite]
+//         [--guard-finite] [--no-attention-stats]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -67,7 +67,7 @@ struct Options {
   double clip = 0;
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
-  bool noKernels = false, noFuse = false;
+  bool noKernels = false, noFuse = false, noAttentionStats = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -133,6 +133,7 @@ nlohmann::json reportJson(const Options &o,
           {"schedule", o.schedule},    {"clip", o.clip},
           {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
           {"fuse", !o.noFuse},         {"amp", o.amp},
+          {"attention_stats", !o.noAttentionStats},
           {"loss_scale", o.lossScale}, {"passes", passes},
           {"fusions", fusions},        {"activations", activations},
           {"remat", remat},            {"offload", offload},
@@ -310,6 +311,9 @@ int main(int argc, char **argv) {
                "the first NaN/Inf (docs/training.md)");
   app.add_flag("--no-fuse", o.noFuse,
                "skip step-fuse: one kernel per op (docs/fusion.md)");
+  app.add_flag("--no-attention-stats", o.noAttentionStats,
+               "skip step-attention-stats: attention's gradient recomputes "
+               "its row statistics (docs/training.md; for A/B timing)");
   app.add_option("--dot", o.dot,
                  "also write the compiled function as a Graphviz graph, "
                  "fusion groups as clusters (dot -Tsvg FILE.dot)");
@@ -358,6 +362,7 @@ int main(int argc, char **argv) {
     train.clipNorm = o.clip;
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
+  train.attentionStats = !o.noAttentionStats;
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;
 
