@@ -268,6 +268,15 @@ $LSESTORE#pragma unroll
 // step.attention_grad
 //===----------------------------------------------------------------------===//
 
+/// attention_grad's key tile j0 staged (K, V) and scored against the staged
+/// query tile: s = q.k * scale and dp = g.v (both passes of launch 1).
+static const char *kStageScores = R"(      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
+      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
+      __syncthreads();
+      float s[$R][$R], dp[$R][$R];
+      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
+)";
+
 /// attention_grad's row statistics, one online pass over the key tiles:
 /// per row the running max m, the sum of exp l and of exp * dp u, each
 /// thread over its columns (kStatsLoop), then over the row's 16 threads by
@@ -284,12 +293,7 @@ static const char *kStatsLoop =
     }
     for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
       __syncthreads(); // Ks, Vs free (and Qs, Gs staged)
-      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
-      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
-      __syncthreads();
-      float s[$R][$R], dp[$R][$R];
-      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
-#pragma unroll
+$STAGE_SCORES#pragma unroll
       for (int rr = 0; rr < $R; ++rr)
 #pragma unroll
         for (int cc = 0; cc < $R; ++cc) {
@@ -394,6 +398,7 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   second.name = name + "_dkdv";
   auto vars = tiledVars(a, name, op.getCausal(), tile);
   vars.push_back({"VALID", validLengths(op, a)});
+  vars.push_back({"STAGE_SCORES", subst(kStageScores, vars)});
   // The row statistics: from the forward's saved result and log-sum-exp
   // (step.attention_lse), or from a pass over the key tiles.
   if (op.getOut()) {
@@ -467,12 +472,7 @@ $STATS_ROW      if (tx == 0) {
         accq[rr][cc] = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += $TILE) {
       __syncthreads(); // Ks, Vs, Ps free; rowL, rowD written
-      ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
-      ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
-      __syncthreads();
-      float s[$R][$R], dp[$R][$R];
-      ${NAME}_scores(Qs, Gs, Ks, Vs, ty, tx, s, dp);
-#pragma unroll
+$STAGE_SCORES#pragma unroll
       for (int rr = 0; rr < $R; ++rr)
 #pragma unroll
         for (int cc = 0; cc < $R; ++cc) {

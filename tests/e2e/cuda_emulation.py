@@ -44,7 +44,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
-from emu_harness import build_and_run, dump_kernels, fill, rounded  # noqa: E402
+from emu_harness import build_and_run, dump_kernels, rounded  # noqa: E402
 BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
 
 # A model whose attention is not causal, with Tq != Tk and D != Dv; the
