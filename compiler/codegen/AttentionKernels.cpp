@@ -138,6 +138,8 @@ static KernelSource emitAttention(mlir::Operation *op,
                                   const std::string &name) {
   AttentionShape a = attentionShape(op);
   bool causal = causalOf(op);
+  if (auto mma = emitAttentionMma(op, a, causal, name))
+    return *mma;
   if (auto tc = emitAttentionTensorCore(op, a, causal, false, name))
     return *tc;
   int64_t tile = 0, shared = 0;

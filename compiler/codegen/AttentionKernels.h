@@ -100,6 +100,14 @@ KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name);
 KernelSource emitAttentionGradOneBlock(mlir::step::AttentionGradOp op,
                                        const std::string &name);
 
+/// attention or attention_lse on tensor cores with register-level tiles
+/// (mma.sync m16n8k16, AttentionMma.cpp): f16/bf16 with D and Dv multiples
+/// of 16, at most 128; std::nullopt otherwise.
+std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
+                                             const AttentionShape &a,
+                                             bool causal,
+                                             const std::string &name);
+
 /// attention (`grad` false: in0..2 = q, k, v, out0) or attention_grad
 /// (`grad`: in0..3 = q, k, v, g, out0..2 = dq, dk, dv) on tensor cores
 /// (wmma, sm_80+): f16/bf16 with D and Dv multiples of 16; std::nullopt

@@ -161,7 +161,8 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     # emulate (the tiled kernels need their 256). The gradient's grid is at
     # most one block per slice (its statistics array has that many rows).
     grid_a = 3
-    if "threadIdx.x & 15" not in src and "wmma::" not in src:
+    if ("threadIdx.x & 15" not in src and "wmma::" not in src
+            and "stepMma" not in src):
         block, grid_a = "64", min(3, s)
     fixed = 4 if grad else 3
     extra = ins[fixed:]
@@ -171,7 +172,7 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     if has_valid != (lengths[0] is not None):
         sys.exit(f"FAIL {os.path.basename(path)}: valid operand "
                  f"{'present' if has_valid else 'missing'}")
-    tensor_cores = "wmma::mma_sync" in src
+    tensor_cores = "wmma::mma_sync" in src or "stepMma" in src
     if (elem != "float" and d % 16 == 0 and dv % 16 == 0 and max(d, dv) <= 256
             and not tensor_cores):
         sys.exit(f"FAIL {os.path.basename(path)}: a bf16 head of {d}/{dv} "
@@ -285,7 +286,8 @@ def main():
             models.append((os.path.join(d, "model.mlir"),
                            (batch * heads, ctx, ctx, width // heads,
                             width // heads), True, (None,)))
-        for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32)):
+        for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32),
+                      (2, 20, 24, 144, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
             with open(path, "w") as f:
                 f.write(noncausal(*shape))

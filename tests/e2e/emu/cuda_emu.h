@@ -81,6 +81,7 @@ inline __nv_bfloat16 __float2bfloat16(float f) {
   return __nv_bfloat16{uint16_t(u >> 16)};
 }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
 
 // 16-byte vector copies.
 struct uint4 {
@@ -157,6 +158,56 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
   std::memcpy(d.v, out, sizeof out);
 }
 } // namespace nvcuda::wmma
+
+// mma.sync m16n8k16 (AttentionMma.cpp's stepMmaBf16/F16), warp-collective
+// as on the GPU: each lane posts its fragment registers, and after a warp
+// barrier computes its own four results from its warp's posts in the PTX
+// fragment layout (lane 4g + t: A rows g, g + 8 and columns 2t, 2t + 1,
+// + 8; B column g, rows 2t, 2t + 1, + 8; D rows g, g + 8, columns 2t,
+// 2t + 1). Exact where the whole warp calls it together, as the kernels do.
+#define STEP_MMA_DEFINED
+inline unsigned emuMmaA[1024][4], emuMmaB[1024][2];
+inline float emuHalfBits(unsigned h, bool bf16) {
+  if (bf16)
+    return __bfloat162float(__nv_bfloat16{uint16_t(h)});
+  _Float16 f;
+  uint16_t u = uint16_t(h);
+  std::memcpy(&f, &u, 2);
+  return float(f);
+}
+inline void emuMma(float (&d)[4], const unsigned (&a)[4],
+                   const unsigned (&b)[2], bool bf16) {
+  const unsigned t = threadIdx.x, warp0 = t & ~31u, lane = t & 31u;
+  std::memcpy(emuMmaA[t], a, sizeof a);
+  std::memcpy(emuMmaB[t], b, sizeof b);
+  __syncwarp();
+  auto elemA = [&](unsigned m, unsigned k) {
+    unsigned src = warp0 + 4 * (m % 8) + (k % 8) / 2;
+    unsigned reg = (m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
+    return emuHalfBits(emuMmaA[src][reg] >> (16 * (k % 2)), bf16);
+  };
+  auto elemB = [&](unsigned k, unsigned n) {
+    unsigned src = warp0 + 4 * n + (k % 8) / 2;
+    return emuHalfBits(emuMmaB[src][k >= 8 ? 1 : 0] >> (16 * (k % 2)), bf16);
+  };
+  const unsigned g = lane / 4, c = 2 * (lane % 4);
+  for (int r = 0; r < 4; ++r) {
+    const unsigned m = g + (r >= 2 ? 8 : 0), n = c + r % 2;
+    float acc = d[r];
+    for (unsigned k = 0; k < 16; ++k)
+      acc += elemA(m, k) * elemB(k, n);
+    d[r] = acc;
+  }
+  __syncwarp();
+}
+inline void stepMmaBf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                        unsigned a3, unsigned b0, unsigned b1) {
+  emuMma(d, {a0, a1, a2, a3}, {b0, b1}, true);
+}
+inline void stepMmaF16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                       unsigned a3, unsigned b0, unsigned b1) {
+  emuMma(d, {a0, a1, a2, a3}, {b0, b1}, false);
+}
 
 #define __global__
 #define __device__

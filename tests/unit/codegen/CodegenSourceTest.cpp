@@ -475,7 +475,7 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, Q) {
     EXPECT_TRUE(contains(grad->source, "i0 >= lq_ ? 0 :"));
     EXPECT_TRUE(
         contains(grad->source, "const int iEnd = j0 >= lk_ ? 0 : lq_;"));
-    EXPECT_EQ(contains(fwd->source, "wmma::mma_sync"),
+    EXPECT_EQ(contains(fwd->source, "stepMmaBf16(s[nt]"),
               std::string(t) == "bf16");
   }
   // Heads too wide for tiles: a padded row writes zeros and does no work;
@@ -604,9 +604,10 @@ func.func @f(%q: tensor<3x4x1024xf32>, %k: tensor<3x5x1024xf32>,
 }
 
 TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
-  // Widths that are multiples of 16: wmma tile products; the shared
-  // memory holds bf16 Q, K, V (rows padded to 72), P, f32 scores and the
-  // f32 output (rows of 68).
+  // Widths that are multiples of 16, at most 128: mma.sync with the
+  // scores in registers, 4 warps of 16 query rows; the shared memory holds
+  // only the bf16 Q and K tiles (rows padded to 72) and V transposed (64
+  // rows of 72 keys); the heaviest causal tiles first.
   KernelSource ks = firstKernel(
       fn("%q: tensor<2x3x100x64xbf16>, %k: tensor<2x3x100x64xbf16>, "
          "%v: tensor<2x3x100x64xbf16>",
@@ -614,11 +615,38 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
          "tensor<2x3x100x64xbf16>, tensor<2x3x100x64xbf16> -> "
          "tensor<2x3x100x64xbf16>",
          "tensor<2x3x100x64xbf16>"));
-  EXPECT_TRUE(contains(ks.source, "#include <mma.h>"));
-  EXPECT_TRUE(contains(ks.source, "wmma::mma_sync"));
+  EXPECT_TRUE(contains(ks.source, "mma.sync.aligned.m16n8k16.row.col.f32."
+                                  "bf16.bf16.f32"));
+  EXPECT_TRUE(contains(ks.source, "stepMmaBf16(o[n], p0, p1, p2, p3"));
+  EXPECT_FALSE(contains(ks.source, "wmma"));
+  EXPECT_TRUE(
+      contains(ks.source, "const int i0 = (2 - 1 - (int)(w / 6)) * 64;"));
   EXPECT_EQ(ks.gridX, 6 * 2); // two 64-row query tiles per slice
-  EXPECT_EQ(ks.blockX, 256);
-  EXPECT_EQ(ks.sharedBytes, 4 * 64 * 72 * 2 + 2 * 64 * 68 * 4);
+  EXPECT_EQ(ks.blockX, 128);
+  EXPECT_EQ(ks.sharedBytes, 3 * 64 * 72 * 2);
+  EXPECT_TRUE(ks.then.empty());
+  // f16 takes the f16 instruction.
+  KernelSource h = firstKernel(
+      fn("%q: tensor<2x40x32xf16>",
+         "step.attention %q, %q, %q : tensor<2x40x32xf16>, "
+         "tensor<2x40x32xf16>, tensor<2x40x32xf16> -> tensor<2x40x32xf16>",
+         "tensor<2x40x32xf16>"));
+  EXPECT_TRUE(contains(h.source, "stepMmaF16(s[nt]"));
+  EXPECT_TRUE(contains(h.source, "__half_as_ushort(__float2half_rn(lo))"));
+  // A head wider than 128: wmma tile products through shared memory: bf16
+  // Q, K, V (rows padded to 152), P (72), f32 scores and the f32 output
+  // (rows of 148).
+  KernelSource wide = firstKernel(
+      fn("%q: tensor<2x100x144xbf16>",
+         "step.attention %q, %q, %q causal : tensor<2x100x144xbf16>, "
+         "tensor<2x100x144xbf16>, tensor<2x100x144xbf16> -> "
+         "tensor<2x100x144xbf16>",
+         "tensor<2x100x144xbf16>"));
+  EXPECT_TRUE(contains(wide.source, "#include <mma.h>"));
+  EXPECT_TRUE(contains(wide.source, "wmma::mma_sync"));
+  EXPECT_EQ(wide.blockX, 256);
+  EXPECT_EQ(wide.sharedBytes,
+            3 * 64 * 152 * 2 + 64 * 72 * 2 + 2 * 64 * 148 * 4);
   EXPECT_TRUE(ks.then.empty());
   // Its gradient: two launches, both on tensor cores.
   Parsed p = parse(R"(
