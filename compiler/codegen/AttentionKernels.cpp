@@ -379,6 +379,8 @@ GradTiling gradTiling(int64_t d, int64_t dv) {
 static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
                                       const std::string &name) {
   AttentionShape a = attentionShape(op);
+  if (auto mma = emitAttentionMma(op, a, op.getCausal(), name))
+    return *mma;
   if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), true, name))
     return *tc;
   GradTiling t = gradTiling(a.d, a.dv);

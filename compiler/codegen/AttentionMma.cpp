@@ -112,17 +112,94 @@ static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
     for (int c_ = 0; c_ < 8; ++c_)                                           \
       (dst)[(x_ + c_) * (ldd) + y_] = h_[c_];                                \
   }
+// The A fragments of this warp's 16 rows (`rows`: row g of the warp's
+// first, stride ld) over NK k-steps of 16 columns.
+template <int NK>
+static __device__ __forceinline__ void ${NAME}_frags(unsigned (&a)[NK][4],
+                                                     const $T *rows, int ld) {
+  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+#pragma unroll
+  for (int kk = 0; kk < NK; ++kk) {
+    const $T *p = rows + g * ld + kk * 16 + 2 * t4;
+    a[kk][0] = ${NAME}_ld(p);
+    a[kk][1] = ${NAME}_ld(p + 8 * ld);
+    a[kk][2] = ${NAME}_ld(p + 8);
+    a[kk][3] = ${NAME}_ld(p + 8 * ld + 8);
+  }
+}
+// acc (the warp's 16 rows x 64 columns) = A B^T, B the 64 staged rows of
+// Bh (stride ld): scores from the row fragments and a staged tile.
+template <int NK>
+static __device__ __forceinline__ void ${NAME}_abt(float (&acc)[8][4],
+                                                   const unsigned (&a)[NK][4],
+                                                   const $T *Bh, int ld) {
+  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < NK; ++kk) {
+      const $T *p = Bh + (nt * 8 + g) * ld + kk * 16 + 2 * t4;
+      stepMma$MMA(acc[nt], a[kk][0], a[kk][1], a[kk][2], a[kk][3],
+                  ${NAME}_ld(p), ${NAME}_ld(p + 8));
+    }
+  }
+}
+// acc (16 rows x N8 * 8 columns) += X B, X the 16 x 64 tile in the
+// accumulators x (rounded to the element type: the accumulators of
+// n-tiles 2kk and 2kk + 1 are the A fragment of k-step kk), B staged
+// transposed in Bt (N8 * 8 rows of 64 + 8).
+template <int N8>
+static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
+                                                  const float (&x)[8][4],
+                                                  const $T *Bt) {
+  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const unsigned p0 = ${NAME}_pack(x[2 * kk][0], x[2 * kk][1]);
+    const unsigned p1 = ${NAME}_pack(x[2 * kk][2], x[2 * kk][3]);
+    const unsigned p2 = ${NAME}_pack(x[2 * kk + 1][0], x[2 * kk + 1][1]);
+    const unsigned p3 = ${NAME}_pack(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+#pragma unroll
+    for (int n = 0; n < N8; ++n) {
+      const $T *p = Bt + (n * 8 + g) * 72 + kk * 16 + 2 * t4;
+      stepMma$MMA(acc[n], p0, p1, p2, p3, ${NAME}_ld(p), ${NAME}_ld(p + 8));
+    }
+  }
+}
+// The accumulator rows r0 and r1 = r0 + 8 (scaled by s0, s1) into rows of
+// `width` elements at out, where they are below `rows`.
+template <int N8>
+static __device__ __forceinline__ void ${NAME}_store(const float (&acc)[N8][4],
+                                                     $T *out, int width,
+                                                     int r0, int rows,
+                                                     float s0, float s1) {
+  const int t4 = threadIdx.x & 3;
+#pragma unroll
+  for (int n = 0; n < N8; ++n) {
+    const int c = n * 8 + 2 * t4;
+    if (r0 < rows)
+      *reinterpret_cast<unsigned *>(out + (long long)r0 * width + c) =
+          ${NAME}_pack(acc[n][0] * s0, acc[n][1] * s0);
+    if (r0 + 8 < rows)
+      *reinterpret_cast<unsigned *>(out + (long long)(r0 + 8) * width + c) =
+          ${NAME}_pack(acc[n][2] * s1, acc[n][3] * s1);
+  }
+}
 )";
 
-static const char *kForward =
-    R"(  extern __shared__ __align__(128) float smem[];
+// Every kernel's start: the shared-memory base, this thread's place in its
+// warp's fragments, the valid lengths.
+static const char *kViews = R"(  extern __shared__ __align__(128) float smem[];
   unsigned char *base_ = reinterpret_cast<unsigned char *>(smem);
-  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
-  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
-  $T *Vt = reinterpret_cast<$T *>(base_ + $OV);
   const int warp = threadIdx.x >> 5, g = (threadIdx.x >> 2) & 7,
             t4 = threadIdx.x & 3;
-$VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+$VALID)";
+
+static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
+  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
+  $T *Vt = reinterpret_cast<$T *>(base_ + $OT);
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     // Query tiles in decreasing order across the grid: under a causal mask
     // the last see the most keys.
@@ -135,14 +212,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
     ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
     __syncthreads();
     unsigned qa[$ND][4];
-#pragma unroll
-    for (int kk = 0; kk < $ND; ++kk) {
-      const $T *p = Qh + (warp * 16 + g) * $LDT + kk * 16 + 2 * t4;
-      qa[kk][0] = ${NAME}_ld(p);
-      qa[kk][1] = ${NAME}_ld(p + 8 * $LDT);
-      qa[kk][2] = ${NAME}_ld(p + 8);
-      qa[kk][3] = ${NAME}_ld(p + 8 * $LDT + 8);
-    }
+    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
     float o[$NV8][4];
 #pragma unroll
     for (int n = 0; n < $NV8; ++n)
@@ -159,16 +229,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
       ${NAME}_TCOPY(Vt, 72, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
       __syncthreads();
       float s[8][4];
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < $ND; ++kk) {
-          const $T *p = Kh + (nt * 8 + g) * $LDT + kk * 16 + 2 * t4;
-          stepMma$MMA(s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3],
-                      ${NAME}_ld(p), ${NAME}_ld(p + 8));
-        }
-      }
+      ${NAME}_abt<$ND>(s, qa, Kh, $LDT);
       float x0 = $NEGINF, x1 = $NEGINF;
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
@@ -214,20 +275,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
         o[n][2] *= a1;
         o[n][3] *= a1;
       }
-      // O += P V: the accumulators of key n-tiles 2kk and 2kk + 1 are the
-      // A fragment of k-step kk.
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const unsigned p0 = ${NAME}_pack(s[2 * kk][0], s[2 * kk][1]);
-        const unsigned p1 = ${NAME}_pack(s[2 * kk][2], s[2 * kk][3]);
-        const unsigned p2 = ${NAME}_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        const unsigned p3 = ${NAME}_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-        for (int n = 0; n < $NV8; ++n) {
-          const $T *p = Vt + (n * 8 + g) * 72 + kk * 16 + 2 * t4;
-          stepMma$MMA(o[n], p0, p1, p2, p3, ${NAME}_ld(p), ${NAME}_ld(p + 8));
-        }
-      }
+      ${NAME}_ab<$NV8>(o, s, Vt); // O += P V
     }
 #pragma unroll
     for (int o_ = 1; o_ < 4; o_ <<= 1) {
@@ -235,21 +283,172 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
       l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
     }
     const bool ok0 = r0 < lq_ && l0 > 0.0f, ok1 = r1 < lq_ && l1 > 0.0f;
-$LSESTORE    const float inv0 = ok0 ? 1.0f / l0 : 0.0f, inv1 = ok1 ? 1.0f / l1 : 0.0f;
+$LSESTORE    ${NAME}_store<$NV8>(o, out0 + b * $TQ * $DV, $DV, r0, $TQ,
+                        ok0 ? 1.0f / l0 : 0.0f, ok1 ? 1.0f / l1 : 0.0f);
+  }
+}
+)";
+
+// attention_grad from the forward's saved result and log-sum-exp, launch 1:
+// per query tile the rows' statistics (lse as saved, dd = rowsum(g * out)
+// = rowsum(P * dP)) into the module-scope array, then dq += dS K over the
+// key tiles, dS = P * (dP - dd) * scale with P = exp(S * scale - lse).
+static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
+  $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
+  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
+  $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
+  $T *Kt = reinterpret_cast<$T *>(base_ + $OT);
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w % $SLICES;
+    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
+    const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
+    const $T *out = $OUTIN + b * $TQ * $DV;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_COPY(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    __syncthreads();
+    unsigned qa[$ND][4], ga[$NV][4];
+    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
+    ${NAME}_frags<$NV>(ga, Gh + warp * 16 * $LDV, $LDV);
+    float d0 = 0.0f, d1 = 0.0f;
+    for (int x = t4; x < $DV; x += 4) {
+      const $T *gh = Gh + (warp * 16 + g) * $LDV + x;
+      if (r0 < lq_)
+        d0 += $TOF(gh[0]) * $TOF(out[(long long)r0 * $DV + x]);
+      if (r1 < lq_)
+        d1 += $TOF(gh[8 * $LDV]) * $TOF(out[(long long)r1 * $DV + x]);
+    }
 #pragma unroll
-    for (int n = 0; n < $NV8; ++n) {
-      const int c = n * 8 + 2 * t4;
+    for (int o_ = 1; o_ < 4; o_ <<= 1) {
+      d0 += __shfl_xor_sync(0xffffffffu, d0, o_);
+      d1 += __shfl_xor_sync(0xffffffffu, d1, o_);
+    }
+    const float e0 = r0 < lq_ ? $LSEIN[b * $TQ + r0] : 0.0f;
+    const float e1 = r1 < lq_ ? $LSEIN[b * $TQ + r1] : 0.0f;
+    if (t4 == 0) {
       if (r0 < $TQ) {
-        $T *dst = out0 + (b * $TQ + r0) * $DV + c;
-        *reinterpret_cast<unsigned *>(dst) =
-            ${NAME}_pack(o[n][0] * inv0, o[n][1] * inv0);
+        ${NAME}_stats[(b * $TQ + r0) * 2] = e0;
+        ${NAME}_stats[(b * $TQ + r0) * 2 + 1] = d0;
       }
       if (r1 < $TQ) {
-        $T *dst = out0 + (b * $TQ + r1) * $DV + c;
-        *reinterpret_cast<unsigned *>(dst) =
-            ${NAME}_pack(o[n][2] * inv1, o[n][3] * inv1);
+        ${NAME}_stats[(b * $TQ + r1) * 2] = e1;
+        ${NAME}_stats[(b * $TQ + r1) * 2 + 1] = d1;
       }
     }
+    float dq[$ND8][4];
+#pragma unroll
+    for (int n = 0; n < $ND8; ++n)
+      dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
+    for (int j0 = 0; j0 < kEnd; j0 += 64) {
+      __syncthreads(); // Kh, Vh, Kt free
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+      ${NAME}_TCOPY(Kt, 72, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+      __syncthreads();
+      float s[8][4], dp[8][4];
+      ${NAME}_abt<$ND>(s, qa, Kh, $LDT);  // S = Q K^T
+      ${NAME}_abt<$NV>(dp, ga, Vh, $LDV); // dP = G V^T
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int j = j0 + nt * 8 + 2 * t4 + e;
+          const bool key = j < lk_;
+          const float p0 = key && r0 < lq_ && !($CAUSAL && j > r0)
+                               ? expf(s[nt][e] * $SCALE - e0)
+                               : 0.0f;
+          const float p1 = key && r1 < lq_ && !($CAUSAL && j > r1)
+                               ? expf(s[nt][2 + e] * $SCALE - e1)
+                               : 0.0f;
+          s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
+          s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
+        }
+      ${NAME}_ab<$ND8>(dq, s, Kt); // dq += dS K
+    }
+    ${NAME}_store<$ND8>(dq, out0 + b * $TQ * $D, $D, r0, $TQ, 1.0f, 1.0f);
+  }
+}
+)";
+
+// Launch 2: per key tile (4 warps of 16 keys, the keys' K and V rows as A
+// fragments) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
+// P^T and dS^T with the queries' statistics of launch 1, then
+// dv += P^T G and dk += dS^T Q (Q and G staged transposed too).
+static const char *kGradDkDv =
+    R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
+  $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
+  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
+  $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
+  $T *Qt = reinterpret_cast<$T *>(base_ + $OT);
+  $T *Gt = reinterpret_cast<$T *>(base_ + $OGT);
+  float *rowL = reinterpret_cast<float *>(base_ + $OROW), *rowD = rowL + 64;
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
+       w += gridDim.x) {
+    // Key tiles in increasing order across the grid: under a causal mask
+    // the first are seen by the most queries.
+    const long long b = w % $SLICES;
+    const int j0 = (int)(w / $SLICES) * 64;
+    const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
+    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
+    const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+    __syncthreads();
+    unsigned ka[$ND][4], va[$NV][4];
+    ${NAME}_frags<$ND>(ka, Kh + warp * 16 * $LDT, $LDT);
+    ${NAME}_frags<$NV>(va, Vh + warp * 16 * $LDV, $LDV);
+    float dk[$ND8][4], dv[$NV8][4];
+#pragma unroll
+    for (int n = 0; n < $ND8; ++n)
+      dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
+#pragma unroll
+    for (int n = 0; n < $NV8; ++n)
+      dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
+    // A key tile past the valid keys sees no query (its rows are 0).
+    const int iEnd = j0 >= lk_ ? 0 : lq_;
+    for (int i0 = $CAUSAL ? j0 : 0; i0 < iEnd; i0 += 64) {
+      __syncthreads(); // Qh, Gh, Qt, Gt, rows free
+      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+      ${NAME}_COPY(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+      ${NAME}_TCOPY(Qt, 72, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+      ${NAME}_TCOPY(Gt, 72, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+      if (threadIdx.x < 64) {
+        const bool in = i0 + (int)threadIdx.x < lq_;
+        const long long r = (b * $TQ + i0 + threadIdx.x) * 2;
+        rowL[threadIdx.x] = in ? ${NAME}_stats[r] : 0.0f;
+        rowD[threadIdx.x] = in ? ${NAME}_stats[r + 1] : 0.0f;
+      }
+      __syncthreads();
+      float s[8][4], dp[8][4];
+      ${NAME}_abt<$ND>(s, ka, Qh, $LDT);  // S^T = K Q^T
+      ${NAME}_abt<$NV>(dp, va, Gh, $LDV); // dP^T = V G^T
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
+          const bool query = i < lq_;
+          const float p0 = query && c0 < lk_ && !($CAUSAL && c0 > i)
+                               ? expf(s[nt][e] * $SCALE - rowL[x])
+                               : 0.0f;
+          const float p1 = query && c1 < lk_ && !($CAUSAL && c1 > i)
+                               ? expf(s[nt][2 + e] * $SCALE - rowL[x])
+                               : 0.0f;
+          s[nt][e] = p0;
+          s[nt][2 + e] = p1;
+          dp[nt][e] = p0 * (dp[nt][e] - rowD[x]) * $SCALE;
+          dp[nt][2 + e] = p1 * (dp[nt][2 + e] - rowD[x]) * $SCALE;
+        }
+      ${NAME}_ab<$NV8>(dv, s, Gt);  // dv += P^T G
+      ${NAME}_ab<$ND8>(dk, dp, Qt); // dk += dS^T Q
+    }
+    ${NAME}_store<$ND8>(dk, out1 + b * $TK * $D, $D, c0, $TK, 1.0f, 1.0f);
+    ${NAME}_store<$NV8>(dv, out2 + b * $TK * $DV, $DV, c0, $TK, 1.0f, 1.0f);
   }
 }
 )";
@@ -258,26 +457,45 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
                                              const AttentionShape &a,
                                              bool causal,
                                              const std::string &name) {
+  auto gradOp = mlir::dyn_cast<mlir::step::AttentionGradOp>(op);
+  // The gradient only from the forward's saved statistics (the wmma
+  // kernels of AttentionTensorCore.cpp make their own pass), and for heads
+  // with D + Dv <= 160: launch 2 holds K and V fragments, S^T, dP^T, dk and
+  // dv in registers (208 a thread at 64/64 on sm_90; 96/96 spills).
   if ((a.e != Elem::BF16 && a.e != Elem::F16) || a.d % 16 || a.dv % 16 ||
-      a.d == 0 || a.dv == 0 || a.d > 128 || a.dv > 128)
+      a.d == 0 || a.dv == 0 || a.d > 128 || a.dv > 128 ||
+      (gradOp && (!gradOp.getOut() || a.d + a.dv > 160 ||
+                  a.slices * a.tq * 8 > (int64_t(1) << 28))))
     return std::nullopt;
   constexpr int64_t tile = 64;
-  int64_t ldt = a.d + 8;
+  int64_t ldt = a.d + 8, ldv = a.dv + 8;
+  // Staged rows of Q, G, K, V; one transposed tile (the forward's V^T,
+  // launch 1's K^T, launch 2's Q^T); launch 2's G^T and the queries'
+  // statistics. The forward and launch 1 stop before what they do not use.
   Regions r;
-  int64_t oQ = r.add(tile * ldt * 2), oK = r.add(tile * ldt * 2);
-  int64_t oV = r.add(a.dv * (tile + 8) * 2);
-  int64_t qTiles = (a.tq + tile - 1) / tile;
+  int64_t oQ = r.add(tile * ldt * 2), oG = gradOp ? r.add(tile * ldv * 2) : 0;
+  int64_t oK = r.add(tile * ldt * 2), oV = gradOp ? r.add(tile * ldv * 2) : 0;
+  int64_t oT = r.add((gradOp ? a.d : a.dv) * (tile + 8) * 2);
+  int64_t firstBytes = r.bytes;
+  int64_t oGt = r.add(a.dv * (tile + 8) * 2), oRow = r.add(2 * tile * 4);
+  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
+  auto grid = [](int64_t items) {
+    return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
+  };
 
   KernelSource ks;
   ks.name = name;
   ks.blockX = 128;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
-  ks.sharedBytes = r.bytes;
+  ks.gridX = grid(a.slices * qTiles);
+  ks.sharedBytes = firstBytes;
+  if (gradOp)
+    ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   auto s = [](int64_t v) { return std::to_string(v); };
   std::string tq = s(a.tq);
+  auto n = static_cast<int64_t>(op->getNumOperands());
   bool withLse = mlir::isa<mlir::step::AttentionLseOp>(op);
   std::vector<std::pair<std::string, std::string>> vars = {
       {"NAME", name},
@@ -286,18 +504,30 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
       {"BITS", a.e == Elem::BF16 ? "__bfloat16_as_ushort" : "__half_as_ushort"},
       {"LO", fromF(a.e, "lo")},
       {"HI", fromF(a.e, "hi")},
+      {"TOF", a.e == Elem::BF16 ? "__bfloat162float" : "__half2float"},
       {"D", s(a.d)},
       {"DV", s(a.dv)},
       {"ND", s(a.d / 16)},
+      {"NV", s(a.dv / 16)},
+      {"ND8", s(a.d / 8)},
       {"NV8", s(a.dv / 8)},
       {"LDT", s(ldt)},
+      {"LDV", s(ldv)},
       {"TQ", tq},
       {"TK", s(a.tk)},
       {"SLICES", s(a.slices)},
       {"QTILES", s(qTiles)},
+      {"KTILES", s(kTiles)},
       {"OQ", s(oQ)},
+      {"OG", s(oG)},
       {"OK", s(oK)},
       {"OV", s(oV)},
+      {"OT", s(oT)},
+      {"OGT", s(oGt)},
+      {"OROW", s(oRow)},
+      {"STATS", s(std::max<int64_t>(a.slices * a.tq * 2, 1))},
+      {"OUTIN", "in" + s(n - 2)},
+      {"LSEIN", "in" + s(n - 1)},
       {"CAUSAL", causal ? "true" : "false"},
       {"SCALE", litF(a.scale)},
       {"NEGINF", litF(-INFINITY)},
@@ -310,8 +540,19 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
                                  " + r1] = ok1 ? m1 + logf(l1) : 0.0f;\n    }\n"
                            : ""},
       {"VALID", validLengths(op, a)}};
-  ks.source = prelude(needs) + subst(kMmaHelpers, vars) +
-              signature(ks, params) + " {\n" + subst(kForward, vars);
+  std::string src = prelude(needs) + subst(kMmaHelpers, vars);
+  std::string views = subst(kViews, vars);
+  if (!gradOp) {
+    ks.source =
+        src + signature(ks, params) + " {\n" + views + subst(kForward, vars);
+    return ks;
+  }
+  KernelSource second = ks;
+  second.name = name + "_dkdv";
+  ks.source = src + subst("__device__ float ${NAME}_stats[$STATS];\n", vars) +
+              signature(ks, params) + " {\n" + views + subst(kGradDq, vars) +
+              signature(second, params) + " {\n" + views +
+              subst(kGradDkDv, vars);
   return ks;
 }
 

@@ -475,7 +475,7 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, Q) {
     EXPECT_TRUE(contains(grad->source, "i0 >= lq_ ? 0 :"));
     EXPECT_TRUE(
         contains(grad->source, "const int iEnd = j0 >= lk_ ? 0 : lq_;"));
-    EXPECT_EQ(contains(fwd->source, "stepMmaBf16(s[nt]"),
+    EXPECT_EQ(contains(fwd->source, "af_abt<1>(s, qa, Kh, 24);"),
               std::string(t) == "bf16");
   }
   // Heads too wide for tiles: a padded row writes zeros and does no work;
@@ -529,11 +529,32 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, tensor<2x70xf32>, Q) {
     EXPECT_EQ(grad->params, (Params{"in0", "in1", "in2", "in3", "in4", "in5",
                                     "in6", "out0", "out1", "out2"}));
     EXPECT_TRUE(contains(grad->source, "const float *__restrict__ in6"));
-    EXPECT_TRUE(contains(
-        grad->source, "const float lse = i < lq_ ? in6[b * 70 + i] : 0.0f;"));
+    bool bf16 = std::string(t) == "bf16";
+    // f32: the CUDA-core kernels; bf16: mma.sync with the tiles in
+    // registers (the recomputing gradient stays on wmma).
+    EXPECT_TRUE(contains(grad->source,
+                         bf16 ? "const float e0 = r0 < lq_ ? in6[b * 70 + r0] "
+                                ": 0.0f;"
+                              : "const float lse = i < lq_ ? in6[b * 70 + i] "
+                                ": 0.0f;"));
     EXPECT_FALSE(contains(grad->source, "maxNaN(m")); // no online statistics
     EXPECT_TRUE(contains(plain->source, "maxNaN(m"));
+    EXPECT_EQ(contains(plain->source, "wmma::mma_sync"), bf16);
     ASSERT_EQ(grad->then.size(), 1u);
+    if (!bf16)
+      continue;
+    EXPECT_TRUE(contains(grad->source, "ag_ab<2>(dq, s, Kt); // dq += dS K"));
+    EXPECT_TRUE(contains(grad->source, "ag_ab<2>(dv, s, Gt);  // dv += P^T G"));
+    EXPECT_TRUE(contains(grad->source, "void __launch_bounds__(128) ag_dkdv("));
+    EXPECT_EQ(grad->blockX, 128);
+    EXPECT_EQ(grad->then[0].blockX, 128);
+    EXPECT_EQ(grad->gridX, 2 * 2);
+    EXPECT_EQ(grad->then[0].gridX, 2 * 2);
+    // Q, G, K, V staged (rows of 24), K^T (16 rows of 72); then G^T and
+    // the 64 queries' two statistics.
+    EXPECT_EQ(grad->sharedBytes, 4 * 64 * 24 * 2 + 16 * 72 * 2);
+    EXPECT_EQ(grad->then[0].sharedBytes,
+              4 * 64 * 24 * 2 + 2 * 16 * 72 * 2 + 2 * 64 * 4);
   }
 }
 
@@ -617,7 +638,7 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
          "tensor<2x3x100x64xbf16>"));
   EXPECT_TRUE(contains(ks.source, "mma.sync.aligned.m16n8k16.row.col.f32."
                                   "bf16.bf16.f32"));
-  EXPECT_TRUE(contains(ks.source, "stepMmaBf16(o[n], p0, p1, p2, p3"));
+  EXPECT_TRUE(contains(ks.source, "_ab<8>(o, s, Vt); // O += P V"));
   EXPECT_FALSE(contains(ks.source, "wmma"));
   EXPECT_TRUE(
       contains(ks.source, "const int i0 = (2 - 1 - (int)(w / 6)) * 64;"));
@@ -631,7 +652,7 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
          "step.attention %q, %q, %q : tensor<2x40x32xf16>, "
          "tensor<2x40x32xf16>, tensor<2x40x32xf16> -> tensor<2x40x32xf16>",
          "tensor<2x40x32xf16>"));
-  EXPECT_TRUE(contains(h.source, "stepMmaF16(s[nt]"));
+  EXPECT_TRUE(contains(h.source, "stepMmaF16(acc[nt]"));
   EXPECT_TRUE(contains(h.source, "__half_as_ushort(__float2half_rn(lo))"));
   // A head wider than 128: wmma tile products through shared memory: bf16
   // Q, K, V (rows padded to 152), P (72), f32 scores and the f32 output
