@@ -78,6 +78,19 @@ static __device__ __forceinline__ void stepMmaF16(float (&d)[4], unsigned a0,
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// 16 bytes from global to shared memory without holding registers
+// (cp.async, sm_80+), and the wait for all of this thread's copies.
+static __device__ __forceinline__ void stepCpAsync16(void *dst,
+                                                     const void *src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
+               "l"(src)
+               : "memory");
+}
+static __device__ __forceinline__ void stepCpAsyncWait() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::
+                   : "memory");
+}
 #endif
 // Two adjacent elements of a staged row (the lower column in the low half).
 static __device__ __forceinline__ unsigned ${NAME}_ld(const $T *p) {
@@ -87,30 +100,25 @@ static __device__ __forceinline__ unsigned ${NAME}_ld(const $T *p) {
 static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
   return (unsigned)$BITS($LO) | (unsigned)$BITS($HI) << 16;
 }
+// Two elements of a staged column: p[0] and p[stride] (the first in the
+// low half): a B fragment register of a row-major tile.
+static __device__ __forceinline__ unsigned ${NAME}_ld2(const $T *p,
+                                                       int stride) {
+  return (unsigned)$BITS(p[0]) | (unsigned)$BITS(p[stride]) << 16;
+}
 // `rows` rows of `width` elements from global src into shared dst (row
-// stride ldd), 16 bytes a copy, zeros past `limit` rows; ${NAME}_TCOPY
-// stores them transposed (dst[x * ldd + y]).
-#define ${NAME}_COPY(dst, ldd, src, width, rows, limit)                      \
+// stride ldd), 16-byte asynchronous copies (stepCpAsyncWait completes
+// them), zeros past `limit` rows.
+#define ${NAME}_ASYNC(dst, ldd, src, width, rows, limit)                     \
   for (int e_ = threadIdx.x; e_ < (rows) * ((width) / 8);                    \
        e_ += blockDim.x) {                                                   \
     const int y_ = e_ / ((width) / 8), x_ = (e_ - y_ * ((width) / 8)) * 8;   \
-    uint4 w_ = make_uint4(0u, 0u, 0u, 0u);                                   \
     if (y_ < (limit))                                                        \
-      w_ = *reinterpret_cast<const uint4 *>((src) +                          \
-                                            (long long)y_ * (width) + x_);   \
-    *reinterpret_cast<uint4 *>((dst) + y_ * (ldd) + x_) = w_;                \
-  }
-#define ${NAME}_TCOPY(dst, ldd, src, width, rows, limit)                     \
-  for (int e_ = threadIdx.x; e_ < (rows) * ((width) / 8);                    \
-       e_ += blockDim.x) {                                                   \
-    const int y_ = e_ / ((width) / 8), x_ = (e_ - y_ * ((width) / 8)) * 8;   \
-    uint4 w_ = make_uint4(0u, 0u, 0u, 0u);                                   \
-    if (y_ < (limit))                                                        \
-      w_ = *reinterpret_cast<const uint4 *>((src) +                          \
-                                            (long long)y_ * (width) + x_);   \
-    const $T *h_ = reinterpret_cast<const $T *>(&w_);                        \
-    for (int c_ = 0; c_ < 8; ++c_)                                           \
-      (dst)[(x_ + c_) * (ldd) + y_] = h_[c_];                                \
+      stepCpAsync16((dst) + y_ * (ldd) + x_,                                 \
+                    (src) + (long long)y_ * (width) + x_);                   \
+    else                                                                     \
+      *reinterpret_cast<uint4 *>((dst) + y_ * (ldd) + x_) =                  \
+          make_uint4(0u, 0u, 0u, 0u);                                        \
   }
 // The A fragments of this warp's 16 rows (`rows`: row g of the warp's
 // first, stride ld) over NK k-steps of 16 columns.
@@ -147,12 +155,12 @@ static __device__ __forceinline__ void ${NAME}_abt(float (&acc)[8][4],
 }
 // acc (16 rows x N8 * 8 columns) += X B, X the 16 x 64 tile in the
 // accumulators x (rounded to the element type: the accumulators of
-// n-tiles 2kk and 2kk + 1 are the A fragment of k-step kk), B staged
-// transposed in Bt (N8 * 8 rows of 64 + 8).
+// n-tiles 2kk and 2kk + 1 are the A fragment of k-step kk), B the 64
+// staged rows of Bh (stride ld), read down its columns.
 template <int N8>
 static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
                                                   const float (&x)[8][4],
-                                                  const $T *Bt) {
+                                                  const $T *Bh, int ld) {
   const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
@@ -162,8 +170,9 @@ static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
     const unsigned p3 = ${NAME}_pack(x[2 * kk + 1][2], x[2 * kk + 1][3]);
 #pragma unroll
     for (int n = 0; n < N8; ++n) {
-      const $T *p = Bt + (n * 8 + g) * 72 + kk * 16 + 2 * t4;
-      stepMma$MMA(acc[n], p0, p1, p2, p3, ${NAME}_ld(p), ${NAME}_ld(p + 8));
+      const $T *p = Bh + (kk * 16 + 2 * t4) * ld + n * 8 + g;
+      stepMma$MMA(acc[n], p0, p1, p2, p3, ${NAME}_ld2(p, ld),
+                  ${NAME}_ld2(p + 8 * ld, ld));
     }
   }
 }
@@ -196,9 +205,11 @@ static const char *kViews = R"(  extern __shared__ __align__(128) float smem[];
             t4 = threadIdx.x & 3;
 $VALID)";
 
+// The forward. Scores are kept in the log2 domain (scaled by scale *
+// log2(e)), so every exponential is one exp2f.
 static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
-  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
-  $T *Vt = reinterpret_cast<$T *>(base_ + $OT);
+  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
+  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
   for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     // Query tiles in decreasing order across the grid: under a causal mask
@@ -208,8 +219,16 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
     const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV;
+    // Causal (top-left): key j is visible to query i iff j <= i; a tile
+    // past the valid rows reads no key.
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    if (kEnd > 0) {
+      ${NAME}_ASYNC(Kb, $LDT, k, $D, 64, lk_)
+      ${NAME}_ASYNC(Vb, $LDV, v, $DV, 64, lk_)
+    }
+    stepCpAsyncWait();
     __syncthreads();
     unsigned qa[$ND][4];
     ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
@@ -220,14 +239,14 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
     // Per row: the running max (the same in the row's 4 threads) and this
     // thread's share of the sum of exp.
     float m0 = $NEGINF, m1 = $NEGINF, l0 = 0.0f, l1 = 0.0f;
-    // Causal (top-left): key j is visible to query i iff j <= i; a tile
-    // past the valid rows reads no key.
-    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
-    for (int j0 = 0; j0 < kEnd; j0 += 64) {
-      __syncthreads(); // Kh, Vt free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      ${NAME}_TCOPY(Vt, 72, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
-      __syncthreads();
+    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
+      const $T *Kh = Kb + buf * 64 * $LDT, *Vh = Vb + buf * 64 * $LDV;
+      if (j0 + 64 < kEnd) { // the next key tile, while this one is used
+        ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
+                      k + (long long)(j0 + 64) * $D, $D, 64, lk_ - j0 - 64)
+        ${NAME}_ASYNC(Vb + (buf ^ 1) * 64 * $LDV, $LDV,
+                      v + (long long)(j0 + 64) * $DV, $DV, 64, lk_ - j0 - 64)
+      }
       float s[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);
       float x0 = $NEGINF, x1 = $NEGINF;
@@ -238,10 +257,10 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
           const int j = j0 + nt * 8 + 2 * t4 + e;
           const bool key = j < lk_;
           s[nt][e] = key && r0 < lq_ && !($CAUSAL && j > r0)
-                         ? s[nt][e] * $SCALE
+                         ? s[nt][e] * $SCALE2
                          : $NEGINF;
           s[nt][2 + e] = key && r1 < lq_ && !($CAUSAL && j > r1)
-                             ? s[nt][2 + e] * $SCALE
+                             ? s[nt][2 + e] * $SCALE2
                              : $NEGINF;
           x0 = maxNaN(x0, s[nt][e]);
           x1 = maxNaN(x1, s[nt][2 + e]);
@@ -252,8 +271,8 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
         x1 = maxNaN(x1, __shfl_xor_sync(0xffffffffu, x1, o_));
       }
       const float n0 = maxNaN(m0, x0), n1 = maxNaN(m1, x1);
-      const float a0 = m0 == $NEGINF ? 0.0f : expf(m0 - n0);
-      const float a1 = m1 == $NEGINF ? 0.0f : expf(m1 - n1);
+      const float a0 = m0 == $NEGINF ? 0.0f : exp2f(m0 - n0);
+      const float a1 = m1 == $NEGINF ? 0.0f : exp2f(m1 - n1);
       m0 = n0;
       m1 = n1;
       l0 *= a0;
@@ -262,9 +281,9 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          s[nt][e] = s[nt][e] == $NEGINF ? 0.0f : expf(s[nt][e] - n0);
+          s[nt][e] = s[nt][e] == $NEGINF ? 0.0f : exp2f(s[nt][e] - n0);
           s[nt][2 + e] =
-              s[nt][2 + e] == $NEGINF ? 0.0f : expf(s[nt][2 + e] - n1);
+              s[nt][2 + e] == $NEGINF ? 0.0f : exp2f(s[nt][2 + e] - n1);
           l0 += s[nt][e];
           l1 += s[nt][2 + e];
         }
@@ -275,7 +294,9 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
         o[n][2] *= a1;
         o[n][3] *= a1;
       }
-      ${NAME}_ab<$NV8>(o, s, Vt); // O += P V
+      ${NAME}_ab<$NV8>(o, s, Vh, $LDV); // O += P V
+      stepCpAsyncWait();
+      __syncthreads(); // the next tile staged; this one free
     }
 #pragma unroll
     for (int o_ = 1; o_ < 4; o_ <<= 1) {
@@ -295,9 +316,8 @@ $LSESTORE    ${NAME}_store<$NV8>(o, out0 + b * $TQ * $DV, $DV, r0, $TQ,
 // key tiles, dS = P * (dP - dd) * scale with P = exp(S * scale - lse).
 static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
-  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
-  $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
-  $T *Kt = reinterpret_cast<$T *>(base_ + $OT);
+  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
+  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
   for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w % $SLICES;
@@ -306,9 +326,15 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
     const $T *out = $OUTIN + b * $TQ * $DV;
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-    ${NAME}_COPY(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    if (kEnd > 0) {
+      ${NAME}_ASYNC(Kb, $LDT, k, $D, 64, lk_)
+      ${NAME}_ASYNC(Vb, $LDV, v, $DV, 64, lk_)
+    }
+    stepCpAsyncWait();
     __syncthreads();
     unsigned qa[$ND][4], ga[$NV][4];
     ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
@@ -338,17 +364,19 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
         ${NAME}_stats[(b * $TQ + r1) * 2 + 1] = d1;
       }
     }
+    const float f0 = e0 * $LOG2E, f1 = e1 * $LOG2E; // lse in the log2 domain
     float dq[$ND8][4];
 #pragma unroll
     for (int n = 0; n < $ND8; ++n)
       dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
-    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
-    for (int j0 = 0; j0 < kEnd; j0 += 64) {
-      __syncthreads(); // Kh, Vh, Kt free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
-      ${NAME}_TCOPY(Kt, 72, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      __syncthreads();
+    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
+      const $T *Kh = Kb + buf * 64 * $LDT, *Vh = Vb + buf * 64 * $LDV;
+      if (j0 + 64 < kEnd) { // the next key tile, while this one is used
+        ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
+                      k + (long long)(j0 + 64) * $D, $D, 64, lk_ - j0 - 64)
+        ${NAME}_ASYNC(Vb + (buf ^ 1) * 64 * $LDV, $LDV,
+                      v + (long long)(j0 + 64) * $DV, $DV, 64, lk_ - j0 - 64)
+      }
       float s[8][4], dp[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);  // S = Q K^T
       ${NAME}_abt<$NV>(dp, ga, Vh, $LDV); // dP = G V^T
@@ -359,15 +387,17 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
           const int j = j0 + nt * 8 + 2 * t4 + e;
           const bool key = j < lk_;
           const float p0 = key && r0 < lq_ && !($CAUSAL && j > r0)
-                               ? expf(s[nt][e] * $SCALE - e0)
+                               ? exp2f(s[nt][e] * $SCALE2 - f0)
                                : 0.0f;
           const float p1 = key && r1 < lq_ && !($CAUSAL && j > r1)
-                               ? expf(s[nt][2 + e] * $SCALE - e1)
+                               ? exp2f(s[nt][2 + e] * $SCALE2 - f1)
                                : 0.0f;
           s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
           s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
         }
-      ${NAME}_ab<$ND8>(dq, s, Kt); // dq += dS K
+      ${NAME}_ab<$ND8>(dq, s, Kh, $LDT); // dq += dS K
+      stepCpAsyncWait();
+      __syncthreads(); // the next tile staged; this one free
     }
     ${NAME}_store<$ND8>(dq, out0 + b * $TQ * $D, $D, r0, $TQ, 1.0f, 1.0f);
   }
@@ -376,16 +406,14 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
 
 // Launch 2: per key tile (4 warps of 16 keys, the keys' K and V rows as A
 // fragments) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
-// P^T and dS^T with the queries' statistics of launch 1, then
-// dv += P^T G and dk += dS^T Q (Q and G staged transposed too).
+// P^T and dS^T with the queries' statistics of launch 1 (staged with
+// their tile), then dv += P^T G and dk += dS^T Q.
 static const char *kGradDkDv =
-    R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
-  $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
-  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
+    R"(  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
   $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
-  $T *Qt = reinterpret_cast<$T *>(base_ + $OT);
-  $T *Gt = reinterpret_cast<$T *>(base_ + $OGT);
-  float *rowL = reinterpret_cast<float *>(base_ + $OROW), *rowD = rowL + 64;
+  $T *Qb = reinterpret_cast<$T *>(base_ + $OQ); // two buffers each
+  $T *Gb = reinterpret_cast<$T *>(base_ + $OG);
+  float *Rb = reinterpret_cast<float *>(base_ + $OROW);
   for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
        w += gridDim.x) {
     // Key tiles in increasing order across the grid: under a causal mask
@@ -395,9 +423,19 @@ static const char *kGradDkDv =
     const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
     const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
     const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
+    // A key tile past the valid keys sees no query (its rows are 0).
+    const int iStart = $CAUSAL ? j0 : 0, iEnd = j0 >= lk_ ? 0 : lq_;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+    ${NAME}_ASYNC(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
+    ${NAME}_ASYNC(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+    if (iStart < iEnd) {
+      ${NAME}_ASYNC(Qb, $LDT, q + (long long)iStart * $D, $D, 64,
+                    lq_ - iStart)
+      ${NAME}_ASYNC(Gb, $LDV, gr + (long long)iStart * $DV, $DV, 64,
+                    lq_ - iStart)
+      ${NAME}_ROWS(Rb, iStart)
+    }
+    stepCpAsyncWait();
     __syncthreads();
     unsigned ka[$ND][4], va[$NV][4];
     ${NAME}_frags<$ND>(ka, Kh + warp * 16 * $LDT, $LDT);
@@ -409,21 +447,17 @@ static const char *kGradDkDv =
 #pragma unroll
     for (int n = 0; n < $NV8; ++n)
       dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
-    // A key tile past the valid keys sees no query (its rows are 0).
-    const int iEnd = j0 >= lk_ ? 0 : lq_;
-    for (int i0 = $CAUSAL ? j0 : 0; i0 < iEnd; i0 += 64) {
-      __syncthreads(); // Qh, Gh, Qt, Gt, rows free
-      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-      ${NAME}_COPY(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
-      ${NAME}_TCOPY(Qt, 72, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-      ${NAME}_TCOPY(Gt, 72, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
-      if (threadIdx.x < 64) {
-        const bool in = i0 + (int)threadIdx.x < lq_;
-        const long long r = (b * $TQ + i0 + threadIdx.x) * 2;
-        rowL[threadIdx.x] = in ? ${NAME}_stats[r] : 0.0f;
-        rowD[threadIdx.x] = in ? ${NAME}_stats[r + 1] : 0.0f;
+    for (int i0 = iStart, buf = 0; i0 < iEnd; i0 += 64, buf ^= 1) {
+      const $T *Qh = Qb + buf * 64 * $LDT, *Gh = Gb + buf * 64 * $LDV;
+      const float *rowL = Rb + buf * 128, *rowD = rowL + 64;
+      if (i0 + 64 < iEnd) { // the next query tile, while this one is used
+        ${NAME}_ASYNC(Qb + (buf ^ 1) * 64 * $LDT, $LDT,
+                      q + (long long)(i0 + 64) * $D, $D, 64, lq_ - i0 - 64)
+        ${NAME}_ASYNC(Gb + (buf ^ 1) * 64 * $LDV, $LDV,
+                      gr + (long long)(i0 + 64) * $DV, $DV, 64,
+                      lq_ - i0 - 64)
+        ${NAME}_ROWS(Rb + (buf ^ 1) * 128, i0 + 64)
       }
-      __syncthreads();
       float s[8][4], dp[8][4];
       ${NAME}_abt<$ND>(s, ka, Qh, $LDT);  // S^T = K Q^T
       ${NAME}_abt<$NV>(dp, va, Gh, $LDV); // dP^T = V G^T
@@ -434,23 +468,38 @@ static const char *kGradDkDv =
           const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
           const bool query = i < lq_;
           const float p0 = query && c0 < lk_ && !($CAUSAL && c0 > i)
-                               ? expf(s[nt][e] * $SCALE - rowL[x])
+                               ? exp2f(s[nt][e] * $SCALE2 - rowL[x])
                                : 0.0f;
           const float p1 = query && c1 < lk_ && !($CAUSAL && c1 > i)
-                               ? expf(s[nt][2 + e] * $SCALE - rowL[x])
+                               ? exp2f(s[nt][2 + e] * $SCALE2 - rowL[x])
                                : 0.0f;
           s[nt][e] = p0;
           s[nt][2 + e] = p1;
           dp[nt][e] = p0 * (dp[nt][e] - rowD[x]) * $SCALE;
           dp[nt][2 + e] = p1 * (dp[nt][2 + e] - rowD[x]) * $SCALE;
         }
-      ${NAME}_ab<$NV8>(dv, s, Gt);  // dv += P^T G
-      ${NAME}_ab<$ND8>(dk, dp, Qt); // dk += dS^T Q
+      ${NAME}_ab<$NV8>(dv, s, Gh, $LDV);  // dv += P^T G
+      ${NAME}_ab<$ND8>(dk, dp, Qh, $LDT); // dk += dS^T Q
+      stepCpAsyncWait();
+      __syncthreads(); // the next tile staged; this one free
     }
     ${NAME}_store<$ND8>(dk, out1 + b * $TK * $D, $D, c0, $TK, 1.0f, 1.0f);
     ${NAME}_store<$NV8>(dv, out2 + b * $TK * $DV, $DV, c0, $TK, 1.0f, 1.0f);
   }
 }
+)";
+
+// Launch 2's staging of the 64 queries' statistics from i0 (lse in the
+// log2 domain, then dd; zeros past the valid rows), by the first 64
+// threads.
+static const char *kRows =
+    R"(#define ${NAME}_ROWS(dst, i0)                                          \
+  if (threadIdx.x < 64) {                                                    \
+    const bool in_ = (i0) + (int)threadIdx.x < lq_;                         \
+    const long long r_ = (b * $TQ + (i0) + threadIdx.x) * 2;                 \
+    (dst)[threadIdx.x] = in_ ? ${NAME}_stats[r_] * $LOG2E : 0.0f;            \
+    (dst)[64 + threadIdx.x] = in_ ? ${NAME}_stats[r_ + 1] : 0.0f;            \
+  }
 )";
 
 std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
@@ -461,7 +510,7 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
   // The gradient only from the forward's saved statistics (the wmma
   // kernels of AttentionTensorCore.cpp make their own pass), and for heads
   // with D + Dv <= 160: launch 2 holds K and V fragments, S^T, dP^T, dk and
-  // dv in registers (208 a thread at 64/64 on sm_90; 96/96 spills).
+  // dv in registers (about 210 a thread at 64/64 on sm_90; 96/96 spills).
   if ((a.e != Elem::BF16 && a.e != Elem::F16) || a.d % 16 || a.dv % 16 ||
       a.d == 0 || a.dv == 0 || a.d > 128 || a.dv > 128 ||
       (gradOp && (!gradOp.getOut() || a.d + a.dv > 160 ||
@@ -469,15 +518,17 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
     return std::nullopt;
   constexpr int64_t tile = 64;
   int64_t ldt = a.d + 8, ldv = a.dv + 8;
-  // Staged rows of Q, G, K, V; one transposed tile (the forward's V^T,
-  // launch 1's K^T, launch 2's Q^T); launch 2's G^T and the queries'
-  // statistics. The forward and launch 1 stop before what they do not use.
+  int64_t qBytes = tile * ldt * 2, vBytes = tile * ldv * 2;
+  // Staged rows of Q (and G) once, K and V twice (the tile in use and the
+  // next); launch 2 the other way round, with the queries' statistics.
   Regions r;
-  int64_t oQ = r.add(tile * ldt * 2), oG = gradOp ? r.add(tile * ldv * 2) : 0;
-  int64_t oK = r.add(tile * ldt * 2), oV = gradOp ? r.add(tile * ldv * 2) : 0;
-  int64_t oT = r.add((gradOp ? a.d : a.dv) * (tile + 8) * 2);
+  int64_t oQ = r.add(qBytes), oG = gradOp ? r.add(vBytes) : 0;
+  int64_t oK = r.add(2 * qBytes), oV = r.add(2 * vBytes);
   int64_t firstBytes = r.bytes;
-  int64_t oGt = r.add(a.dv * (tile + 8) * 2), oRow = r.add(2 * tile * 4);
+  Regions r2;
+  int64_t oK2 = r2.add(qBytes), oV2 = r2.add(vBytes);
+  int64_t oQ2 = r2.add(2 * qBytes), oG2 = r2.add(2 * vBytes);
+  int64_t oRow = r2.add(2 * 2 * tile * 4);
   int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
   auto grid = [](int64_t items) {
     return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
@@ -489,7 +540,7 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
   ks.gridX = grid(a.slices * qTiles);
   ks.sharedBytes = firstBytes;
   if (gradOp)
-    ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r.bytes});
+    ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r2.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
@@ -497,6 +548,7 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
   std::string tq = s(a.tq);
   auto n = static_cast<int64_t>(op->getNumOperands());
   bool withLse = mlir::isa<mlir::step::AttentionLseOp>(op);
+  const double log2e = 1.4426950408889634;
   std::vector<std::pair<std::string, std::string>> vars = {
       {"NAME", name},
       {"T", cType(a.e)},
@@ -522,22 +574,24 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
       {"OG", s(oG)},
       {"OK", s(oK)},
       {"OV", s(oV)},
-      {"OT", s(oT)},
-      {"OGT", s(oGt)},
       {"OROW", s(oRow)},
       {"STATS", s(std::max<int64_t>(a.slices * a.tq * 2, 1))},
       {"OUTIN", "in" + s(n - 2)},
       {"LSEIN", "in" + s(n - 1)},
       {"CAUSAL", causal ? "true" : "false"},
       {"SCALE", litF(a.scale)},
+      {"SCALE2", litF(a.scale * log2e)},
+      {"LOG2E", litF(log2e)},
       {"NEGINF", litF(-INFINITY)},
       {"LSESTORE", withLse ? "    if (t4 == 0) {\n"
                              "      if (r0 < " +
                                  tq + ")\n        out1[b * " + tq +
-                                 " + r0] = ok0 ? m0 + logf(l0) : 0.0f;\n"
+                                 " + r0] = ok0 ? m0 * " + litF(1 / log2e) +
+                                 " + logf(l0) : 0.0f;\n"
                                  "      if (r1 < " +
                                  tq + ")\n        out1[b * " + tq +
-                                 " + r1] = ok1 ? m1 + logf(l1) : 0.0f;\n    }\n"
+                                 " + r1] = ok1 ? m1 * " + litF(1 / log2e) +
+                                 " + logf(l1) : 0.0f;\n    }\n"
                            : ""},
       {"VALID", validLengths(op, a)}};
   std::string src = prelude(needs) + subst(kMmaHelpers, vars);
@@ -549,10 +603,21 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
   }
   KernelSource second = ks;
   second.name = name + "_dkdv";
+  auto vars2 = vars;
+  for (auto &[key, value] : vars2) {
+    if (key == "OQ")
+      value = s(oQ2);
+    else if (key == "OG")
+      value = s(oG2);
+    else if (key == "OK")
+      value = s(oK2);
+    else if (key == "OV")
+      value = s(oV2);
+  }
   ks.source = src + subst("__device__ float ${NAME}_stats[$STATS];\n", vars) +
-              signature(ks, params) + " {\n" + views + subst(kGradDq, vars) +
-              signature(second, params) + " {\n" + views +
-              subst(kGradDkDv, vars);
+              subst(kRows, vars) + signature(ks, params) + " {\n" + views +
+              subst(kGradDq, vars) + signature(second, params) + " {\n" +
+              views + subst(kGradDkDv, vars2);
   return ks;
 }
 

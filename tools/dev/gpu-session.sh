@@ -31,6 +31,10 @@ BENCH_S=${BENCH_S:-300}
 SKIP_COMPILE=${SKIP_COMPILE:-}
 SKIP_TORCH=${SKIP_TORCH:-}
 TRACES=${TRACES:-all}
+# NCU: kernel-name regexes (space-separated); after each benchmark, Nsight
+# Compute profiles the first launch matching each in one step of that
+# folder's plan, into ncu-<tag>.txt (one more file back).
+NCU=${NCU:-}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/session.log") 2>&1
 status=0
@@ -99,6 +103,16 @@ for dir in carry/gpt2-*/; do
       cp "/tmp/bench-$tag/trace.json" "$OUT/trace-$tag.json" 2>/dev/null ;;
   esac
   [ $rc -ne 0 ] && { stage "bench $tag exited $rc"; tail -30 "/tmp/bench-$tag.log"; status=1; }
+  for re in $NCU; do
+    stage "ncu $tag $re"
+    timeout 120 ncu --clock-control none --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      -k "regex:$re" --launch-count 1 build-gpu/tools/step-run \
+      "$dir/train.step" --params "/tmp/bench-$tag/params" \
+      --inputs "$dir/inputs" --steps 1 --backend cuda \
+      >> "$OUT/ncu-$tag.txt" 2>&1 || { stage "ncu $re failed"; status=1; }
+  done
   rm -rf "/tmp/bench-$tag/params" # 0.5 GB of drawn params
 done
 stage "done (status $status)"

@@ -200,6 +200,12 @@ inline void emuMma(float (&d)[4], const unsigned (&a)[4],
   }
   __syncwarp();
 }
+// cp.async copies at once; the wait is then nothing (the kernels still
+// synchronize the block before reading the staged tile).
+inline void stepCpAsync16(void *dst, const void *src) {
+  std::memcpy(dst, src, 16);
+}
+inline void stepCpAsyncWait() {}
 inline void stepMmaBf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                         unsigned a3, unsigned b0, unsigned b1) {
   emuMma(d, {a0, a1, a2, a3}, {b0, b1}, true);

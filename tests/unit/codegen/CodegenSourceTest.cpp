@@ -543,18 +543,19 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, tensor<2x70xf32>, Q) {
     ASSERT_EQ(grad->then.size(), 1u);
     if (!bf16)
       continue;
-    EXPECT_TRUE(contains(grad->source, "ag_ab<2>(dq, s, Kt); // dq += dS K"));
-    EXPECT_TRUE(contains(grad->source, "ag_ab<2>(dv, s, Gt);  // dv += P^T G"));
+    EXPECT_TRUE(
+        contains(grad->source, "ag_ab<2>(dq, s, Kh, 24); // dq += dS K"));
+    EXPECT_TRUE(
+        contains(grad->source, "ag_ab<2>(dv, s, Gh, 24);  // dv += P^T G"));
     EXPECT_TRUE(contains(grad->source, "void __launch_bounds__(128) ag_dkdv("));
     EXPECT_EQ(grad->blockX, 128);
     EXPECT_EQ(grad->then[0].blockX, 128);
     EXPECT_EQ(grad->gridX, 2 * 2);
     EXPECT_EQ(grad->then[0].gridX, 2 * 2);
-    // Q, G, K, V staged (rows of 24), K^T (16 rows of 72); then G^T and
-    // the 64 queries' two statistics.
-    EXPECT_EQ(grad->sharedBytes, 4 * 64 * 24 * 2 + 16 * 72 * 2);
-    EXPECT_EQ(grad->then[0].sharedBytes,
-              4 * 64 * 24 * 2 + 2 * 16 * 72 * 2 + 2 * 64 * 4);
+    // Q, G staged (rows of 24) and two K, V tiles; then K, V and two Q, G
+    // tiles with the 64 queries' two statistics.
+    EXPECT_EQ(grad->sharedBytes, 6 * 64 * 24 * 2);
+    EXPECT_EQ(grad->then[0].sharedBytes, 6 * 64 * 24 * 2 + 2 * 2 * 64 * 4);
   }
 }
 
@@ -627,8 +628,8 @@ func.func @f(%q: tensor<3x4x1024xf32>, %k: tensor<3x5x1024xf32>,
 TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
   // Widths that are multiples of 16, at most 128: mma.sync with the
   // scores in registers, 4 warps of 16 query rows; the shared memory holds
-  // only the bf16 Q and K tiles (rows padded to 72) and V transposed (64
-  // rows of 72 keys); the heaviest causal tiles first.
+  // only the bf16 Q tile and two K and V tiles (the next one loading while
+  // this one is used; rows padded to 72); the heaviest causal tiles first.
   KernelSource ks = firstKernel(
       fn("%q: tensor<2x3x100x64xbf16>, %k: tensor<2x3x100x64xbf16>, "
          "%v: tensor<2x3x100x64xbf16>",
@@ -638,13 +639,14 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
          "tensor<2x3x100x64xbf16>"));
   EXPECT_TRUE(contains(ks.source, "mma.sync.aligned.m16n8k16.row.col.f32."
                                   "bf16.bf16.f32"));
-  EXPECT_TRUE(contains(ks.source, "_ab<8>(o, s, Vt); // O += P V"));
+  EXPECT_TRUE(contains(ks.source, "_ab<8>(o, s, Vh, 72); // O += P V"));
+  EXPECT_TRUE(contains(ks.source, "cp.async.cg.shared.global"));
   EXPECT_FALSE(contains(ks.source, "wmma"));
   EXPECT_TRUE(
       contains(ks.source, "const int i0 = (2 - 1 - (int)(w / 6)) * 64;"));
   EXPECT_EQ(ks.gridX, 6 * 2); // two 64-row query tiles per slice
   EXPECT_EQ(ks.blockX, 128);
-  EXPECT_EQ(ks.sharedBytes, 3 * 64 * 72 * 2);
+  EXPECT_EQ(ks.sharedBytes, 5 * 64 * 72 * 2);
   EXPECT_TRUE(ks.then.empty());
   // f16 takes the f16 instruction.
   KernelSource h = firstKernel(
