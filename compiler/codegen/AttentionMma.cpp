@@ -1,38 +1,55 @@
 //===- AttentionMma.cpp - attention with register-level tensor-core tiles -===//
 //
-// The f16/bf16 forward attention (step.attention, step.attention_lse) for
-// heads whose widths D and Dv are multiples of 16, at most 128, as
-// FlashAttention-2 arranges it: a block of 4 warps per 64-row query tile,
-// each warp owning 16 query rows, and every product a PTX `mma.sync
-// m16n8k16` whose operands and accumulators stay in registers:
+// The f16/bf16 attention kernels for heads whose widths D and Dv are
+// multiples of 16, at most 128 (the gradient: D + Dv <= 160, and only from
+// the forward's saved statistics), as FlashAttention-2 arranges them: a
+// block of 4 warps per 64-row tile, each warp owning 16 rows, and every
+// product a PTX `mma.sync m16n8k16` whose operands and accumulators stay
+// in registers.
 //
-//   the warp's Q rows     loaded once as A fragments (D/16 of 4 registers)
-//   S = Q K^T             8 accumulators of 16 x 8 per 64-key tile, B from
-//                         the staged K tile (rows of K are columns of K^T)
-//   online softmax        on the accumulators: each thread holds 2 rows x 16
-//                         keys, the row's max and sum over its 4 threads
-//                         with two shuffles
-//   O += P V              P rounded to the element type becomes the A
-//                         fragments directly (an accumulator pair of
-//                         n-tiles 2k, 2k+1 is the A layout of k-step k),
-//                         B from V staged transposed (V^T rows contiguous)
+//   forward      per query tile: the warp's Q rows as A fragments, once;
+//                per key tile S = Q K^T (8 accumulators of 16 x 8), the
+//                online softmax on the accumulators (each thread holds 2
+//                rows x 16 keys; the row's max and sum over its 4 threads
+//                by two shuffles), then O += P V with P rounded to the
+//                element type becoming the A fragments directly (the
+//                accumulators of n-tiles 2k, 2k + 1 are the A layout of
+//                k-step k)
+//   grad, 1      per query tile: Q and G rows as A fragments, lse as saved,
+//                dd = rowsum(g * out) into the statistics array; per key
+//                tile S = Q K^T, dP = G V^T, dS = P (dP - dd) scale,
+//                dq += dS K
+//   grad, 2      per key tile: K and V rows as A fragments; per query tile
+//                that sees it S^T = K Q^T, dP^T = V G^T, P^T and dS^T with
+//                the queries' statistics, dv += P^T G, dk += dS^T Q
 //
-// Shared memory holds only the staged Q, K and V^T tiles (16-byte copies,
-// rows padded by 8 elements so a fragment load of 8 rows x 4 words hits 32
-// banks); nothing of the scores goes through it. Where the CUDA-core and
-// wmma kernels (AttentionKernels.cpp, AttentionTensorCore.cpp) stage every
-// score tile in f32 shared memory and were found bound by it (Nsight
-// Compute, docs/gpu-results.md: L1 85% busy, DRAM 3%), this one keeps the
-// tensor cores fed from registers. Causal query tiles run heaviest first
-// (the last tiles see the most keys), so the last wave is short.
+// A B operand is either a staged tile's rows (K for Q K^T: one 32-bit load
+// of two adjacent elements) or read down its columns (V for P V: two
+// 16-bit loads); rows are padded by 8 elements, so either kind of fragment
+// load of a warp hits 32 distinct banks, and no tile is ever transposed.
+// The tiles of the inner loop are double-buffered: the next one is copied
+// with cp.async (global to shared, no registers held) while this one is
+// used, one barrier per tile. Scores live in the log2 domain (scaled by
+// scale * log2(e)), so each exponential is one exp2f. Query tiles run in
+// decreasing order (forward, launch 1) and key tiles in increasing order
+// (launch 2), so under a causal mask the heaviest tiles go first and the
+// last wave is short. Summation orders are fixed (deterministic).
 //
-// `stepMmaBf16/F16` wrap the instruction; they are defined once per source
-// under STEP_MMA_DEFINED so tests/e2e/emu/cuda_emu.h can supply a
-// warp-collective stand-in that runs on CPU threads.
+// Where the wmma kernels (AttentionTensorCore.cpp) stage every score tile
+// in f32 shared memory and were bound by it (Nsight Compute: L1 85% busy,
+// DRAM 3%), these keep the tensor cores fed from registers: on an H200,
+// GPT-2 124M's forward went from 4.30 to 1.38 ms a step and its gradient
+// from 10.94 to 3.74 ms (docs/gpu-results.md).
 //
-// Cost: the FLOPs of the other kernels (2 Tq Tk (D + Dv) per slice, half
-// for causal), on the tensor cores; one exp per score on CUDA cores; K and
-// V read once per query tile.
+// `stepMmaBf16/F16`, `stepCpAsync16` and `stepCpAsyncWait` wrap the
+// instructions; they are defined once per source under STEP_MMA_DEFINED so
+// tests/e2e/emu/cuda_emu.h can supply stand-ins that run on CPU threads
+// (the mma warp-collectively, in the PTX fragment layout).
+//
+// Cost: 2 Tq Tk (D + Dv) FLOPs per slice forward (half for causal), 2.5x
+// that for the gradient with the saved statistics, on the tensor cores;
+// one exp2 per score (two launches of the gradient: one each); K and V
+// read once per query tile, Q and G once per key tile.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/AttentionKernels.h"
