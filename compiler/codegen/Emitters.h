@@ -66,6 +66,15 @@ struct RowIO {
   /// and `store` call) and the prelude pieces it needs.
   std::string preamble;
   PreludeNeeds needs;
+  /// Where `x` is a plain load of one parameter, widened (a fusion input
+  /// or an input through a widening cast): its pointer and element type,
+  /// so a kernel may read 16-byte vectors. Empty: not known to be one.
+  std::string xPtr;
+  Elem xElem = Elem::F32;
+  /// Where `store` only rounds the value into one result: its pointer and
+  /// element type. Empty: not known to be one.
+  std::string outPtr;
+  Elem outElem = Elem::F32;
   /// Operand k's pointer.
   std::string operand(unsigned k) const {
     return k - 1 < operands.size() ? operands[k - 1] : "in" + std::to_string(k);

@@ -80,6 +80,39 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
   io.store = [name, args](const std::string &idx, const std::string &v) {
     return name + "_store(" + args + idx + ", " + v + ");";
   };
+  // A plain read (an input, or an input through a widening cast to f32,
+  // reshapes aside)
+  // and a plain store (the result alone, or cast from f32) let the row
+  // kernel use 16-byte vectors; the values are the same bits.
+  auto input = [&](mlir::Value v) {
+    while (auto view = v.getDefiningOp<ops::ReshapeOp>()) // same flat index
+      v = view->getOperand(0);
+    auto arg = mlir::dyn_cast<mlir::BlockArgument>(v);
+    return arg && arg.getOwner() == &f.getBlock() ? arg : mlir::BlockArgument();
+  };
+  auto widening = [](mlir::Value from, mlir::Value to) {
+    return elemOf(to.getType()) == Elem::F32 &&
+           (elemOf(from.getType()) == Elem::BF16 ||
+            elemOf(from.getType()) == Elem::F16);
+  };
+  mlir::BlockArgument xArg = input(x);
+  if (auto cast = x.getDefiningOp<ops::CastOp>();
+      cast && input(cast->getOperand(0)) && widening(cast->getOperand(0), x))
+    xArg = input(cast->getOperand(0));
+  if (xArg) {
+    io.xPtr = "in" + std::to_string(xArg.getArgNumber());
+    io.xElem = elemOf(xArg.getType());
+  }
+  auto yields = f.getYield()->getOperands();
+  if (yields.size() == 1) {
+    mlir::Value y = yields[0];
+    auto cast = y.getDefiningOp<ops::CastOp>();
+    if (y == result || (cast && cast->getOperand(0) == result &&
+                        elemOf(result.getType()) == Elem::F32)) {
+      io.outPtr = "out0";
+      io.outElem = elemOf(y.getType());
+    }
+  }
   if (auto ks = emitNormKernel(root, name, io))
     return *ks;
   if (auto ks = emitLossKernel(root, name, io))

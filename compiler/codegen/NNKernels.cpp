@@ -85,15 +85,13 @@ __device__ __forceinline__ void ceBlockMerge(float &m, float &s, float *shm, flo
 /// exp over row `row` of in0 ([N, C] logits) into `mx`, `sum` in one
 /// sweep: each thread folds $U loaded elements at a time into its running
 /// (max, rescaled sum), one rescale per $U elements, then ceBlockMerge.
-static const char *kRowSoftmaxStats = R"($XPTR    float mx = $NEGINF, sum = 0.0f;
-    for (int j0 = threadIdx.x; j0 < $C; j0 += $U * blockDim.x) {
+/// The loads (rowLoads) are $U elements strided by the block, or, for 16-bit
+/// logits read plainly, $U / 8 vectors of 8 adjacent elements.
+static const char *kRowSoftmaxStats =
+    R"($XPTR    float mx = $NEGINF, sum = 0.0f;
+    for (int j0 = $J0; j0 < $C; j0 += $U * blockDim.x) {
       float v[$U];
-#pragma unroll
-      for (int u = 0; u < $U; ++u) {
-        const int j = j0 + u * (int)blockDim.x;
-        v[u] = j < $C ? $X : $NEGINF;
-      }
-      float cm = v[0];
+$LOAD_NEGINF      float cm = v[0];
 #pragma unroll
       for (int u = 1; u < $U; ++u)
         cm = maxNaN(cm, v[u]);
@@ -122,18 +120,74 @@ static int64_t ceBlock(int64_t c) {
 // step.cross_entropy
 //===----------------------------------------------------------------------===//
 
-/// The row-input pieces of the two cross-entropy kernels: XPTR, X and the
-/// target logit XT (`t` clamped into the row).
+/// Whether a cross-entropy kernel reads its rows in 16-byte vectors: the
+/// logits are read plainly (no prologue, or a widening one) from 16-bit
+/// storage, and the rows are whole vectors.
+static bool vectorRows(const RowIO &io, Elem e, int64_t c) {
+  Elem xElem = io.x ? io.xElem : e;
+  return (!io.x || !io.xPtr.empty()) && elemBytes(xElem) == 2 && c % 8 == 0;
+}
+
+/// The row-input pieces of the two cross-entropy kernels: XPTR, the target
+/// logit XT (`t` clamped into the row), the sweep's first column J0 and
+/// the column JU of its element u, and LOAD_NEGINF / LOAD_ZERO filling
+/// v[$U] with the sweep's elements (the fill past the row).
 static std::vector<std::pair<std::string, std::string>>
 logitVars(Elem e, int64_t c, const RowIO &io) {
   std::string C = std::to_string(c);
   std::string t = "t < 0 || t >= " + C + " ? 0 : t";
-  if (io.x)
-    return {{"XPTR", ""}, {"X", io.x("row * " + C + " + j")},
-            {"XT", io.x("row * " + C + " + (" + t + ")")}};
-  return {{"XPTR", "    const " + std::string(cType(e)) +
-                       " *x = in0 + row * " + C + ";\n"},
-          {"X", toF(e, "x[j]")}, {"XT", toF(e, "x[" + t + "]")}};
+  std::vector<std::pair<std::string, std::string>> vars;
+  std::string x;
+  if (io.x) {
+    x = io.x("row * " + C + " + j");
+    vars = {{"XPTR", ""}, {"XT", io.x("row * " + C + " + (" + t + ")")}};
+  } else {
+    x = toF(e, "x[j]");
+    vars = {{"XPTR", "    const " + std::string(cType(e)) +
+                         " *x = in0 + row * " + C + ";\n"},
+            {"XT", toF(e, "x[" + t + "]")}};
+  }
+  std::string xPtr = io.x ? io.xPtr : "in0";
+  Elem xElem = io.x ? io.xElem : e;
+  bool vec = vectorRows(io, e, c);
+  vars.push_back({"J0", vec ? "threadIdx.x * 8" : "threadIdx.x"});
+  vars.push_back({"JU", vec ? "j0 + (u >> 3) * 8 * (int)blockDim.x + (u & 7)"
+                            : "j0 + u * (int)blockDim.x"});
+  for (auto [key, fill] :
+       {std::pair<const char *, double>{"LOAD_NEGINF", -INFINITY},
+        {"LOAD_ZERO", 0.0}}) {
+    std::string code;
+    if (vec)
+      code = "#pragma unroll\n"
+             "      for (int h = 0; h < $U / 8; ++h) {\n"
+             "        const int j = j0 + h * 8 * (int)blockDim.x;\n"
+             "        uint4 w_ = make_uint4(0u, 0u, 0u, 0u);\n"
+             "        if (j < $C)\n"
+             "          w_ = *reinterpret_cast<const uint4 *>(" +
+             xPtr +
+             " + row * $C + j);\n"
+             "        const " +
+             std::string(cType(xElem)) + " *h_ = reinterpret_cast<const " +
+             cType(xElem) +
+             " *>(&w_);\n"
+             "#pragma unroll\n"
+             "        for (int u = 0; u < 8; ++u)\n"
+             "          v[h * 8 + u] = j < $C ? " +
+             toF(xElem, "h_[u]") + " : " + litF(fill) +
+             ";\n"
+             "      }\n";
+    else
+      code = "#pragma unroll\n"
+             "      for (int u = 0; u < $U; ++u) {\n"
+             "        const int j = j0 + u * (int)blockDim.x;\n"
+             "        v[u] = j < $C ? " +
+             x + " : " + litF(fill) +
+             ";\n"
+             "      }\n";
+    vars.push_back(
+        {key, subst(code, {{"U", std::to_string(kRowUnroll)}, {"C", C}})});
+  }
+  return vars;
 }
 
 /// The statement storing float `value` at `idx` of the result.
@@ -280,38 +334,68 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   body += R"(    const float s = $SCALE;
     const bool bad = t < 0 || t >= $C;
     const float inv = 1.0f / sum;
-    for (int j0 = threadIdx.x; j0 < $C; j0 += $U * blockDim.x) {
+    for (int j0 = $J0; j0 < $C; j0 += $U * blockDim.x) {
       float v[$U];
-#pragma unroll
+$LOAD_ZERO#pragma unroll
       for (int u = 0; u < $U; ++u) {
-        const int j = j0 + u * (int)blockDim.x;
-        v[u] = j < $C ? $X : 0.0f;
+        const int j = $JU;
+        v[u] = (bad ? $NAN : expf(v[u] - mx) * inv - (j == t ? 1.0f : 0.0f)) * s;
       }
-#pragma unroll
-      for (int u = 0; u < $U; ++u) {
-        const int j = j0 + u * (int)blockDim.x;
-        if (j < $C) {
-          const float p = bad ? $NAN : expf(v[u] - mx) * inv - (j == t ? 1.0f : 0.0f);
-          $STORE
-        }
-      }
-    }
+$STORES    }
   }
   (void)count;
   (void)shi;
 }
 )";
   std::string at = "row * " + std::to_string(c) + " + j";
+  // The stores of v[$U]: 16-byte vectors where the store only rounds into
+  // a 16-bit result (and the loads are vectors: the same columns).
+  std::string outPtr = io.store ? io.outPtr : "out0";
+  Elem outElem = io.store ? io.outElem : e;
+  std::string stores;
+  if (vectorRows(io, e, c) && !outPtr.empty() && elemBytes(outElem) == 2)
+    stores = "#pragma unroll\n"
+             "      for (int h = 0; h < $U / 8; ++h) {\n"
+             "        const int j = j0 + h * 8 * (int)blockDim.x;\n"
+             "        if (j >= $C)\n"
+             "          continue;\n"
+             "        uint4 w_;\n"
+             "        " +
+             std::string(cType(outElem)) + " *h_ = reinterpret_cast<" +
+             cType(outElem) +
+             " *>(&w_);\n"
+             "#pragma unroll\n"
+             "        for (int u = 0; u < 8; ++u)\n"
+             "          h_[u] = " +
+             fromF(outElem, "v[h * 8 + u]") +
+             ";\n"
+             "        *reinterpret_cast<uint4 *>(" +
+             outPtr +
+             " + row * $C + j) = w_;\n"
+             "      }\n";
+  else
+    stores = "#pragma unroll\n"
+             "      for (int u = 0; u < $U; ++u) {\n"
+             "        const int j = $JU;\n"
+             "        if (j < $C)\n"
+             "          " +
+             storeRow(io, e, at, "v[u]") +
+             "\n"
+             "      }\n";
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"T", cType(e)}, {"C", std::to_string(c)}, {"N", std::to_string(n)},
+      {"T", cType(e)},
+      {"C", std::to_string(c)},
+      {"N", std::to_string(n)},
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
-      {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
-      {"SCALE", scale}, {"IN1", io.operand(1)},
+      {"NEGINF", litF(-INFINITY)},
+      {"NAN", "__int_as_float(0x7fc00000)"},
+      {"SCALE", scale},
+      {"IN1", io.operand(1)},
       {"U", std::to_string(kRowUnroll)},
-      {"ZERO", storeRow(io, e, at, "0.0f")},
-      {"STORE", storeRow(io, e, at, "p * s")}};
+      {"ZERO", storeRow(io, e, at, "0.0f")}};
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
+  vars.push_back({"STORES", subst(stores, vars)});
   ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
               signature(ks, params) + " {\n" + subst(body, vars);
   return ks;

@@ -27,7 +27,9 @@ Checks per kernel:
 
 Cases: unfused f32 and bf16 (as --amp=bf16 gives the loss), fused (a cast
 prologue and a scale epilogue on the loss; a bias-add prologue and a bf16
-cast epilogue on the gradient, i32 targets); reductions mean, sum and
+cast epilogue on the gradient, i32 targets; AMP's widening prologue and
+narrowing epilogue on the gradient, whose rows then move in 16-byte
+vectors, as do unfused bf16 rows; the test requires that); reductions mean, sum and
 none; rows of 1000 (one partial sweep of 64 threads x 16 loads) and 9000
 (512 threads, a second, partial sweep: the rescaling across iterations);
 ignore_index -100 and 3; targets 1000 and -5 (NaN rows); -inf logits
@@ -134,7 +136,15 @@ def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
             out_dt = dt
     else:
         g_t = shape_t(g_shape, "f32" if fuse else dt)
-        if fuse:  # bias-add prologue, bf16 cast epilogue
+        if fuse == "cast":  # widening prologue, bf16 epilogue (AMP's)
+            xf = shape_t([n, c], "f32")
+            args = [("x", [n, c], "bf16"), ("y", [n], ti),
+                    ("g", g_shape, "f32")]
+            body = f"""    %0 = step.cast %x : {shape_t([n, c], "bf16")} -> {xf}
+    %1 = step.cross_entropy_grad %0, %y, %g {attr} : {xf}, {y_t}, {g_t} -> {xf}
+    %r = step.cast %1 : {xf} -> {shape_t([n, c], "bf16")}"""
+            out_dt = "bf16"
+        elif fuse:  # bias-add prologue, bf16 cast epilogue
             xf = shape_t([n, c], "f32")
             args = [("x", [n, c], "f32"), ("b", [n, c], "f32"),
                     ("y", [n], ti), ("g", g_shape, "f32")]
@@ -186,8 +196,13 @@ def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
         if fuse:
             return want * v["s"], mag * abs(v["s"])
         return want, mag
+    # 16-byte vectors: bf16 logits read plainly (unfused, or through a
+    # widening cast) in whole vectors; the gradient's stores too.
+    vec = c % 8 == 0 and ((not fuse and dt == "bf16")
+                          or (fuse and (not grad or fuse == "cast")))
     return dict(name=name, mlir=mlir, args=args, make=make, ref=ref,
-                out_dt=out_dt, out_shape=out_shape, fuse=fuse)
+                out_dt=out_dt, out_shape=out_shape, fuse=fuse, vec=vec,
+                grad=grad)
 
 
 def cases():
@@ -207,6 +222,8 @@ def cases():
                 bad=True, grad=True),
         ce_case("grad_mean_6x1000_fused_i32", 6, 1000, "f32", "mean",
                 ti="i32", grad=True, fuse=True),
+        ce_case("grad_mean_3x9000_castio_masked", 3, 9000, "bf16", "mean",
+                masked=True, grad=True, fuse="cast"),
     ]
 
 
@@ -244,8 +261,13 @@ def run_case(args, case, tmp):
     line = next(ln for ln in open(ir)
                 if re.search(r"step\.(fusion|cross_entropy)", ln))
     order = [int(a) for a in re.findall(r"%arg(\d+)", line.split(":")[0])]
-    if case["fuse"] != os.path.basename(path).startswith("fusion_"):
+    if bool(case["fuse"]) != os.path.basename(path).startswith("fusion_"):
         sys.exit(f"FAIL {case['name']}: {os.path.basename(path)}")
+    vec_in = "reinterpret_cast<const uint4 *>" in src
+    vec_out = "*reinterpret_cast<uint4 *>(out0" in src
+    if vec_in != case["vec"] or vec_out != (case["vec"] and case["grad"]):
+        sys.exit(f"FAIL {case['name']}: vector loads {vec_in}, stores "
+                 f"{vec_out}, expected {case['vec']}")
     if "ceBlockMerge(mx, sum" not in src:
         sys.exit(f"FAIL {case['name']}: not the one-sweep statistics")
     partial = re.search(r"__device__ float \w+_partial\[(\d+)\];", src)

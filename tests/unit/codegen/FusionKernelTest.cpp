@@ -482,7 +482,40 @@ TEST(FusionRowOp, CrossEntropyGradWithPrologueAndPerRowScale) {
   })", "tensor<8x40xbf16>"), "row_ceg");
   EXPECT_TRUE(contains(ks.source, "const float s = in3[row];"));
   EXPECT_TRUE(contains(ks.source, "row_ceg_store(in0, in1, in2, in3, out0, row * 40 + j, 0.0f);"));
-  EXPECT_TRUE(contains(ks.source, "row_ceg_store(in0, in1, in2, in3, out0, row * 40 + j, p * s);"));
+  EXPECT_TRUE(
+      contains(ks.source,
+               "row_ceg_store(in0, in1, in2, in3, out0, row * 40 + j, v[u]);"));
+  EXPECT_FALSE(contains(ks.source, "uint4")); // the prologue computes
+  expectCompiles(ks);
+}
+
+// AMP's classifier gradient: bf16 logits widened (through a reshape) and
+// the f32 gradient rounded to bf16. The prologue only widens and the store
+// only rounds, so the rows move in 16-byte vectors of 8 elements.
+TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
+  KernelSource ks = firstKernel(
+      fusionFn(
+          "%x: tensor<2x4x48xbf16>, %y: tensor<8xi64>, %g: tensor<f32>",
+          R"(step.fusion "reduction" (%x, %y, %g) : (tensor<2x4x48xbf16>, tensor<8xi64>, tensor<f32>) -> tensor<8x48xbf16> {
+  ^bb0(%a: tensor<2x4x48xbf16>, %t: tensor<8xi64>, %d: tensor<f32>):
+    %0 = step.reshape %a : tensor<2x4x48xbf16> -> tensor<8x48xbf16>
+    %1 = step.cast %0 : tensor<8x48xbf16> -> tensor<8x48xf32>
+    %2 = step.cross_entropy_grad %1, %t, %d reduction = mean : tensor<8x48xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x48xf32>
+    %3 = step.cast %2 : tensor<8x48xf32> -> tensor<8x48xbf16>
+    step.yield %3 : tensor<8x48xbf16>
+  })",
+          "tensor<8x48xbf16>"),
+      "row_cev");
+  EXPECT_TRUE(contains(ks.source, "for (int j0 = threadIdx.x * 8; j0 < 48;"));
+  EXPECT_TRUE(contains(
+      ks.source, "w_ = *reinterpret_cast<const uint4 *>(in0 + row * 48 + j);"));
+  EXPECT_TRUE(contains(
+      ks.source, "*reinterpret_cast<uint4 *>(out0 + row * 48 + j) = w_;"));
+  EXPECT_TRUE(
+      contains(ks.source, "h_[u] = __float2bfloat16_rn(v[h * 8 + u]);"));
+  // Ignored rows still store through the epilogue.
+  EXPECT_TRUE(contains(
+      ks.source, "row_cev_store(in0, in1, in2, out0, row * 48 + j, 0.0f);"));
   expectCompiles(ks);
 }
 
