@@ -90,6 +90,17 @@ inline std::string validLengths(mlir::Operation *op, const AttentionShape &a) {
          "), lk_ = (int)(l_ < " + tk + " ? l_ : " + tk + ");\n";
 }
 
+/// Byte offsets of a tiled kernel's shared-memory regions, each a
+/// multiple of 128 bytes.
+struct SharedRegions {
+  int64_t bytes = 0;
+  int64_t add(int64_t n) {
+    int64_t at = bytes;
+    bytes += (n + 127) / 128 * 128;
+    return at;
+  }
+};
+
 /// Dynamic shared memory the tiled attention kernels may stage (sm_80
 /// allows 163 KB a block, sm_90 227 KB).
 constexpr int64_t kAttentionMaxShared = 160 * 1024;

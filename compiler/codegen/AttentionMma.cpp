@@ -58,18 +58,6 @@
 
 namespace step::codegen::detail {
 
-namespace {
-/// Byte offsets of the shared-memory regions (each a multiple of 128).
-struct Regions {
-  int64_t bytes = 0;
-  int64_t add(int64_t n) {
-    int64_t at = bytes;
-    bytes += (n + 127) / 128 * 128;
-    return at;
-  }
-};
-} // namespace
-
 // The instruction, its operand packing and the tile copies.
 static const char *kMmaHelpers = R"(#ifndef STEP_MMA_DEFINED
 #define STEP_MMA_DEFINED
@@ -193,6 +181,13 @@ static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
     }
   }
 }
+// Accumulator tiles set to 0.
+template <int N8>
+static __device__ __forceinline__ void ${NAME}_zero(float (&acc)[N8][4]) {
+#pragma unroll
+  for (int n = 0; n < N8; ++n)
+    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+}
 // The accumulator rows r0 and r1 = r0 + 8 (scaled by s0, s1) into rows of
 // `width` elements at out, where they are below `rows`.
 template <int N8>
@@ -222,15 +217,12 @@ static const char *kViews = R"(  extern __shared__ __align__(128) float smem[];
             t4 = threadIdx.x & 3;
 $VALID)";
 
-// The forward. Scores are kept in the log2 domain (scaled by scale *
-// log2(e)), so every exponential is one exp2f.
-static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
-  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
-  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+// The forward's and launch 1's walk over query tiles: this block's next
+// tile (decreasing order across the grid: under a causal mask the last see
+// the most keys), its rows, the keys it sees, and Q staged.
+static const char *kQueryTile =
+    R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
-    // Query tiles in decreasing order across the grid: under a causal mask
-    // the last see the most keys.
     const long long b = w % $SLICES;
     const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
     const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
@@ -241,30 +233,45 @@ static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
     const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     __syncthreads(); // the previous item is done with shared memory
     ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-    if (kEnd > 0) {
+)";
+
+// The first key tile into buffer 0, and everything staged so far waited
+// for.
+static const char *kFirstKeys = R"(    if (kEnd > 0) {
       ${NAME}_ASYNC(Kb, $LDT, k, $D, 64, lk_)
       ${NAME}_ASYNC(Vb, $LDV, v, $DV, 64, lk_)
     }
     stepCpAsyncWait();
     __syncthreads();
-    unsigned qa[$ND][4];
-    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
-    float o[$NV8][4];
-#pragma unroll
-    for (int n = 0; n < $NV8; ++n)
-      o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    // Per row: the running max (the same in the row's 4 threads) and this
-    // thread's share of the sum of exp.
-    float m0 = $NEGINF, m1 = $NEGINF, l0 = 0.0f, l1 = 0.0f;
-    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
+)";
+
+// The loop over the key tiles: this one (Kh, Vh) in use while the next
+// one loads into the other buffer; the body ends with stepCpAsyncWait()
+// and a barrier.
+static const char *kKeyLoop =
+    R"(    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
       const $T *Kh = Kb + buf * 64 * $LDT, *Vh = Vb + buf * 64 * $LDV;
-      if (j0 + 64 < kEnd) { // the next key tile, while this one is used
+      if (j0 + 64 < kEnd) {
         ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
                       k + (long long)(j0 + 64) * $D, $D, 64, lk_ - j0 - 64)
         ${NAME}_ASYNC(Vb + (buf ^ 1) * 64 * $LDV, $LDV,
                       v + (long long)(j0 + 64) * $DV, $DV, 64, lk_ - j0 - 64)
       }
-      float s[8][4];
+)";
+
+// The forward. Scores are kept in the log2 domain (scaled by scale *
+// log2(e)), so every exponential is one exp2f.
+static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
+  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
+  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
+$QUERY_TILE$FIRST_KEYS    unsigned qa[$ND][4];
+    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
+    float o[$NV8][4];
+    ${NAME}_zero<$NV8>(o);
+    // Per row: the running max (the same in the row's 4 threads) and this
+    // thread's share of the sum of exp.
+    float m0 = $NEGINF, m1 = $NEGINF, l0 = 0.0f, l1 = 0.0f;
+$KEY_LOOP      float s[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);
       float x0 = $NEGINF, x1 = $NEGINF;
 #pragma unroll
@@ -335,25 +342,9 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
   $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
-       w += gridDim.x) {
-    const long long b = w % $SLICES;
-    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
-    const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
-    const $T *out = $OUTIN + b * $TQ * $DV;
-    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
-    __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+$QUERY_TILE    const $T *gr = in3 + b * $TQ * $DV, *out = $OUTIN + b * $TQ * $DV;
     ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
-    if (kEnd > 0) {
-      ${NAME}_ASYNC(Kb, $LDT, k, $D, 64, lk_)
-      ${NAME}_ASYNC(Vb, $LDV, v, $DV, 64, lk_)
-    }
-    stepCpAsyncWait();
-    __syncthreads();
-    unsigned qa[$ND][4], ga[$NV][4];
+$FIRST_KEYS    unsigned qa[$ND][4], ga[$NV][4];
     ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
     ${NAME}_frags<$NV>(ga, Gh + warp * 16 * $LDV, $LDV);
     float d0 = 0.0f, d1 = 0.0f;
@@ -383,18 +374,8 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
     }
     const float f0 = e0 * $LOG2E, f1 = e1 * $LOG2E; // lse in the log2 domain
     float dq[$ND8][4];
-#pragma unroll
-    for (int n = 0; n < $ND8; ++n)
-      dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
-    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
-      const $T *Kh = Kb + buf * 64 * $LDT, *Vh = Vb + buf * 64 * $LDV;
-      if (j0 + 64 < kEnd) { // the next key tile, while this one is used
-        ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
-                      k + (long long)(j0 + 64) * $D, $D, 64, lk_ - j0 - 64)
-        ${NAME}_ASYNC(Vb + (buf ^ 1) * 64 * $LDV, $LDV,
-                      v + (long long)(j0 + 64) * $DV, $DV, 64, lk_ - j0 - 64)
-      }
-      float s[8][4], dp[8][4];
+    ${NAME}_zero<$ND8>(dq);
+$KEY_LOOP      float s[8][4], dp[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);  // S = Q K^T
       ${NAME}_abt<$NV>(dp, ga, Vh, $LDV); // dP = G V^T
 #pragma unroll
@@ -458,12 +439,8 @@ static const char *kGradDkDv =
     ${NAME}_frags<$ND>(ka, Kh + warp * 16 * $LDT, $LDT);
     ${NAME}_frags<$NV>(va, Vh + warp * 16 * $LDV, $LDV);
     float dk[$ND8][4], dv[$NV8][4];
-#pragma unroll
-    for (int n = 0; n < $ND8; ++n)
-      dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
-#pragma unroll
-    for (int n = 0; n < $NV8; ++n)
-      dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
+    ${NAME}_zero<$ND8>(dk);
+    ${NAME}_zero<$NV8>(dv);
     for (int i0 = iStart, buf = 0; i0 < iEnd; i0 += 64, buf ^= 1) {
       const $T *Qh = Qb + buf * 64 * $LDT, *Gh = Gb + buf * 64 * $LDV;
       const float *rowL = Rb + buf * 128, *rowD = rowL + 64;
@@ -538,11 +515,11 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
   int64_t qBytes = tile * ldt * 2, vBytes = tile * ldv * 2;
   // Staged rows of Q (and G) once, K and V twice (the tile in use and the
   // next); launch 2 the other way round, with the queries' statistics.
-  Regions r;
+  SharedRegions r;
   int64_t oQ = r.add(qBytes), oG = gradOp ? r.add(vBytes) : 0;
   int64_t oK = r.add(2 * qBytes), oV = r.add(2 * vBytes);
   int64_t firstBytes = r.bytes;
-  Regions r2;
+  SharedRegions r2;
   int64_t oK2 = r2.add(qBytes), oV2 = r2.add(vBytes);
   int64_t oQ2 = r2.add(2 * qBytes), oG2 = r2.add(2 * vBytes);
   int64_t oRow = r2.add(2 * 2 * tile * 4);
@@ -611,6 +588,10 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
                                  " + logf(l1) : 0.0f;\n    }\n"
                            : ""},
       {"VALID", validLengths(op, a)}};
+  for (auto [key, snippet] : {std::pair{"QUERY_TILE", kQueryTile},
+                              {"FIRST_KEYS", kFirstKeys},
+                              {"KEY_LOOP", kKeyLoop}})
+    vars.push_back({key, subst(snippet, vars)});
   std::string src = prelude(needs) + subst(kMmaHelpers, vars);
   std::string views = subst(kViews, vars);
   if (!gradOp) {

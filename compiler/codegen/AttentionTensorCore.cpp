@@ -30,18 +30,6 @@
 
 namespace step::codegen::detail {
 
-namespace {
-/// Byte offsets of the shared-memory regions (each a multiple of 128).
-struct Layout {
-  int64_t bytes = 0;
-  int64_t add(int64_t n) {
-    int64_t at = bytes;
-    bytes += (n + 127) / 128 * 128;
-    return at;
-  }
-};
-} // namespace
-
 // The pieces every kernel uses: a 16-byte staging copy of `rows` rows of
 // `width` elements (zeros past `limit`), and the two tile products on
 // shared memory.
@@ -129,7 +117,7 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
   int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
   // Regions: staged Q, K, V (and G), P (and dS), f32 scores (and dP), the
   // forward's f32 output, the gradient's row statistics.
-  Layout l;
+  SharedRegions l;
   int64_t oQ = l.add(tile * ldt * 2), oK = l.add(tile * ldt * 2);
   int64_t oV = l.add(tile * ldv * 2), oG = grad ? l.add(tile * ldv * 2) : 0;
   int64_t oP = l.add(tile * ldp * 2), oD = grad ? l.add(tile * ldp * 2) : 0;
