@@ -65,24 +65,18 @@ static const char *kMmaHelpers = R"(#ifndef STEP_MMA_DEFINED
 // operands in its fragment layout (lane = 4 g + t: a rows g and g + 8,
 // columns 2t, 2t + 1 and + 8; b column g, rows 2t, 2t + 1 and + 8; d rows
 // g and g + 8, columns 2t, 2t + 1).
-static __device__ __forceinline__ void stepMmaBf16(float (&d)[4], unsigned a0,
-                                                   unsigned a1, unsigned a2,
-                                                   unsigned a3, unsigned b0,
-                                                   unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-static __device__ __forceinline__ void stepMmaF16(float (&d)[4], unsigned a0,
-                                                  unsigned a1, unsigned a2,
-                                                  unsigned a3, unsigned b0,
-                                                  unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+#define STEP_MMA_FN(fn, ty)                                                  \
+  static __device__ __forceinline__ void fn(float (&d)[4], unsigned a0,      \
+                                            unsigned a1, unsigned a2,        \
+                                            unsigned a3, unsigned b0,        \
+                                            unsigned b1) {                   \
+    asm("mma.sync.aligned.m16n8k16.row.col.f32." ty "." ty ".f32 "           \
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"  \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                     \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));             \
+  }
+STEP_MMA_FN(stepMmaBf16, "bf16")
+STEP_MMA_FN(stepMmaF16, "f16")
 // 16 bytes from global to shared memory without holding registers
 // (cp.async, sm_80+), and the wait for all of this thread's copies.
 static __device__ __forceinline__ void stepCpAsync16(void *dst,

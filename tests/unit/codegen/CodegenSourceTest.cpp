@@ -637,8 +637,9 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
          "tensor<2x3x100x64xbf16>, tensor<2x3x100x64xbf16> -> "
          "tensor<2x3x100x64xbf16>",
          "tensor<2x3x100x64xbf16>"));
-  EXPECT_TRUE(contains(ks.source, "mma.sync.aligned.m16n8k16.row.col.f32."
-                                  "bf16.bf16.f32"));
+  EXPECT_TRUE(contains(ks.source, "mma.sync.aligned.m16n8k16.row.col.f32.\" "
+                                  "ty \".\" ty \".f32"));
+  EXPECT_TRUE(contains(ks.source, "STEP_MMA_FN(stepMmaBf16, \"bf16\")"));
   EXPECT_TRUE(contains(ks.source, "_ab<8>(o, s, Vh, 72); // O += P V"));
   EXPECT_TRUE(contains(ks.source, "cp.async.cg.shared.global"));
   EXPECT_FALSE(contains(ks.source, "wmma"));
