@@ -15,7 +15,8 @@ with a float64 reference written here: max|got - want| / max|want| within
 Cases: GPT-2's causal attention (Tq = Tk = 70, a partial 64-row tile) with
 heads of D = 24 (CUDA cores in both types), 64 and 128 (bf16: the tensor
 core kernels, wmma emulated at the API's level; f32: 64- and 32-row
-tiles), and hand-written models with a non-causal attention where
+tiles; D = 64 also in f16, as --amp=fp16 gives it), and hand-written
+models with a non-causal attention where
 Tq != Tk and D != Dv (24/40: CUDA cores; 48/32: tensor cores in bf16);
 each in f32 and bf16. A bf16 kernel whose widths are multiples of 16 must
 be the tensor-core one. Valid lengths (`step.attention ... valid %len`, as
@@ -45,7 +46,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "emu"))
 from emu_harness import build_and_run, dump_kernels, rounded  # noqa: E402
-BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2}
+BOUND = {"float": 1e-5, "__nv_bfloat16": 1e-2, "__half": 2e-3}
 
 # A model whose attention is not causal, with Tq != Tk and D != Dv; the
 # loss sum(o * o) gives attention_grad a non-trivial upstream gradient.
@@ -286,6 +287,9 @@ def main():
             models.append((os.path.join(d, "model.mlir"),
                            (batch * heads, ctx, ctx, width // heads,
                             width // heads), True, (None,)))
+        # fp16 AMP too, on D = 64: the f16 mma.sync kernels.
+        flags = {models[1][0]: (["--train"], ["--train", "--amp=bf16"],
+                                ["--train", "--amp=fp16"])}
         for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32),
                       (2, 20, 24, 144, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
@@ -311,7 +315,6 @@ def main():
         # statistics (step-attention-stats); these are attention_grad alone,
         # whose kernels make their own pass over the keys: CUDA cores and
         # tensor cores.
-        flags = {}
         for s, t, d, dv, causal, dtype in ((4, 70, 24, 40, True, "f32"),
                                            (2, 70, 64, 32, False, "bf16")):
             path = os.path.join(tmp, "grad_%d_%s.mlir" % (d, dtype))

@@ -10,7 +10,7 @@
 // kernels' shuffles are warp-uniform; warps may loop apart). Dynamic
 // shared memory is one static array. Arithmetic is the host's f32 (expf,
 // logf: not the GPU's ulp, well within the test's bounds); bf16 converts
-// with round-to-nearest-even like cuda_bf16.h.
+// with round-to-nearest-even like cuda_bf16.h, f16 through _Float16.
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_TESTS_E2E_EMU_CUDA_EMU_H
@@ -83,6 +83,23 @@ inline __nv_bfloat16 __float2bfloat16(float f) {
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
 
+// f16 through the host's _Float16 (IEEE binary16, round to nearest even).
+struct __half {
+  uint16_t bits;
+};
+inline float __half2float(__half h) {
+  _Float16 f;
+  std::memcpy(&f, &h.bits, 2);
+  return float(f);
+}
+inline __half __float2half_rn(float x) {
+  const _Float16 f = static_cast<_Float16>(x);
+  __half h;
+  std::memcpy(&h.bits, &f, 2);
+  return h;
+}
+inline unsigned short __half_as_ushort(__half h) { return h.bits; }
+
 // 16-byte vector copies.
 struct uint4 {
   unsigned x, y, z, w;
@@ -110,6 +127,7 @@ struct fragment {
 };
 inline float emuToFloat(float x) { return x; }
 inline float emuToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+inline float emuToFloat(__half x) { return __half2float(x); }
 // Element (r, c) of a 16x16 operand: matrix_a is r = m, c = k; matrix_b is
 // r = k, c = n.
 template <class Use, class T, class Layout, class P>

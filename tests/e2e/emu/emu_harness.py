@@ -13,11 +13,13 @@ EMU = os.path.dirname(os.path.abspath(__file__))
 
 
 def rounded(a, dt):
-    """The values an element of type `dt` ("f32"/"float" or
-    "bf16"/"__nv_bfloat16") holds: bf16 rounds to nearest even."""
+    """The values an element of type `dt` ("f32"/"float", "bf16"/
+    "__nv_bfloat16" or "f16"/"__half") holds: rounded to nearest even."""
     a = np.asarray(a, dtype=np.float32)
     if dt in ("f32", "float"):
         return a
+    if dt in ("f16", "__half"):
+        return a.astype(np.float16).astype(np.float32)
     u = a.reshape(-1).view(np.uint32).astype(np.uint64)
     u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
     return u.astype(np.uint32).view(np.float32).reshape(a.shape)

@@ -25,6 +25,8 @@ static inline void put(double x, float &e) { e = float(x); }
 static inline void put(double x, __nv_bfloat16 &e) {
   e = __float2bfloat16(float(x));
 }
+static inline float toF(__half x) { return __half2float(x); }
+static inline void put(double x, __half &e) { e = __float2half_rn(float(x)); }
 static inline void put(double x, long long &e) { e = (long long)x; }
 static inline void put(double x, int &e) { e = (int)x; }
 
