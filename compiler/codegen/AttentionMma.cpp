@@ -119,6 +119,8 @@ static __device__ __forceinline__ unsigned ${NAME}_ld2(const $T *p,
       *reinterpret_cast<uint4 *>((dst) + y_ * (ldd) + x_) =                  \
           make_uint4(0u, 0u, 0u, 0u);                                        \
   }
+// Whether query row i sees key j: both valid and, if causal, j <= i.
+#define ${NAME}_SEES(i, j) ((i) < lq_ && (j) < lk_ && !($CAUSAL && (j) > (i)))
 // The A fragments of this warp's 16 rows (`rows`: row g of the warp's
 // first, stride ld) over NK k-steps of 16 columns.
 template <int NK>
@@ -273,13 +275,9 @@ $KEY_LOOP      float s[8][4];
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int j = j0 + nt * 8 + 2 * t4 + e;
-          const bool key = j < lk_;
-          s[nt][e] = key && r0 < lq_ && !($CAUSAL && j > r0)
-                         ? s[nt][e] * $SCALE2
-                         : $NEGINF;
-          s[nt][2 + e] = key && r1 < lq_ && !($CAUSAL && j > r1)
-                             ? s[nt][2 + e] * $SCALE2
-                             : $NEGINF;
+          s[nt][e] = ${NAME}_SEES(r0, j) ? s[nt][e] * $SCALE2 : $NEGINF;
+          s[nt][2 + e] =
+              ${NAME}_SEES(r1, j) ? s[nt][2 + e] * $SCALE2 : $NEGINF;
           x0 = maxNaN(x0, s[nt][e]);
           x1 = maxNaN(x1, s[nt][2 + e]);
         }
@@ -377,11 +375,10 @@ $KEY_LOOP      float s[8][4], dp[8][4];
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int j = j0 + nt * 8 + 2 * t4 + e;
-          const bool key = j < lk_;
-          const float p0 = key && r0 < lq_ && !($CAUSAL && j > r0)
+          const float p0 = ${NAME}_SEES(r0, j)
                                ? exp2f(s[nt][e] * $SCALE2 - f0)
                                : 0.0f;
-          const float p1 = key && r1 < lq_ && !($CAUSAL && j > r1)
+          const float p1 = ${NAME}_SEES(r1, j)
                                ? exp2f(s[nt][2 + e] * $SCALE2 - f1)
                                : 0.0f;
           s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
@@ -454,11 +451,10 @@ static const char *kGradDkDv =
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
-          const bool query = i < lq_;
-          const float p0 = query && c0 < lk_ && !($CAUSAL && c0 > i)
+          const float p0 = ${NAME}_SEES(i, c0)
                                ? exp2f(s[nt][e] * $SCALE2 - rowL[x])
                                : 0.0f;
-          const float p1 = query && c1 < lk_ && !($CAUSAL && c1 > i)
+          const float p1 = ${NAME}_SEES(i, c1)
                                ? exp2f(s[nt][2 + e] * $SCALE2 - rowL[x])
                                : 0.0f;
           s[nt][e] = p0;

@@ -75,6 +75,18 @@ struct RowIO {
   /// element type. Empty: not known to be one.
   std::string outPtr;
   Elem outElem = Elem::F32;
+  /// The plain read of x as (pointer, element type): xPtr/xElem with a
+  /// prologue, the op's own in0 of type `e` without; an empty pointer: x
+  /// is computed.
+  std::pair<std::string, Elem> plainX(Elem e) const {
+    return x ? std::pair{xPtr, xElem} : std::pair{std::string("in0"), e};
+  }
+  /// The plain store of the result likewise (out0 of type `e` without an
+  /// epilogue).
+  std::pair<std::string, Elem> plainOut(Elem e) const {
+    return store ? std::pair{outPtr, outElem}
+                 : std::pair{std::string("out0"), e};
+  }
   /// Operand k's pointer.
   std::string operand(unsigned k) const {
     return k - 1 < operands.size() ? operands[k - 1] : "in" + std::to_string(k);

@@ -81,9 +81,8 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
     return name + "_store(" + args + idx + ", " + v + ");";
   };
   // A plain read (an input, or an input through a widening cast to f32,
-  // reshapes aside)
-  // and a plain store (the result alone, or cast from f32) let the row
-  // kernel use 16-byte vectors; the values are the same bits.
+  // reshapes aside) and a plain store (the result alone, or cast from f32)
+  // let the row kernel use 16-byte vectors; the values are the same bits.
   auto input = [&](mlir::Value v) {
     while (auto view = v.getDefiningOp<ops::ReshapeOp>()) // same flat index
       v = view->getOperand(0);
@@ -97,7 +96,7 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
   };
   mlir::BlockArgument xArg = input(x);
   if (auto cast = x.getDefiningOp<ops::CastOp>();
-      cast && input(cast->getOperand(0)) && widening(cast->getOperand(0), x))
+      cast && widening(cast->getOperand(0), x))
     xArg = input(cast->getOperand(0));
   if (xArg) {
     io.xPtr = "in" + std::to_string(xArg.getArgNumber());

@@ -125,9 +125,54 @@ static int64_t ceBlock(int64_t c) {
 /// logits are read plainly (no prologue, or a widening one) from 16-bit
 /// storage, and the rows are whole vectors.
 static bool vectorRows(const RowIO &io, Elem e, int64_t c) {
-  Elem xElem = io.x ? io.xElem : e;
-  return (!io.x || !io.xPtr.empty()) && elemBytes(xElem) == 2 && c % 8 == 0;
+  auto [ptr, elem] = io.plainX(e);
+  return !ptr.empty() && elemBytes(elem) == 2 && c % 8 == 0;
 }
+
+/// A sweep's elements into v[$U], $FILL past the row: $U loads strided by
+/// the block, or $U / 8 vectors of 8 adjacent elements (vectorRows).
+static const char *kRowLoads = R"(#pragma unroll
+      for (int u = 0; u < $U; ++u) {
+        const int j = j0 + u * (int)blockDim.x;
+        v[u] = j < $C ? $X : $FILL;
+      }
+)";
+static const char *kRowVectorLoads = R"(#pragma unroll
+      for (int h = 0; h < $U / 8; ++h) {
+        const int j = j0 + h * 8 * (int)blockDim.x;
+        uint4 w_ = make_uint4(0u, 0u, 0u, 0u);
+        if (j < $C)
+          w_ = *reinterpret_cast<const uint4 *>($XP + row * $C + j);
+        const $XT_ *h_ = reinterpret_cast<const $XT_ *>(&w_);
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          v[h * 8 + u] = j < $C ? $HX : $FILL;
+      }
+)";
+
+/// The gradient's v[$U] stored element by element ($STORE of v[u]).
+static const char *kRowStores = R"(#pragma unroll
+      for (int u = 0; u < $U; ++u) {
+        const int j = $JU;
+        if (j < $C)
+          $STORE
+      }
+)";
+/// The gradient's v[$U] stored as 16-byte vectors of the result type $OT
+/// at $OP (the columns kRowVectorLoads read).
+static const char *kRowVectorStores = R"(#pragma unroll
+      for (int h = 0; h < $U / 8; ++h) {
+        const int j = j0 + h * 8 * (int)blockDim.x;
+        if (j >= $C)
+          continue;
+        uint4 w_;
+        $OT *h_ = reinterpret_cast<$OT *>(&w_);
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          h_[u] = $HV;
+        *reinterpret_cast<uint4 *>($OP + row * $C + j) = w_;
+      }
+)";
 
 /// The row-input pieces of the two cross-entropy kernels: XPTR, the target
 /// logit XT (`t` clamped into the row), the sweep's first column J0 and
@@ -148,46 +193,22 @@ logitVars(Elem e, int64_t c, const RowIO &io) {
                          " *x = in0 + row * " + C + ";\n"},
             {"XT", toF(e, "x[" + t + "]")}};
   }
-  std::string xPtr = io.x ? io.xPtr : "in0";
-  Elem xElem = io.x ? io.xElem : e;
+  auto [xPtr, xElem] = io.plainX(e);
   bool vec = vectorRows(io, e, c);
   vars.push_back({"J0", vec ? "threadIdx.x * 8" : "threadIdx.x"});
   vars.push_back({"JU", vec ? "j0 + (u >> 3) * 8 * (int)blockDim.x + (u & 7)"
                             : "j0 + u * (int)blockDim.x"});
   for (auto [key, fill] :
        {std::pair<const char *, double>{"LOAD_NEGINF", -INFINITY},
-        {"LOAD_ZERO", 0.0}}) {
-    std::string code;
-    if (vec)
-      code = "#pragma unroll\n"
-             "      for (int h = 0; h < $U / 8; ++h) {\n"
-             "        const int j = j0 + h * 8 * (int)blockDim.x;\n"
-             "        uint4 w_ = make_uint4(0u, 0u, 0u, 0u);\n"
-             "        if (j < $C)\n"
-             "          w_ = *reinterpret_cast<const uint4 *>(" +
-             xPtr +
-             " + row * $C + j);\n"
-             "        const " +
-             std::string(cType(xElem)) + " *h_ = reinterpret_cast<const " +
-             cType(xElem) +
-             " *>(&w_);\n"
-             "#pragma unroll\n"
-             "        for (int u = 0; u < 8; ++u)\n"
-             "          v[h * 8 + u] = j < $C ? " +
-             toF(xElem, "h_[u]") + " : " + litF(fill) +
-             ";\n"
-             "      }\n";
-    else
-      code = "#pragma unroll\n"
-             "      for (int u = 0; u < $U; ++u) {\n"
-             "        const int j = j0 + u * (int)blockDim.x;\n"
-             "        v[u] = j < $C ? " +
-             x + " : " + litF(fill) +
-             ";\n"
-             "      }\n";
-    vars.push_back(
-        {key, subst(code, {{"U", std::to_string(kRowUnroll)}, {"C", C}})});
-  }
+        {"LOAD_ZERO", 0.0}})
+    vars.push_back({key, subst(vec ? kRowVectorLoads : kRowLoads,
+                               {{"U", std::to_string(kRowUnroll)},
+                                {"C", C},
+                                {"X", x},
+                                {"XP", xPtr},
+                                {"XT_", cType(xElem)},
+                                {"HX", toF(xElem, "h_[u]")},
+                                {"FILL", litF(fill)}})});
   return vars;
 }
 
@@ -351,49 +372,22 @@ $STORES    }
   std::string at = "row * " + std::to_string(c) + " + j";
   // The stores of v[$U]: 16-byte vectors where the store only rounds into
   // a 16-bit result (and the loads are vectors: the same columns).
-  std::string outPtr = io.store ? io.outPtr : "out0";
-  Elem outElem = io.store ? io.outElem : e;
-  std::string stores;
-  if (vectorRows(io, e, c) && !outPtr.empty() && elemBytes(outElem) == 2)
-    stores = "#pragma unroll\n"
-             "      for (int h = 0; h < $U / 8; ++h) {\n"
-             "        const int j = j0 + h * 8 * (int)blockDim.x;\n"
-             "        if (j >= $C)\n"
-             "          continue;\n"
-             "        uint4 w_;\n"
-             "        " +
-             std::string(cType(outElem)) + " *h_ = reinterpret_cast<" +
-             cType(outElem) +
-             " *>(&w_);\n"
-             "#pragma unroll\n"
-             "        for (int u = 0; u < 8; ++u)\n"
-             "          h_[u] = " +
-             fromF(outElem, "v[h * 8 + u]") +
-             ";\n"
-             "        *reinterpret_cast<uint4 *>(" +
-             outPtr +
-             " + row * $C + j) = w_;\n"
-             "      }\n";
-  else
-    stores = "#pragma unroll\n"
-             "      for (int u = 0; u < $U; ++u) {\n"
-             "        const int j = $JU;\n"
-             "        if (j < $C)\n"
-             "          " +
-             storeRow(io, e, at, "v[u]") +
-             "\n"
-             "      }\n";
+  auto [outPtr, outElem] = io.plainOut(e);
+  bool vecStores =
+      vectorRows(io, e, c) && !outPtr.empty() && elemBytes(outElem) == 2;
+  const char *stores = vecStores ? kRowVectorStores : kRowStores;
+  // clang-format off
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"T", cType(e)},
-      {"C", std::to_string(c)},
-      {"N", std::to_string(n)},
+      {"T", cType(e)}, {"C", std::to_string(c)}, {"N", std::to_string(n)},
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
-      {"NEGINF", litF(-INFINITY)},
-      {"NAN", "__int_as_float(0x7fc00000)"},
-      {"SCALE", scale},
-      {"IN1", io.operand(1)},
+      {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
+      {"SCALE", scale}, {"IN1", io.operand(1)},
       {"U", std::to_string(kRowUnroll)},
-      {"ZERO", storeRow(io, e, at, "0.0f")}};
+      {"ZERO", storeRow(io, e, at, "0.0f")},
+      {"STORE", storeRow(io, e, at, "v[u]")},
+      {"OT", cType(outElem)}, {"HV", fromF(outElem, "v[h * 8 + u]")},
+      {"OP", outPtr}};
+  // clang-format on
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
   vars.push_back({"STORES", subst(stores, vars)});
@@ -419,9 +413,7 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
   PreludeNeeds needs;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   int64_t cols = std::max<int64_t>(1, (dimD + 255) / 256);
-  ks.source =
-      prelude(needs) + signature(ks, params) + " {\n" +
-      subst(R"(  __shared__ unsigned int hits[8]; // one ballot per warp
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ unsigned int hits[8]; // one ballot per warp
   for (long long v = blockIdx.x; v < $V; v += gridDim.x) {
     float acc[$COLS];
 #pragma unroll
@@ -458,12 +450,10 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
   }
 }
 )",
-            {{"V", std::to_string(v)},
-             {"N", std::to_string(n)},
-             {"D", std::to_string(dimD)},
-             {"COLS", std::to_string(cols)},
-             {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
-             {"STORE", fromF(e, "acc[q]")}});
+      {{"V", std::to_string(v)}, {"N", std::to_string(n)},
+       {"D", std::to_string(dimD)}, {"COLS", std::to_string(cols)},
+       {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
+       {"STORE", fromF(e, "acc[q]")}});
   return ks;
 }
 

@@ -186,12 +186,8 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 #define STEP_MMA_DEFINED
 inline unsigned emuMmaA[1024][4], emuMmaB[1024][2];
 inline float emuHalfBits(unsigned h, bool bf16) {
-  if (bf16)
-    return __bfloat162float(__nv_bfloat16{uint16_t(h)});
-  _Float16 f;
-  uint16_t u = uint16_t(h);
-  std::memcpy(&f, &u, 2);
-  return float(f);
+  return bf16 ? __bfloat162float(__nv_bfloat16{uint16_t(h)})
+              : __half2float(__half{uint16_t(h)});
 }
 inline void emuMma(float (&d)[4], const unsigned (&a)[4],
                    const unsigned (&b)[2], bool bf16) {
