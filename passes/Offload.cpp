@@ -253,7 +253,7 @@ FailureOr<ArenaPlan> OffloadPass::measure(ArrayRef<const Candidate *> chosen) {
   apply(copy, chosen, &map);
   if (fuse) {
     PassManager pm(f.getContext());
-    pm.addPass(createFuse());
+    addFusionPasses(pm);
     if (failed(pm.run(*scratch)))
       return failure();
   }

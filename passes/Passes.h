@@ -16,6 +16,10 @@ namespace mlir::step {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Kernel fusion as every pipeline runs it: step-fuse-attention (attention
+/// reads its heads in place), then step-fuse.
+void addFusionPasses(OpPassManager &pm);
+
 } // namespace mlir::step
 
 #endif // STEP_PASSES_PASSES_H

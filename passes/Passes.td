@@ -414,6 +414,34 @@ def SplatBroadcast : Pass<"step-splat-broadcast", "::mlir::ModuleOp"> {
   }];
 }
 
+def FuseAttention : Pass<"step-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Attention reads its heads in place: slices, transposes and "
+                "reshapes around it join its kernel";
+  let description = [{
+    Outlines every attention op with the slice/transpose/reshape chains
+    that produce its rows and the transposes that consume its results into
+    a `step.fusion "attention"`, whose kernel addresses the rows through
+    strided views (contract C6 of step.fusion) instead of the copies those
+    ops make. Other users of a transposed result read it back through the
+    inverse transposes (a gradient's saved output, which its own fusion
+    then reads in place).
+
+    ```mlir
+    %s = step.slice %qkv ...
+    %r = step.reshape %s : tensor<2x16x32xbf16> -> tensor<2x16x2x16xbf16>
+    %q = step.transpose %r, perm = [0, 2, 1, 3] : ...
+    %o = step.attention %q, %k, %v causal : ...
+    %t = step.transpose %o, perm = [0, 2, 1, 3] : ...
+    // becomes
+    %t = step.fusion "attention"(%qkv) : ... {
+      ... the slice, reshape, transposes and the attention ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups ops into step.fusion regions, one kernel each";
   let description = [{

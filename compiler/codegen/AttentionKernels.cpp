@@ -104,29 +104,45 @@ static int64_t tileGrid(int64_t items) {
 /// the padded row strides (DP, DVP, TP), per-thread column blocks (DC,
 /// DVC), the staging loads of q, g, k, v and the store of `acc`.
 static std::vector<std::pair<std::string, std::string>>
-tiledVars(const AttentionShape &a, const std::string &name, bool causal,
-          int64_t tile) {
+tiledVars(const AttentionIO &io, const AttentionShape &a,
+          const std::string &name, bool causal, int64_t tile) {
   auto str = [](int64_t v) { return std::to_string(v); };
+  auto ld = [&](const std::vector<AttentionPort> &ports, size_t i) {
+    return i < ports.size() ? str(ports[i].ld) : std::string("0");
+  };
   std::string d = str(a.d), dv = str(a.dv);
   Elem e = a.e;
-  return {{"NAME", name}, {"T", cType(e)}, {"D", d}, {"DV", dv},
-          {"DP", str(a.d + 1)}, {"DVP", str(a.dv + 1)},
-          {"DC", str(std::max<int64_t>((a.d + 15) / 16, 1))},
-          {"DVC", str(std::max<int64_t>((a.dv + 15) / 16, 1))},
-          {"TQ", str(a.tq)}, {"TK", str(a.tk)}, {"SLICES", str(a.slices)},
-          {"QTILES", str((a.tq + tile - 1) / tile)},
-          {"KTILES", str((a.tk + tile - 1) / tile)},
-          {"TILE", str(tile)}, {"TP", str(tile + 1)}, {"R", str(tile / 16)},
-          {"STATS", str(std::max<int64_t>(a.slices * a.tq * 2, 1))},
-          {"CAUSAL", causal ? "true" : "false"}, {"SCALE", litF(a.scale)},
-          {"NEGINF", litF(-INFINITY)},
-          {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + d + " + x]")},
-          {"LOADG", toF(e, "g[(long long)(i0 + y) * " + dv + " + x]")},
-          {"LOADK", toF(e, "k[(long long)(j0 + y) * " + d + " + x]")},
-          {"LOADV", toF(e, "v[(long long)(j0 + y) * " + dv + " + x]")},
-          {"STORE", fromF(e, "acc")}};
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"NAME", name},
+      {"T", cType(e)},
+      {"D", d},
+      {"DV", dv},
+      {"DP", str(a.d + 1)},
+      {"DVP", str(a.dv + 1)},
+      {"DC", str(std::max<int64_t>((a.d + 15) / 16, 1))},
+      {"DVC", str(std::max<int64_t>((a.dv + 15) / 16, 1))},
+      {"TQ", str(a.tq)},
+      {"TK", str(a.tk)},
+      {"SLICES", str(a.slices)},
+      {"QTILES", str((a.tq + tile - 1) / tile)},
+      {"KTILES", str((a.tk + tile - 1) / tile)},
+      {"TILE", str(tile)},
+      {"TP", str(tile + 1)},
+      {"R", str(tile / 16)},
+      {"STATS", str(std::max<int64_t>(a.slices * a.tq * 2, 1))},
+      {"CAUSAL", causal ? "true" : "false"},
+      {"SCALE", litF(a.scale)},
+      {"NEGINF", litF(-INFINITY)},
+      {"LOADQ", toF(e, "q[(long long)(i0 + y) * " + ld(io.in, 0) + " + x]")},
+      {"LOADG", toF(e, "g[(long long)(i0 + y) * " + ld(io.in, 3) + " + x]")},
+      {"LOADK", toF(e, "k[(long long)(j0 + y) * " + ld(io.in, 1) + " + x]")},
+      {"LOADV", toF(e, "v[(long long)(j0 + y) * " + ld(io.in, 2) + " + x]")},
+      {"STORE", fromF(e, "acc")},
+      {"VALID", validLengths(io, a)}};
+  for (auto &v : io.vars())
+    vars.push_back(std::move(v));
+  return vars;
 }
-
 
 /// attention as FlashAttention's forward: a block per (slice, query tile),
 /// one pass over the key tiles with the online softmax (running row max
@@ -134,13 +150,14 @@ tiledVars(const AttentionShape &a, const std::string &name, bool causal,
 /// Tq x Tk stored beyond one tile. Thread (ty, tx) of 16 x 16 holds the
 /// scores of rows ty + 16 * rr, columns tx + 16 * cc, and the output
 /// columns tx + 16 * cc of its rows. CUDA cores, f32 arithmetic.
-static KernelSource emitAttention(mlir::Operation *op,
+static KernelSource emitAttention(const AttentionIO &io,
                                   const std::string &name) {
+  mlir::Operation *op = io.attention;
   AttentionShape a = attentionShape(op);
   bool causal = causalOf(op);
-  if (auto mma = emitAttentionMma(op, a, causal, name))
+  if (auto mma = emitAttentionMma(io, a, causal, name))
     return *mma;
-  if (auto tc = emitAttentionTensorCore(op, a, causal, false, name))
+  if (auto tc = emitAttentionTensorCore(io, a, causal, false, name))
     return *tc;
   int64_t tile = 0, shared = 0;
   for (int64_t t : {64, 32, 16}) {
@@ -151,7 +168,7 @@ static KernelSource emitAttention(mlir::Operation *op,
     }
   }
   if (!tile)
-    return emitAttentionOneRow(op, name);
+    return emitAttentionOneRow(io, name);
   int64_t qTiles = (a.tq + tile - 1) / tile;
   KernelSource ks;
   ks.name = name;
@@ -160,21 +177,22 @@ static KernelSource emitAttention(mlir::Operation *op,
   ks.sharedBytes = shared;
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
   Elem e = a.e;
-  auto vars = tiledVars(a, name, causal, tile);
-  vars.push_back({"VALID", validLengths(op, a)});
+  auto vars = tiledVars(io, a, name, causal, tile);
   // attention_lse: each row's log-sum-exp (m is the row's max in all 16 of
   // its threads, l now their total).
   vars.push_back(
       {"LSESTORE", mlir::isa<ops::AttentionLseOp>(op)
                        ? "      if (tx == 0 && i < " + std::to_string(a.tq) +
-                             ")\n        out1[b * " + std::to_string(a.tq) +
+                             ")\n        " + io.out[1].param + "[b * " +
+                             std::to_string(a.tq) +
                              " + i] = i < lq_ && l[rr] > 0.0f ? m[rr] + "
                              "logf(l[rr]) : 0.0f;\n"
                        : ""});
-  ks.source = prelude(needs) + subst(kStageRows, vars) + subst(kTileDot, vars) +
-              subst(kTileAccumulate, vars) + signature(ks, params) + " {\n" +
+  ks.source = io.comment() + prelude(needs) + subst(kStageRows, vars) +
+              subst(kTileDot, vars) + subst(kTileAccumulate, vars) +
+              signature(ks, params) + " {\n" +
               subst(R"(  extern __shared__ float smem[];
   float *Qs = smem, *Ks = Qs + $TILE * $DP, *Vs = Ks + $TILE * $DP;
   float *Ps = Vs + $TILE * $DVP;
@@ -183,8 +201,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * $TILE;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
     __syncthreads(); // the previous item is done with shared memory
     ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
@@ -251,7 +268,7 @@ $LSESTORE#pragma unroll
         const int c = tx + 16 * cc;
         if (i < $TQ && c < $DV) {
           const float acc1 = i < lq_ ? acc[rr][cc] / l[rr] : 0.0f;
-          out0[(b * $TQ + i) * $DV + c] = $STORE1;
+          $O_AT[(long long)i * $O_LD + c] = $STORE1;
         }
       }
     }
@@ -342,7 +359,7 @@ static const char *kSavedRow = R"(      float dd = 0.0f;
 #pragma unroll
       for (int o = 8; o > 0; o >>= 1)
         dd += __shfl_xor_sync(0xffffffffu, dd, o);
-      const float lse = i < lq_ ? $LSEIN[b * $TQ + i] : 0.0f;
+      const float lse = i < lq_ ? $SL_P[b * $TQ + i] : 0.0f;
 )";
 
 namespace {
@@ -376,17 +393,18 @@ GradTiling gradTiling(int64_t d, int64_t dv) {
 /// and sums dk and dv over the query tiles. Scores are recomputed, never
 /// stored beyond one tile; every sum runs in a fixed order (deterministic,
 /// no atomics). CUDA cores, f32 arithmetic.
-static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
+static KernelSource emitAttentionGrad(const AttentionIO &io,
                                       const std::string &name) {
+  auto op = mlir::cast<ops::AttentionGradOp>(io.attention);
   AttentionShape a = attentionShape(op);
-  if (auto mma = emitAttentionMma(op, a, op.getCausal(), name))
+  if (auto mma = emitAttentionMma(io, a, op.getCausal(), name))
     return *mma;
-  if (auto tc = emitAttentionTensorCore(op, a, op.getCausal(), true, name))
+  if (auto tc = emitAttentionTensorCore(io, a, op.getCausal(), true, name))
     return *tc;
   GradTiling t = gradTiling(a.d, a.dv);
   // The statistics array holds 2 floats per query row of every slice.
   if (!t.tile || a.slices * a.tq * 8 > (int64_t(1) << 28))
-    return emitAttentionGradOneBlock(op, name);
+    return emitAttentionGradOneBlock(io, name);
   int64_t tile = t.tile;
   int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
   KernelSource ks;
@@ -397,20 +415,16 @@ static KernelSource emitAttentionGrad(ops::AttentionGradOp op,
   ks.then.push_back({"_dkdv", tileGrid(a.slices * kTiles), 256, t.sharedB});
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
   KernelSource second = ks;
   second.name = name + "_dkdv";
-  auto vars = tiledVars(a, name, op.getCausal(), tile);
-  vars.push_back({"VALID", validLengths(op, a)});
+  auto vars = tiledVars(io, a, name, op.getCausal(), tile);
   vars.push_back({"STAGE_SCORES", subst(kStageScores, vars)});
   // The row statistics: from the forward's saved result and log-sum-exp
   // (step.attention_lse), or from a pass over the key tiles.
   if (op.getOut()) {
-    unsigned n = op->getNumOperands();
-    vars.push_back({"OX", toF(a.e, "in" + std::to_string(n - 2) + "[(b * " +
-                                       std::to_string(a.tq) + " + i) * " +
-                                       std::to_string(a.dv) + " + c]")});
-    vars.push_back({"LSEIN", "in" + std::to_string(n - 1)});
+    vars.push_back(
+        {"OX", toF(a.e, subst("$SO_AT[(long long)i * $SO_LD + c]", vars))});
     vars.push_back({"STATS_LOOP", "    __syncthreads(); // Gs staged\n"});
     vars.push_back({"STATS_ROW", subst(kSavedRow, vars)});
   } else {
@@ -444,9 +458,8 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * $TILE;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *g = $G_AT;
+    $T *dq = $DQ_AT;
     __syncthreads(); // the previous item is done with shared memory
     ${NAME}_STAGE(Qs, $DP, $D, $TILE, lq_ - i0, $LOADQ)
     ${NAME}_STAGE(Gs, $DVP, $DV, $TILE, lq_ - i0, $LOADG)
@@ -495,7 +508,7 @@ $STAGE_SCORES#pragma unroll
         const int i = i0 + ty + 16 * rr, c = tx + 16 * cc;
         if (i < $TQ && c < $D) {
           const float acc = accq[rr][cc];
-          dq[(long long)i * $D + c] = $STORE;
+          dq[(long long)i * $DQ_LD + c] = $STORE;
         }
       }
   }
@@ -512,9 +525,8 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
        w += gridDim.x) {
     const long long b = w / $KTILES;
     const int j0 = (int)(w - b * $KTILES) * $TILE;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dk = out1 + b * $TK * $D, *dv = out2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *g = $G_AT;
+    $T *dk = $DK_AT, *dv = $DV_AT;
     __syncthreads(); // the previous item is done with shared memory
     ${NAME}_STAGE(Ks, $DP, $D, $TILE, lk_ - j0, $LOADK)
     ${NAME}_STAGE(Vs, $DVP, $DV, $TILE, lk_ - j0, $LOADV)
@@ -592,7 +604,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
         const int c = tx + 16 * cc;
         if (c < $D) {
           const float acc = acck[rr][cc];
-          dk[(long long)j * $D + c] = $STORE;
+          dk[(long long)j * $DK_LD + c] = $STORE;
         }
       }
 #pragma unroll
@@ -600,7 +612,7 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
         const int c = tx + 16 * cc;
         if (c < $DV) {
           const float acc = accv[rr][cc];
-          dv[(long long)j * $DV + c] = $STORE;
+          dv[(long long)j * $DV_LD + c] = $STORE;
         }
       }
     }
@@ -608,17 +620,20 @@ $VALID  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
 }
 )",
                            vars);
-  ks.source = prelude(needs) + helpers + first + dkdv;
+  ks.source = io.comment() + prelude(needs) + helpers + first + dkdv;
   return ks;
 }
 
 std::optional<KernelSource> emitAttentionFamily(mlir::Operation *op,
                                                 const std::string &name) {
-  if (mlir::isa<ops::AttentionOp, ops::AttentionLseOp>(op))
-    return emitAttention(op, name);
-  if (auto a = mlir::dyn_cast<ops::AttentionGradOp>(op))
-    return emitAttentionGrad(a, name);
-  return std::nullopt;
+  auto fusion = mlir::dyn_cast<ops::FusionOp>(op);
+  if (!ops::isAttentionOp(op) &&
+      !(fusion && fusion.getKind() == ops::kAttentionFusion))
+    return std::nullopt;
+  AttentionIO io = attentionIO(op);
+  if (mlir::isa<ops::AttentionGradOp>(io.attention))
+    return emitAttentionGrad(io, name);
+  return emitAttention(io, name);
 }
 
 } // namespace step::codegen::detail

@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/EmitUtil.h"
 
+#include "dialects/step/Fusion.h"
 #include "dialects/step/StepOps.h"
 
 #include <cmath>
@@ -44,6 +45,47 @@ AttentionShape attentionShapeOf(AttentionLikeOp op) {
   return a;
 }
 
+/// Where an attention kernel reads one of the attention op's operands or
+/// writes one of its results (AttentionPorts.cpp).
+struct AttentionPort {
+  std::string role;  ///< q k v g valid out lse (operands); o lse dq dk dv
+  std::string param; ///< the kernel parameter: in<i> or out<j>
+  /// Row tensors [S..., T, W]: slice b's first row, a C expression of the
+  /// kernel's `long long b` (e.g. "(in0 + (b / 12 * 2304 + b % 12 * 64))"),
+  /// and the row stride in elements; others: `param` and 0.
+  std::string at;
+  int64_t ld = 0;
+  /// Every slice's first row and the row stride are multiples of 8
+  /// elements (16-byte rows for 16-bit types, given aligned buffers).
+  bool aligned8 = true;
+  mlir::step::StridedView view; ///< in the parameter's buffer
+  int64_t bufferElems = 0;      ///< the parameter's element count
+};
+
+/// The attention op a kernel computes and the ports of its operands and
+/// results: for the op itself its own parameters, contiguous; for an
+/// attention fusion (step-fuse-attention) the fusion's parameters, read
+/// and written through the body's views (no copies).
+struct AttentionIO {
+  mlir::Operation *attention = nullptr; ///< attention, _lse or _grad
+  mlir::Operation *launched = nullptr;  ///< whose in<i>/out<j> they are
+  std::vector<AttentionPort> in, out;   ///< by operand / result number
+  /// For each port of role R (upper case; the saved out and lse are SO and
+  /// SL, the valid length VL, attention_lse's result LSE): R_P (param),
+  /// R_AT (slice b's first row), R_LD (row stride).
+  std::vector<std::pair<std::string, std::string>> vars() const;
+  /// Whether every row port has 16-byte rows (aligned8).
+  bool aligned8() const;
+  /// `// step.port ROLE PARAM offset=.. sizes=.. strides=.. buffer=..`
+  /// lines, one per port, at the top of the kernel source: what the kernel
+  /// reads and writes where (tests/e2e/cuda_emulation.py lays its inputs
+  /// out by them).
+  std::string comment() const;
+};
+/// `op`: an attention op or an attention fusion; throws rt::Error where a
+/// port has no unit innermost stride (the fusion verifier rules that out).
+AttentionIO attentionIO(mlir::Operation *op);
+
 /// The shape of step.attention, step.attention_lse or step.attention_grad.
 inline AttentionShape attentionShape(mlir::Operation *op) {
   if (auto a = mlir::dyn_cast<mlir::step::AttentionOp>(op))
@@ -62,32 +104,23 @@ inline bool causalOf(mlir::Operation *op) {
   return mlir::cast<mlir::step::AttentionGradOp>(op).getCausal();
 }
 
-/// The op's valid length operand (null when it has none).
-inline mlir::Value validOf(mlir::Operation *op) {
-  if (auto a = mlir::dyn_cast<mlir::step::AttentionOp>(op))
-    return a.getValid();
-  if (auto a = mlir::dyn_cast<mlir::step::AttentionLseOp>(op))
-    return a.getValid();
-  return mlir::cast<mlir::step::AttentionGradOp>(op).getValid();
-}
-
 /// The declaration, at the top of an attention kernel, of the query rows
 /// `lq_` and keys `lk_` it computes: Tq and Tk (constants), or the op's
-/// `valid` operand (`in3` of attention, `in4` of attention_grad, read on the
-/// device so a CUDA graph replays any length) clamped to them. Tiles past
-/// them are skipped and their rows written as 0.
-inline std::string validLengths(mlir::Operation *op, const AttentionShape &a) {
+/// `valid` operand (its port, read on the device so a CUDA graph replays
+/// any length) clamped to them. Tiles past them are skipped and their rows
+/// written as 0.
+inline std::string validLengths(const AttentionIO &io,
+                                const AttentionShape &a) {
   std::string tq = std::to_string(a.tq), tk = std::to_string(a.tk);
-  mlir::Value valid = validOf(op);
-  if (!valid)
-    return "  const int lq_ = " + tq + ", lk_ = " + tk + ";\n";
-  unsigned at = 0;
-  while (op->getOperand(at) != valid)
-    ++at;
-  std::string in = "in" + std::to_string(at) + "[0]";
-  return "  const long long l_ = " + in + " < 0 ? 0 : " + in + ";\n" +
-         "  const int lq_ = (int)(l_ < " + tq + " ? l_ : " + tq +
-         "), lk_ = (int)(l_ < " + tk + " ? l_ : " + tk + ");\n";
+  for (const AttentionPort &p : io.in) {
+    if (p.role != "valid")
+      continue;
+    std::string in = p.param + "[0]";
+    return "  const long long l_ = " + in + " < 0 ? 0 : " + in + ";\n" +
+           "  const int lq_ = (int)(l_ < " + tq + " ? l_ : " + tq +
+           "), lk_ = (int)(l_ < " + tk + " ? l_ : " + tk + ");\n";
+  }
+  return "  const int lq_ = " + tq + ", lk_ = " + tk + ";\n";
 }
 
 /// Byte offsets of a tiled kernel's shared-memory regions, each a
@@ -107,23 +140,23 @@ constexpr int64_t kAttentionMaxShared = 160 * 1024;
 
 /// The fallbacks for a head too wide for 16-row tiles (AttentionOneRow.cpp):
 /// a block per query row, and a block per (batch, head) slice.
-KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name);
-KernelSource emitAttentionGradOneBlock(mlir::step::AttentionGradOp op,
+KernelSource emitAttentionOneRow(const AttentionIO &io,
+                                 const std::string &name);
+KernelSource emitAttentionGradOneBlock(const AttentionIO &io,
                                        const std::string &name);
 
 /// attention or attention_lse on tensor cores with register-level tiles
 /// (mma.sync m16n8k16, AttentionMma.cpp): f16/bf16 with D and Dv multiples
 /// of 16, at most 128; std::nullopt otherwise.
-std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
+std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                                              const AttentionShape &a,
                                              bool causal,
                                              const std::string &name);
 
-/// attention (`grad` false: in0..2 = q, k, v, out0) or attention_grad
-/// (`grad`: in0..3 = q, k, v, g, out0..2 = dq, dk, dv) on tensor cores
+/// attention (`grad` false) or attention_grad (`grad`) on tensor cores
 /// (wmma, sm_80+): f16/bf16 with D and Dv multiples of 16; std::nullopt
 /// for any other shape or type (the CUDA-core kernels take those).
-std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
+std::optional<KernelSource> emitAttentionTensorCore(const AttentionIO &io,
                                                     const AttentionShape &a,
                                                     bool causal, bool grad,
                                                     const std::string &name);

@@ -105,16 +105,16 @@ static __device__ __forceinline__ unsigned ${NAME}_ld2(const $T *p,
                                                        int stride) {
   return (unsigned)$BITS(p[0]) | (unsigned)$BITS(p[stride]) << 16;
 }
-// `rows` rows of `width` elements from global src into shared dst (row
-// stride ldd), 16-byte asynchronous copies (stepCpAsyncWait completes
-// them), zeros past `limit` rows.
-#define ${NAME}_ASYNC(dst, ldd, src, width, rows, limit)                     \
+// `rows` rows of `width` elements from global src (row stride lds) into
+// shared dst (row stride ldd), 16-byte asynchronous copies
+// (stepCpAsyncWait completes them), zeros past `limit` rows.
+#define ${NAME}_ASYNC(dst, ldd, src, lds, width, rows, limit)                \
   for (int e_ = threadIdx.x; e_ < (rows) * ((width) / 8);                    \
        e_ += blockDim.x) {                                                   \
     const int y_ = e_ / ((width) / 8), x_ = (e_ - y_ * ((width) / 8)) * 8;   \
     if (y_ < (limit))                                                        \
       stepCpAsync16((dst) + y_ * (ldd) + x_,                                 \
-                    (src) + (long long)y_ * (width) + x_);                   \
+                    (src) + (long long)y_ * (lds) + x_);                     \
     else                                                                     \
       *reinterpret_cast<uint4 *>((dst) + y_ * (ldd) + x_) =                  \
           make_uint4(0u, 0u, 0u, 0u);                                        \
@@ -184,22 +184,22 @@ static __device__ __forceinline__ void ${NAME}_zero(float (&acc)[N8][4]) {
   for (int n = 0; n < N8; ++n)
     acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 }
-// The accumulator rows r0 and r1 = r0 + 8 (scaled by s0, s1) into rows of
-// `width` elements at out, where they are below `rows`.
+// The accumulator rows r0 and r1 = r0 + 8 (scaled by s0, s1) into rows
+// `ld` elements apart at out, where they are below `rows`.
 template <int N8>
 static __device__ __forceinline__ void ${NAME}_store(const float (&acc)[N8][4],
-                                                     $T *out, int width,
-                                                     int r0, int rows,
-                                                     float s0, float s1) {
+                                                     $T *out, int ld, int r0,
+                                                     int rows, float s0,
+                                                     float s1) {
   const int t4 = threadIdx.x & 3;
 #pragma unroll
   for (int n = 0; n < N8; ++n) {
     const int c = n * 8 + 2 * t4;
     if (r0 < rows)
-      *reinterpret_cast<unsigned *>(out + (long long)r0 * width + c) =
+      *reinterpret_cast<unsigned *>(out + (long long)r0 * ld + c) =
           ${NAME}_pack(acc[n][0] * s0, acc[n][1] * s0);
     if (r0 + 8 < rows)
-      *reinterpret_cast<unsigned *>(out + (long long)(r0 + 8) * width + c) =
+      *reinterpret_cast<unsigned *>(out + (long long)(r0 + 8) * ld + c) =
           ${NAME}_pack(acc[n][2] * s1, acc[n][3] * s1);
   }
 }
@@ -222,20 +222,19 @@ static const char *kQueryTile =
     const long long b = w % $SLICES;
     const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
     const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
     // past the valid rows reads no key.
     const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_ASYNC(Qh, $LDT, q + (long long)i0 * $Q_LD, $Q_LD, $D, 64, lq_ - i0)
 )";
 
 // The first key tile into buffer 0, and everything staged so far waited
 // for.
 static const char *kFirstKeys = R"(    if (kEnd > 0) {
-      ${NAME}_ASYNC(Kb, $LDT, k, $D, 64, lk_)
-      ${NAME}_ASYNC(Vb, $LDV, v, $DV, 64, lk_)
+      ${NAME}_ASYNC(Kb, $LDT, k, $K_LD, $D, 64, lk_)
+      ${NAME}_ASYNC(Vb, $LDV, v, $V_LD, $DV, 64, lk_)
     }
     stepCpAsyncWait();
     __syncthreads();
@@ -249,9 +248,11 @@ static const char *kKeyLoop =
       const $T *Kh = Kb + buf * 64 * $LDT, *Vh = Vb + buf * 64 * $LDV;
       if (j0 + 64 < kEnd) {
         ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
-                      k + (long long)(j0 + 64) * $D, $D, 64, lk_ - j0 - 64)
+                      k + (long long)(j0 + 64) * $K_LD, $K_LD, $D, 64,
+                      lk_ - j0 - 64)
         ${NAME}_ASYNC(Vb + (buf ^ 1) * 64 * $LDV, $LDV,
-                      v + (long long)(j0 + 64) * $DV, $DV, 64, lk_ - j0 - 64)
+                      v + (long long)(j0 + 64) * $V_LD, $V_LD, $DV, 64,
+                      lk_ - j0 - 64)
       }
 )";
 
@@ -320,7 +321,7 @@ $KEY_LOOP      float s[8][4];
       l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
     }
     const bool ok0 = r0 < lq_ && l0 > 0.0f, ok1 = r1 < lq_ && l1 > 0.0f;
-$LSESTORE    ${NAME}_store<$NV8>(o, out0 + b * $TQ * $DV, $DV, r0, $TQ,
+$LSESTORE    ${NAME}_store<$NV8>(o, $O_AT, $O_LD, r0, $TQ,
                         ok0 ? 1.0f / l0 : 0.0f, ok1 ? 1.0f / l1 : 0.0f);
   }
 }
@@ -334,8 +335,9 @@ static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
   $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
-$QUERY_TILE    const $T *gr = in3 + b * $TQ * $DV, *out = $OUTIN + b * $TQ * $DV;
-    ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+$QUERY_TILE    const $T *gr = $G_AT, *out = $SO_AT;
+    ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $G_LD, $G_LD, $DV, 64,
+                  lq_ - i0)
 $FIRST_KEYS    unsigned qa[$ND][4], ga[$NV][4];
     ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
     ${NAME}_frags<$NV>(ga, Gh + warp * 16 * $LDV, $LDV);
@@ -343,17 +345,17 @@ $FIRST_KEYS    unsigned qa[$ND][4], ga[$NV][4];
     for (int x = t4; x < $DV; x += 4) {
       const $T *gh = Gh + (warp * 16 + g) * $LDV + x;
       if (r0 < lq_)
-        d0 += $TOF(gh[0]) * $TOF(out[(long long)r0 * $DV + x]);
+        d0 += $TOF(gh[0]) * $TOF(out[(long long)r0 * $SO_LD + x]);
       if (r1 < lq_)
-        d1 += $TOF(gh[8 * $LDV]) * $TOF(out[(long long)r1 * $DV + x]);
+        d1 += $TOF(gh[8 * $LDV]) * $TOF(out[(long long)r1 * $SO_LD + x]);
     }
 #pragma unroll
     for (int o_ = 1; o_ < 4; o_ <<= 1) {
       d0 += __shfl_xor_sync(0xffffffffu, d0, o_);
       d1 += __shfl_xor_sync(0xffffffffu, d1, o_);
     }
-    const float e0 = r0 < lq_ ? $LSEIN[b * $TQ + r0] : 0.0f;
-    const float e1 = r1 < lq_ ? $LSEIN[b * $TQ + r1] : 0.0f;
+    const float e0 = r0 < lq_ ? $SL_P[b * $TQ + r0] : 0.0f;
+    const float e1 = r1 < lq_ ? $SL_P[b * $TQ + r1] : 0.0f;
     if (t4 == 0) {
       if (r0 < $TQ) {
         ${NAME}_stats[(b * $TQ + r0) * 2] = e0;
@@ -388,7 +390,7 @@ $KEY_LOOP      float s[8][4], dp[8][4];
       stepCpAsyncWait();
       __syncthreads(); // the next tile staged; this one free
     }
-    ${NAME}_store<$ND8>(dq, out0 + b * $TQ * $D, $D, r0, $TQ, 1.0f, 1.0f);
+    ${NAME}_store<$ND8>(dq, $DQ_AT, $DQ_LD, r0, $TQ, 1.0f, 1.0f);
   }
 }
 )";
@@ -410,17 +412,16 @@ static const char *kGradDkDv =
     const long long b = w % $SLICES;
     const int j0 = (int)(w / $SLICES) * 64;
     const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *gr = in3 + b * $TQ * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *gr = $G_AT;
     // A key tile past the valid keys sees no query (its rows are 0).
     const int iStart = $CAUSAL ? j0 : 0, iEnd = j0 >= lk_ ? 0 : lq_;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_ASYNC(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-    ${NAME}_ASYNC(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+    ${NAME}_ASYNC(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+    ${NAME}_ASYNC(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64, lk_ - j0)
     if (iStart < iEnd) {
-      ${NAME}_ASYNC(Qb, $LDT, q + (long long)iStart * $D, $D, 64,
+      ${NAME}_ASYNC(Qb, $LDT, q + (long long)iStart * $Q_LD, $Q_LD, $D, 64,
                     lq_ - iStart)
-      ${NAME}_ASYNC(Gb, $LDV, gr + (long long)iStart * $DV, $DV, 64,
+      ${NAME}_ASYNC(Gb, $LDV, gr + (long long)iStart * $G_LD, $G_LD, $DV, 64,
                     lq_ - iStart)
       ${NAME}_ROWS(Rb, iStart)
     }
@@ -437,9 +438,10 @@ static const char *kGradDkDv =
       const float *rowL = Rb + buf * 128, *rowD = rowL + 64;
       if (i0 + 64 < iEnd) { // the next query tile, while this one is used
         ${NAME}_ASYNC(Qb + (buf ^ 1) * 64 * $LDT, $LDT,
-                      q + (long long)(i0 + 64) * $D, $D, 64, lq_ - i0 - 64)
+                      q + (long long)(i0 + 64) * $Q_LD, $Q_LD, $D, 64,
+                      lq_ - i0 - 64)
         ${NAME}_ASYNC(Gb + (buf ^ 1) * 64 * $LDV, $LDV,
-                      gr + (long long)(i0 + 64) * $DV, $DV, 64,
+                      gr + (long long)(i0 + 64) * $G_LD, $G_LD, $DV, 64,
                       lq_ - i0 - 64)
         ${NAME}_ROWS(Rb + (buf ^ 1) * 128, i0 + 64)
       }
@@ -467,8 +469,8 @@ static const char *kGradDkDv =
       stepCpAsyncWait();
       __syncthreads(); // the next tile staged; this one free
     }
-    ${NAME}_store<$ND8>(dk, out1 + b * $TK * $D, $D, c0, $TK, 1.0f, 1.0f);
-    ${NAME}_store<$NV8>(dv, out2 + b * $TK * $DV, $DV, c0, $TK, 1.0f, 1.0f);
+    ${NAME}_store<$ND8>(dk, $DK_AT, $DK_LD, c0, $TK, 1.0f, 1.0f);
+    ${NAME}_store<$NV8>(dv, $DV_AT, $DV_LD, c0, $TK, 1.0f, 1.0f);
   }
 }
 )";
@@ -486,17 +488,19 @@ static const char *kRows =
   }
 )";
 
-std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
+std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                                              const AttentionShape &a,
                                              bool causal,
                                              const std::string &name) {
+  mlir::Operation *op = io.attention;
   auto gradOp = mlir::dyn_cast<mlir::step::AttentionGradOp>(op);
   // The gradient only from the forward's saved statistics (the wmma
   // kernels of AttentionTensorCore.cpp make their own pass), and for heads
   // with D + Dv <= 160: launch 2 holds K and V fragments, S^T, dP^T, dk and
   // dv in registers (about 210 a thread at 64/64 on sm_90; 96/96 spills).
+  // cp.async copies 16-byte pieces of rows: every row 16-byte aligned.
   if ((a.e != Elem::BF16 && a.e != Elem::F16) || a.d % 16 || a.dv % 16 ||
-      a.d == 0 || a.dv == 0 || a.d > 128 || a.dv > 128 ||
+      a.d == 0 || a.dv == 0 || a.d > 128 || a.dv > 128 || !io.aligned8() ||
       (gradOp && (!gradOp.getOut() || a.d + a.dv > 160 ||
                   a.slices * a.tq * 8 > (int64_t(1) << 28))))
     return std::nullopt;
@@ -527,10 +531,9 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
     ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r2.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
   auto s = [](int64_t v) { return std::to_string(v); };
   std::string tq = s(a.tq);
-  auto n = static_cast<int64_t>(op->getNumOperands());
   bool withLse = mlir::isa<mlir::step::AttentionLseOp>(op);
   const double log2e = 1.4426950408889634;
   std::vector<std::pair<std::string, std::string>> vars = {
@@ -560,29 +563,30 @@ std::optional<KernelSource> emitAttentionMma(mlir::Operation *op,
       {"OV", s(oV)},
       {"OROW", s(oRow)},
       {"STATS", s(std::max<int64_t>(a.slices * a.tq * 2, 1))},
-      {"OUTIN", "in" + s(n - 2)},
-      {"LSEIN", "in" + s(n - 1)},
       {"CAUSAL", causal ? "true" : "false"},
       {"SCALE", litF(a.scale)},
       {"SCALE2", litF(a.scale * log2e)},
       {"LOG2E", litF(log2e)},
       {"NEGINF", litF(-INFINITY)},
-      {"LSESTORE", withLse ? "    if (t4 == 0) {\n"
-                             "      if (r0 < " +
-                                 tq + ")\n        out1[b * " + tq +
-                                 " + r0] = ok0 ? m0 * " + litF(1 / log2e) +
-                                 " + logf(l0) : 0.0f;\n"
-                                 "      if (r1 < " +
-                                 tq + ")\n        out1[b * " + tq +
-                                 " + r1] = ok1 ? m1 * " + litF(1 / log2e) +
-                                 " + logf(l1) : 0.0f;\n    }\n"
-                           : ""},
-      {"VALID", validLengths(op, a)}};
+      {"LSESTORE", withLse
+                       ? "    if (t4 == 0) {\n"
+                         "      if (r0 < " +
+                             tq + ")\n        " + io.out[1].param + "[b * " +
+                             tq + " + r0] = ok0 ? m0 * " + litF(1 / log2e) +
+                             " + logf(l0) : 0.0f;\n"
+                             "      if (r1 < " +
+                             tq + ")\n        " + io.out[1].param + "[b * " +
+                             tq + " + r1] = ok1 ? m1 * " + litF(1 / log2e) +
+                             " + logf(l1) : 0.0f;\n    }\n"
+                       : ""},
+      {"VALID", validLengths(io, a)}};
+  for (auto &v : io.vars())
+    vars.push_back(std::move(v));
   for (auto [key, snippet] : {std::pair{"QUERY_TILE", kQueryTile},
                               {"FIRST_KEYS", kFirstKeys},
                               {"KEY_LOOP", kKeyLoop}})
     vars.push_back({key, subst(snippet, vars)});
-  std::string src = prelude(needs) + subst(kMmaHelpers, vars);
+  std::string src = io.comment() + prelude(needs) + subst(kMmaHelpers, vars);
   std::string views = subst(kViews, vars);
   if (!gradOp) {
     ks.source =

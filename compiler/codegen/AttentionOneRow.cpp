@@ -22,7 +22,9 @@ namespace step::codegen::detail {
 
 namespace ops = mlir::step;
 
-KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name) {
+KernelSource emitAttentionOneRow(const AttentionIO &io,
+                                 const std::string &name) {
+  mlir::Operation *op = io.attention;
   AttentionShape a = attentionShape(op);
   int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv;
   int64_t rows = a.slices * tq;
@@ -37,21 +39,49 @@ KernelSource emitAttentionOneRow(mlir::Operation *op, const std::string &name) {
   ks.sharedBytes = (tk + d) * 4;
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  ks.source =
-      prelude(needs) + signature(ks, params) + " {\n" +
-      subst(R"(  extern __shared__ float smem[];
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
+  auto vars = io.vars();
+  std::string qld = std::to_string(io.in[0].ld);
+  std::string kld = std::to_string(io.in[1].ld);
+  std::string vld = std::to_string(io.in[2].ld);
+  std::string lseOut = lse ? io.out[1].param : "";
+  for (auto kv : std::vector<std::pair<std::string, std::string>>{
+           {"D", std::to_string(d)},
+           {"DV", std::to_string(dv)},
+           {"TQ", std::to_string(tq)},
+           {"TK", std::to_string(tk)},
+           {"ROWS", std::to_string(rows)},
+           {"T", cType(e)},
+           {"CAUSAL", causalOf(op) ? "true" : "false"},
+           {"SCALE", litF(scale)},
+           {"NEGINF", litF(-INFINITY)},
+           {"LSESTORE", lse ? "    if (threadIdx.x == 0)\n      " + lseOut +
+                                  "[row] = visible > 0 ? mx + logf(sum) : "
+                                  "0.0f;\n"
+                            : ""},
+           {"LSEZERO", lse ? "      if (threadIdx.x == 0)\n        " + lseOut +
+                                 "[row] = 0.0f;\n"
+                           : ""},
+           {"Q", toF(e, "q[(long long)i * " + qld + " + c]")},
+           {"K", toF(e, "k[(long long)j * " + kld + " + c]")},
+           {"V", toF(e, "v[(long long)j * " + vld + " + c]")},
+           {"STORE", fromF(e, "acc / sum")},
+           {"ZERO", fromF(e, "0.0f")},
+           {"VALID", validLengths(io, a)}})
+    vars.push_back(kv);
+  ks.source = io.comment() + prelude(needs) + signature(ks, params) + " {\n" +
+              subst(R"(  extern __shared__ float smem[];
   float *qrow = smem, *p = smem + $D; // q row, then one score per key
   __shared__ float sh[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 $VALID  for (long long row = blockIdx.x; row < $ROWS; row += gridDim.x) {
     const long long b = row / $TQ;
     const int i = (int)(row - b * $TQ);
-    const $T *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
+    $T *o = $O_AT + (long long)i * $O_LD;
     if (i >= lq_) { // a padded row: 0, no work
       for (int c = threadIdx.x; c < $DV; c += blockDim.x)
-        out0[row * $DV + c] = $ZERO;
+        o[c] = $ZERO;
 $LSEZERO      continue;
     }
     __syncthreads(); // the previous row is done with qrow and p
@@ -84,37 +114,18 @@ $LSESTORE    for (int c = threadIdx.x; c < $DV; c += blockDim.x) {
       float acc = 0.0f;
       for (int j = 0; j < visible; ++j)
         acc += p[j] * $V;
-      out0[row * $DV + c] = $STORE;
+      o[c] = $STORE;
     }
   }
 }
 )",
-            {{"D", std::to_string(d)},
-             {"DV", std::to_string(dv)},
-             {"TQ", std::to_string(tq)},
-             {"TK", std::to_string(tk)},
-             {"ROWS", std::to_string(rows)},
-             {"T", cType(e)},
-             {"CAUSAL", causalOf(op) ? "true" : "false"},
-             {"SCALE", litF(scale)},
-             {"NEGINF", litF(-INFINITY)},
-             {"LSESTORE", lse ? "    if (threadIdx.x == 0)\n      out1[row] = "
-                                "visible > 0 ? mx + logf(sum) : 0.0f;\n"
-                              : ""},
-             {"LSEZERO", lse ? "      if (threadIdx.x == 0)\n        "
-                               "out1[row] = 0.0f;\n"
-                             : ""},
-             {"Q", toF(e, "in0[row * " + std::to_string(d) + " + c]")},
-             {"K", toF(e, "k[(long long)j * " + std::to_string(d) + " + c]")},
-             {"V", toF(e, "v[(long long)j * " + std::to_string(dv) + " + c]")},
-             {"STORE", fromF(e, "acc / sum")},
-             {"ZERO", fromF(e, "0.0f")},
-             {"VALID", validLengths(op, a)}});
+                    vars);
   return ks;
 }
 
-KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
-                                              const std::string &name) {
+KernelSource emitAttentionGradOneBlock(const AttentionIO &io,
+                                       const std::string &name) {
+  auto op = mlir::cast<ops::AttentionGradOp>(io.attention);
   AttentionShape a = attentionShape(op);
   int64_t tq = a.tq, d = a.d, tk = a.tk, dv = a.dv, slices = a.slices;
   double scale = a.scale;
@@ -132,12 +143,36 @@ KernelSource emitAttentionGradOneBlock(ops::AttentionGradOp op,
   ks.sharedBytes = (ks.blockX / 32) * (d + dv) * 4;
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  auto idx = [](const std::string &row, int64_t width) {
-    return "(long long)" + row + " * " + std::to_string(width) + " + c";
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
+  auto idx = [](const std::string &row, const AttentionPort &port) {
+    return "(long long)" + row + " * " + std::to_string(port.ld) + " + c";
   };
+  auto vars = io.vars();
+  for (auto kv : std::vector<std::pair<std::string, std::string>>{
+           {"D", std::to_string(d)},
+           {"DV", std::to_string(dv)},
+           {"D1", std::to_string(std::max<int64_t>(d, 1))},
+           {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
+           {"TQ", std::to_string(tq)},
+           {"TK", std::to_string(tk)},
+           {"SLICES", std::to_string(slices)},
+           {"T", cType(e)},
+           {"NAME", name},
+           {"CAUSAL", op.getCausal() ? "true" : "false"},
+           {"SCALE", litF(scale)},
+           {"NEGINF", litF(-INFINITY)},
+           {"QI", toF(e, "q[" + idx("i", io.in[0]) + "]")},
+           {"GI", toF(e, "g[" + idx("i", io.in[3]) + "]")},
+           {"KJ", toF(e, "k[" + idx("j", io.in[1]) + "]")},
+           {"VJ", toF(e, "v[" + idx("j", io.in[2]) + "]")},
+           {"QIDX", idx("i", io.out[0])},
+           {"KIDX", idx("j", io.out[1])},
+           {"VIDX", idx("j", io.out[2])},
+           {"STORE_T", fromF(e, "t")},
+           {"VALID", validLengths(io, a)}})
+    vars.push_back(kv);
   ks.source =
-      prelude(needs) +
+      io.comment() + prelude(needs) +
       subst(R"(__device__ float ${NAME}_stats[$STATS];
 // sum_c staged[c] * row[c] over n values, in order: the one dot product of
 // both passes (q . k and g . v), so pass 2 repeats pass 1's bits.
@@ -162,10 +197,8 @@ static __device__ __forceinline__ float ${NAME}_dot(const float *staged,
   const int warps = blockDim.x >> 5;
   float *rowA = smem + warp * ($D + $DV), *rowB = rowA + $D;
 $VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D, *dk = out1 + b * $TK * $D;
-    $T *dv = out2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *g = $G_AT;
+    $T *dq = $DQ_AT, *dk = $DK_AT, *dv = $DV_AT;
     // Pass 1, a warp per query row i (q_i, g_i staged): the softmax
     // statistics and u = sum_j P_ij dP_ij in one online pass over the keys
     // (lanes take every 32nd key, combined by a shuffle tree), then
@@ -183,8 +216,8 @@ $VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
           i >= lq_ ? 0 : $CAUSAL ? (i + 1 < lk_ ? i + 1 : lk_) : lk_;
       float m = $NEGINF, l = 0.0f, u = 0.0f;
       for (int j = lane; j < visible; j += 32) {
-        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
-        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
+        float s = ${NAME}_dot(rowA, k + (long long)j * $K_LD, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $V_LD, $DV);
         s *= $SCALE;
         const float mNew = maxNaN(m, s);
         const float keep = m == $NEGINF ? 0.0f : expf(m - mNew);
@@ -216,8 +249,8 @@ $VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
       for (int c = 0; c < $D; ++c)
         acc[c] = 0.0f;
       for (int j = lane; j < visible; j += 32) {
-        float s = ${NAME}_dot(rowA, k + (long long)j * $D, $D);
-        const float dp = ${NAME}_dot(rowB, v + (long long)j * $DV, $DV);
+        float s = ${NAME}_dot(rowA, k + (long long)j * $K_LD, $D);
+        const float dp = ${NAME}_dot(rowB, v + (long long)j * $V_LD, $DV);
         const float p = expf(s * $SCALE - lseI);
         const float ds = p * (dp - ddI) * $SCALE;
 #pragma unroll
@@ -253,8 +286,8 @@ $VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
       // A padded key sees no query (its rows are 0).
       const int iEnd = j >= lk_ ? 0 : lq_;
       for (int i = ($CAUSAL ? j : 0) + lane; i < iEnd; i += 32) {
-        const float s = ${NAME}_dot(rowA, q + (long long)i * $D, $D);
-        const float dp = ${NAME}_dot(rowB, g + (long long)i * $DV, $DV);
+        const float s = ${NAME}_dot(rowA, q + (long long)i * $Q_LD, $D);
+        const float dp = ${NAME}_dot(rowB, g + (long long)i * $G_LD, $DV);
         const float p = expf(s * $SCALE - lse[i]);
         const float ds = p * (dp - dd[i]) * $SCALE;
 #pragma unroll
@@ -281,27 +314,7 @@ $VALID  for (long long b = blockIdx.x; b < $SLICES; b += gridDim.x) {
   }
 }
 )",
-            {{"D", std::to_string(d)},
-             {"DV", std::to_string(dv)},
-             {"D1", std::to_string(std::max<int64_t>(d, 1))},
-             {"DV1", std::to_string(std::max<int64_t>(dv, 1))},
-             {"TQ", std::to_string(tq)},
-             {"TK", std::to_string(tk)},
-             {"SLICES", std::to_string(slices)},
-             {"T", cType(e)},
-             {"NAME", name},
-             {"CAUSAL", op.getCausal() ? "true" : "false"},
-             {"SCALE", litF(scale)},
-             {"NEGINF", litF(-INFINITY)},
-             {"QI", toF(e, "q[" + idx("i", d) + "]")},
-             {"GI", toF(e, "g[" + idx("i", dv) + "]")},
-             {"KJ", toF(e, "k[" + idx("j", d) + "]")},
-             {"VJ", toF(e, "v[" + idx("j", dv) + "]")},
-             {"QIDX", idx("i", d)},
-             {"KIDX", idx("j", d)},
-             {"VIDX", idx("j", dv)},
-             {"STORE_T", fromF(e, "t")},
-             {"VALID", validLengths(op, a)}});
+            vars);
   return ks;
 }
 

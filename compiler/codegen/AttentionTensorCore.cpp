@@ -31,18 +31,18 @@
 namespace step::codegen::detail {
 
 // The pieces every kernel uses: a 16-byte staging copy of `rows` rows of
-// `width` elements (zeros past `limit`), and the two tile products on
-// shared memory.
+// `width` elements, `lds` apart in src (zeros past `limit`), and the two
+// tile products on shared memory.
 static const char *kTcHelpers = R"(#include <mma.h>
 using namespace nvcuda;
-#define ${NAME}_COPY(dst, ldd, src, width, rows, limit)                      \
+#define ${NAME}_COPY(dst, ldd, src, lds, width, rows, limit)                 \
   for (int e_ = threadIdx.x; e_ < (rows) * ((width) / 8);                    \
        e_ += blockDim.x) {                                                   \
     const int y_ = e_ / ((width) / 8), x_ = (e_ - y_ * ((width) / 8)) * 8;   \
     uint4 w_ = make_uint4(0u, 0u, 0u, 0u);                                   \
     if (y_ < (limit))                                                        \
       w_ = *reinterpret_cast<const uint4 *>((src) +                          \
-                                            (long long)y_ * (width) + x_);   \
+                                            (long long)y_ * (lds) + x_);     \
     *reinterpret_cast<uint4 *>((dst) + y_ * (ldd) + x_) = w_;                \
   }
 // out (16 x 16, f32, ldo) = A (16 rows of k, lda) * B^T (16 rows of k, ldb).
@@ -99,16 +99,18 @@ static const char *kSavedStats = R"(    __syncthreads(); // Gh staged
       }
     dd += __shfl_xor_sync(0xffffffffu, dd, 1);
     dd += __shfl_xor_sync(0xffffffffu, dd, 2);
-    const float lse = i < lq_ ? $LSEIN[b * $TQ + i] : 0.0f;
+    const float lse = i < lq_ ? $SL_P[b * $TQ + i] : 0.0f;
 )";
 
-std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
+std::optional<KernelSource> emitAttentionTensorCore(const AttentionIO &io,
                                                     const AttentionShape &a,
                                                     bool causal, bool grad,
                                                     const std::string &name) {
+  // 16-byte copies of the staged rows: every row 16-byte aligned.
   if ((a.e != Elem::BF16 && a.e != Elem::F16) || a.d % 16 || a.dv % 16 ||
-      a.d == 0 || a.dv == 0)
+      a.d == 0 || a.dv == 0 || !io.aligned8())
     return std::nullopt;
+  mlir::Operation *op = io.attention;
   constexpr int64_t tile = 64;
   int64_t ldt = a.d + 8, ldv = a.dv + 8, ldp = tile + 8;
   // f32 score tiles, also the staging of the outputs.
@@ -140,9 +142,8 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
                        256, l.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
   int64_t nd = a.d / 16, nv = a.dv / 16;
-  auto n = static_cast<int64_t>(op->getNumOperands());
   // The forward also stores each row's log-sum-exp; the gradient takes the
   // statistics the forward saved.
   bool withLse = mlir::isa<mlir::step::AttentionLseOp>(op);
@@ -186,15 +187,17 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
       {"TOT", fromF(a.e, "p_")},
       {"TOF", toF(a.e, "x_")},
       {"GX", toF(a.e, "Gh[y * " + s(ldv) + " + x]")},
-      {"OX", toF(a.e, "in" + s(n - 2) + "[(b * " + s(a.tq) + " + i) * " +
-                          s(a.dv) + " + x]")},
-      {"LSEIN", "in" + s(n - 1)},
-      {"LSESTORE", withLse ? "    if (qd == 0 && i < " + s(a.tq) +
-                                 ")\n      out1[b * " + s(a.tq) +
+      {"LSESTORE", withLse ? "    if (qd == 0 && i < " + s(a.tq) + ")\n      " +
+                                 io.out[1].param + "[b * " + s(a.tq) +
                                  " + i] = i < lq_ && l > 0.0f ? m + logf(l) "
                                  ": 0.0f;\n"
                            : ""},
-      {"VALID", validLengths(op, a)}};
+      {"VALID", validLengths(io, a)}};
+  for (auto &v : io.vars())
+    vars.push_back(std::move(v));
+  if (saved)
+    vars.push_back(
+        {"OX", toF(a.e, subst("$SO_AT[(long long)i * $SO_LD + x]", vars))});
   // Shared-memory views, in every kernel.
   const char *views = R"(  extern __shared__ __align__(128) float smem[];
   unsigned char *base_ = reinterpret_cast<unsigned char *>(smem);
@@ -207,7 +210,7 @@ std::optional<KernelSource> emitAttentionTensorCore(mlir::Operation *op,
   // The row phases: 4 threads per row, 16 columns each.
   const int y = threadIdx.x >> 2, qd = threadIdx.x & 3;
 $VALID)";
-  std::string src = prelude(needs) + subst(kTcHelpers, vars);
+  std::string src = io.comment() + prelude(needs) + subst(kTcHelpers, vars);
   if (!grad) {
     src += signature(ks, params) + " {\n" + subst(views, vars) +
            subst(R"(  float *Of = reinterpret_cast<float *>(base_ + $OO);
@@ -215,10 +218,9 @@ $VALID)";
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * 64, i = i0 + y;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $Q_LD, $Q_LD, $D, 64, lq_ - i0)
     for (int c = 0; c < $DV4; ++c)
       Of[y * $LDO + qd * $DV4 + c] = 0.0f;
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
@@ -229,8 +231,9 @@ $VALID)";
     float m = $NEGINF, l = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, Ph free; Qh, Of ready
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64,
+                   lk_ - j0)
       __syncthreads();
       for (int f = warp; f < 16; f += 8)
         ${NAME}_abt(Qh + (f >> 2) * 16 * $LDT, $LDT,
@@ -285,7 +288,7 @@ $LSESTORE    if (i < $TQ)
       for (int c = 0; c < $DV4; ++c) {
         const float p_ =
             i < lq_ && l > 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
-        out0[(b * $TQ + i) * $DV + qd * $DV4 + c] = $TOT;
+        $O_AT[(long long)i * $O_LD + qd * $DV4 + c] = $TOT;
       }
   }
 }
@@ -331,8 +334,9 @@ $LSESTORE    if (i < $TQ)
     float m = $NEGINF, l = 0.0f, u = 0.0f;
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, DPf free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64,
+                   lk_ - j0)
       __syncthreads();
 )",
                 vars) +
@@ -376,12 +380,11 @@ $LSESTORE    if (i < $TQ)
        w += gridDim.x) {
     const long long b = w / $QTILES;
     const int i0 = (int)(w - b * $QTILES) * 64, i = i0 + y;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dq = out0 + b * $TQ * $D;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *g = $G_AT;
+    $T *dq = $DQ_AT;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+    ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $Q_LD, $Q_LD, $D, 64, lq_ - i0)
+    ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $G_LD, $G_LD, $DV, 64, lq_ - i0)
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
     // past the valid rows reads no key.
     const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
@@ -399,8 +402,9 @@ $LSESTORE    if (i < $TQ)
       wmma::fill_fragment(dqf[t], 0.0f);
     for (int j0 = 0; j0 < kEnd; j0 += 64) {
       __syncthreads(); // Kh, Vh, Sf, DPf, Ph free
-      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+      ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+      ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64,
+                   lk_ - j0)
       __syncthreads();
 )",
             vars) +
@@ -430,7 +434,8 @@ $LSESTORE    if (i < $TQ)
         }
       }
     }
-    ${NAME}_writeTile<$FQ, $ND, $D>(dqf, Sf, dq + (long long)i * $D, i < $TQ);
+    ${NAME}_writeTile<$FQ, $ND, $D>(dqf, Sf, dq + (long long)i * $DQ_LD,
+                                    i < $TQ);
   }
 }
 )",
@@ -443,12 +448,11 @@ $LSESTORE    if (i < $TQ)
        w += gridDim.x) {
     const long long b = w / $KTILES;
     const int j0 = (int)(w - b * $KTILES) * 64;
-    const $T *q = in0 + b * $TQ * $D, *k = in1 + b * $TK * $D;
-    const $T *v = in2 + b * $TK * $DV, *g = in3 + b * $TQ * $DV;
-    $T *dk = out1 + b * $TK * $D, *dv = out2 + b * $TK * $DV;
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *g = $G_AT;
+    $T *dk = $DK_AT, *dv = $DV_AT;
     __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $D, $D, 64, lk_ - j0)
-    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $DV, $DV, 64, lk_ - j0)
+    ${NAME}_COPY(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+    ${NAME}_COPY(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64, lk_ - j0)
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> dkf[$FQ], dvf[$FV];
 #pragma unroll
     for (int t = 0; t < $FQ; ++t)
@@ -460,8 +464,9 @@ $LSESTORE    if (i < $TQ)
     const int iEnd = j0 >= lk_ ? 0 : lq_;
     for (int i0 = $CAUSAL ? j0 : 0; i0 < iEnd; i0 += 64) {
       __syncthreads(); // Qh, Gh, Sf, DPf, Ph, Dh, rows free
-      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $D, $D, 64, lq_ - i0)
-      ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $DV, $DV, 64, lq_ - i0)
+      ${NAME}_COPY(Qh, $LDT, q + (long long)i0 * $Q_LD, $Q_LD, $D, 64, lq_ - i0)
+      ${NAME}_COPY(Gh, $LDV, g + (long long)i0 * $G_LD, $G_LD, $DV, 64,
+                   lq_ - i0)
       if (threadIdx.x < 64) {
         const bool in = i0 + (int)threadIdx.x < lq_;
         const long long r = (b * $TQ + i0 + threadIdx.x) * 2;
@@ -517,8 +522,9 @@ $LSESTORE    if (i < $TQ)
     }
     // dk, then dv, staged through Sf.
     const int j = j0 + y;
-    ${NAME}_writeTile<$FQ, $ND, $D>(dkf, Sf, dk + (long long)j * $D, j < $TK);
-    ${NAME}_writeTile<$FV, $NV, $DV>(dvf, Sf, dv + (long long)j * $DV,
+    ${NAME}_writeTile<$FQ, $ND, $D>(dkf, Sf, dk + (long long)j * $DK_LD,
+                                    j < $TK);
+    ${NAME}_writeTile<$FV, $NV, $DV>(dvf, Sf, dv + (long long)j * $DV_LD,
                                      j < $TK);
   }
 }

@@ -4,7 +4,8 @@
 // ReduceKernels.cpp, NNKernels.cpp, TrainKernels.cpp); this one tries them
 // in turn and says which ops need no kernel. A step.fusion is one kernel:
 // loop and reduction fusions (FusionKernels.cpp), multi_tensor fusions
-// (MultiTensorKernels.cpp); a matmul fusion is one cuBLASLt call.
+// (MultiTensorKernels.cpp); a matmul fusion is one cuBLASLt call; an
+// attention fusion one attention kernel (AttentionPorts.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/CudaKernels.h"
@@ -37,6 +38,8 @@ std::optional<KernelSource> emitKernel(mlir::Operation *op,
     llvm::StringRef kind = f.getKind();
     if (kind == ops::kMatmulFusion)
       return std::nullopt; // one cuBLASLt call with an epilogue
+    if (kind == ops::kAttentionFusion) // strided views of its operands
+      return detail::emitAttentionFamily(op, name);
     if (kind != ops::kMultiTensorFusion)
       return detail::emitFusionKernel(f, name); // loop, reduction
     if (auto ks = detail::emitMultiTensorFamily(op, name))

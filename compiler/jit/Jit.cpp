@@ -190,7 +190,7 @@ rt::Artifact compileForward(const std::string &modelMlir, bool fuse,
   mlir::PassManager pm(&m.ctx);
   pm.addPass(mlir::createCanonicalizerPass());
   if (fuse)
-    pm.addPass(mlir::step::createFuse());
+    mlir::step::addFusionPasses(pm);
   if (mlir::failed(pm.run(*module)))
     throw rt::Error("compiling @forward failed:\n" + m.diags);
   rt::Artifact artifact = planArtifact(*module, "forward");

@@ -288,7 +288,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
     if (offloadFirst)
       addRemat(mode);
     if (options.fuse)
-      pm->addPass(ops::createFuse());
+      ops::addFusionPasses(*pm);
     if (options.offloadOptimizer)
       pm->addPass(ops::createOffloadOptimizer());
     if (report)

@@ -29,16 +29,239 @@ bool isCheapElementwise(Operation *op) {
              CompareOp, SelectOp, CastOp, StopGradientOp>(op);
 }
 
+StridedView StridedView::contiguous(llvm::ArrayRef<int64_t> shape) {
+  StridedView v;
+  v.sizes.assign(shape.begin(), shape.end());
+  v.strides.assign(shape.size(), 1);
+  for (size_t k = shape.size(); k-- > 1;)
+    v.strides[k - 1] = v.strides[k] * shape[k];
+  return v;
+}
+
+bool isAttentionOp(Operation *op) {
+  return isa<AttentionOp, AttentionLseOp, AttentionGradOp>(op);
+}
+
+bool isAttentionRowsOperand(Operation *op, unsigned i) {
+  Value v = op->getOperand(i);
+  if (auto g = dyn_cast<AttentionGradOp>(op))
+    return v != g.getValid() && v != g.getLse();
+  if (auto a = dyn_cast<AttentionLseOp>(op))
+    return v != a.getValid();
+  return v != cast<AttentionOp>(op).getValid();
+}
+
+bool isReindexing(Operation *op) {
+  return isa<SliceOp, TransposeOp, ReshapeOp>(op);
+}
+
+/// `in` re-read with shape `shape` (same element count): dims are matched
+/// in groups of equal products (size-1 dims aside); within a group the old
+/// dims must be adjacent in memory (stride[k] == stride[k+1] * size[k+1]),
+/// and the new dims of the group get row-major strides ending at the
+/// group's innermost stride. The same test numpy makes before reshaping
+/// without a copy.
+static std::optional<StridedView> reshapeView(const StridedView &in,
+                                              llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> oldSizes, oldStrides;
+  for (auto [n, st] : llvm::zip(in.sizes, in.strides)) {
+    if (n == 0)
+      return std::nullopt;
+    if (n != 1) {
+      oldSizes.push_back(n);
+      oldStrides.push_back(st);
+    }
+  }
+  StridedView out;
+  out.offset = in.offset;
+  out.sizes.assign(shape.begin(), shape.end());
+  out.strides.assign(shape.size(), 1);
+  size_t oi = 0, ni = 0;
+  while (ni < shape.size()) {
+    if (shape[ni] == 1) {
+      ++ni; // any stride reads the one element; 1 is as good as any
+      continue;
+    }
+    if (shape[ni] == 0 || oi == oldSizes.size())
+      return std::nullopt;
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t po = oldSizes[oi], pn = shape[ni];
+    while (po != pn) {
+      if (po < pn) {
+        if (oj == oldSizes.size())
+          return std::nullopt;
+        po *= oldSizes[oj++];
+      } else {
+        if (nj == shape.size())
+          return std::nullopt;
+        pn *= shape[nj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (oldStrides[k] != oldStrides[k + 1] * oldSizes[k + 1])
+        return std::nullopt;
+    int64_t stride = oldStrides[oj - 1];
+    for (size_t k = nj; k-- > ni;) {
+      out.strides[k] = stride;
+      stride *= shape[k];
+    }
+    oi = oj;
+    ni = nj;
+  }
+  if (oi != oldSizes.size())
+    return std::nullopt;
+  return out;
+}
+
+static llvm::ArrayRef<int64_t> shapeOfValue(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `v` with its dims permuted as a transpose by `perm` permutes them (dim
+/// i of the result is dim perm[i] of `v`), or back (`inverse`).
+static StridedView permuted(const StridedView &v, ArrayRef<int64_t> perm,
+                            bool inverse) {
+  StridedView out = v;
+  for (auto [i, p] : llvm::enumerate(perm)) {
+    size_t to = inverse ? p : i, from = inverse ? i : p;
+    out.sizes[to] = v.sizes[from];
+    out.strides[to] = v.strides[from];
+  }
+  return out;
+}
+
+std::optional<StridedView> viewThrough(Operation *op, const StridedView &in) {
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    StridedView out = in;
+    for (auto [k, start, step] :
+         llvm::enumerate(slice.getStart(), slice.getStrides())) {
+      out.offset += start * in.strides[k];
+      out.strides[k] = in.strides[k] * step;
+    }
+    out.sizes.assign(shapeOfValue(slice.getResult()).begin(),
+                     shapeOfValue(slice.getResult()).end());
+    return out;
+  }
+  if (auto t = dyn_cast<TransposeOp>(op))
+    return permuted(in, t.getPermutation(), /*inverse=*/false);
+  if (auto r = dyn_cast<ReshapeOp>(op))
+    return reshapeView(in, shapeOfValue(r.getResult()));
+  return std::nullopt;
+}
+
+std::optional<StridedView> viewBefore(Operation *op, const StridedView &out) {
+  if (auto t = dyn_cast<TransposeOp>(op))
+    return permuted(out, t.getPermutation(), /*inverse=*/true);
+  if (auto r = dyn_cast<ReshapeOp>(op))
+    return reshapeView(out, shapeOfValue(r.getOperand()));
+  return std::nullopt;
+}
+
+std::optional<PortView> inputView(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return PortView{arg.getArgNumber(),
+                    StridedView::contiguous(shapeOfValue(v))};
+  Operation *op = v.getDefiningOp();
+  if (!op || !isReindexing(op))
+    return std::nullopt;
+  auto in = inputView(op->getOperand(0));
+  if (!in)
+    return std::nullopt;
+  auto view = viewThrough(op, in->view);
+  if (!view)
+    return std::nullopt;
+  return PortView{in->index, *view};
+}
+
+std::optional<PortView> resultView(Value v) {
+  if (!v.hasOneUse())
+    return std::nullopt;
+  OpOperand &use = *v.getUses().begin();
+  Operation *user = use.getOwner();
+  if (isa<YieldOp>(user))
+    return PortView{use.getOperandNumber(),
+                    StridedView::contiguous(shapeOfValue(v))};
+  if (!isa<TransposeOp, ReshapeOp>(user))
+    return std::nullopt;
+  auto out = resultView(user->getResult(0));
+  if (!out)
+    return std::nullopt;
+  auto view = viewBefore(user, out->view);
+  if (!view)
+    return std::nullopt;
+  return PortView{out->index, *view};
+}
+
 static int64_t numElements(Type t) {
   return cast<RankedTensorType>(t).getNumElements();
+}
+
+/// C6: an attention fusion holds one attention op and re-indexing ops;
+/// the attention's row tensors are views of inputs with unit innermost
+/// stride, its valid length and saved log-sum-exp are inputs as they are;
+/// each result is yielded, through transposes and reshapes only, as a view
+/// with unit innermost stride (the log-sum-exp as it is).
+LogicalResult FusionOp::verifyAttentionBody() {
+  Operation *attention = nullptr;
+  for (Operation &op : getBlock().without_terminator()) {
+    if (isAttentionOp(&op) && !attention) {
+      attention = &op;
+      continue;
+    }
+    if (!isReindexing(&op))
+      return emitOpError("C6: an attention fusion holds one attention op "
+                         "and slice, transpose and reshape ops, found '")
+             << op.getName() << "'";
+  }
+  if (!attention)
+    return emitOpError("C6: an attention fusion holds no attention op");
+  for (auto [i, v] : llvm::enumerate(attention->getOperands())) {
+    auto in = inputView(v);
+    if (!in)
+      return emitOpError("C6: attention operand ")
+             << i
+             << " is not read from an input through slices, "
+                "transposes and reshapes";
+    if (isAttentionRowsOperand(attention, i) ? in->view.strides.back() != 1
+                                             : !isa<BlockArgument>(v))
+      return emitOpError("C6: attention operand ")
+             << i
+             << (isAttentionRowsOperand(attention, i)
+                     ? " does not have unit innermost stride"
+                     : " must be an input as it is");
+  }
+  if (attention->getNumResults() != getNumResults())
+    return emitOpError("C6: ")
+           << getNumResults() << " results for the attention op's "
+           << attention->getNumResults();
+  llvm::SmallVector<bool> seen(getNumResults(), false);
+  for (auto [j, r] : llvm::enumerate(attention->getResults())) {
+    auto out = resultView(r);
+    if (!out || seen[out->index])
+      return emitOpError("C6: attention result ")
+             << j
+             << " does not reach its own fusion result through "
+                "transposes and reshapes";
+    seen[out->index] = true;
+    bool lse = isa<AttentionLseOp>(attention) && j == 1;
+    if (lse ? !r.hasOneUse() || !isa<YieldOp>(*r.getUsers().begin())
+            : out->view.strides.back() != 1)
+      return emitOpError("C6: attention result ")
+             << j
+             << (lse ? " must be yielded as it is"
+                     : " does not have unit innermost stride");
+  }
+  return success();
 }
 
 LogicalResult FusionOp::verify() {
   StringRef kind = getKind();
   if (kind != kLoopFusion && kind != kReductionFusion &&
-      kind != kMultiTensorFusion && kind != kMatmulFusion)
+      kind != kMultiTensorFusion && kind != kMatmulFusion &&
+      kind != kAttentionFusion)
     return emitOpError("C1: kind must be \"loop\", \"reduction\", "
-                       "\"multi_tensor\" or \"matmul\", found \"")
+                       "\"multi_tensor\", \"matmul\" or \"attention\", "
+                       "found \"")
            << kind << "\"";
   Block &block = getBlock();
   if (block.getNumArguments() != getInputs().size())
@@ -71,6 +294,8 @@ LogicalResult FusionOp::verify() {
                << op.getName() << "'";
     }
   }
+  if (kind == kAttentionFusion)
+    return verifyAttentionBody();
   if (kind == kLoopFusion && getNumResults() > 0) {
     int64_t n = numElements(getResult(0).getType());
     for (auto [i, r] : llvm::enumerate(getResults()))

@@ -9,6 +9,9 @@
 #define STEP_DIALECTS_STEP_FUSION_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 
 namespace mlir::step {
 
@@ -35,6 +38,50 @@ inline constexpr const char *kLoopFusion = "loop";
 inline constexpr const char *kReductionFusion = "reduction";
 inline constexpr const char *kMultiTensorFusion = "multi_tensor";
 inline constexpr const char *kMatmulFusion = "matmul";
+inline constexpr const char *kAttentionFusion = "attention";
+
+/// Where a tensor's elements lie in a buffer: element (i_0, ..., i_r-1)
+/// at `offset + sum_k i_k * strides[k]`, in elements.
+struct StridedView {
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t> sizes, strides;
+  /// The row-major layout of `shape` at offset 0.
+  static StridedView contiguous(llvm::ArrayRef<int64_t> shape);
+  bool operator==(const StridedView &o) const {
+    return offset == o.offset && sizes == o.sizes && strides == o.strides;
+  }
+};
+
+/// attention, attention_lse or attention_grad.
+bool isAttentionOp(Operation *op);
+/// Whether operand `i` of an attention op is a tensor of rows read through
+/// a view (query, key, value, grad, saved out); the valid length and the
+/// saved log-sum-exp are read as they are.
+bool isAttentionRowsOperand(Operation *op, unsigned i);
+
+/// Whether `op` only re-indexes its operand (slice, transpose, reshape):
+/// the ops an attention fusion reads and writes its tensors through.
+bool isReindexing(Operation *op);
+/// The view of a re-indexing op's result when its operand has view `in`;
+/// std::nullopt for a reshape that no strides express (it merges dims that
+/// are not adjacent in memory) or any other op.
+std::optional<StridedView> viewThrough(Operation *op, const StridedView &in);
+/// The view of a transpose's or reshape's operand when its result has view
+/// `out` (both are bijections); std::nullopt otherwise.
+std::optional<StridedView> viewBefore(Operation *op, const StridedView &out);
+
+/// In the body of an attention fusion: the fusion input (block argument
+/// number) a value is read from and how, walking back through re-indexing
+/// ops; std::nullopt when the walk ends anywhere but at a block argument.
+struct PortView {
+  unsigned index = 0;
+  StridedView view;
+};
+std::optional<PortView> inputView(Value v);
+/// The fusion result a value is written into and how: the value's only
+/// user chain of transposes and reshapes ends at the step.yield (operand
+/// `index`); std::nullopt otherwise.
+std::optional<PortView> resultView(Value v);
 
 } // namespace mlir::step
 

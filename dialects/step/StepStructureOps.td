@@ -31,9 +31,16 @@ def Step_FusionOp : Step_Op<"fusion",
        multi-tensor kernel;
      - `"matmul"`: one `matmul` with a bias add (`add` of a
        `broadcast_in_dim` over the last dim) and/or a `relu`/`gelu`, run as
-       one cuBLASLt call with an epilogue.
+       one cuBLASLt call with an epilogue;
+     - `"attention"`: one `attention`, `attention_lse` or `attention_grad`
+       that reads its query, key, value (grad, saved out) rows through
+       `slice`, `transpose` and `reshape` ops of the inputs, and writes its
+       results through `transpose` and `reshape` ops into the results: one
+       attention kernel addressing strided views, no copies
+       (`step-fuse-attention`).
 
-    C1: `kind` is `loop`, `reduction`, `multi_tensor` or `matmul`.
+    C1: `kind` is `loop`, `reduction`, `multi_tensor`, `matmul` or
+        `attention`.
     C2: the block takes one argument per input, of the input's type.
     C3: the body ends in `step.yield` whose operand types are the result
         types.
@@ -41,6 +48,14 @@ def Step_FusionOp : Step_Op<"fusion",
     C5: a `loop` body holds only elementwise ops, `broadcast_in_dim`,
         `reshape` and `iota`, and every result has as many elements as the
         first.
+    C6: an `attention` body holds one attention op and otherwise `slice`,
+        `transpose` and `reshape` ops; every row tensor operand of the
+        attention is an input re-indexed by those ops so that its innermost
+        stride is 1 (a reshape that merges dims not adjacent in memory is
+        not a view); its valid length and saved log-sum-exp are inputs as
+        they are; each result reaches its own fusion result through a
+        chain of single-use `transpose`s and `reshape`s, innermost stride 1
+        (`attention_lse`'s log-sum-exp is yielded as it is).
 
     ```mlir
     %r = step.fusion "loop" (%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
@@ -61,6 +76,8 @@ def Step_FusionOp : Step_Op<"fusion",
     ::mlir::Block &getBlock() { return getBody().front(); }
     /// The terminator of the body.
     ::mlir::Operation *getYield() { return getBlock().getTerminator(); }
+    /// C6 (kind "attention").
+    ::mlir::LogicalResult verifyAttentionBody();
   }];
 }
 

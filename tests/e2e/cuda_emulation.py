@@ -30,6 +30,11 @@ and its gradient takes the saved result and log-sum-exp (the reference's,
 rounded as stored); hand-written models of attention_grad alone check the
 kernels' own statistics pass.
 
+GPT-2's attention kernels are those of step-fuse-attention's fusions: q,
+k and v strided views of the packed projection, the results written as
+[B, T, H, D] (the kernels' `// step.port` lines say where; the inputs are
+laid out and the results read back through them).
+
 Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
 """
 import argparse
@@ -154,9 +159,6 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     block, name = sig.group(1), sig.group(2)
     params = [re.match(r"(const )?(.+?) \*(?:__restrict__ )?(\w+)",
                        p.strip()).groups() for p in sig.group(3).split(",")]
-    ins = [(ty, n) for c, ty, n in params if c]
-    outs = [(ty, n) for c, ty, n in params if not c]
-    elem = ins[0][0]
     # The one-row kernels loop over rows and keys by warps, so any multiple
     # of 32 threads works: 2 warps keep their many warp sums quick to
     # emulate (the tiled kernels need their 256). The gradient's grid is at
@@ -165,11 +167,27 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     if ("threadIdx.x & 15" not in src and "wmma::" not in src
             and "stepMma" not in src):
         block, grid_a = "64", min(3, s)
-    fixed = 4 if grad else 3
-    extra = ins[fixed:]
-    has_valid = bool(extra) and extra[0][0] == "long long"
-    saved = grad and len(extra) - has_valid == 2
-    with_lse = not grad and len(outs) == 2
+    # What the kernel reads and writes where: `// step.port ROLE PARAM
+    # offset=.. sizes=.. strides=.. buffer=..` (compiler/codegen/
+    # AttentionPorts.cpp); inside an attention fusion q, k and v are
+    # strided views of one buffer (GPT-2's packed projection), the results
+    # views of theirs.
+    ports = {}
+    for m in re.finditer(r"^// step\.port (\w+) (\w+) offset=(\d+) "
+                         r"sizes=([\d,]*) strides=([\d,]*) buffer=(\d+)$",
+                         src, re.M):
+        role, param = m.group(1), m.group(2)
+        key = ("out:" if param.startswith("out") else "in:") + role
+        ports[key] = (param, int(m.group(3)),
+                      [int(x) for x in m.group(4).split(",") if x],
+                      [int(x) for x in m.group(5).split(",") if x],
+                      int(m.group(6)))
+    if grad != ("out:dq" in ports) or "in:q" not in ports:
+        sys.exit(f"FAIL {os.path.basename(path)}: ports {sorted(ports)}")
+    elem = {n: ty for _, ty, n in params}[ports["in:q"][0]]
+    has_valid = "in:valid" in ports
+    saved = "in:out" in ports
+    with_lse = "out:lse" in ports
     if has_valid != (lengths[0] is not None):
         sys.exit(f"FAIL {os.path.basename(path)}: valid operand "
                  f"{'present' if has_valid else 'missing'}")
@@ -183,29 +201,31 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     k = rounded(rng.normal(0, 1.5, (s, tk, d)), elem)
     v = rounded(rng.normal(0, 1, (s, tk, dv)), elem)
     g = rounded(rng.normal(0, 1, (s, tq, dv)), elem) if grad else None
-    for n, a in (("q", q), ("k", k), ("v", v), ("g", g)):
-        if a is not None:
-            a.astype(np.float64).tofile(os.path.join(work, n + ".bin"))
-    inputs = [("q", "ELEM", q.size), ("k", "ELEM", k.size),
-              ("v", "ELEM", v.size)]
-    args_in = ["q.data()", "k.data()", "v.data()"]
-    if grad:
-        inputs.append(("g", "ELEM", g.size))
-        args_in.append("g.data()")
-    if has_valid:
-        inputs.append(("len", "long long", 1))
-        args_in.append("len.data()")
-    if saved:
-        inputs += [("oin", "ELEM", s * tq * dv), ("lsein", "float", s * tq)]
-        args_in += ["oin.data()", "lsein.data()"]
-    if grad:
-        outputs = [("dq", "ELEM", q.size), ("dk", "ELEM", k.size),
-                   ("dv", "ELEM", v.size)]
-    else:
-        outputs = [("o", "ELEM", s * tq * dv)]
-        if with_lse:
-            outputs.append(("lse", "float", s * tq))
-    call = ", ".join(args_in + [n + ".data()" for n, _, _ in outputs])
+
+    def strided(buf, key):
+        """The port's view of a flat float64 buffer (writable)."""
+        _, offset, sizes, strides, _ = ports[key]
+        return np.lib.stride_tricks.as_strided(
+            buf[offset:], shape=sizes, strides=[8 * x for x in strides])
+
+    buffers = {}  # input param -> float64 buffer
+
+    def put(role, a):
+        """Scatters role's [S, T, W] array into its input buffer."""
+        param, _, sizes, _, count = ports["in:" + role]
+        buf = buffers.setdefault(param, np.zeros(count))
+        strided(buf, "in:" + role)[...] = np.asarray(a).reshape(sizes)
+
+    def ctype(role):
+        return {"valid": "long long", "lse": "float"}.get(role, "ELEM")
+
+    params = [p for _, _, p in params]
+    kinds = {}  # param -> (C type, element count)
+    for key, (param, _, _, _, count) in ports.items():
+        kinds[param] = (ctype(key.split(":")[1]), count)
+    call = ", ".join(p + ".data()" for p in params)
+    inputs = [(p,) + kinds[p] for p in params if p.startswith("in")]
+    outputs = [(p,) + kinds[p] for p in params if p.startswith("out")]
     # Small grids: each block's grid-stride loop takes several tiles.
     launches = [(grid_a, block, f"{name}({call})")]
     if name + "_dkdv(" in src:
@@ -213,9 +233,11 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     main_cpp = harness(elem, inputs, outputs, launches)
     for i, length in enumerate(lengths):
         n_ok = tq if length is None else max(0, min(length, tq))
+        for role, a in (("q", q), ("k", k), ("v", v), ("g", g)):
+            if a is not None:
+                put(role, a)
         if length is not None:
-            np.array([length], dtype=np.float64).tofile(
-                os.path.join(work, "len.bin"))
+            put("valid", np.array(length, dtype=np.float64))
         # The reference on the inputs cut to the valid rows, zeros after.
         want = {"o": np.zeros((s, tq, dv)), "lse": np.zeros((s, tq)),
                 "dq": np.zeros(q.shape), "dk": np.zeros(k.shape),
@@ -233,10 +255,10 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
                 for n, w in zip(("dq", "dk", "dv"), grads):
                     want[n][:, :w.shape[1]] = w
         if saved: # as attention_lse stores them
-            rounded(want["o"], elem).astype(np.float64).tofile(
-                os.path.join(work, "oin.bin"))
-            want["lse"].astype(np.float32).astype(np.float64).tofile(
-                os.path.join(work, "lsein.bin"))
+            put("out", rounded(want["o"], elem).astype(np.float64))
+            put("lse", want["lse"].astype(np.float32).astype(np.float64))
+        for param, buf in buffers.items():
+            buf.tofile(os.path.join(work, param + ".bin"))
         if i == 0:
             build_and_run(args.cxx, work, src, main_cpp)
         else:
@@ -245,10 +267,14 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
         tag = os.path.basename(path) + ("" if length is None
                                         else f" L={length}")
         worst = 0.0
-        for n, _, _ in outputs:
+        got_params = {p: np.fromfile(os.path.join(work, p + ".bin"),
+                                     dtype=np.float32).astype(np.float64)
+                      for p, _, _ in outputs}
+        for n in [r for r in ("o", "lse", "dq", "dk", "dv")
+                  if "out:" + r in ports]:
             w = want[n]
-            got = np.fromfile(os.path.join(work, n + ".bin"),
-                              dtype=np.float32).reshape(w.shape)
+            got = strided(got_params[ports["out:" + n][0]],
+                          "out:" + n).reshape(w.shape)
             if not np.isfinite(got).all():
                 sys.exit(f"FAIL {tag}: {n} has "
                          f"{int((~np.isfinite(got)).sum())} unwritten/"
@@ -327,12 +353,23 @@ def main():
                                                    ["--train", "--amp=bf16"])):
                 dump = os.path.join(tmp, "kernels")
                 dump_kernels(args.stepc, model, tmp, dump, compile_flags)
-                for f in sorted(glob.glob(os.path.join(dump,
-                                                       "attention_*.cu"))):
-                    grad = os.path.basename(f).startswith("attention_grad_")
+                # Attention kernels, of the op or of an attention fusion
+                # (step-fuse-attention: GPT-2's heads read in place, q and
+                # k strided views of the one packed projection).
+                in_place = 0
+                for f in sorted(glob.glob(os.path.join(dump, "*.cu"))):
+                    text = open(f).read()
+                    if "// step.port q " not in text:
+                        continue
+                    grad = "// step.port dq " in text
+                    qk = re.findall(r"^// step\.port [qk] (\w+) ", text, re.M)
+                    in_place += len(set(qk)) == 1
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
                     run_kernel(args, f, grad, shape, causal, work, lengths)
+                if "gpt2_" in model and in_place < 2:
+                    sys.exit(f"FAIL {model} {compile_flags}: {in_place} "
+                             f"attention kernels read q and k in place")
                 for f in glob.glob(os.path.join(dump, "*")):
                     os.remove(f)
     print("ok")

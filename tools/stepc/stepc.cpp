@@ -421,7 +421,7 @@ int main(int argc, char **argv) {
     mlir::PassManager pm(&ctx);
     pm.addPass(mlir::createCanonicalizerPass());
     if (!o.noFuse)
-      pm.addPass(mlir::step::createFuse());
+      mlir::step::addFusionPasses(pm);
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

@@ -19,6 +19,9 @@
 
 #include "TrainStepTestUtil.h"
 
+#include "dialects/step/Fusion.h"
+
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
 
 #include <gtest/gtest.h>
@@ -41,8 +44,24 @@ protected:
   std::unique_ptr<mlir::MLIRContext> ctx = makeContext();
 };
 
-/// `f` with every attention_lse back to attention and no saved operands.
+/// `f` with every attention_lse back to attention and no saved operands
+/// (attention fusions inlined first: their ops back at the top level).
 void undo(FuncOp f) {
+  f.walk([](mlir::step::FusionOp fusion) {
+    if (fusion.getKind() != mlir::step::kAttentionFusion)
+      return;
+    mlir::OpBuilder b(fusion);
+    mlir::IRMapping map;
+    for (auto [arg, in] :
+         llvm::zip(fusion.getBlock().getArguments(), fusion.getInputs()))
+      map.map(arg, in);
+    for (mlir::Operation &op : fusion.getBlock().without_terminator())
+      b.clone(op, map);
+    for (auto [r, y] :
+         llvm::zip(fusion.getResults(), fusion.getYield()->getOperands()))
+      r.replaceAllUsesWith(map.lookup(y));
+    fusion->erase();
+  });
   f.walk([](mlir::step::AttentionGradOp g) {
     g.getOutMutable().clear();
     g.getLseMutable().clear();

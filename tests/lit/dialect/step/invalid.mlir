@@ -2291,7 +2291,7 @@ func.func @lamb_update_c3_weight_decay(%p: tensor<8xf32>, %t: tensor<i64>, %lr: 
 //===----------------------------------------------------------------------===//
 
 func.func @fusion_c1(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'step.fusion' op C1: kind must be "loop", "reduction", "multi_tensor" or "matmul", found "tiles"}}
+  // expected-error @+1 {{'step.fusion' op C1: kind must be "loop", "reduction", "multi_tensor", "matmul" or "attention", found "tiles"}}
   %r = step.fusion "tiles" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     %e = step.exp %a : tensor<4xf32>
@@ -2516,4 +2516,68 @@ func.func @all_reduce_c2_i1_sum(%x: tensor<4xi1>) -> tensor<4xi1> {
   // expected-error @+1 {{failed to infer returned types}}
   %y = step.all_reduce %x {group_size = 1 : i64, reduce = "sum", replica_groups = array<i64: 0>} : tensor<4xi1> -> tensor<4xi1>
   return %y : tensor<4xi1>
+}
+
+// -----
+
+func.func @attention_fusion_extra_op(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: an attention fusion holds one attention op and slice, transpose and reshape ops, found 'step.neg'}}
+  %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %n = step.neg %a : tensor<2x16x16xf32>
+    %o = step.attention %n, %n, %n : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    step.yield %o : tensor<2x16x16xf32>
+  }
+  return %r : tensor<2x16x16xf32>
+}
+
+// -----
+
+func.func @attention_fusion_none(%x: tensor<2x16x16xf32>) -> tensor<16x2x16xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: an attention fusion holds no attention op}}
+  %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<16x2x16xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %t = step.transpose %a, perm = [1, 0, 2] : tensor<2x16x16xf32> -> tensor<16x2x16xf32>
+    step.yield %t : tensor<16x2x16xf32>
+  }
+  return %r : tensor<16x2x16xf32>
+}
+
+// -----
+
+func.func @attention_fusion_column_view(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: attention operand 1 does not have unit innermost stride}}
+  %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %k = step.transpose %a, perm = [0, 2, 1] : tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    %o = step.attention %a, %k, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    step.yield %o : tensor<2x16x16xf32>
+  }
+  return %r : tensor<2x16x16xf32>
+}
+
+// -----
+
+func.func @attention_fusion_result_used_twice(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: attention result 0 does not reach its own fusion result through transposes and reshapes}}
+  %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %o = step.attention %a, %a, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    %t = step.transpose %o, perm = [1, 0, 2] : tensor<2x16x16xf32> -> tensor<16x2x16xf32>
+    step.yield %o : tensor<2x16x16xf32>
+  }
+  return %r : tensor<2x16x16xf32>
+}
+
+// -----
+
+func.func @attention_fusion_valid_view(%x: tensor<2x16x16xf32>, %l: tensor<1xi64>) -> tensor<2x16x16xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: attention operand 3 must be an input as it is}}
+  %r = step.fusion "attention"(%x, %l) : (tensor<2x16x16xf32>, tensor<1xi64>) -> tensor<2x16x16xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>, %b: tensor<1xi64>):
+    %s = step.reshape %b : tensor<1xi64> -> tensor<i64>
+    %o = step.attention %a, %a, %a valid %s : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<i64> -> tensor<2x16x16xf32>
+    step.yield %o : tensor<2x16x16xf32>
+  }
+  return %r : tensor<2x16x16xf32>
 }
