@@ -35,7 +35,9 @@
 //     the residual add before a layer_norm becomes part of its kernel.
 //  4. loop: from each remaining elementwise/view op, last first, producers
 //     of the same element count join (also when used outside the group:
-//     the fusion yields them, a multi-output fusion).
+//     the fusion yields them, a multi-output fusion), pads too (an index
+//     test and a select: the padded-and-summed slices a gradient of
+//     slices makes, e.g. GPT-2's q/k/v, become one pass writing the sum).
 // A producer joins only if all its users are in the group (phase 4 and
 // row-op prologues of phase 3 also admit users after the group). Cost
 // rule: a producer whose element count differs from the group's domain is
@@ -244,7 +246,8 @@ private:
   /// admits producers of the domain's size whose outside users all come
   /// after that position (they become results of the fusion).
   void growProducers(Group &g, ValueRange seeds, int64_t domain,
-                     int64_t outsideAfter = -1, bool budget = true) {
+                     int64_t outsideAfter = -1, bool budget = true,
+                     bool pads = false) {
     auto later = [&](Operation *a, Operation *b) {
       return pos.lookup(a) < pos.lookup(b);
     };
@@ -263,7 +266,8 @@ private:
     while (!work.empty()) {
       Operation *p = work.top();
       work.pop();
-      if (!isEltOrView(p) || p->getNumResults() != 1)
+      if (!(isEltOrView(p) || (pads && isa<PadOp>(p))) ||
+          p->getNumResults() != 1)
         continue;
       bool sameDomain = numel(p->getResult(0)) == domain;
       if (!sameDomain && !isCheapElementwise(p) &&
@@ -671,7 +675,7 @@ private:
       g.kind = kLoopFusion;
       g.ops.insert(&sink);
       growProducers(g, sink.getOperands(), numel(sink.getResult(0)),
-                    pos.lookup(&sink));
+                    pos.lookup(&sink), /*budget=*/true, /*pads=*/true);
       if (g.ops.size() + g.dups.size() > 1)
         commit(std::move(g));
     }

@@ -159,6 +159,15 @@ std::string litI(int64_t v) {
 
 std::string litU(uint64_t v) { return std::to_string(v) + "ull"; }
 
+std::string typedConstant(Elem e, double value) {
+  if (isFloat(e))
+    return fromD(e, litD(value));
+  if (e == Elem::I1)
+    return value != 0 ? "(unsigned char)1" : "(unsigned char)0";
+  return "(" + std::string(cType(e)) + ")" +
+         litI(static_cast<int64_t>(value));
+}
+
 std::string subst(const std::string &tmpl,
                   const std::vector<std::pair<std::string, std::string>> &vars) {
   std::string out;

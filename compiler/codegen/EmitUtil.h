@@ -40,6 +40,10 @@ std::string fromF(Elem e, const std::string &expr);
 /// A double `expr` rounded once into float storage type e.
 std::string fromD(Elem e, const std::string &expr);
 
+/// `value` as a constant of storage type e, rounded as setFromDouble does
+/// (a pad's fill value).
+std::string typedConstant(Elem e, double value);
+
 /// Exact literals: a float (round-trips, "f" suffix; inf/nan spelled with
 /// __int_as_float), a double, a signed and an unsigned 64-bit integer.
 std::string litF(double v);

@@ -220,6 +220,60 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     return valueAt(in, o);
   }
 
+  if (auto pad = mlir::dyn_cast<ops::PadOp>(op)) {
+    // The element at out index idx is the operand's at coordinates
+    // c - low where every one lies inside the operand, else the padding
+    // value; the operand is read at a clamped (valid) index either way.
+    mlir::Value in = pad.getOperand();
+    std::vector<int64_t> outDims = shapeOf(v), inDims = shapeOf(in);
+    std::vector<int64_t> inDimStrides = stridesOf(inDims);
+    // Adjacent unpadded dims merged (GPT-2's [B, T, 3C] pads only C).
+    std::vector<int64_t> outShape, inShape, inStrides, low;
+    for (size_t d = 0; d < outDims.size(); ++d) {
+      bool plain = pad.getLow()[d] == 0 && outDims[d] == inDims[d];
+      if (plain && !outShape.empty() && low.back() == 0 &&
+          outShape.back() == inShape.back()) {
+        outShape.back() *= outDims[d];
+        inShape.back() *= inDims[d];
+        inStrides.back() = inDimStrides[d];
+        continue;
+      }
+      outShape.push_back(outDims[d]);
+      inShape.push_back(inDims[d]);
+      inStrides.push_back(inDimStrides[d]);
+      low.push_back(pad.getLow()[d]);
+    }
+    std::string t = fresh("ft"), o = fresh("fi"), ok = fresh("fk");
+    line("long long " + o + " = 0;");
+    line("bool " + ok + " = true;");
+    line("{");
+    line("  long long " + t + " = " + idx + ";");
+    for (size_t d = outShape.size(); d-- > 0;) {
+      std::string c = fresh("fc");
+      line("  const long long " + c + " = " + t + " % " +
+           std::to_string(outShape[d]) + " - " + std::to_string(low[d]) +
+           ";");
+      if (d > 0)
+        line("  " + t + " /= " + std::to_string(outShape[d]) + ";");
+      line("  if (" + c + " < 0 || " + c + " >= " +
+           std::to_string(inShape[d]) + ")");
+      line("    " + ok + " = false;");
+      line("  else");
+      line("    " + o + " += " + c + " * " + std::to_string(inStrides[d]) +
+           ";");
+    }
+    line("}");
+    std::string inner = valueAt(in, ok + " ? " + o + " : 0");
+    needs_.add(elemOf(v.getType()));
+    std::string fill = toLocal(
+        v, typedConstant(elemOf(v.getType()),
+                         pad.getValue().convertToDouble()));
+    std::string local = fresh("fv");
+    line("const " + localType(v) + " " + local + " = " + ok + " ? " + inner +
+         " : " + fill + ";");
+    return local;
+  }
+
   std::optional<ElementwiseSpec> spec = elementwiseSpec(op);
   if (!spec || op->getNumResults() != 1)
     throw rt::Error("codegen: '" + op->getName().getStringRef().str() +

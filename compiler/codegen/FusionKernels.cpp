@@ -8,8 +8,9 @@
 //    (Vec stores of the outputs) when N % 4 == 0 and the outputs and the
 //    inputs read at the loop index have at most 4 bytes per element; then
 //    inputs read at the loop index, and bias-like broadcasts (last dim
-//    kept, a multiple of 4), are Vec loads, other broadcast reads are
-//    scalar loads per lane. Otherwise one element per iteration.
+//    kept, a multiple of 4), are Vec loads, other broadcast reads (and a
+//    pad's operand, at its clamped index) are scalar loads per lane.
+//    Otherwise one element per iteration.
 //  - reduction with reduce_sum/mean/max roots: the strategies and
 //    accumulation orders of ReduceKernels.cpp (row, split, column, split
 //    column), with one accumulator per sibling root in the same loop, the
@@ -111,6 +112,8 @@ static LoopReads loopReads(ops::FusionOp f) {
       continue;
     }
     mlir::Operation *op = v.getDefiningOp();
+    if (mlir::isa<ops::PadOp>(op))
+      continue; // its operand is read elsewhere than the loop index
     if (auto b = mlir::dyn_cast<ops::BroadcastInDimOp>(op)) {
       mlir::Value in = b.getOperand();
       // Strictly increasing dims: equal sizes means only size-1 dims added.

@@ -95,16 +95,6 @@ static KernelSource emitSlice(ops::SliceOp op, const std::string &name) {
 // step.pad
 //===----------------------------------------------------------------------===//
 
-/// `value` as a constant of element type e, rounded as setFromDouble does.
-static std::string typedConstant(Elem e, double value) {
-  if (isFloat(e))
-    return fromD(e, litD(value));
-  if (e == Elem::I1)
-    return value != 0 ? "(unsigned char)1" : "(unsigned char)0";
-  return "(" + std::string(cType(e)) + ")" +
-         litI(static_cast<int64_t>(value));
-}
-
 static KernelSource emitPad(ops::PadOp op, const std::string &name) {
   std::vector<int64_t> in = shapeOf(op.getOperand());
   std::vector<int64_t> out = shapeOf(op.getResult());

@@ -288,9 +288,10 @@ LogicalResult FusionOp::verify() {
              << op.getName() << "' cannot be inside a fusion";
     if (kind == kLoopFusion) {
       FusionRole role = fusionRole(&op);
-      if (role != FusionRole::Elementwise && role != FusionRole::View)
+      if (role != FusionRole::Elementwise && role != FusionRole::View &&
+          !isa<PadOp>(op))
         return emitOpError("C5: a loop fusion holds elementwise ops, "
-                           "broadcast_in_dim, reshape and iota, found '")
+                           "broadcast_in_dim, reshape, iota and pad, found '")
                << op.getName() << "'";
     }
   }

@@ -16,9 +16,9 @@ def Step_FusionOp : Step_Op<"fusion",
     fusion never changes a result.
 
     `kind` says how the group is executed (docs/fusion.md):
-     - `"loop"`: elementwise ops, `broadcast_in_dim`, `reshape` and
-       `iota`; every result has the same number of elements (the loop's
-       domain);
+     - `"loop"`: elementwise ops, `broadcast_in_dim`, `reshape`, `iota`
+       and `pad`; every result has the same number of elements (the
+       loop's domain);
      - `"reduction"`: one or more roots that read the same input shape
        (`reduce_sum`/`reduce_mean`/`reduce_max` over the same dims, or one
        of `softmax`, `log_softmax`, `layer_norm`, `cross_entropy`,
@@ -46,8 +46,8 @@ def Step_FusionOp : Step_Op<"fusion",
         types.
     C4: the body holds step ops only, no `step.fusion` or `step.constant`.
     C5: a `loop` body holds only elementwise ops, `broadcast_in_dim`,
-        `reshape` and `iota`, and every result has as many elements as the
-        first.
+        `reshape`, `iota` and `pad`, and every result has as many elements
+        as the first.
     C6: an `attention` body holds one attention op and otherwise `slice`,
         `transpose` and `reshape` ops; every row tensor operand of the
         attention is an input re-indexed by those ops so that its innermost

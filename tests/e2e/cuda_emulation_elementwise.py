@@ -20,6 +20,9 @@ infinities and NaN. Checks: every non-NaN output equal bit for bit, NaN
 exactly where the reference has NaN; the kernel is one fusion that rounds
 each op; a grid-stride launch with 1, 2 and 5 blocks gives the same bits.
 
+A second kernel: pads summed (the gradient of slices), fused into one
+loop, against numpy bit for bit (the padding tests and fill value).
+
 Usage: cuda_emulation_elementwise.py --stepc STEPC --cxx CXX
 """
 import argparse
@@ -45,14 +48,30 @@ MLIR = f"""module {{
 }}
 """
 
+# The gradient of three slices of a packed projection (GPT-2's q, k, v):
+# each padded to the projection's shape (one with a fill value and a
+# leading dim too), summed. step-fuse makes the pads and adds one loop
+# kernel (vectorized: 180 elements).
+PAD_MLIR = """module {
+  func.func @forward(%a: tensor<2x5x6xbf16> {step.kind = "input", step.name = "a"}, %b: tensor<2x5x6xbf16> {step.kind = "input", step.name = "b"}, %c: tensor<1x5x6xbf16> {step.kind = "input", step.name = "c"}) -> (tensor<2x5x18xbf16> {step.name = "r"}) {
+    %pa = step.pad %a low = [0, 0, 0] high = [0, 0, 12] value = 0.0 : tensor<2x5x6xbf16> -> tensor<2x5x18xbf16>
+    %pb = step.pad %b low = [0, 0, 6] high = [0, 0, 6] value = 0.0 : tensor<2x5x6xbf16> -> tensor<2x5x18xbf16>
+    %s = step.add %pa, %pb : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
+    %pc = step.pad %c low = [1, 0, 12] high = [0, 0, 0] value = 0.3 : tensor<1x5x6xbf16> -> tensor<2x5x18xbf16>
+    %r = step.add %s, %pc : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
+    return %r : tensor<2x5x18xbf16>
+  }
+}
+"""
+
 HARNESS = r"""
 #include "cuda_emu.h"
 #include "kernel.inc"
 #include "emu_io.h"
 int main() {
-  auto x = readRaw<__nv_bfloat16>("in0.bin", NUM);
-  auto y = readRaw<__nv_bfloat16>("in1.bin", NUM);
-  auto z = readRaw<__nv_bfloat16>("in2.bin", NUM);
+  auto x = readRaw<__nv_bfloat16>("in0.bin", NUM0);
+  auto y = readRaw<__nv_bfloat16>("in1.bin", NUM1);
+  auto z = readRaw<__nv_bfloat16>("in2.bin", NUM2);
   std::vector<__nv_bfloat16> out(NUM);
   const unsigned grids[] = {1, 2, 5};
   for (int run = 0; run < 3; ++run) {
@@ -114,8 +133,10 @@ def main():
             sys.exit(f"FAIL: {name} has parameters {params}")
         for k, v in enumerate((x, y, z)):
             v.astype(np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
-        harness = HARNESS.replace("NUM", str(N)).replace(
-            "BLOCK", str(block)).replace("KERNEL", name)
+        harness = HARNESS.replace("NUM0", str(N)).replace(
+            "NUM1", str(N)).replace("NUM2", str(N)).replace(
+            "NUM", str(N)).replace("BLOCK", str(block)).replace(
+            "KERNEL", name)
         build_and_run(args.cxx, tmp, src, harness)
         runs = [np.fromfile(os.path.join(tmp, f"out_{r}.bin"),
                             dtype=np.float32) for r in range(3)]
@@ -140,7 +161,41 @@ def main():
     print(f"{name}: {N} elements bit-equal ({int(nan_w.sum())} NaN, "
           f"{int(np.isinf(want).sum())} infinite, {ties} inexact products), "
           "grids 1, 2, 5 alike")
+    check_pads(args, rng)
     print("ok")
+
+
+def check_pads(args, rng):
+    """PAD_MLIR's one fused kernel against numpy, bit for bit, on every
+    grid: the pads' index tests, fill value and clamped reads."""
+    a, b = (rounded(rng.normal(0, 2, (2, 5, 6)), "bf16") for _ in range(2))
+    c = rounded(rng.normal(0, 2, (1, 5, 6)), "bf16")
+    pa, pb, pc = (np.zeros((2, 5, 18), np.float32) for _ in range(3))
+    pa[:, :, :6] = a
+    pb[:, :, 6:12] = b
+    pc[:] = rounded(np.float32(0.3), "bf16")
+    pc[1:, :, 12:] = c
+    want = rounded(rounded(pa + pb, "bf16") + pc, "bf16").reshape(-1)
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-pad-") as tmp:
+        _, src, block, name, params = single_kernel(
+            args.stepc, "pad_sum", PAD_MLIR, tmp, True)
+        if not name.startswith("fusion_") or "Vec<" not in src:
+            sys.exit(f"FAIL: {name} is not one vectorized loop fusion")
+        for k, v in enumerate((a, b, c)):
+            v.astype(np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
+        harness = HARNESS.replace("NUM0", str(a.size)).replace(
+            "NUM1", str(b.size)).replace("NUM2", str(c.size)).replace(
+            "NUM", str(want.size)).replace("BLOCK", str(block)).replace(
+            "KERNEL", name)
+        build_and_run(args.cxx, tmp, src, harness)
+        for r in range(3):
+            got = np.fromfile(os.path.join(tmp, f"out_{r}.bin"),
+                              dtype=np.float32)
+            if got.tobytes() != want.astype(np.float32).tobytes():
+                i = int(np.flatnonzero(got != want)[0])
+                sys.exit(f"FAIL: {name} (grid {[1, 2, 5][r]}): element {i}: "
+                         f"got {got[i]!r}, want {want[i]!r}")
+    print(f"{name}: three pads and two adds, {want.size} elements bit-equal")
 
 
 if __name__ == "__main__":

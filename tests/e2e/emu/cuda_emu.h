@@ -81,6 +81,21 @@ inline __nv_bfloat16 __float2bfloat16(float f) {
   return __nv_bfloat16{uint16_t(u >> 16)};
 }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __float2bfloat16(f); }
+// Rounded once (to nearest even) from double: to float rounding to odd
+// (toward zero, the last bit set when inexact), then to bf16; 24 bits are
+// enough for the second rounding to be the one direct rounding.
+inline __nv_bfloat16 __double2bfloat16(double d) {
+  float f = static_cast<float>(d);
+  if (std::isfinite(d) && static_cast<double>(f) != d) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d))
+      f = std::nextafter(f, 0.0f);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u |= 1u;
+    std::memcpy(&f, &u, 4);
+  }
+  return __float2bfloat16(f);
+}
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
 
 // f16 through the host's _Float16 (IEEE binary16, round to nearest even).
@@ -99,6 +114,12 @@ inline __half __float2half_rn(float x) {
   return h;
 }
 inline unsigned short __half_as_ushort(__half h) { return h.bits; }
+inline __half __double2half(double x) { // one rounding, as the host does
+  const _Float16 f = static_cast<_Float16>(x);
+  __half h;
+  std::memcpy(&h.bits, &f, 2);
+  return h;
+}
 
 // 16-byte vector copies.
 struct uint4 {

@@ -2341,7 +2341,7 @@ func.func @fusion_c4(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @fusion_c5_op(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape and iota, found 'step.matmul'}}
+  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape, iota and pad, found 'step.matmul'}}
   %r = step.fusion "loop" (%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
   ^bb0(%a: tensor<4x4xf32>):
     %m = step.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
@@ -2406,7 +2406,7 @@ func.func @offload_c2_twice(%x: tensor<4xf32>) {
 // -----
 
 func.func @offload_in_fusion(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape and iota, found 'step.offload'}}
+  // expected-error @+1 {{'step.fusion' op C5: a loop fusion holds elementwise ops, broadcast_in_dim, reshape, iota and pad, found 'step.offload'}}
   %r = step.fusion "loop" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     %h = step.offload %a : tensor<4xf32>

@@ -116,3 +116,42 @@ func.func @causal_mask(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4x
   %z = step.select %m, %y, %c : tensor<4x4xi1>, tensor<4x4xf32>
   return %x, %z : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// The gradient of three slices (q, k, v of a packed projection): each
+// slice's gradient padded to the projection's shape, the three summed. The
+// pads join the sum's loop fusion (one pass reading the three gradients,
+// writing the sum) instead of each writing a mostly-zero copy.
+// CHECK-LABEL: func.func @slice_gradients
+// CHECK: %[[F:.+]] = step.fusion "loop"(%arg0, %arg1, %arg2) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32> {
+// CHECK: step.pad %{{.+}} low = [0, 0, 0] high = [0, 0, 16]
+// CHECK: step.pad %{{.+}} low = [0, 0, 8] high = [0, 0, 8]
+// CHECK: step.add
+// CHECK: step.pad %{{.+}} low = [0, 0, 16] high = [0, 0, 0]
+// CHECK: step.add
+// CHECK: step.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[F]]
+func.func @slice_gradients(%dq: tensor<2x4x8xf32>, %dk: tensor<2x4x8xf32>, %dv: tensor<2x4x8xf32>) -> tensor<2x4x24xf32> {
+  %pq = step.pad %dq low = [0, 0, 0] high = [0, 0, 16] value = 0.0 : tensor<2x4x8xf32> -> tensor<2x4x24xf32>
+  %pk = step.pad %dk low = [0, 0, 8] high = [0, 0, 8] value = 0.0 : tensor<2x4x8xf32> -> tensor<2x4x24xf32>
+  %s = step.add %pq, %pk : tensor<2x4x24xf32>
+  %pv = step.pad %dv low = [0, 0, 16] high = [0, 0, 0] value = 0.0 : tensor<2x4x8xf32> -> tensor<2x4x24xf32>
+  %r = step.add %s, %pv : tensor<2x4x24xf32>
+  return %r : tensor<2x4x24xf32>
+}
+
+// -----
+
+// A pad alone stays its own kernel (a loop needs an elementwise sink), and
+// a pad is never a reduction's prologue.
+// CHECK-LABEL: func.func @pad_alone
+// CHECK-NOT: step.fusion
+// CHECK: step.pad
+// CHECK: step.reduce_sum
+func.func @pad_alone(%x: tensor<4x8xf32>) -> (tensor<4x10xf32>, tensor<4xf32>) {
+  %p = step.pad %x low = [0, 1] high = [0, 1] value = 2.5 : tensor<4x8xf32> -> tensor<4x10xf32>
+  %r = step.reduce_sum %p dims = [1] : tensor<4x10xf32> -> tensor<4xf32>
+  return %p, %r : tensor<4x10xf32>, tensor<4xf32>
+}
