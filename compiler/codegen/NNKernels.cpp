@@ -8,15 +8,21 @@
 //  - cross_entropy_grad: one block per row, the same one-sweep statistics,
 //    then a second sweep storing (softmax - onehot) * scale; for
 //    mean every block counts the non-ignored targets itself.
-//  - embedding_grad: deterministic gather-sum. One block per table row v
-//    scans the indices in chunks of 256, finds the positions equal to v with
-//    a warp ballot, and adds their gradient rows in increasing position
-//    order into f32 registers (each thread owns columns), rounding once.
-//    Cost: every block reads all indices (V * N index loads, from L2);
-//    no atomics, so the bits do not depend on scheduling. (A block per 16
-//    rows, scanning 16x less, took GPT-2 124M's embedding gradient from 1.0
-//    to 5.2 ms on an H200: the hits of 16 rows, frequent tokens among them,
-//    then add up one after another in one block.)
+//  - embedding_grad: deterministic gather-sum: every table row v adds the
+//    gradient rows of the positions holding v in increasing position
+//    order into f32 registers (each thread owns columns), rounding once; no
+//    atomics, so the bits do not depend on scheduling. Which positions
+//    hold v: when the N keys v * N + p fit 32 bits and 16 K of them fit
+//    shared memory (GPT-2 124M: N = 8192 or 16384 tokens), launch 1 (one
+//    block) sorts them (bitonic, in shared memory: the positions of each v
+//    end up together, in increasing order) and finds where each v's run
+//    starts (a binary search per v), and launch 2, a block per row, reads
+//    its run: the indices are read once, not once per row. Otherwise one
+//    block per row scans all the indices (a warp ballot per 32; V * N
+//    index loads from L2: 1.0 ms of GPT-2 124M's step on an H200). (A
+//    block per 16 rows, scanning 16x less, took 5.2 ms: the hits of 16
+//    rows, frequent tokens among them, add up one after another in one
+//    block.)
 //  - attention, attention_grad: AttentionKernels.cpp.
 // The cross-entropy kernels read the logits and store through a RowIO
 // (Emitters.h), so a reduction fusion can put a prologue and an epilogue
@@ -400,26 +406,25 @@ $STORES    }
 // step.embedding_grad
 //===----------------------------------------------------------------------===//
 
-static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
-                                      const std::string &name) {
-  int64_t n = numelOf(op.getIndices());
-  int64_t v = op.getNumEmbeddings();
-  int64_t dimD = shapeOf(op.getGrad()).back();
-  Elem e = elemOf(op.getGrad().getType());
-  KernelSource ks;
-  ks.name = name;
-  ks.blockX = 256;
-  ks.gridX = std::min<int64_t>(v, 65535);
-  PreludeNeeds needs;
-  std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  int64_t cols = std::max<int64_t>(1, (dimD + 255) / 256);
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + subst(R"(  __shared__ unsigned int hits[8]; // one ballot per warp
-  for (long long v = blockIdx.x; v < $V; v += gridDim.x) {
-    float acc[$COLS];
+/// A row's sum: acc[q] += the gradient row at `pos` (in increasing
+/// position order), then stored rounded once.
+static const char *kEmbeddingRowSum = R"(    float acc[$COLS];
 #pragma unroll
     for (int q = 0; q < $COLS; ++q)
       acc[q] = 0.0f;
-    for (long long c = 0; c < $N; c += 256) {
+$FIND_POSITIONS#pragma unroll
+    for (int q = 0; q < $COLS; ++q) {
+      const int j = threadIdx.x + q * 256;
+      if (j < $D)
+        out0[v * $D + j] = $STORE;
+    }
+)";
+
+/// The scanning kernel's positions of row v: the indices in chunks of 256,
+/// a warp ballot each, the hits in increasing position order (the loop
+/// body, kEmbeddingAdd, and the closing braces follow).
+static const char *kEmbeddingScan =
+    R"(    for (long long c = 0; c < $N; c += 256) {
       const long long p = c + threadIdx.x;
       const bool hit = p < $N && (long long)in0[p] == v;
       const unsigned int m = __ballot_sync(0xffffffffu, hit);
@@ -431,29 +436,124 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
         while (bits) {
           const long long pos = c + w * 32 + (__ffs(bits) - 1);
           bits &= bits - 1;
-#pragma unroll
+)";
+
+/// The sorted kernel's positions of row v: its run of sorted keys.
+static const char *kEmbeddingRun = R"(    const int end = ${NAME}_start[v + 1];
+    for (int s = ${NAME}_start[v]; s < end; ++s) {
+      const long long pos = ${NAME}_keys[s] - (unsigned)(v * $N);
+)";
+
+/// Adds the gradient row at position `pos` into acc.
+static const char *kEmbeddingAdd = R"(#pragma unroll
           for (int q = 0; q < $COLS; ++q) {
             const int j = threadIdx.x + q * 256;
             if (j < $D)
               acc[q] += $G;
           }
+)";
+
+/// Launch 1 of the sorted embedding_grad (one block of 1024 threads, the
+/// keys in dynamic shared memory): keys v * N + p (an index outside
+/// [0, V) as V, past every row), padded to P with 0xffffffff, sorted by a
+/// bitonic network (each pass a barrier); then each row's first key.
+static const char *kEmbeddingSort =
+    R"(  extern __shared__ __align__(16) float smem[];
+  unsigned *keys_ = reinterpret_cast<unsigned *>(smem);
+  for (int p = threadIdx.x; p < $P; p += blockDim.x) {
+    unsigned key = 0xffffffffu;
+    if (p < $N) {
+      const long long id = (long long)in0[p];
+      key = (unsigned)((id >= 0 && id < $V ? id : $V) * $N + p);
+    }
+    keys_[p] = key;
+  }
+  __syncthreads();
+  for (int k = 2; k <= $P; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int t = threadIdx.x; t < $P / 2; t += blockDim.x) {
+        const int i = 2 * j * (t / j) + t % j, l = i + j; // i's bit j clear
+        const unsigned a = keys_[i], b = keys_[l];
+        if ((a > b) == ((i & k) == 0)) { // ascending where bit k is clear
+          keys_[i] = b;
+          keys_[l] = a;
         }
       }
       __syncthreads();
     }
-#pragma unroll
-    for (int q = 0; q < $COLS; ++q) {
-      const int j = threadIdx.x + q * 256;
-      if (j < $D)
-        out0[v * $D + j] = $STORE;
+  for (int p = threadIdx.x; p < $N; p += blockDim.x)
+    ${NAME}_keys[p] = keys_[p];
+  // Row v's run starts at the first key >= v * N (row V: past the last).
+  for (long long v = threadIdx.x; v <= $V; v += blockDim.x) {
+    const unsigned want = (unsigned)(v * $N);
+    int lo = 0, hi = $N;
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (keys_[mid] < want)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
+    ${NAME}_start[v] = lo;
   }
 }
-)",
-      {{"V", std::to_string(v)}, {"N", std::to_string(n)},
-       {"D", std::to_string(dimD)}, {"COLS", std::to_string(cols)},
-       {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
-       {"STORE", fromF(e, "acc[q]")}});
+)";
+
+static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
+                                      const std::string &name) {
+  int64_t n = numelOf(op.getIndices());
+  int64_t v = op.getNumEmbeddings();
+  int64_t dimD = shapeOf(op.getGrad()).back();
+  Elem e = elemOf(op.getGrad().getType());
+  int64_t p = 1;
+  while (p < n)
+    p <<= 1;
+  bool sorted = (v + 1) * n < (int64_t(1) << 32) && p <= 16384;
+  KernelSource ks;
+  ks.name = name;
+  ks.blockX = sorted ? 1024 : 256;
+  ks.gridX = sorted ? 1 : std::min<int64_t>(v, 65535);
+  ks.sharedBytes = sorted ? p * 4 : 0;
+  if (sorted)
+    ks.then.push_back({"_rows", std::min<int64_t>(v, 65535), 256, 0});
+  PreludeNeeds needs;
+  std::string params = paramList(op, ks, needs, /*restrict=*/true);
+  int64_t cols = std::max<int64_t>(1, (dimD + 255) / 256);
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"NAME", name},
+      {"V", std::to_string(v)},
+      {"N", std::to_string(n)},
+      {"P", std::to_string(p)},
+      {"D", std::to_string(dimD)},
+      {"COLS", std::to_string(cols)},
+      {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
+      {"STORE", fromF(e, "acc[q]")}};
+  std::string add = subst(kEmbeddingAdd, vars);
+  if (!sorted) {
+    vars.push_back({"FIND_POSITIONS", subst(kEmbeddingScan, vars) + add +
+                                          "        }\n      }\n"
+                                          "      __syncthreads();\n    }\n"});
+    ks.source = prelude(needs) + signature(ks, params) + " {\n" +
+                "  __shared__ unsigned int hits[8]; // one ballot per warp\n"
+                "  for (long long v = blockIdx.x; v < " +
+                std::to_string(v) + "; v += gridDim.x) {\n" +
+                subst(kEmbeddingRowSum, vars) + "  }\n}\n";
+    return ks;
+  }
+  vars.push_back(
+      {"FIND_POSITIONS", subst(kEmbeddingRun, vars) + add + "    }\n"});
+  KernelSource rows = ks;
+  rows.name = name + "_rows";
+  rows.blockX = 256;
+  ks.source = prelude(needs) +
+              subst("__device__ unsigned ${NAME}_keys[$N];\n"
+                    "__device__ int ${NAME}_start[$V + 1];\n",
+                    vars) +
+              signature(ks, params) + " {\n" + subst(kEmbeddingSort, vars) +
+              signature(rows, params) + " {\n" +
+              "  for (long long v = blockIdx.x; v < " + std::to_string(v) +
+              "; v += gridDim.x) {\n" + subst(kEmbeddingRowSum, vars) +
+              "  }\n}\n";
   return ks;
 }
 

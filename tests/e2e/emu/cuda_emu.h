@@ -57,6 +57,19 @@ inline float __shfl_xor_sync(unsigned, float v, int lane) {
   __syncwarp();
   return r;
 }
+// The warp's predicates as a mask, lane k in bit k (every lane of the
+// warp takes part, as the kernels call it).
+inline unsigned __ballot_sync(unsigned, bool pred) {
+  unsigned t = threadIdx.x;
+  emuSlots[t] = pred ? 1.0f : 0.0f;
+  __syncwarp();
+  unsigned m = 0, first = t & ~31u;
+  for (unsigned k = 0; k < 32 && first + k < blockDim.x; ++k)
+    m |= (emuSlots[first + k] != 0.0f ? 1u : 0u) << k;
+  __syncwarp();
+  return m;
+}
+inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
 inline float __int_as_float(unsigned u) {
   float f;
   std::memcpy(&f, &u, 4);

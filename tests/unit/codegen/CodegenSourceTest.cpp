@@ -396,16 +396,41 @@ TEST(NNKernels, CrossEntropyAndItsGradient) {
   EXPECT_FALSE(contains(ks.source, "(float)count")); // only for mean
 }
 
-TEST(NNKernels, EmbeddingGradIsADeterministicGather) {
+TEST(NNKernels, EmbeddingGradSortsThePositionsOnce) {
   KernelSource ks = firstKernel(
       fn("%i: tensor<4x16xi64>, %g: tensor<4x16x600xf32>",
          "step.embedding_grad %i, %g num_embeddings = 50 : tensor<4x16xi64>, "
          "tensor<4x16x600xf32> -> tensor<50x600xf32>",
          "tensor<50x600xf32>"));
+  // Launch 1: one block sorts the 64 keys in shared memory.
+  EXPECT_EQ(ks.gridX, 1);
+  EXPECT_EQ(ks.blockX, 1024);
+  EXPECT_EQ(ks.sharedBytes, 64 * 4);
+  // Launch 2: a block per table row reads its run of sorted positions.
+  ASSERT_EQ(ks.then.size(), 1u);
+  EXPECT_EQ(ks.then[0].suffix, "_rows");
+  EXPECT_EQ(ks.then[0].gridX, 50);
+  EXPECT_EQ(ks.then[0].blockX, 256);
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ unsigned " + ks.name + "_keys[64];"));
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ int " + ks.name + "_start[50 + 1];"));
+  EXPECT_TRUE(contains(ks.source, "float acc[3];")); // 600 columns / 256
+  EXPECT_FALSE(contains(ks.source, "__ballot_sync"));
+  EXPECT_FALSE(contains(ks.source, "atomicAdd"));
+}
+
+TEST(NNKernels, EmbeddingGradOfManyPositionsScansPerRow) {
+  // 20,000 positions: more keys than the sort keeps in shared memory.
+  KernelSource ks = firstKernel(
+      fn("%i: tensor<4x5000xi32>, %g: tensor<4x5000x8xf32>",
+         "step.embedding_grad %i, %g num_embeddings = 50 : tensor<4x5000xi32>, "
+         "tensor<4x5000x8xf32> -> tensor<50x8xf32>",
+         "tensor<50x8xf32>"));
   EXPECT_EQ(ks.gridX, 50); // one block per table row
   EXPECT_EQ(ks.blockX, 256);
+  EXPECT_TRUE(ks.then.empty());
   EXPECT_TRUE(contains(ks.source, "__ballot_sync"));
-  EXPECT_TRUE(contains(ks.source, "float acc[3];")); // 600 columns / 256
   EXPECT_FALSE(contains(ks.source, "atomicAdd"));
 }
 
