@@ -202,8 +202,23 @@ FailureOr<Grads> geluVJP(OpBuilder &b, Operation *op, Value grad,
   if (failed(requireStaticShapes(op)))
     return failure();
   auto gelu = cast<GeluOp>(op);
-  Arith a(b, op->getLoc(), grad.getType());
-  Value x = gelu.getOperand();
+  // f16/bf16: the formula in f32, rounded once at the end, as PyTorch's
+  // GeluBackward computes in float for half types (and its constants in
+  // f32: bf16 would round beta to 0.797 and kappa to 0.0447). One rounding
+  // instead of one per op is also a fused kernel of a few instructions per
+  // element instead of ~17 roundings.
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(grad.getType());
+  Type elem = type.getElementType();
+  bool narrow = elem.isF16() || elem.isBF16();
+  Type f32 = b.getF32Type();
+  Value x = narrow ? castTo(b, loc, gelu.getOperand(), f32) : gelu.getOperand();
+  if (narrow)
+    grad = castTo(b, loc, grad, f32);
+  auto finish = [&](Value dx) {
+    return Grads{narrow ? castTo(b, loc, dx, elem) : dx};
+  };
+  Arith a(b, loc, narrow ? type.clone(f32) : Type(type));
   // One op per statement (see vjp::Arith).
   Value half = a.c(0.5), one = a.c(1.0);
   if (gelu.getApproximate() == GeluApproximation::None) {
@@ -214,7 +229,7 @@ FailureOr<Grads> geluVJP(OpBuilder &b, Operation *op, Value grad,
     Value gauss = a.op<ExpOp>(a.mul(a.mul(x, x), minusHalf));
     Value pdf = a.mul(alpha, gauss);
     Value dydx = a.add(cdf, a.mul(x, pdf));
-    return Grads{a.mul(grad, dydx)};
+    return finish(a.mul(grad, dydx));
   }
   // inner = beta (x + kappa x^3); d/dx [0.5 x (1 + tanh(inner))].
   const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
@@ -229,7 +244,7 @@ FailureOr<Grads> geluVJP(OpBuilder &b, Operation *op, Value grad,
   Value tanhDerivative = a.sub(one, a.mul(t, t));
   Value innerDerivative = a.mul(cBeta, a.add(one, a.mul(cKappa3, xSq)));
   Value rightDerivative = a.mul(a.mul(left, tanhDerivative), innerDerivative);
-  return Grads{a.mul(grad, a.add(leftDerivative, rightDerivative))};
+  return finish(a.mul(grad, a.add(leftDerivative, rightDerivative)));
 }
 
 //===----------------------------------------------------------------------===//

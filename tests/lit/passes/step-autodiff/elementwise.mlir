@@ -228,6 +228,30 @@ func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> 
 
 // -----
 
+// gelu (tanh form) of bf16: the derivative in f32 (x and the gradient cast
+// up, constants and tanh in f32), rounded to bf16 once at the end, as
+// PyTorch's GeluBackward computes half types in float.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME: %[[X:.+]]: tensor<4xbf16> {step.kind = "param", step.name = "x"}
+// CHECK: step.gelu %[[X]] approximate tanh : tensor<4xbf16>
+// CHECK: %[[G16:.+]] = step.cast %{{.+}} : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: %[[X32:.+]] = step.cast %[[X]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-NEXT: %[[G32:.+]] = step.cast %[[G16]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-NOT: bf16
+// CHECK: step.mul %[[X32]], %[[X32]] : tensor<4xf32>
+// CHECK: step.tanh %{{.+}} : tensor<4xf32>
+// CHECK: %[[D:.+]] = step.mul %[[G32]], %{{.+}} : tensor<4xf32>
+// CHECK-NEXT: %[[G:.+]] = step.cast %[[D]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT: return %{{.+}}, %[[G]]
+func.func @forward(%x: tensor<4xbf16> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
+  %g = step.gelu %x approximate tanh : tensor<4xbf16>
+  %c = step.cast %g : tensor<4xbf16> -> tensor<4xf32>
+  %l = step.reduce_sum %c dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // cos(sin(x)): each rule recomputes the other function of its operand.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[X:.+]]: tensor<4xf32> {step.kind = "param", step.name = "x"}
