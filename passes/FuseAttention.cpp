@@ -56,6 +56,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::step {
 #define GEN_PASS_DEF_FUSEATTENTION
@@ -67,7 +68,9 @@ namespace {
 /// every slice and the row stride (16 bytes for 16-bit types).
 bool rowsAligned8(const StridedView &v) {
   size_t r = v.sizes.size();
-  if (v.offset % 8 != 0 || (r >= 2 && v.strides[r - 2] % 8 != 0))
+  // One row: its stride is never used.
+  if (v.offset % 8 != 0 ||
+      (r >= 2 && v.sizes[r - 2] != 1 && v.strides[r - 2] % 8 != 0))
     return false;
   for (size_t k = 0; k + 2 < r; ++k)
     if (v.sizes[k] != 1 && v.strides[k] % 8 != 0)
@@ -243,17 +246,24 @@ void fuseAttention(Operation *attention) {
   for (auto [v, f] : llvm::zip(yielded, fusion.getResults()))
     v.replaceAllUsesWith(f);
   // Erase what is now dead: the output chains (last first), the attention,
-  // then the input chains' ops without users (nearest first).
+  // then the input chains' ops without users, each once (chains may share
+  // ops: q, k and v of one value), users before their producers.
   for (auto &chain : outChains)
     for (TransposeOp t : llvm::reverse(chain))
       if (t->use_empty())
         t->erase();
   if (attention->use_empty())
     attention->erase();
+  llvm::SetVector<Operation *> inOps;
   for (auto &chain : inChains)
-    for (Operation *op : chain)
-      if (op->use_empty())
-        op->erase();
+    inOps.insert(chain.begin(), chain.end());
+  SmallVector<Operation *> order(inOps.begin(), inOps.end());
+  llvm::sort(order, [](Operation *a, Operation *b) {
+    return b->isBeforeInBlock(a); // later ops first
+  });
+  for (Operation *op : order)
+    if (op->use_empty())
+      op->erase();
 }
 
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {

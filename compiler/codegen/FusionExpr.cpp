@@ -225,6 +225,12 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     // c - low where every one lies inside the operand, else the padding
     // value; the operand is read at a clamped (valid) index either way.
     mlir::Value in = pad.getOperand();
+    std::string fill =
+        toLocal(v, typedConstant(elemOf(v.getType()),
+                                 pad.getValue().convertToDouble()));
+    needs_.add(elemOf(v.getType()));
+    if (numelOf(in) == 0) // nothing inside: every element is the fill
+      return fill;
     std::vector<int64_t> outDims = shapeOf(v), inDims = shapeOf(in);
     std::vector<int64_t> inDimStrides = stridesOf(inDims);
     // Adjacent unpadded dims merged (GPT-2's [B, T, 3C] pads only C).
@@ -264,10 +270,6 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     }
     line("}");
     std::string inner = valueAt(in, ok + " ? " + o + " : 0");
-    needs_.add(elemOf(v.getType()));
-    std::string fill = toLocal(
-        v, typedConstant(elemOf(v.getType()),
-                         pad.getValue().convertToDouble()));
     std::string local = fresh("fv");
     line("const " + localType(v) + " " + local + " = " + ok + " ? " + inner +
          " : " + fill + ";");

@@ -12,7 +12,7 @@
 //    gradient rows of the positions holding v in increasing position
 //    order into f32 registers (each thread owns columns), rounding once; no
 //    atomics, so the bits do not depend on scheduling. Which positions
-//    hold v: when the N keys v * N + p fit 32 bits and 16 K of them fit
+//    hold v: when the N > 0 keys v * N + p fit 32 bits and 16 K of them fit
 //    shared memory (GPT-2 124M: N = 8192 or 16384 tokens), launch 1 (one
 //    block) sorts them (bitonic, in shared memory: the positions of each v
 //    end up together, in increasing order) and finds where each v's run
@@ -508,7 +508,7 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
   int64_t p = 1;
   while (p < n)
     p <<= 1;
-  bool sorted = (v + 1) * n < (int64_t(1) << 32) && p <= 16384;
+  bool sorted = n > 0 && (v + 1) * n < (int64_t(1) << 32) && p <= 16384;
   KernelSource ks;
   ks.name = name;
   ks.blockX = sorted ? 1024 : 256;

@@ -434,6 +434,18 @@ TEST(NNKernels, EmbeddingGradOfManyPositionsScansPerRow) {
   EXPECT_FALSE(contains(ks.source, "atomicAdd"));
 }
 
+TEST(NNKernels, EmbeddingGradOfNoPositionsScans) {
+  // No keys to sort (a zero-sized __device__ array would not compile): the
+  // scanning kernel, which writes the zero rows.
+  KernelSource ks = firstKernel(
+      fn("%i: tensor<0xi64>, %g: tensor<0x8xf32>",
+         "step.embedding_grad %i, %g num_embeddings = 5 : tensor<0xi64>, "
+         "tensor<0x8xf32> -> tensor<5x8xf32>",
+         "tensor<5x8xf32>"));
+  EXPECT_TRUE(ks.then.empty());
+  EXPECT_FALSE(contains(ks.source, "_keys["));
+}
+
 TEST(NNKernels, AttentionIsTiledWithAnOnlineSoftmax) {
   KernelSource ks = firstKernel(
       fn("%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>, "

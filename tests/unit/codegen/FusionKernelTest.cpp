@@ -218,6 +218,31 @@ TEST(FusionLoop, CausalMaskFromIotas) {
   expectCompiles(ks);
 }
 
+TEST(FusionLoop, PadsAreIndexTestsAndASelect) {
+  // Two slices' gradients padded to [4, 24] and summed; a third operand of
+  // no elements pads to all fill (never read).
+  KernelSource ks = firstKernel(fusionFn(
+      "%a: tensor<4x8xbf16>, %b: tensor<4x16xbf16>, %e: tensor<4x0xbf16>",
+      R"(step.fusion "loop" (%a, %b, %e) : (tensor<4x8xbf16>, tensor<4x16xbf16>, tensor<4x0xbf16>) -> tensor<4x24xbf16> {
+  ^bb0(%x: tensor<4x8xbf16>, %y: tensor<4x16xbf16>, %z: tensor<4x0xbf16>):
+    %p = step.pad %x low = [0, 0] high = [0, 16] value = 0.0 : tensor<4x8xbf16> -> tensor<4x24xbf16>
+    %q = step.pad %y low = [0, 8] high = [0, 0] value = 0.0 : tensor<4x16xbf16> -> tensor<4x24xbf16>
+    %s = step.add %p, %q : tensor<4x24xbf16>
+    %w = step.pad %z low = [0, 0] high = [0, 24] value = 1.5 : tensor<4x0xbf16> -> tensor<4x24xbf16>
+    %t = step.add %s, %w : tensor<4x24xbf16>
+    step.yield %t : tensor<4x24xbf16>
+  })", "tensor<4x24xbf16>"), "loop_pad");
+  // Column c of the result is column c - 8 of %y where 0 <= c - 8 < 16.
+  EXPECT_TRUE(contains(ks.source, " % 24 - 8;")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, " >= 16)")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "in0[")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "in1[")) << ks.source;
+  EXPECT_FALSE(contains(ks.source, "in2[")) << ks.source; // no elements
+  EXPECT_TRUE(contains(ks.source, "__double2bfloat16(1.5)")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "Vec<")) << ks.source; // 96 elements
+  expectCompiles(ks);
+}
+
 TEST(FusionLoop, UnsupportedKindsThrow) {
   Parsed p = parse(fusionFn("%x: tensor<4xf32>", R"(step.fusion "multi_tensor" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):

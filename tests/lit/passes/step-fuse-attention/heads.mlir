@@ -103,6 +103,27 @@ func.func @unaligned_f32(%x: tensor<2x16x14xf32>) -> tensor<2x2x16x6xf32> {
 
 // -----
 
+// Chains that share ops: k and v are the slice that q's chain also goes
+// through (each op cloned once, erased once). One query row (T = 1): its
+// row stride is never used, so the 8-element alignment holds.
+// CHECK-LABEL: func.func @shared
+// CHECK-NEXT: %[[F:.+]] = step.fusion "attention"(%arg0) : (tensor<2x1x40xbf16>)
+// CHECK-COUNT-1: step.slice
+// CHECK-NOT: step.slice
+// CHECK: step.transpose
+// CHECK: step.attention
+// CHECK: return %[[F]]
+func.func @shared(%x: tensor<2x1x40xbf16>) -> tensor<2x2x1x16xbf16> {
+  %s = step.slice %x start = [0, 0, 8] limit = [2, 1, 40] strides = [1, 1, 1] : tensor<2x1x40xbf16> -> tensor<2x1x32xbf16>
+  %r = step.reshape %s : tensor<2x1x32xbf16> -> tensor<2x1x2x16xbf16>
+  %q = step.transpose %r, perm = [0, 2, 1, 3] : tensor<2x1x2x16xbf16> -> tensor<2x2x1x16xbf16>
+  %k = step.reshape %s : tensor<2x1x32xbf16> -> tensor<2x2x1x16xbf16>
+  %o = step.attention %q, %k, %k : tensor<2x2x1x16xbf16>, tensor<2x2x1x16xbf16>, tensor<2x2x1x16xbf16> -> tensor<2x2x1x16xbf16>
+  return %o : tensor<2x2x1x16xbf16>
+}
+
+// -----
+
 // A reshape that merges dims not adjacent in memory (batch and head after
 // the transpose) has no strided view: the transpose stays a copy; the
 // reshape after it is a view already, so no fusion forms for it alone.
