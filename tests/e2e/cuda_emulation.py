@@ -33,7 +33,9 @@ kernels' own statistics pass.
 GPT-2's attention kernels are those of step-fuse-attention's fusions: q,
 k and v strided views of the packed projection, the results written as
 [B, T, H, D] (the kernels' `// step.port` lines say where; the inputs are
-laid out and the results read back through them).
+laid out and the results read back through them); so are those of a
+hand-written model with GPT-2's head layout and heads of D = 1280 (the
+one-row kernels).
 
 Usage: cuda_emulation.py --stepc STEPC --gpt2-example GPT2 --cxx CXX
 """
@@ -100,6 +102,35 @@ def grad_model(s, t, d, dv, causal, dtype):
   func.func @forward({arg("q", q)}, {arg("k", q)}, {arg("v", v)}, {arg("g", v)}, %len: tensor<i64> {{step.kind = "input", step.name = "len"}}) -> ({q}, {q}, {v}) {{
     %d:3 = step.attention_grad %q, %k, %v, %g valid %len{c} : {q}, {q}, {v}, {v}, tensor<i64> -> {q}, {q}, {v}
     return %d#0, %d#1, %d#2 : {q}, {q}, {v}
+  }}
+}}
+"""
+
+
+def packed_heads(b, h, t, d):
+    """GPT-2's head layout around a causal attention of very wide heads:
+    q, k, v sliced out of one packed param [B, T, 3 H D], split into H
+    heads and transposed; the output transposed back. Under
+    step-fuse-attention every kernel (the one-row kernels here: even
+    16-row tiles of D = 1280 pass the shared memory) reads and writes the
+    heads in place."""
+    c = h * d
+    w, x = f"tensor<{b}x{t}x{3 * c}xf32>", f"tensor<{b}x{t}x{c}xf32>"
+    r, q = f"tensor<{b}x{t}x{h}x{d}xf32>", f"tensor<{b}x{h}x{t}x{d}xf32>"
+    lines = []
+    for n, k in (("q", 0), ("k", 1), ("v", 2)):
+        lines.append(f"    %{n}s = step.slice %w start = [0, 0, {k * c}] limit = [{b}, {t}, {(k + 1) * c}] strides = [1, 1, 1] : {w} -> {x}")
+        lines.append(f"    %{n}r = step.reshape %{n}s : {x} -> {r}")
+        lines.append(f"    %{n} = step.transpose %{n}r, perm = [0, 2, 1, 3] : {r} -> {q}")
+    body = "\n".join(lines)
+    return f"""module {{
+  func.func @forward(%w: {w} {{step.kind = "param", step.name = "w"}}) -> (tensor<f32> {{step.name = "loss"}}) {{
+{body}
+    %o = step.attention %q, %k, %v causal : {q}, {q}, {q} -> {q}
+    %ot = step.transpose %o, perm = [0, 2, 1, 3] : {q} -> {r}
+    %sq = step.mul %ot, %ot : {r}, {r}
+    %l = step.reduce_sum %sq dims = [0, 1, 2, 3] : {r} -> tensor<f32>
+    return %l : tensor<f32>
   }}
 }}
 """
@@ -322,6 +353,14 @@ def main():
             with open(path, "w") as f:
                 f.write(noncausal(*shape))
             models.append((path, shape, False, (None,)))
+        # Packed heads of D = 1280 (the one-row kernels, through ports), in
+        # f32 (under --amp=bf16 the casts of the f32 param's heads would be
+        # the attention's operands, not views).
+        path = os.path.join(tmp, "packed_heads_1280.mlir")
+        with open(path, "w") as f:
+            f.write(packed_heads(1, 2, 8, 1280))
+        models.append((path, (2, 8, 8, 1280, 1280), True, (None,)))
+        flags[path] = (["--train"],)
         # Valid lengths: CUDA cores (D 24), tensor cores in bf16 (D 64 and
         # 48/32), the one-row kernels (D 1280: even 16-row tiles would pass
         # 160 KiB; few rows, its per-column warp sums are slow to emulate);
@@ -367,7 +406,7 @@ def main():
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
                     run_kernel(args, f, grad, shape, causal, work, lengths)
-                if "gpt2_" in model and in_place < 2:
+                if ("gpt2_" in model or "packed_" in model) and in_place < 2:
                     sys.exit(f"FAIL {model} {compile_flags}: {in_place} "
                              f"attention kernels read q and k in place")
                 for f in glob.glob(os.path.join(dump, "*")):
