@@ -46,19 +46,10 @@ static std::string resultRole(mlir::Operation *op, unsigned j) {
 /// Slice b's first row in a view [S..., T, W]: the leading dims (adjacent
 /// ones that are contiguous merged) decompose b, outermost first.
 static std::string sliceOffset(const ops::StridedView &v) {
-  std::vector<int64_t> dims, strides;
-  for (size_t k = 0; k + 2 < v.sizes.size(); ++k) {
-    int64_t n = v.sizes[k], s = v.strides[k];
-    if (n == 1)
-      continue;
-    if (!dims.empty() && strides.back() == n * s) {
-      dims.back() *= n;
-      strides.back() = s;
-      continue;
-    }
-    dims.push_back(n);
-    strides.push_back(s);
-  }
+  DimList lead;
+  for (size_t k = 0; k + 2 < v.sizes.size(); ++k)
+    lead.add(v.sizes[k], v.strides[k]);
+  const std::vector<int64_t> &dims = lead.dims, &strides = lead.strides;
   std::string expr;
   int64_t inner = 1;
   for (size_t k = dims.size(); k-- > 0;) {
