@@ -64,20 +64,6 @@ namespace mlir::step {
 
 namespace {
 
-/// Whether a view's rows lie at multiples of 8 elements: the first row of
-/// every slice and the row stride (16 bytes for 16-bit types).
-bool rowsAligned8(const StridedView &v) {
-  size_t r = v.sizes.size();
-  // One row: its stride is never used.
-  if (v.offset % 8 != 0 ||
-      (r >= 2 && v.sizes[r - 2] != 1 && v.strides[r - 2] % 8 != 0))
-    return false;
-  for (size_t k = 0; k + 2 < r; ++k)
-    if (v.sizes[k] != 1 && v.strides[k] % 8 != 0)
-      return false;
-  return true;
-}
-
 /// The view of `operand` read through `chain` (producers, nearest first)
 /// from the contiguous root, or nullopt when some step has no strides.
 std::optional<StridedView> chainView(ArrayRef<Operation *> chain) {
@@ -105,11 +91,11 @@ SmallVector<Operation *> inputChain(Value operand, Block *block) {
     v = def->getOperand(0);
   }
   auto shape = cast<RankedTensorType>(operand.getType()).getShape();
-  bool wantAligned = rowsAligned8(StridedView::contiguous(shape));
+  bool wantAligned = StridedView::contiguous(shape).rowsAligned8();
   for (size_t n = all.size(); n > 0; --n) {
     ArrayRef<Operation *> chain(all.data(), n);
     auto v = chainView(chain);
-    if (v && v->strides.back() == 1 && (!wantAligned || rowsAligned8(*v)))
+    if (v && v->strides.back() == 1 && (!wantAligned || v->rowsAligned8()))
       return SmallVector<Operation *>(chain);
   }
   return {};

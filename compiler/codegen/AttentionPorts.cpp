@@ -94,12 +94,7 @@ static AttentionPort makePort(std::string role, std::string param,
                     " rows are not contiguous in " + p.param);
   p.ld = p.view.strides[r - 2];
   p.at = "(" + p.param + " + (" + sliceOffset(p.view) + "))";
-  // One row (T = 1): its stride is never used.
-  p.aligned8 =
-      p.view.offset % 8 == 0 && (p.view.sizes[r - 2] == 1 || p.ld % 8 == 0);
-  for (size_t k = 0; k + 2 < r; ++k)
-    p.aligned8 =
-        p.aligned8 && (p.view.sizes[k] == 1 || p.view.strides[k] % 8 == 0);
+  p.aligned8 = p.view.rowsAligned8();
   return p;
 }
 

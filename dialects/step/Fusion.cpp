@@ -38,6 +38,16 @@ StridedView StridedView::contiguous(llvm::ArrayRef<int64_t> shape) {
   return v;
 }
 
+bool StridedView::rowsAligned8() const {
+  size_t r = sizes.size();
+  if (offset % 8 != 0 || (r >= 2 && sizes[r - 2] != 1 && strides[r - 2] % 8))
+    return false;
+  for (size_t k = 0; k + 2 < r; ++k)
+    if (sizes[k] != 1 && strides[k] % 8 != 0)
+      return false;
+  return true;
+}
+
 bool isAttentionOp(Operation *op) {
   return isa<AttentionOp, AttentionLseOp, AttentionGradOp>(op);
 }

@@ -47,6 +47,12 @@ struct StridedView {
   llvm::SmallVector<int64_t> sizes, strides;
   /// The row-major layout of `shape` at offset 0.
   static StridedView contiguous(llvm::ArrayRef<int64_t> shape);
+  /// Whether the rows of a view [S..., T, W] lie at multiples of 8
+  /// elements (16 bytes in 16-bit types): the offset, every leading stride
+  /// and the row stride (unused, so exempt, for one row). step-fuse-
+  /// attention keeps it where the plain layout has it; the tensor-core
+  /// attention kernels need it.
+  bool rowsAligned8() const;
   bool operator==(const StridedView &o) const {
     return offset == o.offset && sizes == o.sizes && strides == o.strides;
   }
