@@ -272,6 +272,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 void addFusionPasses(OpPassManager &pm) {
   pm.addPass(createFuseAttention());
   pm.addPass(createFuse());
+  pm.addPass(createFuseLoss());
 }
 
 } // namespace mlir::step

@@ -17,7 +17,8 @@ namespace mlir::step {
 #include "passes/Passes.h.inc"
 
 /// Kernel fusion as every pipeline runs it: step-fuse-attention (attention
-/// reads its heads in place), then step-fuse.
+/// reads its heads in place), step-fuse, then step-fuse-loss (a loss and
+/// its gradient in one kernel).
 void addFusionPasses(OpPassManager &pm);
 
 } // namespace mlir::step

@@ -477,6 +477,31 @@ def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseLoss : Pass<"step-fuse-loss", "::mlir::ModuleOp"> {
+  let summary = "A cross-entropy loss and its gradient in one kernel";
+  let description = [{
+    Merges a `step.cross_entropy` and the `step.cross_entropy_grad` of the
+    same logits and targets (bare or each in its `reduction` fusion, as
+    step-fuse leaves them, the loss with any epilogue) into one
+    `step.fusion "reduction"` with both ops' results, placed where the
+    earlier of the two was: its kernel computes each row's max and sum of
+    exp once and writes the gradient row and the loss (docs/fusion.md), so
+    the logits, GPT-2's largest activation, are read by one kernel instead
+    of two. Refused when the later op's operands do not exist at the
+    earlier one, or when a gradient moved up to its loss would live over
+    more than small values (the loss's bookkeeping) computed between.
+
+    ```mlir
+    %l = step.fusion "reduction"(%x, %y) { ... step.cross_entropy ... }
+    %d = step.fusion "reduction"(%x, %y, %g) { ... step.cross_entropy_grad ... }
+    // becomes
+    %r:2 = step.fusion "reduction"(%x, %y, %g) { ... both ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution
 //===----------------------------------------------------------------------===//

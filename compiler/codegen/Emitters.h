@@ -75,6 +75,12 @@ struct RowIO {
   /// element type. Empty: not known to be one.
   std::string outPtr;
   Elem outElem = Elem::F32;
+  /// Where a cross_entropy_grad's kernel also computes the loss of the
+  /// same logits, targets and reduction (step-fuse-loss): a statement
+  /// storing float `value` as element `idx` of the loss (through its
+  /// epilogue). Empty: no loss.
+  std::function<std::string(const std::string &idx, const std::string &value)>
+      lossStore;
   /// The plain read of x as (pointer, element type): xPtr/xElem with a
   /// prologue, the op's own in0 of type `e` without; an empty pointer: x
   /// is computed.

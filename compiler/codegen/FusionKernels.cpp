@@ -44,16 +44,17 @@ static std::vector<mlir::Value> yieldsOf(ops::FusionOp f) {
   return std::vector<mlir::Value>(range.begin(), range.end());
 }
 
-std::string storeYields(ops::FusionOp f, FusionExpr &x,
-                        const std::string &idx) {
+std::string storeYields(ops::FusionOp f, FusionExpr &x, const std::string &idx,
+                        llvm::ArrayRef<mlir::Value> skip) {
   std::vector<mlir::Value> ys = yieldsOf(f);
   std::vector<std::string> locals;
   for (mlir::Value y : ys)
-    locals.push_back(x.valueAt(y, idx));
+    locals.push_back(llvm::is_contained(skip, y) ? "" : x.valueAt(y, idx));
   std::string s = x.takeCode("");
   for (size_t j = 0; j < ys.size(); ++j)
-    s += "out" + std::to_string(j) + "[" + idx + "] = " +
-         FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
+    if (!llvm::is_contained(skip, ys[j]))
+      s += "out" + std::to_string(j) + "[" + idx +
+           "] = " + FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
   return s;
 }
 
@@ -534,9 +535,15 @@ KernelSource emitFusionKernel(ops::FusionOp f, const std::string &name) {
     return emitReduceFusion(f, name, reduces);
   if (reduces.empty() && rows.size() == 1)
     return emitRowOpFusion(f, name, rows[0]);
-  throw rt::Error("codegen: a reduction fusion needs reduce_* roots or "
+  // step-fuse-loss: a loss and its gradient, the gradient's kernel.
+  if (reduces.empty() && rows.size() == 2 &&
+      mlir::isa<ops::CrossEntropyOp>(rows[0]) &&
+      mlir::isa<ops::CrossEntropyGradOp>(rows[1]))
+    return emitRowOpFusion(f, name, rows[1], rows[0]);
+  throw rt::Error("codegen: a reduction fusion needs reduce_* roots, "
                   "exactly one row-op root (softmax, log_softmax, "
-                  "layer_norm, cross_entropy, cross_entropy_grad)");
+                  "layer_norm, cross_entropy, cross_entropy_grad) or a "
+                  "cross_entropy followed by its cross_entropy_grad");
 }
 
 } // namespace step::codegen::detail

@@ -16,17 +16,23 @@ namespace step::codegen::detail {
 
 /// Statements (unindented) computing every yielded value at flat index
 /// `idx` and storing yield j as `out<j>[idx]`: the yields must all have
-/// the domain's number of elements.
+/// the domain's number of elements. Yields of a value in `skip` (those a
+/// kernel stores elsewhere: the loss of a cross_entropy_grad's kernel) are
+/// left out.
 std::string storeYields(mlir::step::FusionOp f, FusionExpr &x,
-                        const std::string &idx);
+                        const std::string &idx,
+                        llvm::ArrayRef<mlir::Value> skip = {});
 
 /// `code` with every line prefixed by `by`.
 std::string indent(const std::string &code, const std::string &by);
 
 /// The kernel of a reduction fusion whose root is the row op `root`
-/// (softmax, log_softmax, layer_norm, cross_entropy, cross_entropy_grad).
+/// (softmax, log_softmax, layer_norm, cross_entropy, cross_entropy_grad);
+/// with `loss`, the cross_entropy of a cross_entropy_grad `root`'s logits
+/// (step-fuse-loss), whose value is a result the kernel also stores.
 KernelSource emitRowOpFusion(mlir::step::FusionOp f, const std::string &name,
-                             mlir::Operation *root);
+                             mlir::Operation *root,
+                             mlir::Operation *loss = nullptr);
 
 } // namespace step::codegen::detail
 

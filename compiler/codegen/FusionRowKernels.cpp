@@ -12,11 +12,18 @@
 //    which rounds v to the root's type (as the unfused store), binds it as
 //    the root's value at idx, computes every yielded value (root result or
 //    epilogue) at idx and stores it.
+// With a loss (step-fuse-loss: a cross_entropy of a cross_entropy_grad
+// root's logits and targets), the gradient's kernel also keeps each row's
+// loss and stores it through `<name>_lstore` (RowIO::lossStore), which
+// computes the results made from the loss (an epilogue of the loss's
+// size): one read of the logits for both.
 // So the statistics, their order of summation and the launch are the
 // unfused kernel's, and every element is bitwise what the unfused chain of
-// kernels computes. Cost: the row kernel reads x in two or three passes;
-// each pass recomputes the prologue (ALU work instead of an intermediate
-// tensor in memory).
+// kernels computes (a loss kept by the gradient's kernel: its rows' losses
+// are the same bits, their sum is taken over the gradient's grid, so a
+// mean or sum may differ from the loss kernel's in the last bits). Cost: the
+// row kernel reads x in two or three passes; each pass recomputes the prologue
+// (ALU work instead of an intermediate tensor in memory).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusionKernels.h"
@@ -29,10 +36,50 @@ namespace step::codegen::detail {
 namespace ops = mlir::step;
 
 KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
-                             mlir::Operation *root) {
+                             mlir::Operation *root, mlir::Operation *loss) {
   std::string rootName = root->getName().getStringRef().str();
   RowIO io;
   io.paramsOf = f;
+  auto yields = f.getYield()->getOperands();
+  // The loss (step-fuse-loss): the same logits and targets (what the
+  // kernel reads once for both); the results computed from it (the loss,
+  // or its epilogue: scaled, averaged over micro-batches) are stored by
+  // `<name>_lstore`, the others by `<name>_store`.
+  mlir::Value lossValue = loss ? loss->getResult(0) : mlir::Value();
+  std::vector<mlir::Value> lossYields, rowYields;
+  auto reads = [](mlir::Value v, mlir::Value of) {
+    llvm::SmallVector<mlir::Value> work{v};
+    llvm::DenseSet<mlir::Value> seen;
+    while (!work.empty()) {
+      mlir::Value w = work.pop_back_val();
+      if (w == of)
+        return true;
+      if (mlir::Operation *d = w.getDefiningOp(); d && seen.insert(w).second)
+        work.append(d->operand_begin(), d->operand_end());
+    }
+    return false;
+  };
+  for (mlir::Value y : yields)
+    (loss && reads(y, lossValue) ? lossYields : rowYields).push_back(y);
+  if (loss) {
+    auto ce = mlir::cast<ops::CrossEntropyOp>(loss);
+    auto grad = mlir::cast<ops::CrossEntropyGradOp>(root);
+    if (ce.getLogits() != grad.getLogits() ||
+        ce.getTargets() != grad.getTargets() ||
+        ce.getReduction() != grad.getReduction() ||
+        ce.getIgnoreIndexOrDefault() != grad.getIgnoreIndexOrDefault())
+      throw rt::Error("codegen: the cross_entropy and cross_entropy_grad of "
+                      "a fusion must read the same logits and targets with "
+                      "the same reduction and ignore_index");
+    if (lossYields.empty())
+      throw rt::Error("codegen: no result of a fusion is computed from its "
+                      "cross_entropy");
+    for (mlir::Value y : lossYields)
+      if (numelOf(y) != numelOf(lossValue) || reads(y, root->getResult(0)))
+        throw rt::Error("codegen: a result of a fusion computed from its "
+                        "cross_entropy must have the loss's size and not "
+                        "read the gradient");
+  }
   for (unsigned k = 1; k < root->getNumOperands(); ++k) {
     auto arg = mlir::dyn_cast<mlir::BlockArgument>(root->getOperand(k));
     if (!arg || arg.getOwner() != &f.getBlock())
@@ -43,7 +90,7 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
   }
   mlir::Value x = root->getOperand(0), result = root->getResult(0);
   int64_t m = numelOf(result);
-  for (mlir::Value y : f.getYield()->getOperands())
+  for (mlir::Value y : rowYields)
     if (numelOf(y) != m)
       throw rt::Error("codegen: a result of a fusion around '" + rootName +
                       "' does not have the size of its result");
@@ -63,16 +110,27 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
                 params + ", long long idx) {\n" + pro.takeHoisted("  ") +
                 xCode + "  return " + xLocal + ";\n}\n";
 
-  FusionExpr epi(f, needs);
-  epi.bind(result, "idx", "res");
-  std::string store = storeYields(f, epi, "idx");
-  io.preamble += "static __device__ __forceinline__ void " + name +
-                 "_store(" + params + ", long long idx, float value) {\n" +
-                 "  const float res = " +
-                 FusionExpr::toLocal(result,
-                                     FusionExpr::toStorage(result, "value")) +
-                 "; // rounded as the unfused store\n" +
-                 epi.takeHoisted("  ") + indent(store, "  ") + "}\n";
+  // `<name><fn>(params, idx, value)`: `value` rounded as the unfused store
+  // of `bound` would, then every yield but those of `skip` at idx.
+  auto storeFn = [&](const std::string &fn, mlir::Value bound,
+                     llvm::ArrayRef<mlir::Value> skip) {
+    FusionExpr epi(f, needs);
+    epi.bind(bound, "idx", "res");
+    std::string store = storeYields(f, epi, "idx", skip);
+    io.preamble +=
+        "static __device__ __forceinline__ void " + name + fn + "(" + params +
+        ", long long idx, float value) {\n" + "  const float res = " +
+        FusionExpr::toLocal(bound, FusionExpr::toStorage(bound, "value")) +
+        "; // rounded as the unfused store\n" + epi.takeHoisted("  ") +
+        indent(store, "  ") + "}\n";
+  };
+  storeFn("_store", result, lossYields);
+  if (loss) {
+    storeFn("_lstore", lossValue, rowYields);
+    io.lossStore = [name, args](const std::string &idx, const std::string &v) {
+      return name + "_lstore(" + args + idx + ", " + v + ");";
+    };
+  }
   io.needs = needs;
   io.x = [name, args](const std::string &idx) {
     return name + "_x(" + args + idx + ")";
@@ -102,13 +160,13 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
     io.xPtr = "in" + std::to_string(xArg.getArgNumber());
     io.xElem = elemOf(xArg.getType());
   }
-  auto yields = f.getYield()->getOperands();
-  if (yields.size() == 1) {
-    mlir::Value y = yields[0];
+  if (rowYields.size() == 1) {
+    mlir::Value y = rowYields[0];
+    unsigned j = llvm::find(yields, y) - yields.begin();
     auto cast = y.getDefiningOp<ops::CastOp>();
     if (y == result || (cast && cast->getOperand(0) == result &&
                         elemOf(result.getType()) == Elem::F32)) {
-      io.outPtr = "out0";
+      io.outPtr = "out" + std::to_string(j);
       io.outElem = elemOf(y.getType());
     }
   }

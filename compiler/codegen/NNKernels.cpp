@@ -225,6 +225,42 @@ static std::string storeRow(const RowIO &io, Elem e, const std::string &idx,
                   : "out0[" + idx + "] = " + fromF(e, value) + ";";
 }
 
+/// The end of a kernel summing row losses (cross_entropy's, or
+/// cross_entropy_grad's keeping its loss) with a mean or sum reduction:
+/// thread 0 of each block holds `part` (its rows' losses, in order) and
+/// `counted` (its rows not ignored); the last block to finish (atomic
+/// ticket) adds the $G blocks' partials in a fixed order and stores
+/// $STORE_TOTAL of `total` and `rows`: deterministic, no atomics on values.
+static const char *kLossTotal = R"(  __shared__ bool amLast;
+  if (threadIdx.x == 0) {
+    ${NAME}_partial[blockIdx.x] = part;
+    ${NAME}_count[blockIdx.x] = counted;
+    __threadfence(); // the partials are visible before the ticket
+    amLast = atomicAdd(&${NAME}_ticket, 1u) == $G - 1;
+  }
+  __syncthreads();
+  if (!amLast)
+    return;
+  __threadfence();
+  // Each thread adds a fixed set of partials, then a fixed tree: the same
+  // bits every launch.
+  float total = 0.0f;
+  int rows = 0;
+  for (int b = threadIdx.x; b < $G; b += blockDim.x) {
+    total += ((volatile float *)${NAME}_partial)[b];
+    rows += ((volatile int *)${NAME}_count)[b];
+  }
+  total = blockReduce(total, SumOp(), 0.0f, sh);
+  rows = blockReduce(rows, SumOp(), 0, shi);
+  if (threadIdx.x == 0) {
+    $STORE_TOTAL // mean over no rows: 0/0 = NaN, as PyTorch
+    ${NAME}_ticket = 0; // ready for the next launch
+  }
+)";
+static const char *kLossGlobals = "__device__ float ${NAME}_partial[$G];\n"
+                                  "__device__ int ${NAME}_count[$G];\n"
+                                  "__device__ unsigned int ${NAME}_ticket;\n";
+
 static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
                                      const std::string &name,
                                      const RowIO &io) {
@@ -244,14 +280,19 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
                    : std::min<int64_t>(std::max<int64_t>(n, 1), 1024);
   ks.gridX = g;
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"T", cType(e)}, {"C", std::to_string(c)}, {"N", std::to_string(n)},
-      {"G", std::to_string(g)}, {"NAME", name},
+      {"T", cType(e)},
+      {"C", std::to_string(c)},
+      {"N", std::to_string(n)},
+      {"G", std::to_string(g)},
+      {"NAME", name},
       {"IGN", litI(op.getIgnoreIndexOrDefault())},
-      {"NEGINF", litF(-INFINITY)}, {"NAN", "__int_as_float(0x7fc00000)"},
-      {"U", std::to_string(kRowUnroll)}, {"IN1", io.operand(1)},
+      {"NEGINF", litF(-INFINITY)},
+      {"NAN", "__int_as_float(0x7fc00000)"},
+      {"U", std::to_string(kRowUnroll)},
+      {"IN1", io.operand(1)},
       {"STORE", storeRow(io, e, "row", "loss")},
       {"STORE_TOTAL",
-       storeRow(io, e, "0", mean ? "total / (float)count" : "total")}};
+       storeRow(io, e, "0", mean ? "total / (float)rows" : "total")}};
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
   std::string head = R"(  __shared__ float sh[32], sh2[32];
@@ -279,38 +320,11 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
   head += R"(    part += loss;
     ++counted;
   }
-  __shared__ bool amLast;
-  if (threadIdx.x == 0) {
-    ${NAME}_partial[blockIdx.x] = part;
-    ${NAME}_count[blockIdx.x] = counted;
-    __threadfence(); // the partials are visible before the ticket
-    amLast = atomicAdd(&${NAME}_ticket, 1u) == $G - 1;
-  }
-  __syncthreads();
-  if (!amLast)
-    return;
-  __threadfence();
-  // Each thread adds a fixed set of partials, then a fixed tree: the same
-  // bits every launch.
-  float total = 0.0f;
-  int count = 0;
-  for (int b = threadIdx.x; b < $G; b += blockDim.x) {
-    total += ((volatile float *)${NAME}_partial)[b];
-    count += ((volatile int *)${NAME}_count)[b];
-  }
-  total = blockReduce(total, SumOp(), 0.0f, sh);
-  count = blockReduce(count, SumOp(), 0, shi);
-  if (threadIdx.x == 0) {
-    $STORE_TOTAL // mean over no rows: 0/0 = NaN, as PyTorch
-    ${NAME}_ticket = 0; // ready for the next launch
-  }
 )";
+  head += kLossTotal;
   ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
-              subst("__device__ float ${NAME}_partial[$G];\n"
-                    "__device__ int ${NAME}_count[$G];\n"
-                    "__device__ unsigned int ${NAME}_ticket;\n",
-                    vars) +
-              signature(ks, params) + " {\n" + subst(head, vars) + "}\n";
+              subst(kLossGlobals, vars) + signature(ks, params) + " {\n" +
+              subst(head, vars) + "}\n";
   return ks;
 }
 
@@ -348,21 +362,40 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
     count += (long long)$IN1[r] != $IGN;
   count = blockReduce(count, SumOp(), 0, shi);
 )";
+  // With the loss (step-fuse-loss): thread 0 keeps each row's loss, the
+  // unfused loss kernel's expression of the same statistics, and stores
+  // it (none) or sums the block's rows (kLossTotal adds the blocks).
+  bool loss = bool(io.lossStore);
+  bool lossRows = loss && red == ops::LossReduction::None;
+  bool lossTotal = loss && !lossRows;
+  if (lossTotal)
+    body += "  float part = 0.0f; // thread 0: this block's rows, in order\n"
+            "  int counted = 0;\n";
   body += R"(  for (long long row = blockIdx.x; row < $N; row += gridDim.x) {
     const long long t = (long long)$IN1[row];
     if (t == $IGN) { // ignored rows are exactly zero
       for (int j = threadIdx.x; j < $C; j += blockDim.x)
         $ZERO
-      continue;
-    }
 )";
+  if (lossRows)
+    body += "      if (threadIdx.x == 0)\n        $LOSS_ROW_ZERO\n";
+  body += "      continue;\n    }\n";
   body += kRowSoftmaxStats;
   // The second sweep reads the row again (from L2 where it is still
   // there) with the same $U loads in flight; the reciprocal is taken once.
   body += R"(    const float s = $SCALE;
     const bool bad = t < 0 || t >= $C;
     const float inv = 1.0f / sum;
-    for (int j0 = $J0; j0 < $C; j0 += $U * blockDim.x) {
+)";
+  if (lossRows)
+    body += "    if (threadIdx.x == 0)\n      $LOSS_ROW\n";
+  if (lossTotal)
+    body += R"(    if (threadIdx.x == 0) {
+      part += bad ? $NAN : mx + logf(sum) - $XT;
+      ++counted;
+    }
+)";
+  body += R"(    for (int j0 = $J0; j0 < $C; j0 += $U * blockDim.x) {
       float v[$U];
 $LOAD_ZERO#pragma unroll
       for (int u = 0; u < $U; ++u) {
@@ -372,9 +405,9 @@ $LOAD_ZERO#pragma unroll
 $STORES    }
   }
   (void)count;
-  (void)shi;
-}
 )";
+  body += lossTotal ? kLossTotal : "  (void)shi;\n";
+  body += "}\n";
   std::string at = "row * " + std::to_string(c) + " + j";
   // The stores of v[$U]: 16-byte vectors where the store only rounds into
   // a 16-bit result (and the loads are vectors: the same columns).
@@ -392,12 +425,24 @@ $STORES    }
       {"ZERO", storeRow(io, e, at, "0.0f")},
       {"STORE", storeRow(io, e, at, "v[u]")},
       {"OT", cType(outElem)}, {"HV", fromF(outElem, "v[h * 8 + u]")},
-      {"OP", outPtr}};
+      {"OP", outPtr}, {"NAME", name}, {"G", std::to_string(ks.gridX)}};
   // clang-format on
   for (auto &var : logitVars(e, c, io))
     vars.push_back(var);
+  if (loss) {
+    const auto &lossStore = io.lossStore;
+    vars.push_back({"LOSS_ROW_ZERO", lossStore("row", "0.0f")});
+    vars.push_back(
+        {"LOSS_ROW",
+         subst(lossStore("row", "bad ? $NAN : mx + logf(sum) - $XT"), vars)});
+    vars.push_back(
+        {"STORE_TOTAL",
+         lossStore("0", red == ops::LossReduction::Mean ? "total / (float)rows"
+                                                        : "total")});
+  }
   vars.push_back({"STORES", subst(stores, vars)});
   ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
+              (lossTotal ? subst(kLossGlobals, vars) : "") +
               signature(ks, params) + " {\n" + subst(body, vars);
   return ks;
 }

@@ -25,6 +25,12 @@ Checks per kernel:
   1, 2 and 5 blocks. Outputs are poisoned before each run with NaN, then
   with 7777: an element a run leaves unwritten shows as a difference.
 
+Pairs (step-fuse-loss): a loss and its gradient of the same logits in one
+kernel (bf16 through AMP's casts, f32 bare; mean, sum and none; a loss
+with an epilogue, times the seed): both
+outputs against numpy as above, the gradient (and a `none` loss) bitwise
+what the kernels compiled alone give, and one sweep of statistics.
+
 Cases: unfused f32 and bf16 (as --amp=bf16 gives the loss), fused (a cast
 prologue and a scale epilogue on the loss; a bias-add prologue and a bf16
 cast epilogue on the gradient, i32 targets; AMP's widening prologue and
@@ -200,9 +206,76 @@ def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
     # widening cast) in whole vectors; the gradient's stores too.
     vec = c % 8 == 0 and ((not fuse and dt == "bf16")
                           or (fuse and (not grad or fuse == "cast")))
-    return dict(name=name, mlir=mlir, args=args, make=make, ref=ref,
-                out_dt=out_dt, out_shape=out_shape, fuse=fuse, vec=vec,
-                grad=grad)
+    return dict(name=name, mlir=mlir, args=args, make=make,
+                ref=lambda v: [ref(v)], outs=[(out_dt, out_shape)],
+                fuse=fuse, vec=vec, vec_out="out0" if grad else None,
+                seed=len(name))
+
+
+def pair_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
+              masked=False, scaled=False):
+    """step-fuse-loss: a loss and its gradient of the same logits, one
+    kernel (the gradient's, keeping the rows' losses). bf16 logits go
+    through AMP's widening cast and the gradient back to bf16; f32 ones
+    are read as they are. Also compiled alone: the loss and the gradient
+    must come out of their own kernels with the same bits (a mean or sum
+    loss: within the bound, its rows are added over another grid). With
+    `scaled`, the loss is returned times the seed g (an epilogue, as
+    gradient accumulation averages it)."""
+    loss = ce_case(name, n, c, dt, red, ign=ign, ti=ti, bad=bad,
+                   masked=masked)
+    grad = ce_case(name, n, c, dt, red, ign=ign, ti=ti, bad=bad,
+                   masked=masked, grad=True)
+    attr = f"reduction = {red}" + ("" if ign is None
+                                   else f" ignore_index = {ign}")
+    g_shape = [n] if red == "none" else []
+    x_t, y_t, g_t = (shape_t([n, c], dt), shape_t([n], ti),
+                     shape_t(g_shape, "f32"))
+    xf = shape_t([n, c], "f32")
+    l_t = shape_t(g_shape, "f32")
+    args = [("x", [n, c], dt), ("y", [n], ti), ("g", g_shape, "f32")]
+    if dt == "f32":
+        widen, x0, narrow, d = "", "%x", "", "%1"
+    else:
+        widen = f"    %0 = step.cast %x : {x_t} -> {xf}\n"
+        x0, d = "%0", "%d"
+        narrow = f"\n    %d = step.cast %1 : {xf} -> {x_t}"
+    sig = ", ".join(f'%{a}: {shape_t(s, t)} {{step.kind = "input", '
+                    f'step.name = "{a}"}}' for a, s, t in args)
+
+    def model(results):
+        outs = {"l": ("%ls" if scaled else "%l", l_t), "d": (d, x_t)}
+        rets = ", ".join(outs[r][0] for r in results)
+        types = ", ".join(f'{outs[r][1]} {{step.name = "{r}"}}'
+                          for r in results)
+        return f"""module {{
+  func.func @forward({sig}) -> ({types}) {{
+{widen}    %l = step.cross_entropy {x0}, %y {attr} : {xf}, {y_t} -> {l_t}
+    %1 = step.cross_entropy_grad {x0}, %y, %g {attr} : {xf}, {y_t}, {g_t} -> {xf}{narrow}{scale}
+    return {rets} : {", ".join(outs[r][1] for r in results)}
+  }}
+}}
+"""
+    scale = f"\n    %ls = step.mul %l, %g : {l_t}" if scaled else ""
+
+    def loss_ref(v):
+        want, mag = loss["ref"](v)[0]
+        return [(want * v["g"], mag * np.abs(v["g"]))] if scaled \
+            else [(want, mag)]
+    vec = c % 8 == 0 and dt == "bf16"
+    case = dict(name=name, mlir=model("ld"), args=args, make=grad["make"],
+                ref=lambda v: loss_ref(v) + grad["ref"](v),
+                outs=[("f32", g_shape), (dt, [n, c])], fuse=True, vec=vec,
+                vec_out="out1", seed=len(name), pair=True)
+    alone = [dict(case, name=name + "_loss_alone", mlir=model("l"),
+                  fuse=dt != "f32" or scaled,
+                  outs=case["outs"][:1], vec_out=None, pair=False,
+                  ref=loss_ref),
+             dict(case, name=name + "_grad_alone", mlir=model("d"),
+                  fuse=dt != "f32",
+                  outs=case["outs"][1:], pair=False, vec_out="out0",
+                  ref=grad["ref"])]
+    return case, alone
 
 
 def cases():
@@ -224,6 +297,17 @@ def cases():
                 ti="i32", grad=True, fuse=True),
         ce_case("grad_mean_3x9000_castio_masked", 3, 9000, "bf16", "mean",
                 masked=True, grad=True, fuse="cast"),
+    ]
+
+
+def pairs():
+    return [
+        pair_case("pair_mean_3x9000_bf16_masked", 3, 9000, "bf16", "mean",
+                  masked=True),
+        pair_case("pair_sum_5x1000_f32_ign3_scaled", 5, 1000, "f32", "sum",
+                  ign=3, scaled=True),
+        pair_case("pair_none_6x1000_bf16_bad", 6, 1000, "bf16", "none",
+                  ti="i32", bad=True),
     ]
 
 
@@ -250,6 +334,7 @@ WRITES
 
 
 def run_case(args, case, tmp):
+    """Runs the case's kernel three times; returns its outputs."""
     path, src, block, name, params = single_kernel(
         args.stepc, case["name"], case["mlir"], tmp, case["fuse"])
     # The kernel's in<k> is operand k of the fusion or op: which function
@@ -260,16 +345,21 @@ def run_case(args, case, tmp):
                    + ([] if case["fuse"] else ["--no-fuse"]), check=True)
     line = next(ln for ln in open(ir)
                 if re.search(r"step\.(fusion|cross_entropy)", ln))
-    order = [int(a) for a in re.findall(r"%arg(\d+)", line.split(":")[0])]
+    operands = line.split(" = ", 1)[1].split(" : ")[0]  # past "%0:2 = "
+    order = [int(a) for a in re.findall(r"%arg(\d+)", operands)]
     if bool(case["fuse"]) != os.path.basename(path).startswith("fusion_"):
         sys.exit(f"FAIL {case['name']}: {os.path.basename(path)}")
     vec_in = "reinterpret_cast<const uint4 *>" in src
-    vec_out = "*reinterpret_cast<uint4 *>(out0" in src
-    if vec_in != case["vec"] or vec_out != (case["vec"] and case["grad"]):
+    vec_out = re.findall(r"\*reinterpret_cast<uint4 \*>\((out\d+)", src)
+    want_out = [case["vec_out"]] if case["vec"] and case["vec_out"] else []
+    if vec_in != case["vec"] or sorted(set(vec_out)) != want_out:
         sys.exit(f"FAIL {case['name']}: vector loads {vec_in}, stores "
-                 f"{vec_out}, expected {case['vec']}")
+                 f"{vec_out}, expected {case['vec']}, {want_out}")
     if "ceBlockMerge(mx, sum" not in src:
         sys.exit(f"FAIL {case['name']}: not the one-sweep statistics")
+    if case.get("pair") and src.count("ceBlockMerge(mx, sum") != 1:
+        sys.exit(f"FAIL {case['name']}: the loss and its gradient do not "
+                 f"share one sweep of statistics")
     partial = re.search(r"__device__ float \w+_partial\[(\d+)\];", src)
     split = partial is not None
     stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
@@ -277,11 +367,10 @@ def run_case(args, case, tmp):
                                  src)]
     grid = int(partial.group(1)) if split else 0
 
-    rng = np.random.default_rng(len(case["name"]))
+    rng = np.random.default_rng(case["seed"])
     vals = case["make"](rng)
-    want, mag = case["ref"](vals)
-    want, mag = np.asarray(want), np.asarray(mag)
-    decls, poison, writes, argl = [], [], [], []
+    refs = case["ref"](vals)
+    decls, poison, writes, argl, outs = [], [], [], [], []
     for const, ctype, pname in params:
         if const:
             k = int(pname[2:])
@@ -293,13 +382,18 @@ def run_case(args, case, tmp):
             decls.append(f"  auto {pname} = readRaw<{ctype}>(\"in{k}.bin\", "
                          f"{max(1, int(np.prod(shape)))});")
         else:
-            if ctype != CTYPE[case["out_dt"]]:
+            out_dt, out_shape = case["outs"][len(outs)]
+            if ctype != CTYPE[out_dt]:
                 sys.exit(f"FAIL {case['name']}: {pname} is {ctype}")
-            decls.append(f"  std::vector<{ctype}> {pname}({want.size});")
+            outs.append(pname)
+            decls.append(f"  std::vector<{ctype}> {pname}("
+                         f"{max(1, int(np.prod(out_shape)))});")
             poison.append(f"    poison({pname}, bait);")
             writes.append(f"    writeRaw(\"{pname}_\" + std::to_string(run) "
                           f"+ \".bin\", {pname});")
         argl.append(pname + ".data()")
+    if len(outs) != len(case["outs"]):
+        sys.exit(f"FAIL {case['name']}: {len(outs)} outputs")
     harness = fill(HARNESS, dict((("DECLS", "\n".join(decls)),
                      ("POISON", "\n".join(poison + stale)),
                      ("WRITES", "\n".join(writes)),
@@ -307,26 +401,32 @@ def run_case(args, case, tmp):
                      ("GRID", grid), ("BLOCK", block), ("KERNEL", name))))
     build_and_run(args.cxx, tmp, src, harness)
 
-    runs = [np.fromfile(os.path.join(tmp, f"out0_{r}.bin"), dtype=np.float32)
-            for r in range(3)]
-    got = runs[0].reshape(want.shape)
-    for r in (1, 2):
-        if runs[r].tobytes() != runs[0].tobytes():
-            sys.exit(f"FAIL {case['name']}: out0 differs between runs 0 and "
-                     f"{r} ({'block orders' if split else 'grids'}), or an "
-                     f"element was left unwritten")
-    nan = np.isnan(want)
-    if (np.isnan(got) != nan).any():
-        sys.exit(f"FAIL {case['name']}: NaN at {np.argwhere(np.isnan(got) != nan)[:5].tolist()}")
-    w, g, m = want[~nan], got[~nan], mag[~nan]
-    bound = 1e-5 * m + ROUND[case["out_dt"]] * np.abs(w)
-    ratio = float((np.abs(g - w) / np.maximum(bound, 1e-30)).max()) \
-        if w.size else 0.0
-    print(f"{case['name']}: {name} block {block} "
-          f"{'ticket grid %d' % grid if split else 'grid-stride'}: "
-          f"{int(nan.sum())} NaN as expected, max err / bound {ratio:.3g}")
-    if ratio > 1:
-        sys.exit(f"FAIL {case['name']}: error above the bound")
+    results = []
+    for pname, (out_dt, _), (want, mag) in zip(outs, case["outs"], refs):
+        want, mag = np.asarray(want), np.asarray(mag)
+        runs = [np.fromfile(os.path.join(tmp, f"{pname}_{r}.bin"),
+                            dtype=np.float32) for r in range(3)]
+        got = runs[0].reshape(want.shape)
+        for r in (1, 2):
+            if runs[r].tobytes() != runs[0].tobytes():
+                sys.exit(f"FAIL {case['name']}: {pname} differs between runs "
+                         f"0 and {r} ({'block orders' if split else 'grids'}"
+                         f"), or an element was left unwritten")
+        nan = np.isnan(want)
+        if (np.isnan(got) != nan).any():
+            sys.exit(f"FAIL {case['name']}: {pname} NaN at "
+                     f"{np.argwhere(np.isnan(got) != nan)[:5].tolist()}")
+        w, g, m = want[~nan], got[~nan], mag[~nan]
+        bound = 1e-5 * m + ROUND[out_dt] * np.abs(w)
+        ratio = float((np.abs(g - w) / np.maximum(bound, 1e-30)).max()) \
+            if w.size else 0.0
+        print(f"{case['name']}: {name} {pname} block {block} "
+              f"{'ticket grid %d' % grid if split else 'grid-stride'}: "
+              f"{int(nan.sum())} NaN as expected, max err / bound {ratio:.3g}")
+        if ratio > 1:
+            sys.exit(f"FAIL {case['name']}: {pname} error above the bound")
+        results.append(got)
+    return results
 
 
 def main():
@@ -337,6 +437,17 @@ def main():
     with tempfile.TemporaryDirectory(prefix="stepjit-emu-loss-") as tmp:
         for c in cases():
             run_case(args, c, tmp)
+        for pair, (loss, grad) in pairs():
+            both = run_case(args, pair, tmp)
+            alone = run_case(args, loss, tmp) + run_case(args, grad, tmp)
+            same = [both[k].tobytes() == alone[k].tobytes() for k in (0, 1)]
+            # The rows' losses are the same bits; a mean or sum adds them
+            # over another grid (checked against numpy above).
+            if not same[1] or (pair["outs"][0][1] and not same[0]):
+                sys.exit(f"FAIL {pair['name']}: not the bits of the kernels "
+                         f"alone (loss {same[0]}, gradient {same[1]})")
+            print(f"{pair['name']}: the bits of the kernels alone "
+                  f"(loss {'same' if same[0] else 'within the bound'})")
     print("ok")
 
 

@@ -383,7 +383,7 @@ TEST(NNKernels, CrossEntropyAndItsGradient) {
   EXPECT_EQ(ks.gridX, 32);
   EXPECT_TRUE(contains(ks.source, "__device__ float ce_partial[32];"));
   EXPECT_TRUE(contains(ks.source, "t == -100ll"));
-  EXPECT_TRUE(contains(ks.source, "total / (float)count"));
+  EXPECT_TRUE(contains(ks.source, "total / (float)rows"));
   ks = firstKernel(
       fn("%l: tensor<32x10xf32>, %y: tensor<32xi32>, %g: tensor<f32>",
          "step.cross_entropy_grad %l, %y, %g reduction = sum ignore_index = 3"

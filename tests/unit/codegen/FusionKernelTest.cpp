@@ -490,7 +490,8 @@ TEST(FusionRowOp, CrossEntropyMeanOfBf16LogitsTimesLossScale) {
   EXPECT_TRUE(contains(ks.source, "const long long t = (long long)in0[row];"));
   EXPECT_TRUE(contains(ks.source, "row_ce_x(in0, in1, in2, out0, row * 50 + (t < 0 || t >= 50 ? 0 : t))"));
   EXPECT_TRUE(contains(ks.source, "__device__ unsigned int row_ce_ticket;"));
-  EXPECT_TRUE(contains(ks.source, "row_ce_store(in0, in1, in2, out0, 0, total / (float)count);"));
+  EXPECT_TRUE(contains(
+      ks.source, "row_ce_store(in0, in1, in2, out0, 0, total / (float)rows);"));
   EXPECT_TRUE(contains(ks.source, "const float fh")); // the scale, hoisted
   expectCompiles(ks);
 }
@@ -542,6 +543,127 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
   EXPECT_TRUE(contains(
       ks.source, "row_cev_store(in0, in1, in2, out0, row * 48 + j, 0.0f);"));
   expectCompiles(ks);
+}
+
+// step-fuse-loss: the loss and its gradient of the same widened logits in
+// one kernel, the gradient's: one sweep of statistics per row, thread 0
+// adds the row's loss to the block's partial, the last block stores the
+// mean in out0; the gradient still moves 16-byte vectors, into out1.
+TEST(FusionRowOp, CrossEntropyAndItsGradientShareOneKernel) {
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<8x48xbf16>, %y: tensor<8xi64>, %g: tensor<f32>",
+          R"(step.fusion "reduction" (%x, %y, %g) : (tensor<8x48xbf16>, tensor<8xi64>, tensor<f32>) -> (tensor<f32>, tensor<8x48xbf16>) {
+  ^bb0(%a: tensor<8x48xbf16>, %t: tensor<8xi64>, %d: tensor<f32>):
+    %0 = step.cast %a : tensor<8x48xbf16> -> tensor<8x48xf32>
+    %1 = step.cross_entropy %0, %t reduction = mean : tensor<8x48xf32>, tensor<8xi64> -> tensor<f32>
+    %2 = step.cross_entropy_grad %0, %t, %d reduction = mean : tensor<8x48xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x48xf32>
+    %3 = step.cast %2 : tensor<8x48xf32> -> tensor<8x48xbf16>
+    step.yield %1, %3 : tensor<f32>, tensor<8x48xbf16>
+  })",
+          {"tensor<f32>", "tensor<8x48xbf16>"}),
+      "pair");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "in2", "out0", "out1"}));
+  EXPECT_EQ(ks.gridX, 8); // the gradient's: a block per row
+  size_t merge = ks.source.find("ceBlockMerge(mx, sum, sh, sh2);");
+  ASSERT_NE(merge, std::string::npos);
+  EXPECT_EQ(ks.source.find("ceBlockMerge(mx, sum, sh, sh2);", merge + 1),
+            std::string::npos);
+  EXPECT_TRUE(contains(ks.source, "part += bad ? __int_as_float(0x7fc00000) : "
+                                  "mx + logf(sum) - pair_x("));
+  EXPECT_TRUE(contains(ks.source, "__device__ float pair_partial[8];"));
+  EXPECT_TRUE(contains(ks.source, "pair_lstore(in0, in1, in2, out0, out1, 0, "
+                                  "total / (float)rows);"));
+  EXPECT_TRUE(contains(
+      ks.source, "*reinterpret_cast<uint4 *>(out1 + row * 48 + j) = w_;"));
+  // The gradient's store leaves out0 alone, the loss's out1.
+  size_t lstore = ks.source.find("pair_lstore(");
+  ASSERT_NE(lstore, std::string::npos);
+  EXPECT_EQ(count(ks.source.substr(0, lstore), "out0[idx]"), 0u) << ks.source;
+  EXPECT_TRUE(contains(ks.source.substr(lstore), "out0[idx] = res;"));
+  EXPECT_FALSE(contains(ks.source.substr(lstore), "out1[idx]"));
+  expectCompiles(ks);
+}
+
+// A per-row loss (reduction none) is stored by thread 0 of its row's
+// block, 0 for an ignored row; no partials.
+TEST(FusionRowOp, CrossEntropyRowsAndTheirGradient) {
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<4x10xf32>, %y: tensor<4xi32>, %g: tensor<4xf32>",
+          R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4x10xf32>) {
+  ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi32>, %d: tensor<4xf32>):
+    %1 = step.cross_entropy %a, %t reduction = none ignore_index = 3 : tensor<4x10xf32>, tensor<4xi32> -> tensor<4xf32>
+    %2 = step.cross_entropy_grad %a, %t, %d reduction = none ignore_index = 3 : tensor<4x10xf32>, tensor<4xi32>, tensor<4xf32> -> tensor<4x10xf32>
+    step.yield %1, %2 : tensor<4xf32>, tensor<4x10xf32>
+  })",
+          {"tensor<4xf32>", "tensor<4x10xf32>"}),
+      "rows");
+  EXPECT_TRUE(contains(ks.source, "rows_lstore(in0, in1, in2, out0, out1, row, 0.0f);"));
+  EXPECT_TRUE(contains(ks.source, "rows_lstore(in0, in1, in2, out0, out1, row, bad ? "));
+  EXPECT_FALSE(contains(ks.source, "_partial")) << ks.source;
+  expectCompiles(ks);
+}
+
+// The loss through an epilogue (gradient accumulation averages it with the
+// micro-batches before): the loss's store computes it, with the seed read
+// at index 0.
+TEST(FusionRowOp, ALossEpilogueIsComputedByTheLossStore) {
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>",
+          R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi64>, %d: tensor<f32>):
+    %1 = step.cross_entropy %a, %t reduction = sum : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    %2 = step.cross_entropy_grad %a, %t, %d reduction = sum : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+    %3 = step.mul %1, %d : tensor<f32>
+    step.yield %3, %2 : tensor<f32>, tensor<4x10xf32>
+  })",
+          {"tensor<f32>", "tensor<4x10xf32>"}),
+      "epi");
+  size_t lstore = ks.source.find("epi_lstore(");
+  ASSERT_NE(lstore, std::string::npos);
+  std::string fn = ks.source.substr(lstore, ks.source.find("\n}\n", lstore) - lstore);
+  EXPECT_TRUE(contains(fn, "in2[")) << fn; // the seed, read by the epilogue
+  EXPECT_TRUE(contains(fn, "out0[idx] = ")) << fn;
+  EXPECT_TRUE(contains(ks.source, "epi_lstore(in0, in1, in2, out0, out1, 0, total);"));
+  expectCompiles(ks);
+}
+
+// What step-fuse-loss never forms, codegen refuses with a message: a
+// gradient of other logits, and a result reading both the loss and the
+// gradient.
+TEST(FusionRowOp, ALossAndGradientPairMustShareLogitsAndKeepApart) {
+  const char *other = R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi64>, %d: tensor<f32>):
+    %0 = step.neg %a : tensor<4x10xf32>
+    %1 = step.cross_entropy %a, %t reduction = sum : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    %2 = step.cross_entropy_grad %0, %t, %d reduction = sum : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+    step.yield %1, %2 : tensor<f32>, tensor<4x10xf32>
+  })";
+  const char *both = R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi64>, %d: tensor<f32>):
+    %1 = step.cross_entropy %a, %t reduction = sum : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+    %2 = step.cross_entropy_grad %a, %t, %d reduction = sum : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+    %3 = step.broadcast_in_dim %1, dims = [] : tensor<f32> -> tensor<4x10xf32>
+    %4 = step.add %2, %3 : tensor<4x10xf32>
+    step.yield %1, %4 : tensor<f32>, tensor<4x10xf32>
+  })";
+  for (auto [body, why] : {std::pair{other, "must read the same logits"},
+                           std::pair{both, "must have the loss's size"}}) {
+    Parsed p = parse(fusionFnN(
+        "%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>", body,
+        {"tensor<f32>", "tensor<4x10xf32>"}));
+    ASSERT_TRUE(p.module);
+    auto f =
+        mlir::cast<mlir::step::FusionOp>(p.func().getBody().front().front());
+    try {
+      detail::emitFusionKernel(f, "k");
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const step::rt::Error &e) {
+      EXPECT_TRUE(contains(e.what(), why)) << e.what();
+    }
+  }
 }
 
 TEST(FusionRowOp, RowOperandsOtherThanTheRowMustBeInputs) {

@@ -73,6 +73,9 @@ bool runPipeline(ModuleOp module, const std::string &pipeline) {
 
 struct FusionStats {
   int64_t fusions = 0, multiOutput = 0, fusedOps = 0;
+  /// cross_entropy ops, and those in one fusion with a cross_entropy_grad
+  /// (step-fuse-loss).
+  int64_t losses = 0, lossPairs = 0;
   std::map<std::string, int64_t> kinds;
   void add(ModuleOp m) {
     m.walk([&](mlir::step::FusionOp f) {
@@ -80,7 +83,11 @@ struct FusionStats {
       ++kinds[f.getKind().str()];
       multiOutput += f.getNumResults() > 1;
       fusedOps += static_cast<int64_t>(f.getBlock().getOperations().size()) - 1;
+      lossPairs +=
+          !f.getBlock().getOps<mlir::step::CrossEntropyOp>().empty() &&
+          !f.getBlock().getOps<mlir::step::CrossEntropyGradOp>().empty();
     });
+    m.walk([&](mlir::step::CrossEntropyOp) { ++losses; });
   }
 };
 
@@ -463,6 +470,11 @@ TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
   EXPECT_LT(topLevelOps(ff), topLevelOps(f));
   for (const std::string &kind : c.kinds)
     EXPECT_GT(stats.kinds[kind], 0) << "no " << kind << " fusion";
+  // step-fuse-loss: every loss computed by its gradient's kernel.
+  if (llvm::StringRef(c.pipeline).contains("step-fuse-loss")) {
+    EXPECT_GT(stats.losses, 0);
+    EXPECT_EQ(stats.lossPairs, stats.losses);
+  }
   std::cout << "[fuse-diff] " << c.name << " " << c.pipeline << ": "
             << topLevelOps(f) << " -> " << topLevelOps(ff) << " top-level ops, "
             << stats.fusions << " fusions (loop " << stats.kinds["loop"]
@@ -498,26 +510,27 @@ const std::vector<std::string> kGptAttentionKinds = {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, FuseTrainStep,
-    testing::Values(TrainCase{"MLP_AdamW", mlpModel, "step-fuse",
+    testing::Values(TrainCase{"MLP_AdamW", mlpModel, "step-fuse,step-fuse-loss",
                               "adamw,lr=1e-2", 1, kMlpKinds},
                     TrainCase{"MLP_AdamW_SmallBudgets", mlpModel,
                               "step-fuse{max-ops=4 max-tensors=2}",
                               "adamw,lr=1e-2", 1, kMlpKinds},
-                    TrainCase{"MLP_SgdMomentum_Accum2", mlpModel, "step-fuse",
+                    TrainCase{"MLP_SgdMomentum_Accum2", mlpModel,
+                              "step-fuse,step-fuse-loss",
                               "sgd,lr=0.1,momentum=0.9", 2, kMlpKinds},
                     TrainCase{"MLP_Lamb", mlpModel, "step-fuse", "lamb,lr=1e-2",
                               1, kMlpKinds},
                     TrainCase{"GPT2_AdamW", gpt2Model,
-                              "step-fuse-attention,step-fuse", "adamw,lr=1e-2",
-                              1, kGptAttentionKinds},
+                              "step-fuse-attention,step-fuse,step-fuse-loss",
+                              "adamw,lr=1e-2", 1, kGptAttentionKinds},
                     TrainCase{"GPT2_AdamW_NoAttentionFusion", gpt2Model,
                               "step-fuse", "adamw,lr=1e-2", 1, kGptKinds},
                     TrainCase{"GPT2_AdamW_SmallBudgets", gpt2Model,
                               "step-fuse{max-tensors=3 row-ops=false}",
                               "adamw,lr=1e-2", 1, kGptKinds},
                     TrainCase{"GPT2_Lamb_Accum2", gpt2Model,
-                              "step-fuse-attention,step-fuse", "lamb,lr=1e-2",
-                              2, kGptAttentionKinds}),
+                              "step-fuse-attention,step-fuse,step-fuse-loss",
+                              "lamb,lr=1e-2", 2, kGptAttentionKinds}),
     [](const testing::TestParamInfo<TrainCase> &info) {
       return std::string(info.param.name);
     });

@@ -1,0 +1,241 @@
+//===- FuseLoss.cpp - step-fuse-loss: a loss and its gradient, one kernel -===//
+//
+// step-fuse-loss merges a `step.cross_entropy` and the
+// `step.cross_entropy_grad` of the same logits and targets into one
+// `step.fusion "reduction"` with both results: its kernel computes each
+// row's max and sum of exp once, then writes the gradient row and keeps
+// the row's loss (docs/fusion.md, "the loss and its gradient"). A training
+// step computes the loss at the end of the forward and its gradient first
+// in the backward, from the same logits: GPT-2 124M's [B*T, 50304] (824 MB
+// in bf16 at B = 8), read by two kernels (the loss measured 0.37 ms of an
+// H200 step, docs/gpu-results.md) where one suffices.
+//
+// Guarantees: results are unchanged (the fusion's body holds the very ops
+// it replaces; the interpreter and the CPU backend run them op by op); the
+// merged fusion has two row-op roots, a cross_entropy and a
+// cross_entropy_grad of the same logits value and targets value with the
+// same reduction and ignore_index, the loss's results first (what codegen
+// requires, compiler/codegen/FusionRowKernels.cpp); the planned peak
+// grows by at most kBetweenBytes: the merged op runs where the earlier of
+// the two ran. A gradient moved up to its loss makes its result live over
+// the ops between, which must produce at most kBetweenBytes (every other
+// value live at the gradient was live at the loss already); a loss moved
+// up to its gradient (gradient accumulation's last micro-batch, whose
+// loss step-fuse gives the micro-batches' average as epilogue and places
+// after the backward) only makes its loss-sized result live longer, and
+// its logits die at the fused op instead of after the backward. The
+// result is deterministic (pairs in program order).
+//
+// Algorithm, per function's top-level block, in program order: a loss is
+// a bare cross_entropy or a reduction fusion whose only root is one (any
+// epilogue); a gradient likewise with cross_entropy_grad. For each loss,
+// the first gradient not yet paired that shares an input with it is its
+// candidate. It merges when every operand of the later of the two is
+// defined before the earlier one and, if the later is the gradient, the
+// ops between produce at most kBetweenBytes (the loss's scaling,
+// averaging across replicas, the guard's checks: scalars). The merge: a
+// fusion at the earlier op whose inputs are both ops' operands (once
+// each), whose body holds clones of both bodies, the loss's first, then
+// common subexpressions of the body removed (the two prologues, typically
+// the same reshape and widening cast, become one); the pair is kept only
+// if the two roots then read the same logits and targets values with the
+// same reduction and ignore_index, else the new fusion is erased.
+// Cost: O(N + L * G) for N ops, L losses and G gradients (one of each per
+// micro-batch), plus CSE of each merged body.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Activations.h"
+#include "passes/Passes.h"
+
+#include "dialects/step/Fusion.h"
+
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::step {
+#define GEN_PASS_DEF_FUSELOSS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// Most bytes the ops between a loss and its gradient may produce: the
+/// merged op's gradient result is live over them.
+constexpr int64_t kBetweenBytes = 64 * 1024;
+
+/// The one row-op root of type OpT of `u`: `u` itself, or the only root
+/// (reduce or row op) of a reduction fusion `u`; null otherwise.
+template <typename OpT> OpT rootOf(Operation *u) {
+  if (auto op = dyn_cast<OpT>(u))
+    return op;
+  auto f = dyn_cast<FusionOp>(u);
+  if (!f || f.getKind() != kReductionFusion)
+    return {};
+  OpT found;
+  int roots = 0;
+  for (Operation &op : f.getBlock().without_terminator()) {
+    FusionRole role = fusionRole(&op);
+    if (role != FusionRole::Reduce && role != FusionRole::RowOp)
+      continue;
+    ++roots;
+    if (auto r = dyn_cast<OpT>(op))
+      found = r;
+  }
+  return roots == 1 ? found : OpT();
+}
+
+/// A loss: a cross_entropy alone or the one root of a reduction fusion
+/// (with any epilogue: a loss scaled, averaged over micro-batches).
+bool isLoss(Operation *u) { return bool(rootOf<CrossEntropyOp>(u)); }
+
+/// Bytes of the results of `op`; INT64_MAX when one has no static size.
+int64_t resultBytes(Operation *op) {
+  int64_t sum = 0;
+  for (Type t : op->getResultTypes()) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    if (!r || !r.hasStaticShape())
+      return INT64_MAX;
+    sum += tensorBytes(r);
+  }
+  return sum;
+}
+
+/// Whether `later` may run at `earlier` (both in one block): its operands
+/// exist there, and, where it is the gradient, whose result then lives
+/// over the ops between, those make only small values. (A loss moved up
+/// to its gradient makes its small result live longer, and its logits
+/// die earlier.)
+bool mayMoveUp(Operation *later, Operation *earlier, bool laterIsGradient) {
+  for (Value v : later->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->getBlock() == earlier->getBlock() &&
+        !def->isBeforeInBlock(earlier))
+      return false;
+  }
+  if (!laterIsGradient)
+    return true;
+  int64_t between = 0;
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode()) {
+    int64_t b = resultBytes(op);
+    if (b > kBetweenBytes - between)
+      return false;
+    between += b;
+  }
+  return true;
+}
+
+/// Clones the body of `u` (or `u` itself) into the builder's block, its
+/// operands mapped through `outer` (operand value -> block argument);
+/// returns the values standing for u's results.
+SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer) {
+  auto f = dyn_cast<FusionOp>(u);
+  if (!f) {
+    Operation *c = b.clone(*u, outer);
+    return SmallVector<Value>(c->getResults());
+  }
+  IRMapping map;
+  for (auto [arg, in] : llvm::zip(f.getBlock().getArguments(), f.getInputs()))
+    map.map(arg, outer.lookup(in));
+  for (Operation &op : f.getBlock().without_terminator())
+    b.clone(op, map);
+  SmallVector<Value> out;
+  for (Value y : f.getYield()->getOperands())
+    out.push_back(map.lookup(y));
+  return out;
+}
+
+/// The merged fusion of `loss` and `gradient` before `at` (the earlier
+/// of the two), or null (erased again) when their roots do not read the
+/// same logits and targets.
+FusionOp merge(Operation *loss, Operation *gradient, Operation *at) {
+  llvm::SetVector<Value> inputs;
+  inputs.insert(loss->operand_begin(), loss->operand_end());
+  inputs.insert(gradient->operand_begin(), gradient->operand_end());
+  SmallVector<Type> types(loss->getResultTypes());
+  llvm::append_range(types, gradient->getResultTypes());
+  OpBuilder b(at);
+  auto fusion = b.create<FusionOp>(gradient->getLoc(), types,
+                                   b.getStringAttr(kReductionFusion),
+                                   inputs.getArrayRef());
+  Block *body = b.createBlock(&fusion.getBody());
+  IRMapping outer;
+  for (Value v : inputs)
+    outer.map(v, body->addArgument(v.getType(), v.getLoc()));
+  SmallVector<Value> yields = cloneUnit(b, loss, outer);
+  llvm::append_range(yields, cloneUnit(b, gradient, outer));
+  b.create<YieldOp>(gradient->getLoc(), yields);
+
+  IRRewriter rewriter(fusion.getContext());
+  DominanceInfo dom(fusion);
+  eliminateCommonSubExpressions(rewriter, dom, fusion);
+  CrossEntropyOp ce;
+  CrossEntropyGradOp grad;
+  for (Operation &op : *body) {
+    if (auto c = dyn_cast<CrossEntropyOp>(op))
+      ce = c;
+    if (auto g = dyn_cast<CrossEntropyGradOp>(op))
+      grad = g;
+  }
+  if (ce && grad && ce.getLogits() == grad.getLogits() &&
+      ce.getTargets() == grad.getTargets() &&
+      ce.getReduction() == grad.getReduction() &&
+      ce.getIgnoreIndexOrDefault() == grad.getIgnoreIndexOrDefault())
+    return fusion;
+  fusion->erase();
+  return {};
+}
+
+void fuseLosses(func::FuncOp f) {
+  Block &block = f.getBody().front();
+  SmallVector<Operation *> losses, gradients;
+  for (Operation &op : block) {
+    if (isLoss(&op))
+      losses.push_back(&op);
+    else if (rootOf<CrossEntropyGradOp>(&op))
+      gradients.push_back(&op);
+  }
+  llvm::SmallPtrSet<Operation *, 4> used;
+  for (Operation *loss : losses) {
+    // The first gradient sharing an input with the loss (the merge checks
+    // that it is the same logits and targets).
+    auto it = llvm::find_if(gradients, [&](Operation *g) {
+      return !used.contains(g) &&
+             llvm::any_of(loss->getOperands(), [&](Value v) {
+               return llvm::is_contained(g->getOperands(), v);
+             });
+    });
+    if (it == gradients.end())
+      continue;
+    Operation *gradient = *it;
+    bool lossFirst = loss->isBeforeInBlock(gradient);
+    Operation *first = lossFirst ? loss : gradient;
+    Operation *second = lossFirst ? gradient : loss;
+    if (!mayMoveUp(second, first, /*laterIsGradient=*/lossFirst))
+      continue;
+    FusionOp fusion = merge(loss, gradient, first);
+    if (!fusion)
+      continue;
+    used.insert(gradient);
+    unsigned n = loss->getNumResults();
+    loss->replaceAllUsesWith(fusion.getResults().take_front(n));
+    gradient->replaceAllUsesWith(fusion.getResults().drop_front(n));
+    loss->erase();
+    gradient->erase();
+  }
+}
+
+struct FuseLossPass : impl::FuseLossBase<FuseLossPass> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (!f.isExternal())
+        fuseLosses(f);
+  }
+};
+
+} // namespace
+} // namespace mlir::step
