@@ -49,17 +49,20 @@
 // work), and so are casts of the group's size (one conversion per element,
 // and the source, often narrower, is read instead of the cast copy being
 // written and read: the f32 logits that the loss and its gradient both
-// read are never stored); such a copy that every user holds dies at
-// outlining. A fusion holds at most `max-ops` ops and `max-inputs` inputs
-// (a proxy for the registers a thread needs); single-op groups stay
-// unfused.
-// A reshape/stop_gradient of a group value that is read only after the
-// group is moved out of it, after the fusion: the fusion yields one buffer
-// and the op is a view of it (no second copy in the arena).
-// Refused, by construction: ops across a matmul or any op of role None
-// (gathers, attention, transpose...), a reduction feeding a broadcast of its
-// result across the reduced dim (the broadcast's element count differs from
-// the reduction's), a group whose outlining would break SSA order.
+// read are never stored), and recomputable ops of the group's size (cheap
+// elementwise ops reading no more bytes than they write, small broadcast
+// sources aside: layer norm's gradient recomputes x - mean, its product
+// with rstd and dy * gamma in each consumer instead of storing three f32
+// tensors); such a copy that every user holds (directly or through a
+// chain of such copies) dies at outlining. A fusion holds at most `max-ops` ops
+// and `max-inputs` inputs (a proxy for the registers a thread needs); single-op
+// groups stay unfused. A reshape/stop_gradient of a group value that is read
+// only after the group is moved out of it, after the fusion: the fusion yields
+// one buffer and the op is a view of it (no second copy in the arena). Refused,
+// by construction: ops across a matmul or any op of role None (gathers,
+// attention, transpose...), a reduction feeding a broadcast of its result
+// across the reduced dim (the broadcast's element count differs from the
+// reduction's), a group whose outlining would break SSA order.
 //
 // Cost: O(V log V) per group grown (a priority walk over producers) plus
 // O(V) per outlining (positions are recomputed), O(G * V log V) for G
@@ -97,8 +100,8 @@ struct Group {
 
 class Fuser {
 public:
-  Fuser(func::FuncOp f, const FuseOptions &o) : block(f.getBody().front()),
-                                                 options(o) {
+  Fuser(func::FuncOp f, const FuseOptions &o)
+      : block(f.getBody().front()), options(o) {
     number();
   }
 
@@ -195,6 +198,26 @@ private:
   static bool copiedIntoGroups(Operation *op) {
     return fusionRole(op) == FusionRole::View || isa<CastOp>(op);
   }
+  /// A cheap elementwise op (isCheapElementwise) of one result that reads
+  /// no more bytes than it writes, a broadcast operand counting nothing
+  /// when its source has at most 1/8 of its elements (re-read from cache,
+  /// the mean or gamma of a row): computed again in each consumer's
+  /// fusion, it is read there from its own operands, never written. Layer
+  /// norm's gradient centres x, scales it and multiplies the upstream
+  /// gradient by gamma this way: three f32 tensors not stored.
+  static bool recomputable(Operation *op) {
+    if (fusionRole(op) != FusionRole::Elementwise || !isCheapElementwise(op) ||
+        op->getNumResults() != 1)
+      return false;
+    int64_t reads = 0;
+    for (Value v : op->getOperands()) {
+      auto bc = v.getDefiningOp<BroadcastInDimOp>();
+      if (bc && numel(bc.getOperand()) * 8 <= numel(v))
+        continue;
+      reads += bytesOf(v);
+    }
+    return reads <= bytesOf(op->getResult(0));
+  }
   static bool isEltOrView(Operation *op) {
     FusionRole r = fusionRole(op);
     return r == FusionRole::Elementwise || r == FusionRole::View;
@@ -227,18 +250,24 @@ private:
       taken.insert(op);
     for (Operation *d : g.dups)
       for (Operation *u : d->getUsers())
-        if (g.ops.contains(u))
+        if (g.contains(u)) // a member, or copied too (a chain of copies)
           duplicatedFor[d].insert(u);
     groups.push_back(std::move(g));
   }
 
-  /// Whether every user of `op` is in a group that holds a copy of it: then
-  /// it dies at outlining and must not become a loop fusion of its own.
-  bool copiedIntoEveryUser(Operation *op) {
+  /// Whether every user of `op` is in a group that holds a copy of it, or
+  /// is itself an op outside every group that dies so (a chain of
+  /// recomputed ops: layer norm's centred x, read only by its scaled
+  /// copy): then it dies at outlining and must not become a loop fusion
+  /// of its own. `depth` bounds the walk along such chains.
+  bool copiedIntoEveryUser(Operation *op, int depth = 4) {
     auto it = duplicatedFor.find(op);
     return it != duplicatedFor.end() &&
-           llvm::all_of(op->getUsers(),
-                        [&](Operation *u) { return it->second.contains(u); });
+           llvm::all_of(op->getUsers(), [&](Operation *u) {
+             return it->second.contains(u) ||
+                    (depth > 0 && isFree(u) &&
+                     copiedIntoEveryUser(u, depth - 1));
+           });
   }
 
   /// Adds the producers of `seeds` to `g` (see the header for who may
@@ -251,8 +280,7 @@ private:
     auto later = [&](Operation *a, Operation *b) {
       return pos.lookup(a) < pos.lookup(b);
     };
-    std::priority_queue<Operation *, std::vector<Operation *>,
-                        decltype(later)>
+    std::priority_queue<Operation *, std::vector<Operation *>, decltype(later)>
         work(later);
     llvm::DenseSet<Operation *> queued;
     auto push = [&](Value v) {
@@ -284,9 +312,11 @@ private:
         // A view is duplicated rather than materialized as a result; so is
         // a cast of the group's size (re-reading its narrower or equal
         // source beats writing and reading the cast copy: the f32 logits
-        // the loss and its gradient each read).
-        dup = copiedIntoGroups(p) &&
-              (fusionRole(p) == FusionRole::View || sameDomain);
+        // the loss and its gradient each read), and a recomputable op of
+        // the group's size (the same argument).
+        dup = (copiedIntoGroups(p) &&
+               (fusionRole(p) == FusionRole::View || sameDomain)) ||
+              (sameDomain && recomputable(p));
         if (!afterOk && !dup)
           continue;
       }
@@ -307,8 +337,7 @@ private:
   void formMatmulGroups() {
     for (Operation &op : block) {
       auto mm = dyn_cast<MatmulOp>(op);
-      if (!mm || !isFree(mm) || mm.getType().getRank() < 2 ||
-          !mm->hasOneUse())
+      if (!mm || !isFree(mm) || mm.getType().getRank() < 2 || !mm->hasOneUse())
         continue;
       int64_t last = mm.getType().getRank() - 1;
       Group g;
@@ -331,9 +360,9 @@ private:
       if (cur.hasOneUse()) {
         Operation *act = *cur.getUsers().begin();
         auto gelu = dyn_cast<GeluOp>(act);
-        if (isFree(act) && (isa<ReluOp>(act) ||
-                            (gelu && gelu.getApproximate() ==
-                                         GeluApproximation::Tanh)))
+        if (isFree(act) &&
+            (isa<ReluOp>(act) ||
+             (gelu && gelu.getApproximate() == GeluApproximation::Tanh)))
           g.ops.insert(act);
       }
       if (g.ops.size() > 1)
@@ -356,8 +385,8 @@ private:
           isa<LambUpdateOp>(op))
         continue;
       auto key = std::make_pair(op.getName(), op.getAttrDictionary());
-      auto it = llvm::find_if(buckets,
-                              [&](const auto &b) { return b.first == key; });
+      auto it =
+          llvm::find_if(buckets, [&](const auto &b) { return b.first == key; });
       if (it == buckets.end())
         buckets.push_back({key, {&op}});
       else
@@ -571,9 +600,8 @@ private:
   void formReductionGroups() {
     for (Operation &root : block) {
       FusionRole role = fusionRole(&root);
-      if (!isFree(&root) ||
-          !(role == FusionRole::Reduce ||
-            (role == FusionRole::RowOp && options.rowOps)))
+      if (!isFree(&root) || !(role == FusionRole::Reduce ||
+                              (role == FusionRole::RowOp && options.rowOps)))
         continue;
       Group g;
       g.kind = kReductionFusion;
@@ -582,8 +610,8 @@ private:
       if (role == FusionRole::Reduce) {
         llvm::DenseSet<Value> mine;
         cone(root.getOperand(0), 3, mine);
-        for (Operation &s : llvm::make_range(std::next(root.getIterator()),
-                                             block.end())) {
+        for (Operation &s :
+             llvm::make_range(std::next(root.getIterator()), block.end())) {
           if (fusionRole(&s) != FusionRole::Reduce || !isFree(&s) ||
               s.getOperand(0).getType() != root.getOperand(0).getType() ||
               s.getAttr("dims") != root.getAttr("dims") ||
@@ -591,8 +619,8 @@ private:
             continue;
           llvm::DenseSet<Value> theirs;
           cone(s.getOperand(0), 3, theirs);
-          bool shared = llvm::any_of(
-              theirs, [&](Value v) { return mine.contains(v); });
+          bool shared =
+              llvm::any_of(theirs, [&](Value v) { return mine.contains(v); });
           if (!shared || dependsOn(&s, &root) || usedBefore(g, &s))
             continue;
           g.ops.insert(&s);
@@ -704,9 +732,10 @@ private:
       number();
       outline(*g);
     }
-    // Views and casts that every user now duplicates are dead.
+    // Views, casts and recomputable ops that every user now duplicates
+    // are dead.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (copiedIntoGroups(&op) && op.use_empty())
+      if ((copiedIntoGroups(&op) || recomputable(&op)) && op.use_empty())
         op.erase();
   }
 
@@ -758,8 +787,8 @@ private:
             if (llvm::is_contained(views, use.getOwner()))
               continue; // moves after the fusion
             firstUse = std::min(
-                firstUse, pos.lookup(block.findAncestorOpInBlock(
-                              *use.getOwner())));
+                firstUse,
+                pos.lookup(block.findAncestorOpInBlock(*use.getOwner())));
           }
         if (outside)
           outputs.push_back(r);
@@ -780,9 +809,8 @@ private:
     for (Value v : outputs)
       types.push_back(v.getType());
     Operation *anchor = g.ops.back();
-    auto fusion = b.create<FusionOp>(anchor->getLoc(), types,
-                                     b.getStringAttr(g.kind),
-                                     inputs.getArrayRef());
+    auto fusion = b.create<FusionOp>(
+        anchor->getLoc(), types, b.getStringAttr(g.kind), inputs.getArrayRef());
     Block *inner = b.createBlock(&fusion.getBody());
     IRMapping map;
     for (Value v : inputs)
@@ -794,9 +822,8 @@ private:
       yields.push_back(map.lookup(v));
     b.create<YieldOp>(anchor->getLoc(), yields);
     for (auto [v, r] : llvm::zip(outputs, fusion.getResults()))
-      v.replaceUsesWithIf(r, [&](OpOperand &use) {
-        return !g.ops.contains(use.getOwner());
-      });
+      v.replaceUsesWithIf(
+          r, [&](OpOperand &use) { return !g.ops.contains(use.getOwner()); });
     for (Operation *v : llvm::reverse(views))
       v->moveAfter(fusion);
     for (Operation *op : llvm::reverse(body))

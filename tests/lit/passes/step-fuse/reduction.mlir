@@ -209,3 +209,62 @@ func.func @cast_copied_into_each_loss(%x: tensor<4x2x32xbf16>, %t0: tensor<4x2xi
   %d = step.cross_entropy_grad %c, %t, %g reduction = mean : tensor<8x32xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x32xf32>
   return %l, %d : tensor<f32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Recomputable producers (layer norm's gradient): x - mean and its product
+// with rstd read x and two row vectors, no more bytes than they write, so
+// each consumer (a row sum, a column sum, and the loop after them)
+// computes them again instead of reading them back: nothing of that size
+// is stored between the fusions, and the ops die at outlining.
+// CHECK-LABEL: func.func @recompute_centred
+// CHECK-NOT: step.sub
+// CHECK: %[[R:.+]] = step.fusion "reduction"
+// CHECK: step.sub
+// CHECK: step.mul
+// CHECK: step.reduce_sum %{{.+}} dims = [1]
+// CHECK: %[[C:.+]] = step.fusion "reduction"
+// CHECK: step.sub
+// CHECK: step.mul
+// CHECK: step.reduce_sum %{{.+}} dims = [0]
+// CHECK: %[[L:.+]] = step.fusion "loop"
+// CHECK: step.sub
+// CHECK: step.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[R]], %[[C]], %[[L]]
+func.func @recompute_centred(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %r: tensor<4xf32>, %dy: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %mb = step.broadcast_in_dim %m, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %xc = step.sub %x, %mb : tensor<4x8xf32>
+  %rb = step.broadcast_in_dim %r, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %xh = step.mul %xc, %rb : tensor<4x8xf32>
+  %p = step.mul %dy, %xh : tensor<4x8xf32>
+  %rows = step.reduce_sum %p dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %cols = step.reduce_sum %xh dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %rsb = step.broadcast_in_dim %rows, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %q = step.mul %xh, %rsb : tensor<4x8xf32>
+  %o = step.sub %dy, %q : tensor<4x8xf32>
+  return %rows, %cols, %o : tensor<4xf32>, tensor<8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Not recomputable: a sum of two full tensors reads twice what it writes;
+// it is stored once and both reductions read it (each recomputing the
+// relu of it, which reads what it writes).
+// CHECK-LABEL: func.func @stored_sum
+// CHECK: %[[S:.+]] = step.add
+// CHECK-NEXT: step.fusion "reduction"(%[[S]])
+// CHECK-NOT: step.add
+// CHECK: step.relu
+// CHECK: step.fusion "reduction"(%[[S]])
+// CHECK-NOT: step.add
+// CHECK: step.relu
+// CHECK: return
+func.func @stored_sum(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %s = step.add %x, %y : tensor<4x8xf32>
+  %a = step.relu %s : tensor<4x8xf32>
+  %rows = step.reduce_sum %a dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %n = step.neg %a : tensor<4x8xf32>
+  %cols = step.reduce_sum %n dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  return %rows, %cols : tensor<4xf32>, tensor<8xf32>
+}
