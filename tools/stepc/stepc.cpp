@@ -373,6 +373,12 @@ int main(int argc, char **argv) {
                    "to draw it)\n";
       return 1;
     }
+    if (!o.dumpKernels.empty()) {
+      std::cerr << "stepc: error: --dump-kernels writes one plan's kernels; "
+                   "it does not combine with --buckets (compile one bucket "
+                   "without --buckets to dump its kernels)\n";
+      return 1;
+    }
     return compileWithBuckets(o, train);
   }
 

@@ -6,6 +6,11 @@
 // RUN: stepc %s --train --optimizer=sgd --clip=1.0 --no-kernels -o %t/m.step --dump-kernels=%t/kernels
 // RUN: ls %t/kernels | FileCheck %s --check-prefix=FILES
 // RUN: cat %t/kernels/fusion_*.cu | FileCheck %s --check-prefix=SOURCE
+// With --buckets (several plans) it is refused, and nothing is written.
+// RUN: not stepc %s --train --buckets=T:4 --no-kernels -o %t/bad.step --dump-kernels=%t/bad 2>&1 | FileCheck %s --check-prefix=BUCKETS
+// RUN: not ls %t/bad %t/bad.step
+
+// BUCKETS: stepc: error: --dump-kernels writes one plan's kernels; it does not combine with --buckets
 
 // FILES-DAG: fusion_{{[0-9a-f]+}}.cu
 // SOURCE: extern "C" __global__
