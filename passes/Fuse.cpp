@@ -124,8 +124,10 @@ private:
   const FuseOptions &options;
   llvm::DenseMap<Operation *, int64_t> pos;
   llvm::DenseSet<Operation *> taken; ///< members of some group
-  /// Ops cloned into groups (Group::dups), each with its users there.
-  llvm::DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 4>> duplicatedFor;
+  /// The group (index into `groups`) of each member, and the groups that
+  /// hold a copy (Group::dups) of each copied op.
+  llvm::DenseMap<Operation *, unsigned> memberOf;
+  llvm::DenseMap<Operation *, SmallVector<unsigned, 2>> copiedInto;
   /// Values the group being grown must read as inputs (a row op's
   /// non-row operands).
   llvm::DenseSet<Value> inputsOnly;
@@ -246,28 +248,35 @@ private:
            countInputs(g) <= options.maxInputs;
   }
   void commit(Group g) {
-    for (Operation *op : g.ops)
+    unsigned index = groups.size();
+    for (Operation *op : g.ops) {
       taken.insert(op);
+      memberOf[op] = index;
+    }
     for (Operation *d : g.dups)
-      for (Operation *u : d->getUsers())
-        if (g.contains(u)) // a member, or copied too (a chain of copies)
-          duplicatedFor[d].insert(u);
+      copiedInto[d].push_back(index);
     groups.push_back(std::move(g));
   }
 
-  /// Whether every user of `op` is in a group that holds a copy of it, or
-  /// is itself an op outside every group that dies so (a chain of
+  /// Whether every user of `op` reads a copy of it: a member of a group
+  /// that holds a copy, or an op in no group that itself dies so, every
+  /// group holding a copy of it holding one of `op` too (a chain of
   /// recomputed ops: layer norm's centred x, read only by its scaled
-  /// copy): then it dies at outlining and must not become a loop fusion
-  /// of its own. `depth` bounds the walk along such chains.
+  /// copies). Then `op` dies at outlining and must not become a loop
+  /// fusion of its own. `depth` bounds the walk along such chains.
   bool copiedIntoEveryUser(Operation *op, int depth = 4) {
-    auto it = duplicatedFor.find(op);
-    return it != duplicatedFor.end() &&
-           llvm::all_of(op->getUsers(), [&](Operation *u) {
-             return it->second.contains(u) ||
-                    (depth > 0 && isFree(u) &&
-                     copiedIntoEveryUser(u, depth - 1));
-           });
+    auto it = copiedInto.find(op);
+    if (it == copiedInto.end())
+      return false;
+    auto holds = [&](unsigned g) { return llvm::is_contained(it->second, g); };
+    return llvm::all_of(op->getUsers(), [&](Operation *u) {
+      if (auto m = memberOf.find(u); m != memberOf.end())
+        return holds(m->second);
+      auto c = copiedInto.find(u);
+      return depth > 0 && c != copiedInto.end() &&
+             llvm::all_of(c->second, holds) &&
+             copiedIntoEveryUser(u, depth - 1);
+    });
   }
 
   /// Adds the producers of `seeds` to `g` (see the header for who may
@@ -313,10 +322,12 @@ private:
         // a cast of the group's size (re-reading its narrower or equal
         // source beats writing and reading the cast copy: the f32 logits
         // the loss and its gradient each read), and a recomputable op of
-        // the group's size (the same argument).
+        // the group's size (the same argument) unless the group may yield
+        // it (a later user, a matmul say, reads it anyway: stored here, not
+        // by a kernel of its own).
         dup = (copiedIntoGroups(p) &&
                (fusionRole(p) == FusionRole::View || sameDomain)) ||
-              (sameDomain && recomputable(p));
+              (sameDomain && recomputable(p) && !afterOk);
         if (!afterOk && !dup)
           continue;
       }

@@ -16,10 +16,12 @@
 // cross_entropy_grad of the same logits value and targets value with the
 // same reduction and ignore_index, the loss's results first (what codegen
 // requires, compiler/codegen/FusionRowKernels.cpp); the planned peak
-// grows by at most kBetweenBytes: the merged op runs where the earlier of
-// the two ran. A gradient moved up to its loss makes its result live over
-// the ops between, which must produce at most kBetweenBytes (every other
-// value live at the gradient was live at the loss already); a loss moved
+// grows by at most kBetweenBytes (a gradient moved up) or the loss's
+// result (a loss moved up): the merged op runs where the earlier of the
+// two ran. A gradient moved up to its loss makes its result live over
+// the ops between, whose results and the values that die there (their
+// last reader is between) must come to at most kBetweenBytes (every other
+// value live there was live at the gradient already); a loss moved
 // up to its gradient (gradient accumulation's last micro-batch, whose
 // loss step-fuse gives the micro-batches' average as epilogue and places
 // after the backward) only makes its loss-sized result live longer, and
@@ -29,19 +31,20 @@
 // Algorithm, per function's top-level block, in program order: a loss is
 // a bare cross_entropy or a reduction fusion whose only root is one (any
 // epilogue); a gradient likewise with cross_entropy_grad. For each loss,
-// the first gradient not yet paired that shares an input with it is its
-// candidate. It merges when every operand of the later of the two is
-// defined before the earlier one and, if the later is the gradient, the
-// ops between produce at most kBetweenBytes (the loss's scaling,
-// averaging across replicas, the guard's checks: scalars). The merge: a
+// the gradients not yet paired that share an input with it are tried in
+// program order until one merges. A pair merges when every operand of the
+// later of the two is defined before the earlier one and, if the later is
+// the gradient, the values made or dying between come to at most
+// kBetweenBytes (the loss's scaling, averaging across replicas, the
+// guard's checks: scalars). The merge: a
 // fusion at the earlier op whose inputs are both ops' operands (once
 // each), whose body holds clones of both bodies, the loss's first, then
 // common subexpressions of the body removed (the two prologues, typically
 // the same reshape and widening cast, become one); the pair is kept only
 // if the two roots then read the same logits and targets values with the
 // same reduction and ignore_index, else the new fusion is erased.
-// Cost: O(N + L * G) for N ops, L losses and G gradients (one of each per
-// micro-batch), plus CSE of each merged body.
+// Cost: O(N + L * G * B) for N ops, L losses, G gradients (one of each
+// per micro-batch) and B ops between a pair, plus CSE of each merge tried.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,16 +95,10 @@ template <typename OpT> OpT rootOf(Operation *u) {
 /// (with any epilogue: a loss scaled, averaged over micro-batches).
 bool isLoss(Operation *u) { return bool(rootOf<CrossEntropyOp>(u)); }
 
-/// Bytes of the results of `op`; INT64_MAX when one has no static size.
-int64_t resultBytes(Operation *op) {
-  int64_t sum = 0;
-  for (Type t : op->getResultTypes()) {
-    auto r = dyn_cast<RankedTensorType>(t);
-    if (!r || !r.hasStaticShape())
-      return INT64_MAX;
-    sum += tensorBytes(r);
-  }
-  return sum;
+/// Bytes of `v`; INT64_MAX when it has no static size.
+int64_t valueBytes(Value v) {
+  auto r = dyn_cast<RankedTensorType>(v.getType());
+  return r && r.hasStaticShape() ? tensorBytes(r) : INT64_MAX;
 }
 
 /// Whether `later` may run at `earlier` (both in one block): its operands
@@ -118,13 +115,34 @@ bool mayMoveUp(Operation *later, Operation *earlier, bool laterIsGradient) {
   }
   if (!laterIsGradient)
     return true;
+  // What the gradient's result would live beside: the values made between
+  // and the values that die between (their last reader is there).
+  Block *block = earlier->getBlock();
   int64_t between = 0;
-  for (Operation *op = earlier->getNextNode(); op != later;
-       op = op->getNextNode()) {
-    int64_t b = resultBytes(op);
+  llvm::SmallPtrSet<Value, 8> seen;
+  auto add = [&](Value v) {
+    if (!seen.insert(v).second)
+      return true;
+    int64_t b = valueBytes(v);
     if (b > kBetweenBytes - between)
       return false;
     between += b;
+    return true;
+  };
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode()) {
+    for (Value r : op->getResults())
+      if (!add(r))
+        return false;
+    for (Value v : op->getOperands()) {
+      bool dies =
+          v.getDefiningOp() && llvm::all_of(v.getUsers(), [&](Operation *u) {
+            Operation *a = block->findAncestorOpInBlock(*u);
+            return a && a->isBeforeInBlock(later);
+          });
+      if (dies && !add(v))
+        return false;
+    }
   }
   return true;
 }
@@ -201,31 +219,31 @@ void fuseLosses(func::FuncOp f) {
   }
   llvm::SmallPtrSet<Operation *, 4> used;
   for (Operation *loss : losses) {
-    // The first gradient sharing an input with the loss (the merge checks
-    // that it is the same logits and targets).
-    auto it = llvm::find_if(gradients, [&](Operation *g) {
-      return !used.contains(g) &&
-             llvm::any_of(loss->getOperands(), [&](Value v) {
-               return llvm::is_contained(g->getOperands(), v);
-             });
-    });
-    if (it == gradients.end())
-      continue;
-    Operation *gradient = *it;
-    bool lossFirst = loss->isBeforeInBlock(gradient);
-    Operation *first = lossFirst ? loss : gradient;
-    Operation *second = lossFirst ? gradient : loss;
-    if (!mayMoveUp(second, first, /*laterIsGradient=*/lossFirst))
-      continue;
-    FusionOp fusion = merge(loss, gradient, first);
-    if (!fusion)
-      continue;
-    used.insert(gradient);
-    unsigned n = loss->getNumResults();
-    loss->replaceAllUsesWith(fusion.getResults().take_front(n));
-    gradient->replaceAllUsesWith(fusion.getResults().drop_front(n));
-    loss->erase();
-    gradient->erase();
+    // Gradients sharing an input with the loss, in program order, until
+    // one merges (the merge checks that it is the same logits and
+    // targets).
+    for (Operation *gradient : gradients) {
+      if (used.contains(gradient) ||
+          llvm::none_of(loss->getOperands(), [&](Value v) {
+            return llvm::is_contained(gradient->getOperands(), v);
+          }))
+        continue;
+      bool lossFirst = loss->isBeforeInBlock(gradient);
+      Operation *first = lossFirst ? loss : gradient;
+      Operation *second = lossFirst ? gradient : loss;
+      if (!mayMoveUp(second, first, /*laterIsGradient=*/lossFirst))
+        continue;
+      FusionOp fusion = merge(loss, gradient, first);
+      if (!fusion)
+        continue;
+      used.insert(gradient);
+      unsigned n = loss->getNumResults();
+      loss->replaceAllUsesWith(fusion.getResults().take_front(n));
+      gradient->replaceAllUsesWith(fusion.getResults().drop_front(n));
+      loss->erase();
+      gradient->erase();
+      break;
+    }
   }
 }
 

@@ -28,8 +28,9 @@ Checks per kernel:
 Pairs (step-fuse-loss): a loss and its gradient of the same logits in one
 kernel (bf16 through AMP's casts, f32 bare; mean, sum and none; a loss
 with an epilogue, times the seed): both
-outputs against numpy as above, the gradient (and a `none` loss) bitwise
-what the kernels compiled alone give, and one sweep of statistics.
+outputs against numpy as above, both bitwise what the kernels compiled
+alone give (N <= 1024: the same grid for a mean or sum), and one sweep of
+statistics.
 
 Cases: unfused f32 and bf16 (as --amp=bf16 gives the loss), fused (a cast
 prologue and a scale epilogue on the loss; a bias-add prologue and a bf16
@@ -442,12 +443,15 @@ def main():
             alone = run_case(args, loss, tmp) + run_case(args, grad, tmp)
             same = [both[k].tobytes() == alone[k].tobytes() for k in (0, 1)]
             # The rows' losses are the same bits; a mean or sum adds them
-            # over another grid (checked against numpy above).
-            if not same[1] or (pair["outs"][0][1] and not same[0]):
+            # in the gradient's grid, one block per row up to 65535, and
+            # the loss kernel's, up to 1024: the same grid (and bits) for
+            # these N <= 1024 rows. (Rows past the grid, N > 65535, a
+            # block adding several, are not run here: too many blocks for
+            # the emulator.)
+            if not all(same):
                 sys.exit(f"FAIL {pair['name']}: not the bits of the kernels "
                          f"alone (loss {same[0]}, gradient {same[1]})")
-            print(f"{pair['name']}: the bits of the kernels alone "
-                  f"(loss {'same' if same[0] else 'within the bound'})")
+            print(f"{pair['name']}: the bits of the kernels alone")
     print("ok")
 
 

@@ -99,10 +99,46 @@ func.func @big_between(%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>,
 
 // -----
 
+// Refused: a 64 KiB + 4 B value dies between the two (its last reader, a
+// sum, is there): moved up, the gradient's result would live beside it.
+// CHECK-LABEL: func.func @big_dies_between
+// CHECK: step.cross_entropy %
+// CHECK: step.reduce_sum
+// CHECK: step.cross_entropy_grad
+// CHECK-NOT: step.fusion
+func.func @big_dies_between(%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>, %a: tensor<16385xf32>) -> (tensor<f32>, tensor<4x10xf32>, tensor<f32>) {
+  %b = step.add %a, %a : tensor<16385xf32>
+  %l = step.cross_entropy %x, %y reduction = mean : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  %s = step.reduce_sum %b dims = [0] : tensor<16385xf32> -> tensor<f32>
+  %d = step.cross_entropy_grad %x, %y, %g reduction = mean : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+  return %l, %d, %s : tensor<f32>, tensor<4x10xf32>, tensor<f32>
+}
+
+// -----
+
+// Two heads on the same targets, their gradients in reverse order (as a
+// backward runs): the first loss meets the other head's gradient first,
+// which does not merge, and pairs with its own after it.
+// CHECK-LABEL: func.func @two_heads
+// CHECK: %[[A:.+]]:2 = step.fusion "reduction"(%arg0, %arg2, %arg3)
+// CHECK: %[[B:.+]]:2 = step.fusion "reduction"(%arg1, %arg2, %arg3)
+// CHECK: step.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[A]]#0, %[[B]]#0, %[[A]]#1, %[[B]]#1
+func.func @two_heads(%x: tensor<4x10xf32>, %z: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<4x10xf32>, tensor<4x10xf32>) {
+  %la = step.cross_entropy %x, %y reduction = mean : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  %lb = step.cross_entropy %z, %y reduction = mean : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  %db = step.cross_entropy_grad %z, %y, %g reduction = mean : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+  %da = step.cross_entropy_grad %x, %y, %g reduction = mean : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
+  return %la, %lb, %da, %db : tensor<f32>, tensor<f32>, tensor<4x10xf32>, tensor<4x10xf32>
+}
+
+// -----
+
 // Refused: other logits (the gradient of another tensor), and the same
-// logits with another reduction. The first pair reads different inputs;
-// the second reads the same ones but differs after the merge, which is
-// undone.
+// logits with another reduction. Each loss shares the targets with both
+// gradients; every merge tried differs in its roots' logits or reduction
+// and is undone.
 // CHECK-LABEL: func.func @mismatch
 // CHECK-NOT: step.fusion
 // CHECK: step.cross_entropy %{{.+}}reduction = mean
