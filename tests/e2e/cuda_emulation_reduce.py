@@ -28,7 +28,9 @@ Cases: reduce_sum/mean/max over rows with row counts that are not a
 multiple of the chunk, 1 to 19 chunks per tile, a partial 32-output tile,
 a 3-d operand whose kept dims are not contiguous, too few rows to split,
 and two fusions (cast and mul prologue with two roots, as layer_norm's
-backward; an epilogue adding another input); f32 and bf16. And the row
+backward; an epilogue adding another input; layer norm's gradient with the
+normalized x recomputed from x and row statistics, over columns and over
+rows); f32 and bf16. And the row
 kernels (the innermost dim reduced; EmitUtil.h, RowMapping): reductions,
 a two-root row fusion, layer_norm and softmax over rows of at most 1024
 (a warp per row, 8 rows per block, the last block partly past the end)
@@ -100,6 +102,49 @@ def layer_norm_grad_case(name, k, m):
                 [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)])
     return dict(name=name, mlir=mlir, inputs=[([k, m], "bf16"),
                                               ([k, m], "f32")],
+                outputs=["f32", "f32"], ref=ref, fuse=True)
+
+
+def centred_case(name, m, k, dims):
+    """Layer norm's gradient as step-fuse leaves it: the normalized x
+    recomputed from x and the row statistics ((x - mean) * rstd, row
+    vectors broadcast) and dy * gamma in the prologue of two sibling
+    reductions, over rows (dims [1]: the two row means) or over columns
+    (dims [0]: gamma's and beta's gradients)."""
+    xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
+    v, g = shape_t([m], "f32"), shape_t([k], "f32")
+    r = shape_t([k] if dims == [0] else [m], "f32")
+    red = "reduce_sum" if dims == [0] else "reduce_mean"
+    mlir = f"""module {{
+  func.func @forward(%rstd: {v} {{step.kind = "input", step.name = "rstd"}}, %mean: {v} {{step.kind = "input", step.name = "mean"}}, %x: {xt} {{step.kind = "input", step.name = "x"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}) -> ({r} {{step.name = "a"}}, {r} {{step.name = "b"}}) {{
+    %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
+    %xc = step.sub %x, %mb : {xt}
+    %rb = step.broadcast_in_dim %rstd, dims = [0] : {v} -> {xt}
+    %xh = step.mul %xc, %rb : {xt}
+    %c = step.cast %dy : {dyt} -> {xt}
+    %gb = step.broadcast_in_dim %gamma, dims = [1] : {g} -> {xt}
+    %d = step.mul %c, %gb : {xt}
+    %p = step.mul %d, %xh : {xt}
+    %a = step.{red} %d dims = {dims} : {xt} -> {r}
+    %b = step.{red} %p dims = {dims} : {xt} -> {r}
+    return %a, %b : {r}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        rstd, mean, x, gamma, dy = ins
+        xh = (x - mean[:, None]) * rstd[:, None]
+        d = dy * gamma[None, :]
+        ax = 0 if dims == [0] else 1
+        f = (lambda t: t.sum(ax)) if dims == [0] else (lambda t: t.mean(ax))
+        return ([f(d), f(d * xh)],
+                [f(np.abs(d)), f(np.abs(d * xh))])
+    return dict(name=name, mlir=mlir,
+                # In the fusion's input order (the harness's in<k> is
+                # argument k): step-fuse collects them rstd first.
+                inputs=[([m], "f32"), ([m], "f32"), ([m, k], "f32"),
+                        ([k], "f32"), ([m, k], "bf16")],
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
@@ -224,6 +269,8 @@ def cases():
                            [0], "bf16"))
     out.append(layer_norm_grad_case("fused_ln_grad_1000x100", 1000, 100))
     out.append(layer_norm_grad_case("fused_ln_grad_3000x80", 3000, 80))
+    out.append(centred_case("centred_cols_1000x100", 1000, 100, [0]))
+    out.append(centred_case("centred_rows_77x768", 77, 768, [1]))
     # Row kernels: rows of at most 1024 one per warp, 8 per block (77 rows:
     # the last block's warps 5-7 past the end); longer rows a block each.
     for dt in ("f32", "bf16"):
