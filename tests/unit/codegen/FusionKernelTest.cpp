@@ -599,8 +599,10 @@ TEST(FusionRowOp, CrossEntropyRowsAndTheirGradient) {
   })",
           {"tensor<4xf32>", "tensor<4x10xf32>"}),
       "rows");
-  EXPECT_TRUE(contains(ks.source, "rows_lstore(in0, in1, in2, out0, out1, row, 0.0f);"));
-  EXPECT_TRUE(contains(ks.source, "rows_lstore(in0, in1, in2, out0, out1, row, bad ? "));
+  EXPECT_TRUE(contains(ks.source,
+                       "rows_lstore(in0, in1, in2, out0, out1, row, 0.0f);"));
+  EXPECT_TRUE(contains(ks.source,
+                       "rows_lstore(in0, in1, in2, out0, out1, row, bad ? "));
   EXPECT_FALSE(contains(ks.source, "_partial")) << ks.source;
   expectCompiles(ks);
 }
@@ -623,10 +625,12 @@ TEST(FusionRowOp, ALossEpilogueIsComputedByTheLossStore) {
       "epi");
   size_t lstore = ks.source.find("epi_lstore(");
   ASSERT_NE(lstore, std::string::npos);
-  std::string fn = ks.source.substr(lstore, ks.source.find("\n}\n", lstore) - lstore);
+  std::string fn =
+      ks.source.substr(lstore, ks.source.find("\n}\n", lstore) - lstore);
   EXPECT_TRUE(contains(fn, "in2[")) << fn; // the seed, read by the epilogue
   EXPECT_TRUE(contains(fn, "out0[idx] = ")) << fn;
-  EXPECT_TRUE(contains(ks.source, "epi_lstore(in0, in1, in2, out0, out1, 0, total);"));
+  EXPECT_TRUE(
+      contains(ks.source, "epi_lstore(in0, in1, in2, out0, out1, 0, total);"));
   expectCompiles(ks);
 }
 
@@ -634,14 +638,16 @@ TEST(FusionRowOp, ALossEpilogueIsComputedByTheLossStore) {
 // gradient of other logits, and a result reading both the loss and the
 // gradient.
 TEST(FusionRowOp, ALossAndGradientPairMustShareLogitsAndKeepApart) {
-  const char *other = R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  const char *other =
+      R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
   ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi64>, %d: tensor<f32>):
     %0 = step.neg %a : tensor<4x10xf32>
     %1 = step.cross_entropy %a, %t reduction = sum : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
     %2 = step.cross_entropy_grad %0, %t, %d reduction = sum : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
     step.yield %1, %2 : tensor<f32>, tensor<4x10xf32>
   })";
-  const char *both = R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  const char *both =
+      R"(step.fusion "reduction" (%x, %y, %g) : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
   ^bb0(%a: tensor<4x10xf32>, %t: tensor<4xi64>, %d: tensor<f32>):
     %1 = step.cross_entropy %a, %t reduction = sum : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
     %2 = step.cross_entropy_grad %a, %t, %d reduction = sum : tensor<4x10xf32>, tensor<4xi64>, tensor<f32> -> tensor<4x10xf32>
@@ -651,9 +657,9 @@ TEST(FusionRowOp, ALossAndGradientPairMustShareLogitsAndKeepApart) {
   })";
   for (auto [body, why] : {std::pair{other, "must read the same logits"},
                            std::pair{both, "must have the loss's size"}}) {
-    Parsed p = parse(fusionFnN(
-        "%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>", body,
-        {"tensor<f32>", "tensor<4x10xf32>"}));
+    Parsed p = parse(
+        fusionFnN("%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>",
+                  body, {"tensor<f32>", "tensor<4x10xf32>"}));
     ASSERT_TRUE(p.module);
     auto f =
         mlir::cast<mlir::step::FusionOp>(p.func().getBody().front().front());
