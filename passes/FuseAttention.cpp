@@ -273,6 +273,7 @@ void addFusionPasses(OpPassManager &pm) {
   pm.addPass(createFuseAttention());
   pm.addPass(createFuse());
   pm.addPass(createFuseLoss());
+  pm.addPass(createFuseRowChains());
 }
 
 } // namespace mlir::step

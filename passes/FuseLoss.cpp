@@ -49,6 +49,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Activations.h"
+#include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
 #include "dialects/step/Fusion.h"
@@ -145,26 +146,6 @@ bool mayMoveUp(Operation *later, Operation *earlier, bool laterIsGradient) {
     }
   }
   return true;
-}
-
-/// Clones the body of `u` (or `u` itself) into the builder's block, its
-/// operands mapped through `outer` (operand value -> block argument);
-/// returns the values standing for u's results.
-SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer) {
-  auto f = dyn_cast<FusionOp>(u);
-  if (!f) {
-    Operation *c = b.clone(*u, outer);
-    return SmallVector<Value>(c->getResults());
-  }
-  IRMapping map;
-  for (auto [arg, in] : llvm::zip(f.getBlock().getArguments(), f.getInputs()))
-    map.map(arg, outer.lookup(in));
-  for (Operation &op : f.getBlock().without_terminator())
-    b.clone(op, map);
-  SmallVector<Value> out;
-  for (Value y : f.getYield()->getOperands())
-    out.push_back(map.lookup(y));
-  return out;
 }
 
 /// The merged fusion of `loss` and `gradient` before `at` (the earlier

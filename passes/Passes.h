@@ -17,8 +17,9 @@ namespace mlir::step {
 #include "passes/Passes.h.inc"
 
 /// Kernel fusion as every pipeline runs it: step-fuse-attention (attention
-/// reads its heads in place), step-fuse, then step-fuse-loss (a loss and
-/// its gradient in one kernel).
+/// reads its heads in place), step-fuse, step-fuse-loss (a loss and its
+/// gradient in one kernel), then step-fuse-row-chains (row reductions that
+/// feed one another, and their loop, in one kernel).
 void addFusionPasses(OpPassManager &pm);
 
 } // namespace mlir::step

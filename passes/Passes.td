@@ -502,6 +502,35 @@ def FuseLoss : Pass<"step-fuse-loss", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def FuseRowChains : Pass<"step-fuse-row-chains", "::mlir::ModuleOp"> {
+  let summary = "Row reductions that feed one another, and their loop, in one kernel";
+  let description = [{
+    Merges a row reduction (bare, or a `reduction` fusion with `reduce_*`
+    roots over the trailing dims), the later row reductions of the same
+    shape that read its result broadcast back over each row, and the
+    `loop` fusion that consumes them, into one `step.fusion "row_chain"`
+    at the last of them: one kernel takes each row through the reductions
+    in turn and then stores it (docs/fusion.md, "row chains"). Layer
+    norm's backward (mean, variance, the two means of its gradient, dx)
+    becomes one pass over x and dy instead of four. Ops between that read
+    the chain's results move after it; refused where that would keep more
+    than small values alive longer, where a member would read such an op,
+    or where rows are too long (over 65536 elements) or too few (under
+    128, unless the tensor is small) for a kernel of a warp or block per
+    row.
+
+    ```mlir
+    %m = step.reduce_mean %x dims = [1] : tensor<512x768xf32> -> tensor<512xf32>
+    %r = step.fusion "reduction"(%m, %x) { ... broadcast %m, sub, mul, reduce_mean, rsqrt ... }
+    %y = step.fusion "loop"(%x, %m, %r) { ... (x - m) * r ... }
+    // becomes
+    %c:3 = step.fusion "row_chain"(%x, ...) { ... all three bodies ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution
 //===----------------------------------------------------------------------===//

@@ -88,6 +88,10 @@ void FusionExpr::bindStorage(mlir::Value v, const std::string &idx,
   storage_[{v.getAsOpaquePointer(), canonical(v, idx)}] = expr;
 }
 
+void FusionExpr::bindUniform(mlir::Value v, const std::string &local) {
+  uniform_[v.getAsOpaquePointer()] = local;
+}
+
 void FusionExpr::resetScope() {
   memo_.clear();
   storage_.clear();
@@ -98,6 +102,8 @@ void FusionExpr::resetScope() {
 //===----------------------------------------------------------------------===//
 
 std::string FusionExpr::valueAt(mlir::Value v, const std::string &idxIn) {
+  if (auto u = uniform_.find(v.getAsOpaquePointer()); u != uniform_.end())
+    return u->second;
   const std::string idx = canonical(v, idxIn);
   std::pair<void *, std::string> key{v.getAsOpaquePointer(), idx};
   if (auto it = memo_.find(key); it != memo_.end())
@@ -192,7 +198,7 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     return valueAt(op->getOperand(0), idx); // same type, same flat index
   if (auto b = mlir::dyn_cast<ops::BroadcastInDimOp>(op)) {
     mlir::Value in = b.getOperand();
-    if (numelOf(in) == 1)
+    if (numelOf(in) == 1 || uniform_.count(in.getAsOpaquePointer()))
       return valueAt(in, "0");
     std::vector<int64_t> inShape = shapeOf(in), outShape = shapeOf(v);
     std::vector<int64_t> inStrides = stridesOf(inShape);

@@ -82,6 +82,13 @@ public:
   void bindStorage(mlir::Value v, const std::string &idx,
                    const std::string &expr);
 
+  /// Declares that `local` holds v at every index this code reads it at (a
+  /// row_chain's per-row value inside its row): valueAt returns it for
+  /// any idx, and a broadcast of v costs no index arithmetic. Kept by
+  /// resetScope; forgotten by resetUniform.
+  void bindUniform(mlir::Value v, const std::string &local);
+  void resetUniform() { uniform_.clear(); }
+
   /// Forgets every memoized value and binding (not the hoisted ones): call
   /// it when leaving the scope the taken code was placed in.
   void resetScope();
@@ -103,7 +110,7 @@ private:
   PreludeNeeds &needs_;
   std::map<std::pair<void *, std::string>, std::string> memo_;
   std::map<std::pair<void *, std::string>, std::string> storage_;
-  std::map<void *, std::string> hoisted_;
+  std::map<void *, std::string> hoisted_, uniform_;
   std::string code_, hoistedCode_;
   int counter_ = 0;
 };

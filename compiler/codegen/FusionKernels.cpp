@@ -223,18 +223,7 @@ static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
 // reduction: reduce_sum, reduce_mean, reduce_max roots
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// One root's accumulator, as emitReduce builds it.
-struct Acc {
-  mlir::Operation *root;
-  std::string type, ident, op;
-  std::string load(const std::string &local) const { return cast + local; }
-  std::string cast; ///< applied to the operand's local
-  std::string result; ///< the rounded result from `acc<r>`, a local
-};
-} // namespace
-
-static Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r) {
+Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r) {
   Acc a;
   a.root = root;
   bool max = mlir::isa<ops::ReduceMaxOp>(root);
@@ -516,6 +505,8 @@ KernelSource emitFusionKernel(ops::FusionOp f, const std::string &name) {
   llvm::StringRef kind = f.getKind();
   if (kind == ops::kLoopFusion)
     return emitLoopFusion(f, name);
+  if (kind == ops::kRowChainFusion)
+    return emitRowChainFusion(f, name);
   if (kind != ops::kReductionFusion)
     throw rt::Error("codegen: no fused kernel for a \"" + kind.str() +
                     "\" fusion here");

@@ -1,8 +1,10 @@
-//===- FusionKernels.h - Pieces shared by the fused kernel emitters -*- C++ -*-===//
+//===- FusionKernels.h - Pieces shared by the fused kernel emitters -*- C++
+//-*-===//
 //
-// Internal to compiler/codegen: FusionKernels.cpp (loop and reduce_* roots)
-// and FusionRowKernels.cpp (row-op roots) share how a fusion's results are
-// stored. emitFusionKernel (Emitters.h) is the entry point.
+// Internal to compiler/codegen: FusionKernels.cpp (loop and reduce_* roots),
+// FusionRowKernels.cpp (row-op roots) and RowChainKernels.cpp (row_chain)
+// share how a fusion's results are stored and reductions accumulate.
+// emitFusionKernel (Emitters.h) is the entry point.
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_COMPILER_CODEGEN_FUSIONKERNELS_H
@@ -22,6 +24,22 @@ namespace step::codegen::detail {
 std::string storeYields(mlir::step::FusionOp f, FusionExpr &x,
                         const std::string &idx,
                         llvm::ArrayRef<mlir::Value> skip = {});
+
+/// One reduce_* root's accumulator, as emitReduce (ReduceKernels.cpp)
+/// builds it: the same type, identity, combination and rounding.
+struct Acc {
+  mlir::Operation *root;
+  std::string type, ident, op;
+  std::string load(const std::string &local) const { return cast + local; }
+  std::string cast;   ///< applied to the operand's local
+  std::string result; ///< the rounded result from `acc<r>`, a local
+};
+/// Root `root` reducing `k` elements per output, accumulating in `acc<r>`.
+Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r);
+
+/// The kernel of a row_chain fusion (RowChainKernels.cpp).
+KernelSource emitRowChainFusion(mlir::step::FusionOp f,
+                                const std::string &name);
 
 /// `code` with every line prefixed by `by`.
 std::string indent(const std::string &code, const std::string &by);

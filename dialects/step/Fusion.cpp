@@ -4,6 +4,8 @@
 
 #include "dialects/step/StepOps.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 namespace mlir::step {
 
 FusionRole fusionRole(Operation *op) {
@@ -264,14 +266,175 @@ LogicalResult FusionOp::verifyAttentionBody() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// row_chain bodies
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class Level { Free, Row, Domain };
+
+llvm::ArrayRef<int64_t> reducedDims(Operation *op) {
+  if (auto r = dyn_cast<ReduceSumOp>(op))
+    return r.getDims();
+  if (auto r = dyn_cast<ReduceMeanOp>(op))
+    return r.getDims();
+  return cast<ReduceMaxOp>(op).getDims();
+}
+
+std::string shapeText(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// Whether broadcast `b` of a per-row value (rows elements) to shape
+/// `domain` gives element i of the result the value of row i / cols: the
+/// operand's non-unit dims map, in order, onto the leading `lead` dims
+/// with their sizes, and nothing maps onto a trailing dim.
+bool isRowBroadcast(BroadcastInDimOp b, llvm::ArrayRef<int64_t> domain,
+                    int64_t lead) {
+  auto in = cast<RankedTensorType>(b.getOperand().getType());
+  auto out = cast<RankedTensorType>(b.getType());
+  if (out.getShape() != domain)
+    return false;
+  auto dims = b.getBroadcastDimensions();
+  llvm::SmallVector<int64_t> mapped;
+  for (auto [k, d] : llvm::enumerate(dims)) {
+    if (in.getDimSize(k) == 1)
+      continue;
+    if (d >= lead || in.getDimSize(k) != domain[d])
+      return false;
+    mapped.push_back(d);
+  }
+  // Every non-unit leading dim is covered exactly once, in order.
+  llvm::SmallVector<int64_t> want;
+  for (int64_t d = 0; d < lead; ++d)
+    if (domain[d] != 1)
+      want.push_back(d);
+  return mapped == want;
+}
+} // namespace
+
+std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
+  RowChain rc;
+  llvm::DenseMap<Value, std::pair<Level, int>> info; // level, stage (-1)
+  auto get = [&](Value v) -> std::pair<Level, int> {
+    auto it = info.find(v);
+    return it == info.end() ? std::make_pair(Level::Free, -1) : it->second;
+  };
+  auto fail = [&](Operation &op, const std::string &what) {
+    why = "'" + op.getName().getStringRef().str() + "' " + what;
+    return std::nullopt;
+  };
+  for (Operation &op : body.without_terminator()) {
+    FusionRole role = fusionRole(&op);
+    if (role == FusionRole::Reduce) {
+      Value in = op.getOperand(0);
+      auto [level, stage] = get(in);
+      if (level == Level::Row)
+        return fail(op, "reduces a per-row value");
+      auto type = cast<RankedTensorType>(in.getType());
+      llvm::ArrayRef<int64_t> dims = reducedDims(&op);
+      int64_t rank = type.getRank();
+      int64_t lead = rank - static_cast<int64_t>(dims.size());
+      bool trailing = !dims.empty();
+      for (auto [k, d] : llvm::enumerate(dims))
+        trailing &= d == lead + static_cast<int64_t>(k);
+      if (!trailing)
+        return fail(op, "must reduce the trailing dims of its operand");
+      if (rc.stages.empty()) {
+        rc.domain.assign(type.getShape().begin(), type.getShape().end());
+        rc.lead = lead;
+        rc.rows = rc.cols = 1;
+        for (int64_t d = 0; d < rank; ++d)
+          (d < lead ? rc.rows : rc.cols) *= rc.domain[d];
+      } else if (type.getShape() != llvm::ArrayRef(rc.domain) ||
+                 lead != rc.lead) {
+        return fail(op, "reads " + shapeText(type) + " over " +
+                            std::to_string(dims.size()) +
+                            " trailing dims; the chain's first reduction "
+                            "reads the same shape over the same dims");
+      }
+      unsigned s = static_cast<unsigned>(stage + 1);
+      if (rc.stages.size() <= s)
+        rc.stages.resize(s + 1);
+      rc.stages[s].push_back(&op);
+      info[op.getResult(0)] = {Level::Row, static_cast<int>(s)};
+      rc.rowLevel.insert(op.getResult(0));
+      continue;
+    }
+    if (role != FusionRole::Elementwise && role != FusionRole::View)
+      return fail(op, "cannot be in a row_chain fusion (elementwise ops, "
+                      "broadcast_in_dim, reshape, iota and reduce_* only)");
+    Level level = Level::Free;
+    int stage = -1;
+    for (Value v : op.getOperands()) {
+      auto [l, s] = get(v);
+      if ((l == Level::Row && level == Level::Domain) ||
+          (l == Level::Domain && level == Level::Row))
+        return fail(op, "mixes a per-row and a per-element operand "
+                        "without a broadcast");
+      level = std::max(level, l);
+      stage = std::max(stage, s);
+    }
+    if (auto b = dyn_cast<BroadcastInDimOp>(op)) {
+      if (level == Level::Domain)
+        return fail(op, "broadcasts a per-element value of the chain");
+      if (level == Level::Row) {
+        if (!isRowBroadcast(b, rc.domain, rc.lead))
+          return fail(op, "must broadcast a per-row value over its row (to "
+                          "the reductions' operand shape, row dims in "
+                          "order), found " +
+                              shapeText(b.getOperand().getType()) + " -> " +
+                              shapeText(b.getType()));
+        level = Level::Domain;
+      }
+    }
+    if (level == Level::Free)
+      continue;
+    for (Value r : op.getResults()) {
+      info[r] = {level, stage};
+      if (level == Level::Row) {
+        rc.rowOps.push_back({r, static_cast<unsigned>(stage)});
+        rc.rowLevel.insert(r);
+      }
+    }
+  }
+  if (rc.stages.empty()) {
+    why = "holds no reduce_sum, reduce_mean or reduce_max";
+    return std::nullopt;
+  }
+  int64_t domainNumel = rc.rows * rc.cols;
+  for (auto [i, y] : llvm::enumerate(body.getTerminator()->getOperands())) {
+    auto type = cast<RankedTensorType>(y.getType());
+    int64_t n = type.getNumElements();
+    Level level = get(y).first;
+    bool ok = level == Level::Row || (level == Level::Domain) ||
+              (level == Level::Free && (n == rc.rows || n == domainNumel));
+    if (level == Level::Domain && n != domainNumel)
+      ok = false;
+    if (!ok) {
+      why = "result " + std::to_string(i) + " (" + shapeText(type) +
+            ") has neither one element per row (" + std::to_string(rc.rows) +
+            ") nor one per element of the reductions' operand (" +
+            std::to_string(domainNumel) + ")";
+      return std::nullopt;
+    }
+    if (level == Level::Free && n == rc.rows && n != domainNumel)
+      rc.rowLevel.insert(y);
+  }
+  return rc;
+}
+
 LogicalResult FusionOp::verify() {
   StringRef kind = getKind();
   if (kind != kLoopFusion && kind != kReductionFusion &&
       kind != kMultiTensorFusion && kind != kMatmulFusion &&
-      kind != kAttentionFusion)
+      kind != kAttentionFusion && kind != kRowChainFusion)
     return emitOpError("C1: kind must be \"loop\", \"reduction\", "
-                       "\"multi_tensor\", \"matmul\" or \"attention\", "
-                       "found \"")
+                       "\"multi_tensor\", \"matmul\", \"attention\" or "
+                       "\"row_chain\", found \"")
            << kind << "\"";
   Block &block = getBlock();
   if (block.getNumArguments() != getInputs().size())
@@ -307,6 +470,11 @@ LogicalResult FusionOp::verify() {
   }
   if (kind == kAttentionFusion)
     return verifyAttentionBody();
+  if (kind == kRowChainFusion) {
+    std::string why;
+    if (!analyzeRowChain(block, why))
+      return emitOpError("C7: ") << why;
+  }
   if (kind == kLoopFusion && getNumResults() > 0) {
     int64_t n = numElements(getResult(0).getType());
     for (auto [i, r] : llvm::enumerate(getResults()))

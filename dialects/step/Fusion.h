@@ -9,9 +9,12 @@
 #define STEP_DIALECTS_STEP_FUSION_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <string>
+#include <utility>
 
 namespace mlir::step {
 
@@ -39,6 +42,37 @@ inline constexpr const char *kReductionFusion = "reduction";
 inline constexpr const char *kMultiTensorFusion = "multi_tensor";
 inline constexpr const char *kMatmulFusion = "matmul";
 inline constexpr const char *kAttentionFusion = "attention";
+inline constexpr const char *kRowChainFusion = "row_chain";
+
+/// The structure of a `row_chain` fusion body (C7, step-fuse-row-chains):
+/// reductions over the trailing dims of one domain shape D, where later
+/// reductions read earlier ones' results broadcast back over each row
+/// (layer norm's backward: the mean, then the variance of x - mean, then
+/// the means of dy * gamma and of its product with xhat, then dx). Every
+/// body value is one of three levels:
+///  - free: computed from inputs alone (no reduction), readable at any
+///    index;
+///  - row: one value per row of D (a reduction's result, or elementwise
+///    ops of such values, free values and scalars), known after its stage;
+///  - domain: one value per element of D, computed from free values and
+///    row values broadcast over their row.
+struct RowChain {
+  llvm::SmallVector<int64_t> domain; ///< D, the shape every reduction reads
+  int64_t lead = 0;                  ///< leading dims of D: a row's index
+  int64_t rows = 0, cols = 0;        ///< rows of D, elements of each row
+  /// The reductions of each stage, in body order. A stage-s reduction
+  /// reads row values of stages < s only (through broadcasts).
+  llvm::SmallVector<llvm::SmallVector<Operation *>> stages;
+  /// Row values that are not reductions (computed per row from them), in
+  /// body order, with the stage after which each is known.
+  llvm::SmallVector<std::pair<Value, unsigned>> rowOps;
+  /// Whether the value is a row value (reduction result, rowOps, or a free
+  /// value of `rows` elements yielded).
+  llvm::DenseSet<Value> rowLevel;
+};
+/// The row chain of a fusion body; std::nullopt with `why` (what, where,
+/// expected vs found) when the body breaks C7.
+std::optional<RowChain> analyzeRowChain(Block &body, std::string &why);
 
 /// Where a tensor's elements lie in a buffer: element (i_0, ..., i_r-1)
 /// at `offset + sum_k i_k * strides[k]`, in elements.

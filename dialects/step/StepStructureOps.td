@@ -37,10 +37,16 @@ def Step_FusionOp : Step_Op<"fusion",
        `slice`, `transpose` and `reshape` ops of the inputs, and writes its
        results through `transpose` and `reshape` ops into the results: one
        attention kernel addressing strided views, no copies
-       (`step-fuse-attention`).
+       (`step-fuse-attention`);
+     - `"row_chain"`: `reduce_sum`/`reduce_mean`/`reduce_max` over the
+       trailing dims of one shape D, where a later reduction may read an
+       earlier one's result broadcast back over its row, with elementwise
+       ops and views around them; one kernel takes each row through all
+       the reductions in turn and stores the per-element and per-row
+       results (`step-fuse-row-chains`: layer norm's backward).
 
-    C1: `kind` is `loop`, `reduction`, `multi_tensor`, `matmul` or
-        `attention`.
+    C1: `kind` is `loop`, `reduction`, `multi_tensor`, `matmul`,
+        `attention` or `row_chain`.
     C2: the block takes one argument per input, of the input's type.
     C3: the body ends in `step.yield` whose operand types are the result
         types.
@@ -56,6 +62,15 @@ def Step_FusionOp : Step_Op<"fusion",
         they are; each result reaches its own fusion result through a
         chain of single-use `transpose`s and `reshape`s, innermost stride 1
         (`attention_lse`'s log-sum-exp is yielded as it is).
+    C7: a `row_chain` body holds elementwise ops, `broadcast_in_dim`,
+        `reshape`, `iota` and at least one `reduce_*`; every reduction
+        reads one shape D over its trailing dims (the same count), never a
+        per-row value; a per-row value (a reduction's result and what is
+        computed from it without a broadcast) reaches a per-element op
+        only through a `broadcast_in_dim` to D that maps its dims onto D's
+        leading dims in order; no op mixes a per-row and a per-element
+        operand; every result has one element per row of D or one per
+        element of D (dialects/step/Fusion.h, RowChain).
 
     ```mlir
     %r = step.fusion "loop" (%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {

@@ -34,7 +34,10 @@ rows); f32 and bf16. And the row
 kernels (the innermost dim reduced; EmitUtil.h, RowMapping): reductions,
 a two-root row fusion, layer_norm and softmax over rows of at most 1024
 (a warp per row, 8 rows per block, the last block partly past the end)
-and over longer rows (a block per row).
+and over longer rows (a block per row). And layer norm's backward written
+out as step-autodiff builds it, which step-fuse-row-chains makes one
+row_chain kernel (three stages of row reductions, then dx in f32 and bf16
+and rstd), over rows of 768 (a warp each) and 1500 (a block each).
 
 Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
 """
@@ -196,6 +199,65 @@ def row_stats_case(name, m, k, dt):
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
+def row_chain_case(name, m, k):
+    """Layer norm's backward written out, as step-autodiff builds it under
+    bf16 AMP: the mean of x, the variance of x - mean, the means of
+    dy * gamma and of its product with xhat, then dx (f32, and rounded to
+    bf16) and rstd; step-fuse-row-chains makes it one row_chain kernel."""
+    xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
+    v, g, s = shape_t([m], "f32"), shape_t([k], "f32"), shape_t([], "f32")
+    mlir = f"""module {{
+  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}) {{
+    %mean = step.reduce_mean %x dims = [1] : {xt} -> {v}
+    %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
+    %xc = step.sub %x, %mb : {xt}
+    %sq = step.mul %xc, %xc : {xt}
+    %var = step.reduce_mean %sq dims = [1] : {xt} -> {v}
+    %eb = step.broadcast_in_dim %eps, dims = [] : {s} -> {v}
+    %ve = step.add %var, %eb : {v}
+    %rstd = step.rsqrt %ve : {v}
+    %rb = step.broadcast_in_dim %rstd, dims = [0] : {v} -> {xt}
+    %xh = step.mul %xc, %rb : {xt}
+    %c = step.cast %dy : {dyt} -> {xt}
+    %gb = step.broadcast_in_dim %gamma, dims = [1] : {g} -> {xt}
+    %d = step.mul %c, %gb : {xt}
+    %a = step.reduce_mean %d dims = [1] : {xt} -> {v}
+    %p = step.mul %d, %xh : {xt}
+    %b = step.reduce_mean %p dims = [1] : {xt} -> {v}
+    %ab = step.broadcast_in_dim %a, dims = [0] : {v} -> {xt}
+    %bb = step.broadcast_in_dim %b, dims = [0] : {v} -> {xt}
+    %t = step.mul %xh, %bb : {xt}
+    %u = step.sub %d, %ab : {xt}
+    %w = step.sub %u, %t : {xt}
+    %dx = step.mul %rb, %w : {xt}
+    %dxb = step.cast %dx : {xt} -> {dyt}
+    return %rstd, %dx, %dxb : {v}, {xt}, {dyt}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x, eps, gamma, dy = ins
+        xc = x - x.mean(1, keepdims=True)
+        rstd = 1.0 / np.sqrt((xc * xc).mean(1) + eps)
+        xh = xc * rstd[:, None]
+        d = dy * gamma[None, :]
+        a = d.mean(1, keepdims=True)
+        b = (d * xh).mean(1, keepdims=True)
+        dx = rstd[:, None] * (d - a - xh * b)
+        # Magnitudes: each term's size, and the statistics' errors carried
+        # through (|xh| * k terms of |d xh|).
+        mag = rstd[:, None] * (np.abs(d) + np.abs(a) + np.abs(xh) *
+                               (np.abs(d * xh).mean(1, keepdims=True) + 1))
+        return [rstd, dx, dx], [rstd, mag, mag]
+    return dict(name=name, mlir=mlir,
+                # The fusion's input order: its members' operands in turn.
+                inputs=[([m, k], "f32"), ([], "f32"), ([k], "f32"),
+                        ([m, k], "bf16")],
+                outputs=["f32", "f32", "bf16"], ref=ref, fuse=True,
+                positive=[1])
+
+
 def layer_norm_case(name, m, k, dt):
     """step.layer_norm over rows of k (eps 1e-5), weight and bias of the
     operand's type."""
@@ -285,6 +347,10 @@ def cases():
     out.append(reduce_case("rows_sum_4x2x33_d2_f32", "reduce_sum", [4, 2, 33],
                            [2], "f32"))
     out.append(layer_norm_case("layer_norm_9x1500_f32", 9, 1500, "f32"))
+    # step-fuse-row-chains: a warp per row (the last block partly past the
+    # end), and a block per row.
+    out.append(row_chain_case("row_chain_ln_grad_77x768", 77, 768))
+    out.append(row_chain_case("row_chain_ln_grad_9x1500", 9, 1500))
     out.append(softmax_case("softmax_9x2000_f32", 9, 2000, "f32"))
     return out
 
@@ -324,6 +390,8 @@ def run_case(args, case, tmp):
     for k, (shape, dt) in enumerate(case["inputs"]):
         # Zero mean: sums cancel, so a lost row shows against |want|.
         v = rounded(rng.normal(0, 1, shape), dt)
+        if k in case.get("positive", []):  # eps: a small positive scalar
+            v = rounded(np.abs(v) * 1e-3 + 1e-5, dt)
         np.asarray(v, dtype=np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
         ins.append(v.astype(np.float64))
     wants, mags = case["ref"](ins)

@@ -110,8 +110,8 @@ std::pair<uint64_t, uint64_t> seedRange(uint64_t count) {
   return {1, count};
 }
 
-/// Odd seeds cycle through the options (a small budget, one phase off);
-/// even seeds use the defaults.
+/// Odd seeds cycle through step-fuse's options (a small budget, one phase
+/// off); even seeds use the defaults and step-fuse-row-chains after.
 std::string pipelineFor(uint64_t seed) {
   static const char *const variants[] = {"step-fuse{max-ops=4}",
                                          "step-fuse{multi-tensor=false}",
@@ -120,7 +120,8 @@ std::string pipelineFor(uint64_t seed) {
                                          "step-fuse{max-inputs=2}",
                                          "step-fuse{max-tensors=2 max-ops=6}",
                                          "step-fuse{max-ops=2 max-inputs=1}"};
-  return seed % 2 == 0 ? "step-fuse" : variants[(seed / 2) % 7];
+  return seed % 2 == 0 ? "step-fuse,step-fuse-row-chains"
+                       : variants[(seed / 2) % 7];
 }
 
 /// Every check on one graph; returns whether it passed.
@@ -195,7 +196,8 @@ void checkRandomGraphs(const char *what, uint64_t count,
     return;
   uint64_t graphs = last - first + 1;
   EXPECT_GT(stats.fusions, static_cast<int64_t>(graphs));
-  for (const char *kind : {"loop", "reduction", "multi_tensor", "matmul"})
+  for (const char *kind :
+       {"loop", "reduction", "multi_tensor", "matmul", "row_chain"})
     EXPECT_GT(stats.kinds[kind], 0) << "no " << kind << " fusion";
   EXPECT_GT(stats.multiOutput, 0);
   double seconds =
@@ -206,7 +208,8 @@ void checkRandomGraphs(const char *what, uint64_t count,
             << " ops inside; loop " << stats.kinds["loop"] << ", reduction "
             << stats.kinds["reduction"] << ", multi_tensor "
             << stats.kinds["multi_tensor"] << ", matmul "
-            << stats.kinds["matmul"] << "; " << stats.multiOutput
+            << stats.kinds["matmul"] << ", row_chain "
+            << stats.kinds["row_chain"] << "; " << stats.multiOutput
             << " with several results) in " << seconds << " s\n";
 }
 
@@ -481,7 +484,8 @@ TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
             << ", reduction " << stats.kinds["reduction"] << ", multi_tensor "
             << stats.kinds["multi_tensor"] << ", matmul "
             << stats.kinds["matmul"] << ", attention "
-            << stats.kinds["attention"] << ")\n";
+            << stats.kinds["attention"] << ", row_chain "
+            << stats.kinds["row_chain"] << ")\n";
 
   std::vector<std::vector<rt::HostTensor>> interpreted, cpu;
   expectSameUpdates(f, model, "interpreter", interpreterOf(f),
@@ -504,9 +508,10 @@ const std::vector<std::string> kMlpKinds = {"loop", "multi_tensor", "matmul"};
 const std::vector<std::string> kGptKinds = {"loop", "reduction", "multi_tensor",
                                             "matmul"};
 // With step-fuse-attention first, as the compiler runs them: the heads'
-// slices and transposes join the attention kernels.
+// slices and transposes join the attention kernels; layer norm's backward
+// becomes row chains.
 const std::vector<std::string> kGptAttentionKinds = {
-    "loop", "reduction", "multi_tensor", "matmul", "attention"};
+    "loop", "reduction", "multi_tensor", "matmul", "attention", "row_chain"};
 
 INSTANTIATE_TEST_SUITE_P(
     Models, FuseTrainStep,
@@ -521,7 +526,8 @@ INSTANTIATE_TEST_SUITE_P(
                     TrainCase{"MLP_Lamb", mlpModel, "step-fuse", "lamb,lr=1e-2",
                               1, kMlpKinds},
                     TrainCase{"GPT2_AdamW", gpt2Model,
-                              "step-fuse-attention,step-fuse,step-fuse-loss",
+                              "step-fuse-attention,step-fuse,step-fuse-loss,"
+                              "step-fuse-row-chains",
                               "adamw,lr=1e-2", 1, kGptAttentionKinds},
                     TrainCase{"GPT2_AdamW_NoAttentionFusion", gpt2Model,
                               "step-fuse", "adamw,lr=1e-2", 1, kGptKinds},
@@ -529,7 +535,8 @@ INSTANTIATE_TEST_SUITE_P(
                               "step-fuse{max-tensors=3 row-ops=false}",
                               "adamw,lr=1e-2", 1, kGptKinds},
                     TrainCase{"GPT2_Lamb_Accum2", gpt2Model,
-                              "step-fuse-attention,step-fuse,step-fuse-loss",
+                              "step-fuse-attention,step-fuse,step-fuse-loss,"
+                              "step-fuse-row-chains",
                               "lamb,lr=1e-2", 2, kGptAttentionKinds}),
     [](const testing::TestParamInfo<TrainCase> &info) {
       return std::string(info.param.name);

@@ -2291,7 +2291,7 @@ func.func @lamb_update_c3_weight_decay(%p: tensor<8xf32>, %t: tensor<i64>, %lr: 
 //===----------------------------------------------------------------------===//
 
 func.func @fusion_c1(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'step.fusion' op C1: kind must be "loop", "reduction", "multi_tensor", "matmul" or "attention", found "tiles"}}
+  // expected-error @+1 {{'step.fusion' op C1: kind must be "loop", "reduction", "multi_tensor", "matmul", "attention" or "row_chain", found "tiles"}}
   %r = step.fusion "tiles" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     %e = step.exp %a : tensor<4xf32>
@@ -2361,6 +2361,82 @@ func.func @fusion_c5_domain(%x: tensor<4xf32>, %y: tensor<8xf32>) -> (tensor<4xf
     step.yield %e, %f : tensor<4xf32>, tensor<8xf32>
   }
   return %r#0, %r#1 : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_none(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: holds no reduce_sum, reduce_mean or reduce_max}}
+  %r = step.fusion "row_chain" (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %e = step.exp %a : tensor<4x8xf32>
+    step.yield %e : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_leading(%x: tensor<4x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' must reduce the trailing dims of its operand}}
+  %r = step.fusion "row_chain" (%x) : (tensor<4x8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = step.reduce_sum %a dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+    step.yield %s : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_shapes(%x: tensor<4x8xf32>, %y: tensor<4x2x4xf32>) -> (tensor<4xf32>, tensor<4x2xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' reads tensor<4x2x4xf32> over 1 trailing dims; the chain's first reduction reads the same shape over the same dims}}
+  %r:2 = step.fusion "row_chain" (%x, %y) : (tensor<4x8xf32>, tensor<4x2x4xf32>) -> (tensor<4xf32>, tensor<4x2xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x2x4xf32>):
+    %s = step.reduce_sum %a dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %t = step.reduce_sum %b dims = [2] : tensor<4x2x4xf32> -> tensor<4x2xf32>
+    step.yield %s, %t : tensor<4xf32>, tensor<4x2xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+func.func @fusion_c7_column_broadcast(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.broadcast_in_dim' must broadcast a per-row value over its row (to the reductions' operand shape, row dims in order), found tensor<8xf32> -> tensor<8x8xf32>}}
+  %r = step.fusion "row_chain" (%x) : (tensor<8x8xf32>) -> tensor<8x8xf32> {
+  ^bb0(%a: tensor<8x8xf32>):
+    %s = step.reduce_sum %a dims = [1] : tensor<8x8xf32> -> tensor<8xf32>
+    %b = step.broadcast_in_dim %s, dims = [1] : tensor<8xf32> -> tensor<8x8xf32>
+    %d = step.sub %a, %b : tensor<8x8xf32>
+    step.yield %d : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_result(%x: tensor<4x8xf32>, %y: tensor<5xf32>) -> (tensor<4xf32>, tensor<5xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: result 1 (tensor<5xf32>) has neither one element per row (4) nor one per element of the reductions' operand (32)}}
+  %r:2 = step.fusion "row_chain" (%x, %y) : (tensor<4x8xf32>, tensor<5xf32>) -> (tensor<4xf32>, tensor<5xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<5xf32>):
+    %s = step.reduce_sum %a dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %e = step.exp %b : tensor<5xf32>
+    step.yield %s, %e : tensor<4xf32>, tensor<5xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<5xf32>
+}
+
+// -----
+
+func.func @fusion_c7_row_op(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.layer_norm' cannot be in a row_chain fusion (elementwise ops, broadcast_in_dim, reshape, iota and reduce_* only)}}
+  %r = step.fusion "row_chain" (%x, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8xf32>):
+    %y = step.layer_norm %a, %b, %b eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    step.yield %y : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
 }
 
 // -----

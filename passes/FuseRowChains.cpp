@@ -1,0 +1,328 @@
+//===- FuseRowChains.cpp - step-fuse-row-chains: row reductions in turn ---===//
+//
+// step-fuse-row-chains merges row reductions that feed one another through
+// broadcasts of their results, and the loop that consumes them all, into
+// one `step.fusion "row_chain"` (dialects/step/Fusion.h, RowChain): one
+// kernel takes each row through every reduction in turn, then stores the
+// row's elements (docs/fusion.md, "row chains"). step-fuse cannot: a
+// reduction whose result is broadcast back across the reduced dims ends
+// its group. Layer norm's backward is such a chain: the mean of x, the
+// variance of x - mean, the means of dy * gamma and of its product with
+// xhat, then dx; after step-fuse it is a bare reduce_mean, two reduction
+// fusions and a loop, each reading the [B, T, C] input again (GPT-2 124M
+// at B = 8: four reads of 25 MB of f32 x and three of 12.6 MB of bf16 dy
+// per layer norm, where the chain reads each once from DRAM).
+//
+// Guarantees: results are unchanged (the fusion's body holds clones of
+// the very ops it replaces; the interpreter and the CPU backend run them
+// op by op, and its kernel computes each value as the kernels it
+// replaces); the merged body satisfies C7 (checked with the verifier's
+// own analysis before a member joins); the block stays in SSA order (the
+// fusion runs where the chain's last member ran; the ops between that
+// read the chain's results, and their users, move after it, in order);
+// the planned peak grows by at most kExtendBytes (values that then die
+// later). Deterministic: chains in program order.
+//
+// Algorithm, per function's top-level block, in program order. A unit is
+// a bare reduce_sum/mean/max over the trailing dims of its operand, a
+// reduction fusion with reduce_* roots only whose body is a one-stage row
+// chain (a stage unit), or a loop fusion (a tail). From each stage unit
+// not yet merged, the ops after it are scanned: an op reading a result
+// of the chain joins if it is a stage unit over the same shape and dims,
+// or a tail with one element per element of that shape, reads no value
+// of a tainted op, and the chain's body with it passes C7 (a trial
+// fusion, erased again); a tail ends the chain. Any other op reading the
+// chain or a tainted op is tainted (it must run after the fusion). The
+// scan stops after kWindow ops or at a tail. A chain of two or more
+// members becomes one fusion at its last member, yielding the members'
+// results read outside it, its body cleaned by CSE (the loop and the
+// reductions recompute the same centred x); the tainted ops before its
+// last member move after it, refused when that keeps values alive longer
+// (read there, dead before the fusion otherwise) of more than kExtendBytes
+// in all, or when the fusion's own inputs would be kept so.
+// Cost: O(N * W) ops scanned for N ops, plus one trial fusion per member
+// (O(B) for a body of B ops, with its C7 analysis) and CSE per chain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Activations.h"
+#include "passes/FusionMerge.h"
+#include "passes/Passes.h"
+
+#include "dialects/step/Fusion.h"
+
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::step {
+#define GEN_PASS_DEF_FUSEROWCHAINS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// Ops scanned after a chain's first member for the members to come.
+constexpr int kWindow = 64;
+/// Most members of one chain (layer norm's backward has four).
+constexpr size_t kMaxMembers = 8;
+/// The row kernel's limits (rowsFit).
+constexpr int64_t kMaxCols = 65536, kMinRows = 128, kSmallDomain = 1 << 20;
+/// Most bytes whose lifetime may grow by the merge.
+constexpr int64_t kExtendBytes = 64 * 1024;
+
+/// What a unit contributes to a chain.
+struct Unit {
+  bool tail = false;           ///< a loop fusion
+  SmallVector<int64_t> domain; ///< a stage's reduced operand shape
+  int64_t lead = 0, numel = 0; ///< a stage's row dims; elements
+};
+
+/// Whether a stage's rows suit the row kernel, which gives each row one
+/// warp or block: rows of at most kMaxCols elements, and enough of them
+/// to fill the GPU unless the whole domain is small. (A full reduction
+/// feeding its own broadcast is one row: a split reduction's work.)
+bool rowsFit(const Unit &u) {
+  int64_t cols = 1;
+  for (size_t d = u.lead; d < u.domain.size(); ++d)
+    cols *= u.domain[d];
+  int64_t rows = cols ? u.numel / cols : 0;
+  return cols <= kMaxCols && (rows >= kMinRows || u.numel <= kSmallDomain);
+}
+
+std::optional<Unit> unitOf(Operation *op) {
+  Unit u;
+  if (fusionRole(op) == FusionRole::Reduce) {
+    auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+    llvm::ArrayRef<int64_t> dims =
+        isa<ReduceSumOp>(op)    ? cast<ReduceSumOp>(op).getDims()
+        : isa<ReduceMeanOp>(op) ? cast<ReduceMeanOp>(op).getDims()
+                                : cast<ReduceMaxOp>(op).getDims();
+    int64_t lead = in.getRank() - static_cast<int64_t>(dims.size());
+    if (dims.empty() || !in.hasStaticShape())
+      return std::nullopt;
+    for (auto [k, d] : llvm::enumerate(dims))
+      if (d != lead + static_cast<int64_t>(k))
+        return std::nullopt;
+    u.domain.assign(in.getShape().begin(), in.getShape().end());
+    u.lead = lead;
+    u.numel = in.getNumElements();
+    return rowsFit(u) ? std::optional<Unit>(u) : std::nullopt;
+  }
+  auto f = dyn_cast<FusionOp>(op);
+  if (!f)
+    return std::nullopt;
+  if (f.getKind() == kLoopFusion && f.getNumResults() > 0) {
+    auto t = dyn_cast<RankedTensorType>(f.getResult(0).getType());
+    if (!t || !t.hasStaticShape())
+      return std::nullopt;
+    u.tail = true;
+    u.numel = t.getNumElements();
+    return u;
+  }
+  if (f.getKind() != kReductionFusion)
+    return std::nullopt;
+  for (Operation &b : f.getBlock().without_terminator())
+    if (fusionRole(&b) == FusionRole::RowOp)
+      return std::nullopt;
+  std::string why;
+  std::optional<RowChain> rc = analyzeRowChain(f.getBlock(), why);
+  if (!rc || rc->stages.size() != 1)
+    return std::nullopt;
+  u.domain = rc->domain;
+  u.lead = rc->lead;
+  u.numel = rc->rows * rc->cols;
+  return rowsFit(u) ? std::optional<Unit>(u) : std::nullopt;
+}
+
+/// The fusion of `members` (in program order) before `at`: inputs are the
+/// members' operands not made by a member, results the members' results
+/// for which `yield` holds.
+FusionOp build(ArrayRef<Operation *> members, Operation *at,
+               llvm::function_ref<bool(Value)> yield) {
+  llvm::SmallPtrSet<Operation *, 8> in(members.begin(), members.end());
+  llvm::SetVector<Value> inputs;
+  for (Operation *m : members)
+    for (Value v : m->getOperands())
+      if (!in.contains(v.getDefiningOp()))
+        inputs.insert(v);
+  SmallVector<Value> outs;
+  for (Operation *m : members)
+    for (Value r : m->getResults())
+      if (yield(r))
+        outs.push_back(r);
+  SmallVector<Type> types;
+  for (Value r : outs)
+    types.push_back(r.getType());
+  OpBuilder b(at);
+  auto fusion = b.create<FusionOp>(members.back()->getLoc(), types,
+                                   b.getStringAttr(kRowChainFusion),
+                                   inputs.getArrayRef());
+  Block *body = b.createBlock(&fusion.getBody());
+  IRMapping outer;
+  for (Value v : inputs)
+    outer.map(v, body->addArgument(v.getType(), v.getLoc()));
+  for (Operation *m : members)
+    for (auto [r, c] : llvm::zip(m->getResults(), cloneUnit(b, m, outer)))
+      outer.map(r, c);
+  SmallVector<Value> yields;
+  for (Value r : outs)
+    yields.push_back(outer.lookup(r));
+  b.create<YieldOp>(members.back()->getLoc(), yields);
+  return fusion;
+}
+
+/// Whether the chain's body passes C7.
+bool isChain(ArrayRef<Operation *> members) {
+  FusionOp trial = build(members, members.back(), [](Value) { return true; });
+  std::string why;
+  bool ok = analyzeRowChain(trial.getBlock(), why).has_value();
+  trial->erase();
+  return ok;
+}
+
+int64_t valueBytes(Value v) {
+  auto r = dyn_cast<RankedTensorType>(v.getType());
+  return r && r.hasStaticShape() ? tensorBytes(r) : INT64_MAX;
+}
+
+class ChainFuser {
+public:
+  explicit ChainFuser(Block &block) : block_(block) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block_)
+      ops.push_back(&op);
+    for (Operation *op : ops)
+      if (!merged_.contains(op))
+        tryChainFrom(op);
+  }
+
+private:
+  void tryChainFrom(Operation *first) {
+    std::optional<Unit> head = unitOf(first);
+    if (!head || head->tail)
+      return;
+    SmallVector<Operation *> members{first};
+    llvm::DenseSet<Value> chainValues(first->result_begin(),
+                                      first->result_end());
+    llvm::SetVector<Operation *> tainted;
+    llvm::DenseSet<Value> taintedValues;
+    int scanned = 0;
+    for (Operation *op = first->getNextNode();
+         op && scanned < kWindow && members.size() < kMaxMembers;
+         op = op->getNextNode(), ++scanned) {
+      bool readsChain = false, readsTainted = false;
+      for (Value v : op->getOperands()) {
+        readsChain |= chainValues.contains(v);
+        readsTainted |= taintedValues.contains(v);
+      }
+      if (!readsChain && !readsTainted)
+        continue;
+      std::optional<Unit> u = readsTainted ? std::nullopt : unitOf(op);
+      bool fits =
+          u && !merged_.contains(op) &&
+          (u->tail ? u->numel == head->numel
+                   : u->domain == head->domain && u->lead == head->lead);
+      if (fits) {
+        members.push_back(op);
+        fits = isChain(members);
+        if (!fits)
+          members.pop_back();
+      }
+      if (!fits) {
+        tainted.insert(op);
+        taintedValues.insert(op->result_begin(), op->result_end());
+        continue;
+      }
+      chainValues.insert(op->result_begin(), op->result_end());
+      if (u->tail)
+        break;
+    }
+    if (members.size() < 2)
+      return;
+    Operation *last = members.back();
+    SmallVector<Operation *> moved;
+    for (Operation *t : tainted)
+      if (t->isBeforeInBlock(last))
+        moved.push_back(t);
+    if (extendedBytes(members, moved) > kExtendBytes)
+      return;
+
+    llvm::SmallPtrSet<Operation *, 8> memberSet(members.begin(), members.end());
+    auto usedOutside = [&](Value r) {
+      return llvm::any_of(r.getUsers(), [&](Operation *user) {
+        Operation *a = block_.findAncestorOpInBlock(*user);
+        return !a || !memberSet.contains(a);
+      });
+    };
+    FusionOp fusion = build(members, last, usedOutside);
+    IRRewriter rewriter(fusion.getContext());
+    DominanceInfo dom(fusion);
+    eliminateCommonSubExpressions(rewriter, dom, fusion);
+    unsigned j = 0;
+    for (Operation *m : members)
+      for (Value r : m->getResults())
+        if (usedOutside(r))
+          r.replaceAllUsesWith(fusion.getResult(j++));
+    Operation *after = fusion;
+    for (Operation *t : moved) {
+      t->moveAfter(after);
+      after = t;
+    }
+    for (Operation *m : llvm::reverse(members)) {
+      merged_.insert(m);
+      m->erase();
+    }
+  }
+
+  /// Bytes of the values whose last reader moves later: the moved ops'
+  /// operands and the chain's inputs that every other reader reads before
+  /// the last member (made by an op: arguments live for the whole step).
+  int64_t extendedBytes(ArrayRef<Operation *> members,
+                        ArrayRef<Operation *> moved) {
+    Operation *last = members.back();
+    llvm::SmallPtrSet<Operation *, 16> late(moved.begin(), moved.end());
+    late.insert(members.begin(), members.end());
+    llvm::DenseSet<Value> seen;
+    int64_t bytes = 0;
+    auto check = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || late.contains(def) || !seen.insert(v).second)
+        return;
+      bool diesBefore = llvm::all_of(v.getUsers(), [&](Operation *user) {
+        Operation *a = block_.findAncestorOpInBlock(*user);
+        return a && (late.contains(a) ? a != last : a->isBeforeInBlock(last));
+      });
+      // Read by the last member itself: alive at the fusion anyway.
+      bool readAtLast = llvm::is_contained(last->getOperands(), v);
+      if (diesBefore && !readAtLast) {
+        int64_t b = valueBytes(v);
+        bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
+      }
+    };
+    for (Operation *op : moved)
+      for (Value v : op->getOperands())
+        check(v);
+    for (Operation *m : members)
+      if (m != last)
+        for (Value v : m->getOperands())
+          check(v);
+    return bytes;
+  }
+
+  Block &block_;
+  llvm::SmallPtrSet<Operation *, 16> merged_;
+};
+
+struct FuseRowChainsPass : impl::FuseRowChainsBase<FuseRowChainsPass> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (!f.isExternal())
+        ChainFuser(f.getBody().front()).run();
+  }
+};
+
+} // namespace
+} // namespace mlir::step
