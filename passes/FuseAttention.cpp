@@ -274,6 +274,7 @@ void addFusionPasses(OpPassManager &pm) {
   pm.addPass(createFuse());
   pm.addPass(createFuseLoss());
   pm.addPass(createFuseRowChains());
+  pm.addPass(createFuseLoopReductions());
 }
 
 } // namespace mlir::step

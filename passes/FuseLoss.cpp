@@ -55,10 +55,8 @@
 #include "dialects/step/Fusion.h"
 
 #include "mlir/IR/Dominance.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/CSE.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::step {
@@ -152,22 +150,12 @@ bool mayMoveUp(Operation *later, Operation *earlier, bool laterIsGradient) {
 /// of the two), or null (erased again) when their roots do not read the
 /// same logits and targets.
 FusionOp merge(Operation *loss, Operation *gradient, Operation *at) {
-  llvm::SetVector<Value> inputs;
-  inputs.insert(loss->operand_begin(), loss->operand_end());
-  inputs.insert(gradient->operand_begin(), gradient->operand_end());
-  SmallVector<Type> types(loss->getResultTypes());
-  llvm::append_range(types, gradient->getResultTypes());
-  OpBuilder b(at);
-  auto fusion = b.create<FusionOp>(gradient->getLoc(), types,
-                                   b.getStringAttr(kReductionFusion),
-                                   inputs.getArrayRef());
-  Block *body = b.createBlock(&fusion.getBody());
-  IRMapping outer;
-  for (Value v : inputs)
-    outer.map(v, body->addArgument(v.getType(), v.getLoc()));
-  SmallVector<Value> yields = cloneUnit(b, loss, outer);
-  llvm::append_range(yields, cloneUnit(b, gradient, outer));
-  b.create<YieldOp>(gradient->getLoc(), yields);
+  // Neither reads the other: the inputs are both ops' operands, the
+  // results all of both (the loss's first).
+  Operation *pair[] = {loss, gradient};
+  FusionOp fusion =
+      mergeUnits(pair, at, kReductionFusion, [](Value) { return true; });
+  Block *body = &fusion.getBlock();
 
   IRRewriter rewriter(fusion.getContext());
   DominanceInfo dom(fusion);

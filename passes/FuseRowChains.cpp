@@ -51,9 +51,6 @@
 
 #include "dialects/step/Fusion.h"
 
-#include "mlir/IR/Dominance.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/CSE.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::step {
@@ -135,46 +132,10 @@ std::optional<Unit> unitOf(Operation *op) {
   return rowsFit(u) ? std::optional<Unit>(u) : std::nullopt;
 }
 
-/// The fusion of `members` (in program order) before `at`: inputs are the
-/// members' operands not made by a member, results the members' results
-/// for which `yield` holds.
-FusionOp build(ArrayRef<Operation *> members, Operation *at,
-               llvm::function_ref<bool(Value)> yield) {
-  llvm::SmallPtrSet<Operation *, 8> in(members.begin(), members.end());
-  llvm::SetVector<Value> inputs;
-  for (Operation *m : members)
-    for (Value v : m->getOperands())
-      if (!in.contains(v.getDefiningOp()))
-        inputs.insert(v);
-  SmallVector<Value> outs;
-  for (Operation *m : members)
-    for (Value r : m->getResults())
-      if (yield(r))
-        outs.push_back(r);
-  SmallVector<Type> types;
-  for (Value r : outs)
-    types.push_back(r.getType());
-  OpBuilder b(at);
-  auto fusion = b.create<FusionOp>(members.back()->getLoc(), types,
-                                   b.getStringAttr(kRowChainFusion),
-                                   inputs.getArrayRef());
-  Block *body = b.createBlock(&fusion.getBody());
-  IRMapping outer;
-  for (Value v : inputs)
-    outer.map(v, body->addArgument(v.getType(), v.getLoc()));
-  for (Operation *m : members)
-    for (auto [r, c] : llvm::zip(m->getResults(), cloneUnit(b, m, outer)))
-      outer.map(r, c);
-  SmallVector<Value> yields;
-  for (Value r : outs)
-    yields.push_back(outer.lookup(r));
-  b.create<YieldOp>(members.back()->getLoc(), yields);
-  return fusion;
-}
-
 /// Whether the chain's body passes C7.
 bool isChain(ArrayRef<Operation *> members) {
-  FusionOp trial = build(members, members.back(), [](Value) { return true; });
+  FusionOp trial = mergeUnits(members, members.back(), kRowChainFusion,
+                              [](Value) { return true; });
   std::string why;
   bool ok = analyzeRowChain(trial.getBlock(), why).has_value();
   trial->erase();
@@ -222,9 +183,8 @@ private:
         continue;
       std::optional<Unit> u = readsTainted ? std::nullopt : unitOf(op);
       bool fits =
-          u && !merged_.contains(op) &&
-          (u->tail ? u->numel == head->numel
-                   : u->domain == head->domain && u->lead == head->lead);
+          u && (u->tail ? u->numel == head->numel
+                        : u->domain == head->domain && u->lead == head->lead);
       if (fits) {
         members.push_back(op);
         fits = isChain(members);
@@ -250,30 +210,11 @@ private:
     if (extendedBytes(members, moved) > kExtendBytes)
       return;
 
-    llvm::SmallPtrSet<Operation *, 8> memberSet(members.begin(), members.end());
-    auto usedOutside = [&](Value r) {
-      return llvm::any_of(r.getUsers(), [&](Operation *user) {
-        Operation *a = block_.findAncestorOpInBlock(*user);
-        return !a || !memberSet.contains(a);
-      });
-    };
-    FusionOp fusion = build(members, last, usedOutside);
-    IRRewriter rewriter(fusion.getContext());
-    DominanceInfo dom(fusion);
-    eliminateCommonSubExpressions(rewriter, dom, fusion);
-    unsigned j = 0;
-    for (Operation *m : members)
-      for (Value r : m->getResults())
-        if (usedOutside(r))
-          r.replaceAllUsesWith(fusion.getResult(j++));
-    Operation *after = fusion;
+    merged_.insert(members.begin(), members.end());
+    Operation *after = fuseUnits(members, last, kRowChainFusion);
     for (Operation *t : moved) {
       t->moveAfter(after);
       after = t;
-    }
-    for (Operation *m : llvm::reverse(members)) {
-      merged_.insert(m);
-      m->erase();
     }
   }
 
@@ -313,6 +254,7 @@ private:
   }
 
   Block &block_;
+  /// Members merged (erased): run()'s list of the block's ops skips them.
   llvm::SmallPtrSet<Operation *, 16> merged_;
 };
 

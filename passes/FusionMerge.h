@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Shared by the passes that merge already-formed units (a bare op or a
-// step.fusion) into one step.fusion: step-fuse-loss, step-fuse-row-chains.
+// step.fusion) into one step.fusion: step-fuse-loss, step-fuse-row-chains,
+// step-fuse-loop-reductions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_PASSES_FUSIONMERGE_H
@@ -12,6 +13,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::step {
@@ -20,23 +22,22 @@ namespace mlir::step {
 /// insertion point, u's operands mapped through `outer` (every operand
 /// must be mapped: to a block argument of the new fusion, or to the value
 /// an earlier clone gave); returns the values standing for u's results.
-inline SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u,
-                                    IRMapping &outer) {
-  auto f = dyn_cast<FusionOp>(u);
-  if (!f) {
-    Operation *c = b.clone(*u, outer);
-    return SmallVector<Value>(c->getResults());
-  }
-  IRMapping map;
-  for (auto [arg, in] : llvm::zip(f.getBlock().getArguments(), f.getInputs()))
-    map.map(arg, outer.lookup(in));
-  for (Operation &op : f.getBlock().without_terminator())
-    b.clone(op, map);
-  SmallVector<Value> out;
-  for (Value y : f.getYield()->getOperands())
-    out.push_back(map.lookup(y));
-  return out;
-}
+SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer);
+
+/// A new fusion of kind `kind` before `at` holding clones of `members`
+/// (units in program order): its inputs are the members' operands that no
+/// member makes (once each, in order), its results the members' results
+/// for which `yield` holds (in order). The members stay; the caller
+/// replaces their uses and erases them, or erases the new fusion.
+FusionOp mergeUnits(ArrayRef<Operation *> members, Operation *at,
+                    StringRef kind, llvm::function_ref<bool(Value)> yield);
+
+/// Replaces `members` (units in program order, one block) by one fusion
+/// of kind `kind` before `at`: mergeUnits yielding the members' results
+/// that an op outside them reads, its body cleaned by CSE, those uses
+/// redirected to it, the members erased. Returns the fusion.
+FusionOp fuseUnits(ArrayRef<Operation *> members, Operation *at,
+                   StringRef kind);
 
 } // namespace mlir::step
 

@@ -18,8 +18,10 @@ namespace mlir::step {
 
 /// Kernel fusion as every pipeline runs it: step-fuse-attention (attention
 /// reads its heads in place), step-fuse, step-fuse-loss (a loss and its
-/// gradient in one kernel), then step-fuse-row-chains (row reductions that
-/// feed one another, and their loop, in one kernel).
+/// gradient in one kernel), step-fuse-row-chains (row reductions that
+/// feed one another, and their loop, in one kernel), then
+/// step-fuse-loop-reductions (a loop and the reductions of its results in
+/// one kernel).
 void addFusionPasses(OpPassManager &pm);
 
 } // namespace mlir::step

@@ -531,6 +531,31 @@ def FuseRowChains : Pass<"step-fuse-row-chains", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def FuseLoopReductions : Pass<"step-fuse-loop-reductions", "::mlir::ModuleOp"> {
+  let summary = "A loop fusion and the reductions of its results in one kernel";
+  let description = [{
+    Merges a `loop` fusion and the `reduce_*` reductions after it (bare, or
+    `reduction` fusions without row ops; siblings: one operand shape and
+    dims) that read its results element by element into one `step.fusion
+    "reduction"` at the loop: the reduction kernel computes the loop's
+    values where it reads each element, stores those that other ops read
+    and reduces them (docs/fusion.md). A bias gradient (the column sum of
+    the gradient a loop just wrote, GPT-2's GELU backward and packed q/k/v
+    gradient) no longer reads that gradient back. Refused when a reduction
+    reads a value made after the loop, or when reductions with more than
+    small results would move up over other ops.
+
+    ```mlir
+    %g = step.fusion "loop"(%a, %b) { ... gelu backward ... }
+    %s = step.reduce_sum %g dims = [0, 1] : tensor<8x1024x3072xbf16> -> tensor<3072xbf16>
+    // becomes
+    %r:2 = step.fusion "reduction"(%a, %b) { ... gelu backward, reduce_sum ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution
 //===----------------------------------------------------------------------===//

@@ -17,7 +17,10 @@
 //    prologue computed at the element being read, and the epilogue run at the
 //    output index by the thread that stores it, with the roots' results
 //    (rounded to their type) bound as its inputs. A root's result is thus
-//    bitwise the unfused kernel's for the same launch.
+//    bitwise the unfused kernel's for the same launch. Results of the
+//    operands' size are prologue values (step-fuse: a producer later ops
+//    also read), stored at the element being read: every strategy reads
+//    each element exactly once.
 //  - reduction with a row-op root: FusionRowKernels.cpp.
 // Cost: one kernel, each input element read once per use (a prologue value
 // used twice is computed once per element); broadcast reads cost O(rank)
@@ -255,9 +258,11 @@ Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r) {
 }
 
 /// The epilogue at output index `o` by one thread: the roots' results
-/// bound, every yield computed and stored.
+/// bound, every yield but those of `skip` (stored per element) computed
+/// and stored.
 static std::string reduceEpilogue(ops::FusionOp f, FusionExpr &x,
-                                  const std::vector<Acc> &accs) {
+                                  const std::vector<Acc> &accs,
+                                  llvm::ArrayRef<mlir::Value> skip) {
   std::string s;
   for (size_t r = 0; r < accs.size(); ++r) {
     mlir::Value out = accs[r].root->getResult(0);
@@ -266,7 +271,7 @@ static std::string reduceEpilogue(ops::FusionOp f, FusionExpr &x,
          accs[r].result + ";\n";
     x.bind(out, "o", R);
   }
-  s += storeYields(f, x, "o");
+  s += storeYields(f, x, "o", skip);
   x.resetScope();
   return s;
 }
@@ -295,10 +300,33 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   for (size_t d = 0; d < in.size(); ++d)
     (reduced[d] ? red : kept).add(in[d], strides[d]);
   int64_t m = kept.count(), k = red.count();
-  for (mlir::Value y : yieldsOf(f))
-    if (numelOf(y) != m)
+  // Results of the operands' size (k > 1) are prologue values, stored
+  // where the reduction reads each element (once, in every strategy).
+  std::vector<mlir::Value> perElement;
+  std::set<void *> rootResults;
+  for (mlir::Operation *root : roots)
+    rootResults.insert(root->getResult(0).getAsOpaquePointer());
+  for (mlir::Value y : yieldsOf(f)) {
+    if (numelOf(y) == m)
+      continue;
+    if (numelOf(y) != m * k)
       throw rt::Error("codegen: a reduction fusion result whose size is "
-                      "not the reductions' output size");
+                      "neither the reductions' output size nor their "
+                      "operand's");
+    llvm::SmallVector<mlir::Value> work{y};
+    std::set<void *> seen;
+    while (!work.empty()) {
+      mlir::Value w = work.pop_back_val();
+      if (rootResults.count(w.getAsOpaquePointer()))
+        throw rt::Error("codegen: a reduction fusion result of the "
+                        "operand's size computed from a reduction");
+      if (mlir::Operation *d = w.getDefiningOp();
+          d && seen.insert(w.getAsOpaquePointer()).second)
+        work.append(d->operand_begin(), d->operand_end());
+    }
+    if (!llvm::is_contained(perElement, y))
+      perElement.push_back(y);
+  }
 
   KernelSource ks;
   ks.name = name;
@@ -343,9 +371,11 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   };
   // The prologue at the element read (flat index `off` of the operand).
   auto accumulate = [&](const std::string &ind) {
-    std::vector<std::string> locals;
+    std::vector<std::string> locals, stored;
     for (const Acc &a : accs)
       locals.push_back(x.valueAt(a.root->getOperand(0), "off"));
+    for (mlir::Value y : perElement)
+      stored.push_back(x.valueAt(y, "off"));
     std::string s = x.takeCode(ind);
     x.resetScope();
     for (size_t r = 0; r < accs.size(); ++r) {
@@ -353,6 +383,12 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
       s += ind + "acc" + R + " = " + accs[r].op + "(acc" + R + ", " +
            accs[r].load(locals[r]) + ");\n";
     }
+    for (auto [j, y] : llvm::enumerate(yieldsOf(f)))
+      if (auto at = llvm::find(perElement, y); at != perElement.end())
+        s += ind + "out" + std::to_string(j) + "[off] = " +
+             FusionExpr::toStorage(
+                 y, stored[static_cast<size_t>(at - perElement.begin())]) +
+             ";\n";
     return s;
   };
   // Prologue then epilogue, named before use: the order of evaluation of
@@ -361,7 +397,7 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
                                                          : "        ")
                     : split ? "    " : "      ";
   std::string accumulateCode = copy ? "" : accumulate(ind);
-  std::string epilogueCode = copy ? "" : reduceEpilogue(f, x, accs);
+  std::string epilogueCode = copy ? "" : reduceEpilogue(f, x, accs, perElement);
   std::string body, globals; // globals: module-scope state of the split
   if (copy) {
     ks.gridX = gridFor(m, ks.blockX);
@@ -518,7 +554,7 @@ KernelSource emitFusionKernel(ops::FusionOp f, const std::string &name) {
     else if (role == ops::FusionRole::RowOp)
       rows.push_back(&op);
     else if (role != ops::FusionRole::Elementwise &&
-             role != ops::FusionRole::View)
+             role != ops::FusionRole::View && !mlir::isa<ops::PadOp>(op))
       throw rt::Error("codegen: '" + op.getName().getStringRef().str() +
                       "' cannot be in a reduction fusion");
   }

@@ -339,11 +339,29 @@ nlohmann::json describeFusions(func::FuncOp func) {
                       {"bytes_read", in},
                       {"bytes_written", out}});
   }
+  // Every top-level op that launches work (a fusion, a bare op, a matmul,
+  // a collective; not a view, a constant or the return): the step's
+  // memory traffic as its ops' operand and result bytes.
+  int64_t kernels = 0, kernelRead = 0, kernelWritten = 0;
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp, ops::ConstantOp, ops::ReshapeOp,
+            ops::StopGradientOp>(op))
+      continue;
+    ++kernels;
+    for (Value v : op.getOperands())
+      kernelRead += ops::tensorBytes(v.getType());
+    for (Value v : op.getResults())
+      kernelWritten += ops::tensorBytes(v.getType());
+  }
   return {{"count", groups.size()},
           {"fused_ops", fused},
           {"bytes_read", read},
           {"bytes_written", written},
-          {"groups", groups}};
+          {"groups", groups},
+          {"kernels",
+           {{"count", kernels},
+            {"bytes_read", kernelRead},
+            {"bytes_written", kernelWritten}}}};
 }
 
 nlohmann::json describeActivations(func::FuncOp func, size_t largest) {

@@ -37,7 +37,11 @@ a two-root row fusion, layer_norm and softmax over rows of at most 1024
 and over longer rows (a block per row). And layer norm's backward written
 out as step-autodiff builds it, which step-fuse-row-chains makes one
 row_chain kernel (three stages of row reductions, then dx in f32 and bf16
-and rstd), over rows of 768 (a warp each) and 1500 (a block each).
+and rstd), over rows of 768 (a warp each) and 1500 (a block each). And a
+loop whose result a sum reads (step-fuse-loop-reductions: one reduction
+kernel storing the loop's value where it reads each element) in the split
+column, one-pass column and row kernels: every element of the stored
+value must be written (the outputs are poisoned with NaN before each run).
 
 Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
 """
@@ -258,6 +262,36 @@ def row_chain_case(name, m, k):
                 positive=[1])
 
 
+def loop_reduction_case(name, k, m, dims):
+    """A loop and the sum of its result (step-fuse-loop-reductions), as a
+    bias gradient after GELU's backward: g = bf16(a * b + a) is stored
+    (returned) and summed over `dims` by the same kernel, each element
+    stored where the reduction reads it (split, column or row)."""
+    x, xf = shape_t([k, m], "bf16"), shape_t([k, m], "f32")
+    r = shape_t([m] if dims == [0] else [k], "bf16")
+    mlir = f"""module {{
+  func.func @forward(%a: {x} {{step.kind = "input", step.name = "a"}}, %b: {x} {{step.kind = "input", step.name = "b"}}) -> ({x} {{step.name = "g"}}, {r} {{step.name = "s"}}) {{
+    %af = step.cast %a : {x} -> {xf}
+    %bf = step.cast %b : {x} -> {xf}
+    %p = step.mul %af, %bf : {xf}
+    %q = step.add %p, %af : {xf}
+    %g = step.cast %q : {xf} -> {x}
+    %s = step.reduce_sum %g dims = {dims} : {x} -> {r}
+    return %g, %s : {x}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        b, a = ins  # the fusion's input order: b first
+        g = rounded(a * b + a, "bf16")
+        ax = dims[0]
+        return [g, g.sum(ax)], [np.abs(g), np.abs(g).sum(ax)]
+    return dict(name=name, mlir=mlir, inputs=[([k, m], "bf16"),
+                                              ([k, m], "bf16")],
+                outputs=["bf16", "bf16"], ref=ref, fuse=True)
+
+
 def layer_norm_case(name, m, k, dt):
     """step.layer_norm over rows of k (eps 1e-5), weight and bias of the
     operand's type."""
@@ -351,6 +385,11 @@ def cases():
     # end), and a block per row.
     out.append(row_chain_case("row_chain_ln_grad_77x768", 77, 768))
     out.append(row_chain_case("row_chain_ln_grad_9x1500", 9, 1500))
+    # step-fuse-loop-reductions: the loop's result stored by the split
+    # column kernel (19 chunks), the one-pass column kernel and a row one.
+    out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))
+    out.append(loop_reduction_case("loop_colsum_200x100", 200, 100, [0]))
+    out.append(loop_reduction_case("loop_rowsum_77x768", 77, 768, [1]))
     out.append(softmax_case("softmax_9x2000_f32", 9, 2000, "f32"))
     return out
 
@@ -425,7 +464,7 @@ def run_case(args, case, tmp):
         runs = [np.fromfile(os.path.join(tmp, f"out{j}_{r}.bin"),
                             dtype=np.float32) for r in range(3)]
         got = runs[0].reshape(want.shape)
-        if not np.isfinite(got).all():
+        if not np.isfinite(got).all():  # poisoned with NaN before the run
             sys.exit(f"FAIL {case['name']}: out{j} has "
                      f"{int((~np.isfinite(got)).sum())} unwritten/non-finite "
                      f"elements")

@@ -290,6 +290,60 @@ TEST(FusionReduce, RowMeanOfSquaresWithRsqrtEpilogue) {
   expectCompiles(ks);
 }
 
+TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
+  // step-fuse-loop-reductions: a bias gradient's column sum over a loop's
+  // value that the fusion also yields ([2500, 64]: the split column
+  // kernel, 19 chunks), stored in the accumulation loop, once per element.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%a: tensor<2500x64xf32>, %b: tensor<2500x64xf32>",
+          R"(step.fusion "reduction" (%a, %b) : (tensor<2500x64xf32>, tensor<2500x64xf32>) -> (tensor<2500x64xbf16>, tensor<64xbf16>) {
+  ^bb0(%x: tensor<2500x64xf32>, %y: tensor<2500x64xf32>):
+    %0 = step.tanh %x : tensor<2500x64xf32>
+    %1 = step.mul %0, %y : tensor<2500x64xf32>
+    %2 = step.cast %1 : tensor<2500x64xf32> -> tensor<2500x64xbf16>
+    %3 = step.reduce_sum %2 dims = [0] : tensor<2500x64xbf16> -> tensor<64xbf16>
+    step.yield %2, %3 : tensor<2500x64xbf16>, tensor<64xbf16>
+  })",
+          {"tensor<2500x64xbf16>", "tensor<64xbf16>"}),
+      "red_store");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
+  EXPECT_TRUE(contains(ks.source, "red_store_ticket")); // split column
+  size_t loop = ks.source.find("for (int kk = s * 136 + ty;");
+  size_t store = ks.source.find("out0[off] = __float2bfloat16_rn(");
+  size_t combine = ks.source.find("sh0[ty][tx] = acc0;"); // lanes combine
+  ASSERT_NE(loop, std::string::npos);
+  ASSERT_NE(store, std::string::npos);
+  EXPECT_LT(loop, store);
+  EXPECT_LT(store, combine);
+  EXPECT_EQ(count(ks.source, "out0["), 1u); // not in the epilogue
+  EXPECT_TRUE(contains(ks.source, "out1[o] = "));
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, PerElementResultOfAReductionThrows) {
+  // x - sum(x) broadcast back: a per-element value computed from a root
+  // is no prologue; this kernel cannot store it (a row_chain can).
+  Parsed p = parse(fusionFnN(
+      "%x: tensor<8x16xf32>",
+      R"(step.fusion "reduction" (%x) : (tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<8x16xf32>):
+    %0 = step.reduce_sum %a dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<8xf32> -> tensor<8x16xf32>
+    %2 = step.sub %a, %1 : tensor<8x16xf32>
+    step.yield %2, %0 : tensor<8x16xf32>, tensor<8xf32>
+  })",
+      {"tensor<8x16xf32>", "tensor<8xf32>"}));
+  ASSERT_TRUE(p.module);
+  auto f = mlir::cast<mlir::step::FusionOp>(p.func().getBody().front().front());
+  try {
+    detail::emitFusionKernel(f, "k");
+    ADD_FAILURE() << "no error";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "computed from a reduction")) << e.what();
+  }
+}
+
 TEST(FusionReduce, SiblingReductionsShareOneRead) {
   // sum, max and sum of squares of one bf16 row (keepdim and not), and an
   // epilogue of two roots: four results of two shapes.

@@ -111,7 +111,8 @@ std::pair<uint64_t, uint64_t> seedRange(uint64_t count) {
 }
 
 /// Odd seeds cycle through step-fuse's options (a small budget, one phase
-/// off); even seeds use the defaults and step-fuse-row-chains after.
+/// off); even seeds use the defaults and step-fuse-row-chains and
+/// step-fuse-loop-reductions after.
 std::string pipelineFor(uint64_t seed) {
   static const char *const variants[] = {"step-fuse{max-ops=4}",
                                          "step-fuse{multi-tensor=false}",
@@ -120,8 +121,9 @@ std::string pipelineFor(uint64_t seed) {
                                          "step-fuse{max-inputs=2}",
                                          "step-fuse{max-tensors=2 max-ops=6}",
                                          "step-fuse{max-ops=2 max-inputs=1}"};
-  return seed % 2 == 0 ? "step-fuse,step-fuse-row-chains"
-                       : variants[(seed / 2) % 7];
+  return seed % 2 == 0
+             ? "step-fuse,step-fuse-row-chains,step-fuse-loop-reductions"
+             : variants[(seed / 2) % 7];
 }
 
 /// Every check on one graph; returns whether it passed.
@@ -521,13 +523,14 @@ INSTANTIATE_TEST_SUITE_P(
                               "step-fuse{max-ops=4 max-tensors=2}",
                               "adamw,lr=1e-2", 1, kMlpKinds},
                     TrainCase{"MLP_SgdMomentum_Accum2", mlpModel,
-                              "step-fuse,step-fuse-loss",
+                              "step-fuse,step-fuse-loss,"
+                              "step-fuse-loop-reductions",
                               "sgd,lr=0.1,momentum=0.9", 2, kMlpKinds},
                     TrainCase{"MLP_Lamb", mlpModel, "step-fuse", "lamb,lr=1e-2",
                               1, kMlpKinds},
                     TrainCase{"GPT2_AdamW", gpt2Model,
                               "step-fuse-attention,step-fuse,step-fuse-loss,"
-                              "step-fuse-row-chains",
+                              "step-fuse-row-chains,step-fuse-loop-reductions",
                               "adamw,lr=1e-2", 1, kGptAttentionKinds},
                     TrainCase{"GPT2_AdamW_NoAttentionFusion", gpt2Model,
                               "step-fuse", "adamw,lr=1e-2", 1, kGptKinds},
@@ -536,7 +539,7 @@ INSTANTIATE_TEST_SUITE_P(
                               "adamw,lr=1e-2", 1, kGptKinds},
                     TrainCase{"GPT2_Lamb_Accum2", gpt2Model,
                               "step-fuse-attention,step-fuse,step-fuse-loss,"
-                              "step-fuse-row-chains",
+                              "step-fuse-row-chains,step-fuse-loop-reductions",
                               "lamb,lr=1e-2", 2, kGptAttentionKinds}),
     [](const testing::TestParamInfo<TrainCase> &info) {
       return std::string(info.param.name);
