@@ -1,5 +1,6 @@
 // stepc runs step-fuse last: the written step holds fusions, the report
-// lists them (kind, ops, bytes), and --no-fuse leaves one op per kernel.
+// lists them (kind, ops, bytes) and the step's traffic over every launched
+// op (fusions.kernels), and --no-fuse leaves one op per kernel.
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: stepc %s --train --optimizer=adamw --clip=1.0 --emit=mlir -o %t/fused.mlir --report=%t/report.json
@@ -28,6 +29,10 @@
 // REPORT-NEXT: "add",
 // REPORT-NEXT: "relu"
 // REPORT: "kind": "multi_tensor"
+// REPORT: "kernels": {
+// REPORT-NEXT: "bytes_read": {{[1-9][0-9]*}},
+// REPORT-NEXT: "bytes_written": {{[1-9][0-9]*}},
+// REPORT-NEXT: "count": {{[1-9][0-9]*}}
 // REPORT: "pass": "step-fuse"
 
 // PLAIN-NOT: step.fusion
@@ -35,6 +40,10 @@
 // PLAINREPORT: "fuse": false
 // PLAINREPORT: "fusions": {
 // PLAINREPORT: "count": 0
+// PLAINREPORT: "kernels": {
+// PLAINREPORT-NEXT: "bytes_read": {{[1-9][0-9]*}},
+// PLAINREPORT-NEXT: "bytes_written": {{[1-9][0-9]*}},
+// PLAINREPORT-NEXT: "count": {{[1-9][0-9]*}}
 // PLAINREPORT-NOT: "pass": "step-fuse"
 func.func @forward(%w: tensor<3x4xf32> {step.kind = "param", step.name = "w"},
                    %b: tensor<4xf32> {step.kind = "param", step.name = "b"},
