@@ -22,16 +22,18 @@
 // computed from a root: compiler/codegen/FusionKernels.cpp stores them
 // where it reads each element, once); the block stays in SSA order (the
 // reductions move up to the loop, whose other readers all come later);
-// the planned peak grows by at most kBetweenBytes (the reductions'
-// results, live from the loop on, over the ops between; their operands
-// die no later than before). Deterministic: loops in program order.
+// the planned peak grows by at most kBetweenBytes (the results of the
+// reductions moved up over ops other than views, live from the loop on;
+// their operands die no later than before). Deterministic: loops in program
+// order.
 //
 // Algorithm, per function's top-level block, in program order: for each
 // loop fusion L whose results have N elements, the reductions after it are
 // tried in program order: a bare reduce_sum/mean/max, or a reduction fusion
 // whose roots are all reduce_*, qualifies when its roots read N elements,
-// it reads a result of L, all its operands exist at L, its results come to
-// at most kBetweenBytes or nothing but views lies between, and its roots
+// it reads a result of L, all its operands exist at L, nothing but views
+// lies between or the results of the reductions taken from behind other
+// ops come to at most kBetweenBytes with its own, and its roots
 // have the shape and dims of the first one taken (siblings). Then one
 // fusion at L (other readers of L's results, wherever they were, still
 // follow it): L's body, the reductions' bodies
@@ -99,10 +101,15 @@ int64_t numel(Type t) {
   return r && r.hasStaticShape() ? r.getNumElements() : -1;
 }
 
+/// Bytes of `op`'s results; INT64_MAX when one has no static size.
 int64_t resultBytes(Operation *op) {
   int64_t b = 0;
-  for (Value r : op->getResults())
-    b += tensorBytes(r.getType());
+  for (Value r : op->getResults()) {
+    auto t = dyn_cast<RankedTensorType>(r.getType());
+    if (!t || !t.hasStaticShape())
+      return INT64_MAX;
+    b += tensorBytes(t);
+  }
   return b;
 }
 
@@ -129,7 +136,9 @@ private:
                                         loop->result_end());
     SmallVector<Operation *> taken;
     std::optional<RootKey> key;
-    int64_t between = 0; // result bytes of the ops passed so far
+    // Result bytes of the reductions taken from behind an op that is not a
+    // view: they live from the loop on, over that op.
+    int64_t moved = 0;
     bool onlyViews = true;
     int scanned = 0;
     for (Operation *op = loop->getNextNode(); op && scanned < kWindow;
@@ -137,15 +146,17 @@ private:
       SmallVector<Operation *> roots = rootsOf(op);
       bool readsLoop = llvm::any_of(
           op->getOperands(), [&](Value v) { return results.contains(v); });
+      int64_t bytes = roots.empty() ? 0 : resultBytes(op);
       if (!roots.empty() && readsLoop && fits(op, roots, loop, n, key) &&
-          (onlyViews || resultBytes(op) <= kBetweenBytes - between)) {
+          (onlyViews || bytes <= kBetweenBytes - moved)) {
         key = keyOf(roots.front());
         taken.push_back(op);
+        if (!onlyViews)
+          moved += bytes;
         continue;
       }
       if (!isa<ReshapeOp, StopGradientOp>(op))
         onlyViews = false;
-      between += resultBytes(op);
     }
     if (taken.empty())
       return;

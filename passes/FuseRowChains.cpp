@@ -76,15 +76,17 @@ struct Unit {
 };
 
 /// Whether a stage's rows suit the row kernel, which gives each row one
-/// warp or block: rows of at most kMaxCols elements, and enough of them
-/// to fill the GPU unless the whole domain is small. (A full reduction
-/// feeding its own broadcast is one row: a split reduction's work.)
+/// warp or block: rows of fewer than kMaxCols elements (from there on a
+/// reduce kernel may split a row over blocks, an order of summation the
+/// chain would not keep), and enough of them to fill the GPU unless the
+/// whole domain is small. (A full reduction feeding its own broadcast is
+/// one row: a split reduction's work.)
 bool rowsFit(const Unit &u) {
   int64_t cols = 1;
   for (size_t d = u.lead; d < u.domain.size(); ++d)
     cols *= u.domain[d];
   int64_t rows = cols ? u.numel / cols : 0;
-  return cols <= kMaxCols && (rows >= kMinRows || u.numel <= kSmallDomain);
+  return cols < kMaxCols && (rows >= kMinRows || u.numel <= kSmallDomain);
 }
 
 std::optional<Unit> unitOf(Operation *op) {

@@ -515,7 +515,7 @@ def FuseRowChains : Pass<"step-fuse-row-chains", "::mlir::ModuleOp"> {
     becomes one pass over x and dy instead of four. Ops between that read
     the chain's results move after it; refused where that would keep more
     than small values alive longer, where a member would read such an op,
-    or where rows are too long (over 65536 elements) or too few (under
+    or where rows are too long (65536 elements or more) or too few (under
     128, unless the tensor is small) for a kernel of a warp or block per
     row.
 
@@ -542,8 +542,8 @@ def FuseLoopReductions : Pass<"step-fuse-loop-reductions", "::mlir::ModuleOp"> {
     and reduces them (docs/fusion.md). A bias gradient (the column sum of
     the gradient a loop just wrote, GPT-2's GELU backward and packed q/k/v
     gradient) no longer reads that gradient back. Refused when a reduction
-    reads a value made after the loop, or when reductions with more than
-    small results would move up over other ops.
+    reads a value made after the loop, or when reductions whose results
+    come to more than 64 KiB would move up over ops other than views.
 
     ```mlir
     %g = step.fusion "loop"(%a, %b) { ... gelu backward ... }

@@ -18,9 +18,9 @@
 //    output index by the thread that stores it, with the roots' results
 //    (rounded to their type) bound as its inputs. A root's result is thus
 //    bitwise the unfused kernel's for the same launch. Results of the
-//    operands' size are prologue values (step-fuse: a producer later ops
-//    also read), stored at the element being read: every strategy reads
-//    each element exactly once.
+//    operands' size are prologue values (step-fuse-loop-reductions: a
+//    loop's values that later ops also read), stored at the element being
+//    read: every strategy reads each element exactly once.
 //  - reduction with a row-op root: FusionRowKernels.cpp.
 // Cost: one kernel, each input element read once per use (a prologue value
 // used twice is computed once per element); broadcast reads cost O(rank)

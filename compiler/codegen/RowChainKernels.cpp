@@ -121,8 +121,10 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
     x.resetScope();
   }
   x.resetUniform();
-  // A warp past the last row (live_ false) computes row 0's per-row values
-  // and stores nothing: every index it forms stays in bounds.
+  // A warp past the last row (live_ false) takes row 0's index: it reads
+  // no element (its passes are empty, its reductions give the identity),
+  // computes per-row ops from those and row 0's inputs, and stores
+  // nothing; every index it forms stays in bounds.
   std::string head = "$ROWS_FOR    const $I o = live_ ? row : ($I)0;\n"
                      "    const long long base = (long long)o * $K;\n"
                      "    (void)base;\n";

@@ -339,9 +339,9 @@ nlohmann::json describeFusions(func::FuncOp func) {
                       {"bytes_read", in},
                       {"bytes_written", out}});
   }
-  // Every top-level op that launches work (a fusion, a bare op, a matmul,
-  // a collective; not a view, a constant or the return): the step's
-  // memory traffic as its ops' operand and result bytes.
+  // Every top-level op that moves data (a fusion, a bare op, a matmul, a
+  // collective, an offload copy; not a view, a constant or the return):
+  // the step's memory traffic as its ops' operand and result bytes.
   int64_t kernels = 0, kernelRead = 0, kernelWritten = 0;
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp, ops::ConstantOp, ops::ReshapeOp,

@@ -205,8 +205,9 @@ mlir::LogicalResult buildTrainStep(mlir::ModuleOp module,
 /// The fusions of `func` for `stepc --report`: per fusion its kind, the
 /// ops it holds (names, in order) and the bytes it reads (its inputs) and
 /// writes (its results), plus totals; and under "kernels" the same totals
-/// over every top-level op that launches work (fusions, bare ops, matmuls,
-/// collectives; not views, constants or the return): the step's traffic.
+/// over every top-level op that moves data (fusions, bare ops, matmuls,
+/// collectives, offload copies; not views, constants or the return): the
+/// step's traffic.
 nlohmann::json describeFusions(mlir::func::FuncOp func);
 
 /// The saved activations of a train step (passes/Activations.h) for

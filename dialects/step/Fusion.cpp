@@ -328,6 +328,10 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
     return std::nullopt;
   };
   for (Operation &op : body.without_terminator()) {
+    for (Type t : op.getResultTypes())
+      if (auto r = dyn_cast<RankedTensorType>(t); !r || !r.hasStaticShape())
+        return fail(op, "has a result of dynamic shape (" + shapeText(t) +
+                            "); a row chain needs static shapes");
     FusionRole role = fusionRole(&op);
     if (role == FusionRole::Reduce) {
       Value in = op.getOperand(0);
@@ -394,6 +398,12 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
     if (level == Level::Free)
       continue;
     for (Value r : op.getResults()) {
+      int64_t n = cast<RankedTensorType>(r.getType()).getNumElements();
+      if (level == Level::Row && n != rc.rows)
+        return fail(op, "computes " + std::to_string(n) +
+                            " elements from per-row values, expected one "
+                            "per row (" +
+                            std::to_string(rc.rows) + ")");
       info[r] = {level, stage};
       if (level == Level::Row) {
         rc.rowOps.push_back({r, static_cast<unsigned>(stage)});
@@ -407,7 +417,11 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
   }
   int64_t domainNumel = rc.rows * rc.cols;
   for (auto [i, y] : llvm::enumerate(body.getTerminator()->getOperands())) {
-    auto type = cast<RankedTensorType>(y.getType());
+    auto type = dyn_cast<RankedTensorType>(y.getType());
+    if (!type || !type.hasStaticShape()) {
+      why = "result " + std::to_string(i) + " has a dynamic shape";
+      return std::nullopt;
+    }
     int64_t n = type.getNumElements();
     Level level = get(y).first;
     bool ok = level == Level::Row || (level == Level::Domain) ||

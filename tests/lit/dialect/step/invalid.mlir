@@ -2429,6 +2429,31 @@ func.func @fusion_c7_result(%x: tensor<4x8xf32>, %y: tensor<5xf32>) -> (tensor<4
 
 // -----
 
+func.func @fusion_c7_row_size(%x: tensor<4x8xf32>, %n: tensor<4x8xi64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.dropout' computes 32 elements from per-row values, expected one per row (1)}}
+  %r = step.fusion "row_chain" (%x, %n) : (tensor<4x8xf32>, tensor<4x8xi64>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x8xi64>):
+    %s = step.reduce_sum %b dims = [0, 1] : tensor<4x8xi64> -> tensor<i64>
+    %d = step.dropout %a offset %s p = 5.000000e-01 seed = 3 : tensor<4x8xf32>, tensor<i64>
+    step.yield %d : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_dynamic(%x: tensor<?x8xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' has a result of dynamic shape (tensor<?xf32>); a row chain needs static shapes}}
+  %r = step.fusion "row_chain" (%x) : (tensor<?x8xf32>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x8xf32>):
+    %s = step.reduce_sum %a dims = [1] : tensor<?x8xf32> -> tensor<?xf32>
+    step.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+
+// -----
+
 func.func @fusion_c7_row_op(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'step.fusion' op C7: 'step.layer_norm' cannot be in a row_chain fusion (elementwise ops, broadcast_in_dim, reshape, iota and reduce_* only)}}
   %r = step.fusion "row_chain" (%x, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {

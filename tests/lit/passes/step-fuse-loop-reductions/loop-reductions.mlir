@@ -116,6 +116,28 @@ func.func @refused(%a: tensor<512x1024xf32>, %w: tensor<1024x8xf32>, %c: tensor<
 
 // -----
 
+// Two 40 KiB row sums behind a matmul: moved up to the loop, their
+// results would live over it; the first fits the 64 KiB allowance, the
+// second, whose bytes would come to 80 KiB with it, stays apart.
+// CHECK-LABEL: func.func @budget
+// CHECK-NEXT: %[[F:.+]]:2 = step.fusion "reduction"
+// CHECK-SAME: -> (tensor<10240x4xf32>, tensor<10240xf32>)
+// CHECK: step.matmul %[[F]]#0
+// CHECK-NEXT: step.reduce_max %[[F]]#0 dims = [1]
+func.func @budget(%a: tensor<10240x4xf32>, %w: tensor<4x4xf32>) -> (tensor<10240x4xf32>, tensor<10240xf32>, tensor<10240xf32>) {
+  %g = step.fusion "loop"(%a) : (tensor<10240x4xf32>) -> tensor<10240x4xf32> {
+  ^bb0(%x: tensor<10240x4xf32>):
+    %0 = step.exp %x : tensor<10240x4xf32>
+    step.yield %0 : tensor<10240x4xf32>
+  }
+  %d = step.matmul %g, %w : tensor<10240x4xf32>, tensor<4x4xf32> -> tensor<10240x4xf32>
+  %s = step.reduce_sum %g dims = [1] : tensor<10240x4xf32> -> tensor<10240xf32>
+  %t = step.reduce_max %g dims = [1] : tensor<10240x4xf32> -> tensor<10240xf32>
+  return %d, %s, %t : tensor<10240x4xf32>, tensor<10240xf32>, tensor<10240xf32>
+}
+
+// -----
+
 // Through step-fuse: the loop that packs q/k/v gradients (pads and adds)
 // and the bias gradient's column sum become one reduction fusion.
 // PIPE-LABEL: func.func @packed
