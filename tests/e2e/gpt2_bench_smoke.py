@@ -146,6 +146,9 @@ def main():
     check(positive(sj["peak_bytes"]) and positive(sj["planned_peak_bytes"]),
           f"stepjit peak bytes {sj['peak_bytes']!r}")
     check(positive(sj["kernel_launches"]), "stepjit.kernel_launches")
+    moved = sj["bytes_per_step"]
+    check(positive(moved["read"]) and positive(moved["written"]),
+          f"stepjit.bytes_per_step {moved!r}")
     check(res["torch_eager"]["peak_bytes"] is None,
           "torch_eager.peak_bytes is not null on the CPU")
 

@@ -14,8 +14,10 @@
 // now in that cache — what a second process sees), then runs W untimed and N
 // timed steps through the runtime (runtime/Session.h) and prints one JSON
 // object: compile seconds cold and warm, step seconds (median, min, max over
-// N), plan steps, kernel launches, planned peak arena bytes (and without
-// reuse), what step-remat did, the backend and the machine. A benchmark,
+// N), plan steps, kernel launches, the bytes a step's ops read and write
+// (operands and results of every plan step: the traffic the plan implies),
+// planned peak arena bytes (and without reuse), what step-remat did, the
+// backend and the machine. A benchmark,
 // not a test: medians of repeated runs are the figures to quote.
 //
 // --remat-sweep=N compiles only (no kernels, no steps, so it runs anywhere):
@@ -28,6 +30,7 @@
 
 #include "compiler/jit/Jit.h"
 #include "runtime/Npy.h"
+#include "runtime/Profile.h"
 #include "runtime/Session.h"
 #include "tools/Validators.h"
 
@@ -224,8 +227,15 @@ int main(int argc, char **argv) {
     // Launches on a GPU: a generated kernel or a cuBLASLt call per step
     // (a matmul fusion is one call with an epilogue); views move nothing.
     int64_t launches = step::rt::launchCount(artifact.plan), fusions = 0;
-    for (const auto &s : artifact.plan.steps)
+    // What a step moves: every plan step's operand and result bytes (a
+    // fusion's, not its body's; views move nothing), as the trace's ops.
+    int64_t bytesRead = 0, bytesWritten = 0;
+    for (const auto &s : artifact.plan.steps) {
       fusions += s.op == "step.fusion";
+      step::rt::StepCost cost = step::rt::stepCost(artifact.plan, s);
+      bytesRead += cost.bytesRead;
+      bytesWritten += cost.bytesWritten;
+    }
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
     nlohmann::json j = {
@@ -242,6 +252,7 @@ int main(int argc, char **argv) {
         {"distinct_kernels",
          artifact.meta.value("kernels", nlohmann::json::object()).size()},
         {"kernel_launches", launches},
+        {"bytes_per_step", {{"read", bytesRead}, {"written", bytesWritten}}},
         {"fused", !noFuse},
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},

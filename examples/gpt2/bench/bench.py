@@ -550,6 +550,7 @@ def stepjit_result(sj, persistent, parity_losses):
         "planned_peak_bytes": arena,
         "persistent_bytes": persistent,
         "kernel_launches": sj.get("kernel_launches"),
+        "bytes_per_step": sj.get("bytes_per_step"),
         "distinct_kernels": sj.get("distinct_kernels"),
         "plan_steps": sj.get("plan_steps"),
         "backend": sj.get("backend"),
