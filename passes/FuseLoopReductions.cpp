@@ -43,7 +43,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Activations.h"
 #include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
@@ -105,10 +104,10 @@ int64_t numel(Type t) {
 int64_t resultBytes(Operation *op) {
   int64_t b = 0;
   for (Value r : op->getResults()) {
-    auto t = dyn_cast<RankedTensorType>(r.getType());
-    if (!t || !t.hasStaticShape())
+    int64_t n = staticBytes(r.getType());
+    if (n == INT64_MAX)
       return INT64_MAX;
-    b += tensorBytes(t);
+    b += n;
   }
   return b;
 }

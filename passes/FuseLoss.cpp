@@ -94,12 +94,6 @@ template <typename OpT> OpT rootOf(Operation *u) {
 /// (with any epilogue: a loss scaled, averaged over micro-batches).
 bool isLoss(Operation *u) { return bool(rootOf<CrossEntropyOp>(u)); }
 
-/// Bytes of `v`; INT64_MAX when it has no static size.
-int64_t valueBytes(Value v) {
-  auto r = dyn_cast<RankedTensorType>(v.getType());
-  return r && r.hasStaticShape() ? tensorBytes(r) : INT64_MAX;
-}
-
 /// Whether `later` may run at `earlier` (both in one block): its operands
 /// exist there, and, where it is the gradient, whose result then lives
 /// over the ops between, those make only small values. (A loss moved up
@@ -122,7 +116,7 @@ bool mayMoveUp(Operation *later, Operation *earlier, bool laterIsGradient) {
   auto add = [&](Value v) {
     if (!seen.insert(v).second)
       return true;
-    int64_t b = valueBytes(v);
+    int64_t b = staticBytes(v.getType());
     if (b > kBetweenBytes - between)
       return false;
     between += b;

@@ -45,7 +45,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Activations.h"
 #include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
@@ -93,18 +92,11 @@ std::optional<Unit> unitOf(Operation *op) {
   Unit u;
   if (fusionRole(op) == FusionRole::Reduce) {
     auto in = cast<RankedTensorType>(op->getOperand(0).getType());
-    llvm::ArrayRef<int64_t> dims =
-        isa<ReduceSumOp>(op)    ? cast<ReduceSumOp>(op).getDims()
-        : isa<ReduceMeanOp>(op) ? cast<ReduceMeanOp>(op).getDims()
-                                : cast<ReduceMaxOp>(op).getDims();
-    int64_t lead = in.getRank() - static_cast<int64_t>(dims.size());
-    if (dims.empty() || !in.hasStaticShape())
+    std::optional<int64_t> lead = trailingLead(op);
+    if (!lead || !in.hasStaticShape())
       return std::nullopt;
-    for (auto [k, d] : llvm::enumerate(dims))
-      if (d != lead + static_cast<int64_t>(k))
-        return std::nullopt;
     u.domain.assign(in.getShape().begin(), in.getShape().end());
-    u.lead = lead;
+    u.lead = *lead;
     u.numel = in.getNumElements();
     return rowsFit(u) ? std::optional<Unit>(u) : std::nullopt;
   }
@@ -121,9 +113,7 @@ std::optional<Unit> unitOf(Operation *op) {
   }
   if (f.getKind() != kReductionFusion)
     return std::nullopt;
-  for (Operation &b : f.getBlock().without_terminator())
-    if (fusionRole(&b) == FusionRole::RowOp)
-      return std::nullopt;
+  // C7 refuses row ops, so a reduction fusion around one is no unit.
   std::string why;
   std::optional<RowChain> rc = analyzeRowChain(f.getBlock(), why);
   if (!rc || rc->stages.size() != 1)
@@ -142,11 +132,6 @@ bool isChain(ArrayRef<Operation *> members) {
   bool ok = analyzeRowChain(trial.getBlock(), why).has_value();
   trial->erase();
   return ok;
-}
-
-int64_t valueBytes(Value v) {
-  auto r = dyn_cast<RankedTensorType>(v.getType());
-  return r && r.hasStaticShape() ? tensorBytes(r) : INT64_MAX;
 }
 
 class ChainFuser {
@@ -241,7 +226,7 @@ private:
       // Read by the last member itself: alive at the fusion anyway.
       bool readAtLast = llvm::is_contained(last->getOperands(), v);
       if (diesBefore && !readAtLast) {
-        int64_t b = valueBytes(v);
+        int64_t b = staticBytes(v.getType());
         bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
       }
     };

@@ -10,7 +10,12 @@
 
 namespace mlir::step {
 
-SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer) {
+/// Clones the body of fusion `u` (or the op `u` itself) at the builder's
+/// insertion point, u's operands mapped through `outer` (every operand
+/// must be mapped: to a block argument of the new fusion, or to the value
+/// an earlier clone gave); returns the values standing for u's results.
+static SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u,
+                                    IRMapping &outer) {
   auto f = dyn_cast<FusionOp>(u);
   if (!f) {
     Operation *c = b.clone(*u, outer);
@@ -25,6 +30,14 @@ SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer) {
   for (Value y : f.getYield()->getOperands())
     out.push_back(map.lookup(y));
   return out;
+}
+
+int64_t staticBytes(Type type) {
+  auto r = dyn_cast<RankedTensorType>(type);
+  if (!r || !r.hasStaticShape())
+    return INT64_MAX;
+  int64_t bits = r.getElementType().getIntOrFloatBitWidth();
+  return r.getNumElements() * (bits == 1 ? 1 : bits / 8);
 }
 
 FusionOp mergeUnits(ArrayRef<Operation *> members, Operation *at,

@@ -18,11 +18,9 @@
 
 namespace mlir::step {
 
-/// Clones the body of fusion `u` (or the op `u` itself) at the builder's
-/// insertion point, u's operands mapped through `outer` (every operand
-/// must be mapped: to a block argument of the new fusion, or to the value
-/// an earlier clone gave); returns the values standing for u's results.
-SmallVector<Value> cloneUnit(OpBuilder &b, Operation *u, IRMapping &outer);
+/// Bytes of a tensor type; INT64_MAX when it has no static size (so a
+/// byte budget refuses it).
+int64_t staticBytes(Type type);
 
 /// A new fusion of kind `kind` before `at` holding clones of `members`
 /// (units in program order): its inputs are the members' operands that no

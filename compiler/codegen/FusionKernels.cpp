@@ -34,6 +34,8 @@
 #include "dialects/step/StepOps.h"
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <cmath>
 #include <set>
 
@@ -59,6 +61,19 @@ std::string storeYields(ops::FusionOp f, FusionExpr &x, const std::string &idx,
       s += "out" + std::to_string(j) + "[" + idx +
            "] = " + FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
   return s;
+}
+
+bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of) {
+  llvm::SmallVector<mlir::Value> work{v};
+  llvm::DenseSet<mlir::Value> seen;
+  while (!work.empty()) {
+    mlir::Value w = work.pop_back_val();
+    if (of(w))
+      return true;
+    if (mlir::Operation *d = w.getDefiningOp(); d && seen.insert(w).second)
+      work.append(d->operand_begin(), d->operand_end());
+  }
+  return false;
 }
 
 std::string indent(const std::string &code, const std::string &by) {
@@ -279,22 +294,15 @@ static std::string reduceEpilogue(ops::FusionOp f, FusionExpr &x,
 static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
                                      const std::vector<mlir::Operation *> &roots) {
   mlir::Operation *first = roots[0];
-  auto dimsOf = [](mlir::Operation *op) -> llvm::ArrayRef<int64_t> {
-    if (auto r = mlir::dyn_cast<ops::ReduceSumOp>(op))
-      return r.getDims();
-    if (auto r = mlir::dyn_cast<ops::ReduceMaxOp>(op))
-      return r.getDims();
-    return mlir::cast<ops::ReduceMeanOp>(op).getDims();
-  };
   std::vector<int64_t> in = shapeOf(first->getOperand(0));
   for (mlir::Operation *root : roots)
     if (shapeOf(root->getOperand(0)) != in ||
-        dimsOf(root) != dimsOf(first))
+        ops::reducedDims(root) != ops::reducedDims(first))
       throw rt::Error("codegen: sibling reductions of a fusion must read "
                       "one shape over the same dims");
   std::vector<int64_t> strides = stridesOf(in);
   std::vector<bool> reduced(in.size(), false);
-  for (int64_t d : dimsOf(first))
+  for (int64_t d : ops::reducedDims(first))
     reduced[d] = true;
   DimList kept, red;
   for (size_t d = 0; d < in.size(); ++d)
@@ -313,17 +321,11 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
       throw rt::Error("codegen: a reduction fusion result whose size is "
                       "neither the reductions' output size nor their "
                       "operand's");
-    llvm::SmallVector<mlir::Value> work{y};
-    std::set<void *> seen;
-    while (!work.empty()) {
-      mlir::Value w = work.pop_back_val();
-      if (rootResults.count(w.getAsOpaquePointer()))
-        throw rt::Error("codegen: a reduction fusion result of the "
-                        "operand's size computed from a reduction");
-      if (mlir::Operation *d = w.getDefiningOp();
-          d && seen.insert(w.getAsOpaquePointer()).second)
-        work.append(d->operand_begin(), d->operand_end());
-    }
+    if (computedFrom(y, [&](mlir::Value w) {
+          return rootResults.count(w.getAsOpaquePointer()) > 0;
+        }))
+      throw rt::Error("codegen: a reduction fusion result of the "
+                      "operand's size computed from a reduction");
     if (!llvm::is_contained(perElement, y))
       perElement.push_back(y);
   }

@@ -14,6 +14,8 @@
 
 #include "dialects/step/StepOps.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 namespace step::codegen::detail {
 
 /// Statements (unindented) computing every yielded value at flat index
@@ -40,6 +42,10 @@ Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r);
 /// The kernel of a row_chain fusion (RowChainKernels.cpp).
 KernelSource emitRowChainFusion(mlir::step::FusionOp f,
                                 const std::string &name);
+
+/// Whether body value `v` is, or is computed from, a value for which `of`
+/// holds (walking its definitions back to the block arguments).
+bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of);
 
 /// `code` with every line prefixed by `by`.
 std::string indent(const std::string &code, const std::string &by);

@@ -48,16 +48,7 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
   mlir::Value lossValue = loss ? loss->getResult(0) : mlir::Value();
   std::vector<mlir::Value> lossYields, rowYields;
   auto reads = [](mlir::Value v, mlir::Value of) {
-    llvm::SmallVector<mlir::Value> work{v};
-    llvm::DenseSet<mlir::Value> seen;
-    while (!work.empty()) {
-      mlir::Value w = work.pop_back_val();
-      if (w == of)
-        return true;
-      if (mlir::Operation *d = w.getDefiningOp(); d && seen.insert(w).second)
-        work.append(d->operand_begin(), d->operand_end());
-    }
-    return false;
+    return computedFrom(v, [&](mlir::Value w) { return w == of; });
   };
   for (mlir::Value y : yields)
     (loss && reads(y, lossValue) ? lossYields : rowYields).push_back(y);

@@ -26,6 +26,26 @@ FusionRole fusionRole(Operation *op) {
   return FusionRole::None;
 }
 
+llvm::ArrayRef<int64_t> reducedDims(Operation *reduce) {
+  if (auto r = dyn_cast<ReduceSumOp>(reduce))
+    return r.getDims();
+  if (auto r = dyn_cast<ReduceMeanOp>(reduce))
+    return r.getDims();
+  return cast<ReduceMaxOp>(reduce).getDims();
+}
+
+std::optional<int64_t> trailingLead(Operation *reduce) {
+  llvm::ArrayRef<int64_t> dims = reducedDims(reduce);
+  auto type = cast<RankedTensorType>(reduce->getOperand(0).getType());
+  int64_t lead = type.getRank() - static_cast<int64_t>(dims.size());
+  if (dims.empty())
+    return std::nullopt;
+  for (auto [k, d] : llvm::enumerate(dims))
+    if (d != lead + static_cast<int64_t>(k))
+      return std::nullopt;
+  return lead;
+}
+
 bool isCheapElementwise(Operation *op) {
   return isa<NegOp, AbsOp, ReluOp, AddOp, SubOp, MulOp, MaxOp, MinOp,
              CompareOp, SelectOp, CastOp, StopGradientOp>(op);
@@ -273,14 +293,6 @@ LogicalResult FusionOp::verifyAttentionBody() {
 namespace {
 enum class Level { Free, Row, Domain };
 
-llvm::ArrayRef<int64_t> reducedDims(Operation *op) {
-  if (auto r = dyn_cast<ReduceSumOp>(op))
-    return r.getDims();
-  if (auto r = dyn_cast<ReduceMeanOp>(op))
-    return r.getDims();
-  return cast<ReduceMaxOp>(op).getDims();
-}
-
 std::string shapeText(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -339,14 +351,11 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
       if (level == Level::Row)
         return fail(op, "reduces a per-row value");
       auto type = cast<RankedTensorType>(in.getType());
-      llvm::ArrayRef<int64_t> dims = reducedDims(&op);
-      int64_t rank = type.getRank();
-      int64_t lead = rank - static_cast<int64_t>(dims.size());
-      bool trailing = !dims.empty();
-      for (auto [k, d] : llvm::enumerate(dims))
-        trailing &= d == lead + static_cast<int64_t>(k);
+      std::optional<int64_t> trailing = trailingLead(&op);
       if (!trailing)
         return fail(op, "must reduce the trailing dims of its operand");
+      int64_t rank = type.getRank(), lead = *trailing;
+      size_t reduced = static_cast<size_t>(rank - lead);
       if (rc.stages.empty()) {
         rc.domain.assign(type.getShape().begin(), type.getShape().end());
         rc.lead = lead;
@@ -356,7 +365,7 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
       } else if (type.getShape() != llvm::ArrayRef(rc.domain) ||
                  lead != rc.lead) {
         return fail(op, "reads " + shapeText(type) + " over " +
-                            std::to_string(dims.size()) +
+                            std::to_string(reduced) +
                             " trailing dims; the chain's first reduction "
                             "reads the same shape over the same dims");
       }

@@ -36,6 +36,13 @@ FusionRole fusionRole(Operation *op);
 /// division or RNG): step-fuse may duplicate these into several consumers.
 bool isCheapElementwise(Operation *op);
 
+/// The `dims` of a reduce_sum, reduce_mean or reduce_max.
+llvm::ArrayRef<int64_t> reducedDims(Operation *reduce);
+/// For a reduce_* over the trailing dims of its operand (at least one):
+/// the number of leading (kept) dims, a row's index; std::nullopt for any
+/// other dims.
+std::optional<int64_t> trailingLead(Operation *reduce);
+
 /// The fusion kinds (the `kind` attribute of step.fusion).
 inline constexpr const char *kLoopFusion = "loop";
 inline constexpr const char *kReductionFusion = "reduction";

@@ -1,0 +1,181 @@
+//===- RowChainKernelTest.cpp - Kernels of row chains and loop reductions -===//
+//
+// Hand-written fusions in the shapes step-fuse-row-chains and
+// step-fuse-loop-reductions produce (docs/codegen.md, "row_chain fusions"
+// and the reduction contract's per-element results): what each kernel must
+// hold (its stages, the reduce kernels' row mapping, where results are
+// stored) and that NVRTC compiles it for sm_80 and sm_90. The numerics run
+// on the CPU in codegen.cuda_emulation_reduce.
+//
+//===----------------------------------------------------------------------===//
+#include "FusionTestUtil.h"
+
+#include "compiler/codegen/Emitters.h"
+#include "runtime/Tensor.h"
+
+namespace {
+using namespace step::codegen;
+using namespace step::codegen::test;
+
+//===----------------------------------------------------------------------===//
+// row_chain
+//===----------------------------------------------------------------------===//
+
+/// Layer norm's backward as step-fuse-row-chains merges it (77 rows of 96:
+/// a warp per row, the last block partly past the end).
+const char *kLnGradChain =
+    R"(step.fusion "row_chain" (%x, %e, %dy, %w) : (tensor<77x96xf32>, tensor<f32>, tensor<77x96xbf16>, tensor<96xf32>) -> (tensor<77xf32>, tensor<77x96xf32>, tensor<77x96xbf16>) {
+  ^bb0(%a: tensor<77x96xf32>, %eps: tensor<f32>, %g: tensor<77x96xbf16>, %gamma: tensor<96xf32>):
+    %0 = step.reduce_mean %a dims = [1] : tensor<77x96xf32> -> tensor<77xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<77xf32> -> tensor<77x96xf32>
+    %2 = step.sub %a, %1 : tensor<77x96xf32>
+    %3 = step.mul %2, %2 : tensor<77x96xf32>
+    %4 = step.reduce_mean %3 dims = [1] : tensor<77x96xf32> -> tensor<77xf32>
+    %5 = step.broadcast_in_dim %eps, dims = [] : tensor<f32> -> tensor<77xf32>
+    %6 = step.add %4, %5 : tensor<77xf32>
+    %7 = step.rsqrt %6 : tensor<77xf32>
+    %8 = step.broadcast_in_dim %7, dims = [0] : tensor<77xf32> -> tensor<77x96xf32>
+    %9 = step.mul %2, %8 : tensor<77x96xf32>
+    %10 = step.cast %g : tensor<77x96xbf16> -> tensor<77x96xf32>
+    %11 = step.broadcast_in_dim %gamma, dims = [1] : tensor<96xf32> -> tensor<77x96xf32>
+    %12 = step.mul %10, %11 : tensor<77x96xf32>
+    %13 = step.reduce_mean %12 dims = [1] : tensor<77x96xf32> -> tensor<77xf32>
+    %14 = step.mul %12, %9 : tensor<77x96xf32>
+    %15 = step.reduce_mean %14 dims = [1] : tensor<77x96xf32> -> tensor<77xf32>
+    %16 = step.broadcast_in_dim %13, dims = [0] : tensor<77xf32> -> tensor<77x96xf32>
+    %17 = step.broadcast_in_dim %15, dims = [0] : tensor<77xf32> -> tensor<77x96xf32>
+    %18 = step.mul %9, %17 : tensor<77x96xf32>
+    %19 = step.sub %12, %16 : tensor<77x96xf32>
+    %20 = step.sub %19, %18 : tensor<77x96xf32>
+    %21 = step.mul %8, %20 : tensor<77x96xf32>
+    %22 = step.cast %21 : tensor<77x96xf32> -> tensor<77x96xbf16>
+    step.yield %7, %21, %22 : tensor<77xf32>, tensor<77x96xf32>, tensor<77x96xbf16>
+  })";
+
+TEST(FusionRowChain, LayerNormBackwardIsOneRowKernelInThreeStages) {
+  KernelSource ks = firstKernel(
+      fusionFnN("%x: tensor<77x96xf32>, %e: tensor<f32>, %dy: "
+                "tensor<77x96xbf16>, %w: tensor<96xf32>",
+                kLnGradChain,
+                {"tensor<77xf32>", "tensor<77x96xf32>", "tensor<77x96xbf16>"}),
+      "chain_ln");
+  EXPECT_EQ(ks.params,
+            (Params{"in0", "in1", "in2", "in3", "out0", "out1", "out2"}));
+  // The reduce kernels' row mapping: a warp per row, 8 rows per block.
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(ks.gridX, 10);
+  // Stage 0: the mean of x and the mean of dy * gamma (it needs no row
+  // value); stage 1: the variance; stage 2: the mean of its product with
+  // xhat. Then one pass of stores.
+  EXPECT_TRUE(contains(ks.source, "// stage 0"));
+  EXPECT_TRUE(contains(ks.source, "// stage 2"));
+  EXPECT_FALSE(contains(ks.source, "// stage 3"));
+  EXPECT_EQ(count(ks.source, "rowReduce<true>("), 4u);
+  EXPECT_EQ(count(ks.source, "for (int kk = "), 4u);
+  // rsqrt(var + eps) once per row, between the variance and stage 2.
+  size_t var = ks.source.find("const float res2 = acc2 / 96.0f;");
+  size_t rsqrt = ks.source.find("1.0f / sqrtf(");
+  size_t stage2 = ks.source.find("// stage 2");
+  ASSERT_NE(var, std::string::npos);
+  EXPECT_LT(var, rsqrt);
+  EXPECT_LT(rsqrt, stage2);
+  EXPECT_EQ(count(ks.source, "1.0f / sqrtf("), 1u);
+  // Per-row values are read as locals: the only index arithmetic left is
+  // gamma's column, in the three passes that read dy * gamma.
+  EXPECT_EQ(count(ks.source, "/ 96;"), 3u);
+  // The stores: dx (f32, bf16) per element, rstd by the row's lead lane;
+  // a warp past the last row reads row 0 and stores nothing.
+  EXPECT_TRUE(contains(ks.source, "out1[off] = "));
+  EXPECT_TRUE(contains(ks.source, "out2[off] = __float2bfloat16_rn("));
+  EXPECT_TRUE(contains(ks.source, "if (live_ && (threadIdx.x & 31) == 0) {"));
+  EXPECT_TRUE(contains(ks.source, "out0[o] = "));
+  EXPECT_TRUE(contains(ks.source, "const int o = live_ ? row : (int)0;"));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowChain, LongRowsTakeABlockEach) {
+  // Softmax written out over rows of 3000: a block per row, blockReduce.
+  KernelSource ks = firstKernel(
+      fusionFn(
+          "%x: tensor<5x3000xf32>",
+          R"(step.fusion "row_chain" (%x) : (tensor<5x3000xf32>) -> tensor<5x3000xf32> {
+  ^bb0(%a: tensor<5x3000xf32>):
+    %0 = step.reduce_max %a dims = [1] : tensor<5x3000xf32> -> tensor<5xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<5xf32> -> tensor<5x3000xf32>
+    %2 = step.sub %a, %1 : tensor<5x3000xf32>
+    %3 = step.exp %2 : tensor<5x3000xf32>
+    %4 = step.reduce_sum %3 dims = [1] : tensor<5x3000xf32> -> tensor<5xf32>
+    %5 = step.broadcast_in_dim %4, dims = [0] : tensor<5xf32> -> tensor<5x3000xf32>
+    %6 = step.div %3, %5 : tensor<5x3000xf32>
+    step.yield %6 : tensor<5x3000xf32>
+  })",
+          "tensor<5x3000xf32>"),
+      "chain_softmax");
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(ks.gridX, 5);
+  EXPECT_EQ(count(ks.source, "rowReduce<false>("), 2u);
+  EXPECT_TRUE(contains(ks.source, "MaxNaNOp()(acc0, "));
+  EXPECT_TRUE(contains(ks.source, "kk += (int)blockDim.x"));
+  EXPECT_FALSE(contains(ks.source, "if (threadIdx.x == 0)")); // no row result
+  expectCompiles(ks);
+}
+
+//===----------------------------------------------------------------------===//
+// reduction fusions with per-element results (step-fuse-loop-reductions)
+//===----------------------------------------------------------------------===//
+
+TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
+  // step-fuse-loop-reductions: a bias gradient's column sum over a loop's
+  // value that the fusion also yields ([2500, 64]: the split column
+  // kernel, 19 chunks), stored in the accumulation loop, once per element.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%a: tensor<2500x64xf32>, %b: tensor<2500x64xf32>",
+          R"(step.fusion "reduction" (%a, %b) : (tensor<2500x64xf32>, tensor<2500x64xf32>) -> (tensor<2500x64xbf16>, tensor<64xbf16>) {
+  ^bb0(%x: tensor<2500x64xf32>, %y: tensor<2500x64xf32>):
+    %0 = step.tanh %x : tensor<2500x64xf32>
+    %1 = step.mul %0, %y : tensor<2500x64xf32>
+    %2 = step.cast %1 : tensor<2500x64xf32> -> tensor<2500x64xbf16>
+    %3 = step.reduce_sum %2 dims = [0] : tensor<2500x64xbf16> -> tensor<64xbf16>
+    step.yield %2, %3 : tensor<2500x64xbf16>, tensor<64xbf16>
+  })",
+          {"tensor<2500x64xbf16>", "tensor<64xbf16>"}),
+      "red_store");
+  EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
+  EXPECT_TRUE(contains(ks.source, "red_store_ticket")); // split column
+  size_t loop = ks.source.find("for (int kk = s * 136 + ty;");
+  size_t store = ks.source.find("out0[off] = __float2bfloat16_rn(");
+  size_t combine = ks.source.find("sh0[ty][tx] = acc0;"); // lanes combine
+  ASSERT_NE(loop, std::string::npos);
+  ASSERT_NE(store, std::string::npos);
+  EXPECT_LT(loop, store);
+  EXPECT_LT(store, combine);
+  EXPECT_EQ(count(ks.source, "out0["), 1u); // not in the epilogue
+  EXPECT_TRUE(contains(ks.source, "out1[o] = "));
+  expectCompiles(ks);
+}
+
+TEST(FusionReduce, PerElementResultOfAReductionThrows) {
+  // x - sum(x) broadcast back: a per-element value computed from a root
+  // is no prologue; this kernel cannot store it (a row_chain can).
+  Parsed p = parse(fusionFnN(
+      "%x: tensor<8x16xf32>",
+      R"(step.fusion "reduction" (%x) : (tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<8x16xf32>):
+    %0 = step.reduce_sum %a dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<8xf32> -> tensor<8x16xf32>
+    %2 = step.sub %a, %1 : tensor<8x16xf32>
+    step.yield %2, %0 : tensor<8x16xf32>, tensor<8xf32>
+  })",
+      {"tensor<8x16xf32>", "tensor<8xf32>"}));
+  ASSERT_TRUE(p.module);
+  auto f = mlir::cast<mlir::step::FusionOp>(p.func().getBody().front().front());
+  try {
+    detail::emitFusionKernel(f, "k");
+    ADD_FAILURE() << "no error";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "computed from a reduction")) << e.what();
+  }
+}
+
+} // namespace
