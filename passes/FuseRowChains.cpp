@@ -20,8 +20,9 @@
 // own analysis before a member joins); the block stays in SSA order (the
 // fusion runs where the chain's last member ran; the ops between that
 // read the chain's results, and their users, move after it, in order);
-// the planned peak grows by at most kExtendBytes (values that then die
-// later). Deterministic: chains in program order.
+// the planned peak grows by at most kExtendBytes per merge (values that
+// then die later, or column sums made earlier). Deterministic: chains in
+// program order.
 //
 // Algorithm, per function's top-level block, in program order. A unit is
 // a bare reduce_sum/mean/max over the trailing dims of its operand, a
@@ -40,8 +41,24 @@
 // last member move after it, refused when that keeps values alive longer
 // (read there, dead before the fusion otherwise) of more than kExtendBytes
 // in all, or when the fusion's own inputs would be kept so.
+// Then, per row_chain fusion of the block in program order, column units
+// join it (absorbColumns): the nearest within kWindow ops after it, else
+// before it, that is a bare reduce_* over the leading dims of its operand
+// or a reduction fusion yielding only such, reads one of the chain's
+// inputs (after it: or its results), and with which the body passes C7
+// (its column reductions: one row per reduced element) within
+// kMaxColumnAccs register accumulators a lane; one after the chain reads
+// only values made before it and has at most kExtendBytes of results
+// (now made earlier), one before it has every user after the chain and at
+// most kExtendBytes of operands the chain does not read (now kept alive
+// until it). The merged fusion (CSE'd) replaces the chain where it ran;
+// repeated until none joins. Layer norm's weight and bias gradients (the
+// sums of dy * xhat and dy over the rows) so read x and dy in the chain's
+// store pass instead of a kernel of their own, and the chain stops
+// yielding mean and rstd for them.
 // Cost: O(N * W) ops scanned for N ops, plus one trial fusion per member
-// (O(B) for a body of B ops, with its C7 analysis) and CSE per chain.
+// or column unit tried (O(B) for a body of B ops, with its C7 analysis)
+// and CSE per merge.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +83,32 @@ constexpr size_t kMaxMembers = 8;
 constexpr int64_t kMaxCols = 65536, kMinRows = 128, kSmallDomain = 1 << 20;
 /// Most bytes whose lifetime may grow by the merge.
 constexpr int64_t kExtendBytes = 64 * 1024;
+
+/// Column reductions join a chain (of rows of at most 1024 elements, C7:
+/// a warp a row, lane l adding columns l, l + 32, ...) while each lane
+/// keeps at most kMaxColumnAccs column accumulators in registers (two
+/// reductions of 768 columns: 48).
+constexpr int64_t kMaxColumnAccs = 48;
+
+/// Whether `op` is a column unit: a bare reduce_* over the leading dims
+/// of its operand (not all of them), or a reduction fusion yielding only
+/// such reductions' results.
+bool isColumnReduce(Operation *op) {
+  return op && fusionRole(op) == FusionRole::Reduce && !trailingLead(op) &&
+         !reducedDims(op).empty() &&
+         llvm::all_of(llvm::enumerate(reducedDims(op)), [](auto e) {
+           return e.value() == static_cast<int64_t>(e.index());
+         });
+}
+bool isColumnUnit(Operation *op) {
+  if (isColumnReduce(op))
+    return true;
+  auto f = dyn_cast<FusionOp>(op);
+  return f && f.getKind() == kReductionFusion && f.getNumResults() > 0 &&
+         llvm::all_of(f.getYield()->getOperands(), [](Value y) {
+           return isColumnReduce(y.getDefiningOp());
+         });
+}
 
 /// What a unit contributes to a chain.
 struct Unit {
@@ -240,6 +283,88 @@ private:
     return bytes;
   }
 
+public:
+  /// The second sweep: column reductions (layer norm's weight and bias
+  /// gradients, bias gradients) that read a chain's values join it.
+  void absorbColumns() {
+    SmallVector<FusionOp> chains;
+    for (auto f : block_.getOps<FusionOp>())
+      if (f.getKind() == kRowChainFusion)
+        chains.push_back(f);
+    for (FusionOp f : chains)
+      while (Operation *u = nextColumnUnit(f)) {
+        SmallVector<Operation *> members{f.getOperation(), u};
+        if (u->isBeforeInBlock(f))
+          std::swap(members[0], members[1]);
+        f = fuseUnits(members, f, kRowChainFusion);
+      }
+  }
+
+private:
+  /// The nearest op within kWindow after chain `f`, else before it, that
+  /// may join it as column reductions (the merged fusion runs where f
+  /// ran): a column unit reading one of f's inputs (or, after f, its
+  /// results) and with which f's body passes C7 within the column
+  /// accumulator budget. One after f must read only values made before f
+  /// (or f's), and have at most kExtendBytes of results (made that much
+  /// earlier); one before f must have every user after f, and at most
+  /// kExtendBytes of operands that f does not read (kept alive until f).
+  Operation *nextColumnUnit(FusionOp f) {
+    auto fits = [&](Operation *op) {
+      FusionOp trial = mergeUnits({f.getOperation(), op}, f, kRowChainFusion,
+                                  [](Value) { return true; });
+      std::string why;
+      std::optional<RowChain> rc = analyzeRowChain(trial.getBlock(), why);
+      trial->erase();
+      return rc && static_cast<int64_t>(rc->columns.size()) *
+                           ((rc->cols + 31) / 32) <=
+                       kMaxColumnAccs;
+    };
+    auto add = [](int64_t &bytes, Type t) {
+      bytes = std::min<int64_t>(INT64_MAX / 2, bytes + staticBytes(t));
+    };
+    int scanned = 0;
+    for (Operation *op = f->getNextNode(); op && scanned < kWindow;
+         op = op->getNextNode(), ++scanned) {
+      if (!isColumnUnit(op))
+        continue;
+      bool shares = false, before = true;
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        shares |=
+            def == f.getOperation() || llvm::is_contained(f.getInputs(), v);
+        before &= def == f.getOperation() || !def ||
+                  (def->getBlock() == &block_ && def->isBeforeInBlock(f));
+      }
+      int64_t bytes = 0;
+      for (Value r : op->getResults())
+        add(bytes, r.getType());
+      if (shares && before && bytes <= kExtendBytes && fits(op))
+        return op;
+    }
+    scanned = 0;
+    for (Operation *op = f->getPrevNode(); op && scanned < kWindow;
+         op = op->getPrevNode(), ++scanned) {
+      if (!isColumnUnit(op))
+        continue;
+      bool shares = false, usedAfter = true;
+      int64_t bytes = 0;
+      for (Value v : op->getOperands()) {
+        bool read = llvm::is_contained(f.getInputs(), v);
+        shares |= read;
+        if (!read)
+          add(bytes, v.getType());
+      }
+      for (Operation *user : op->getUsers()) {
+        Operation *a = block_.findAncestorOpInBlock(*user);
+        usedAfter &= a && f->isBeforeInBlock(a);
+      }
+      if (shares && usedAfter && bytes <= kExtendBytes && fits(op))
+        return op;
+    }
+    return nullptr;
+  }
+
   Block &block_;
   /// Members merged (erased): run()'s list of the block's ops skips them.
   llvm::SmallPtrSet<Operation *, 16> merged_;
@@ -248,8 +373,11 @@ private:
 struct FuseRowChainsPass : impl::FuseRowChainsBase<FuseRowChainsPass> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>())
-      if (!f.isExternal())
-        ChainFuser(f.getBody().front()).run();
+      if (!f.isExternal()) {
+        ChainFuser fuser(f.getBody().front());
+        fuser.run();
+        fuser.absorbColumns();
+      }
   }
 };
 

@@ -244,6 +244,7 @@ static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
 Acc accumulatorOf(mlir::Operation *root, int64_t k, unsigned r) {
   Acc a;
   a.root = root;
+  a.index = r;
   bool max = mlir::isa<ops::ReduceMaxOp>(root);
   bool mean = mlir::isa<ops::ReduceMeanOp>(root);
   Elem e = elemOf(root->getOperand(0).getType());

@@ -31,6 +31,7 @@ std::string storeYields(mlir::step::FusionOp f, FusionExpr &x,
 /// builds it: the same type, identity, combination and rounding.
 struct Acc {
   mlir::Operation *root;
+  unsigned index = 0; ///< r: the accumulator is the local `acc<r>`
   std::string type, ident, op;
   std::string load(const std::string &local) const { return cast + local; }
   std::string cast;   ///< applied to the operand's local

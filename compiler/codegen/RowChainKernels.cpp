@@ -13,11 +13,23 @@
 //    store, are then known to every thread of the row, and so are the
 //    per-row ops computed from them (rsqrt(var + eps): once per row);
 //  - last: one pass storing every per-element result, and the row's lead
-//    thread storing every per-row result.
-// So each reduction's result is bitwise the one a reduction fusion (or a
+//    thread storing every per-row result; column reductions (C7: rows of
+//    a warp each) add the pass's values into the lane's register sums of
+//    its columns (lane l: columns l, l + 32, ..., the same every row).
+// A lane with at most kChainUnrollMax elements of its row runs each pass
+// unrolled, its loads in flight together. With column reductions the grid
+// is at most kChainColumnBlocks blocks; each adds its warps' sums in warp
+// order (shared memory) into row blockIdx.x of a [G, cols] partial array,
+// and the second phase `_cols` adds each column's G partials in a fixed
+// order (lanes y, y + 8, ..., then the lanes in turn) and stores the
+// result rounded once: the same bits whatever the block schedule.
+// So each row reduction's result is bitwise the one a reduction fusion (or a
 // bare reduce kernel) computes for the same values, and every stored
 // element is bitwise what the chain of loop and reduction kernels it
-// replaces stores. Cost: one launch; the row is read once per stage and
+// replaces stores; a column reduction sums in another order than the
+// column kernel it replaces (f32 rounding differs, not the result's
+// type). Cost: one launch (two with column reductions: the second reads
+// G x cols partials); the row is read once per stage and
 // once for the stores (a warp's row of 768 f32 is 3 KB, so the passes
 // after the first read L1/L2, not DRAM); per-element values a stage needs
 // are recomputed in each pass that needs them (ALU work, no memory).
@@ -32,6 +44,81 @@
 namespace step::codegen::detail {
 
 namespace ops = mlir::step;
+
+namespace {
+
+/// "acc<r>": the accumulator local that `a.result` reads.
+std::string accName(const Acc &a) { return "acc" + std::to_string(a.index); }
+
+/// After the rows: the block's column partials into ${NAME}_cacc<r>, row
+/// `blockIdx.x` of a [G, K] array, its warps' accumulators added in warp
+/// order through shared memory (the lanes of every warp hold the same
+/// columns: C7 keeps a column reduction's rows to a warp each).
+std::string columnPartials(const std::vector<Acc> &cols) {
+  auto each = [&](const std::string &line) {
+    std::string s;
+    for (const Acc &a : cols) {
+      std::string t = line;
+      for (size_t at; (at = t.find("@A")) != std::string::npos;)
+        t.replace(at, 2, accName(a));
+      for (size_t at; (at = t.find("@T")) != std::string::npos;)
+        t.replace(at, 2, a.type);
+      for (size_t at; (at = t.find("@OP")) != std::string::npos;)
+        t.replace(at, 3, a.op);
+      s += t;
+    }
+    return s;
+  };
+  return each("  __shared__ @T csh@A[$K];\n") +
+         "  for (int w_ = 0; w_ < (int)(blockDim.x >> 5); ++w_) {\n"
+         "    if ((int)(threadIdx.x >> 5) == w_) {\n#pragma unroll\n"
+         "      for (int j_ = 0; j_ < $NJ; ++j_) {\n"
+         "        const int c_ = (int)(threadIdx.x & 31) + j_ * 32;\n"
+         "        if (c_ < $K) {\n" +
+         each("          csh@A[c_] = w_ == 0 ? c@A[j_] : @OP(csh@A[c_], "
+              "c@A[j_]);\n") +
+         "        }\n      }\n    }\n    __syncthreads();\n  }\n"
+         "  for (int c_ = threadIdx.x; c_ < $K; c_ += blockDim.x) {\n" +
+         each("    ${NAME}_c@A[blockIdx.x * $K + c_] = csh@A[c_];\n") + "  }\n";
+}
+
+/// The second kernel, ${NAME}_cols: column c of every result the sum (max)
+/// of its G partials, blocks of 32 columns x 8 lanes, lane y adding
+/// partials y, y + 8, ... in turn, then the lanes in order: a fixed order,
+/// so the result does not depend on timing. Stored rounded once.
+std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
+                         const std::string &params) {
+  std::string decl, add, lanes, merge, store;
+  for (const Acc &a : cols) {
+    std::string A = accName(a), R = std::to_string(a.index);
+    decl += "  __shared__ " + a.type + " sh" + R + "[8][33];\n  " + a.type +
+            " " + A + " = " + a.ident + ";\n";
+    add += "      " + A + " = " + a.op + "(" + A + ", ${NAME}_c" + A +
+           "[b_ * $K + c_]);\n";
+    lanes += "  sh" + R + "[ty][tx] = " + A + ";\n";
+    merge +=
+        "      " + A + " = " + a.op + "(" + A + ", sh" + R + "[y_][tx]);\n";
+    mlir::Value out = a.root->getResult(0);
+    store += "    const " + FusionExpr::localType(out) + " res" + R + " = " +
+             a.result + ";\n";
+    for (auto [j, y] : llvm::enumerate(f.getYield()->getOperands()))
+      if (y == out)
+        store += "    out" + std::to_string(j) +
+                 "[c_] = " + FusionExpr::toStorage(y, "res" + R) + ";\n";
+  }
+  return "extern \"C\" __global__ void __launch_bounds__(256) ${NAME}_cols(" +
+         params +
+         ") {\n"
+         "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+         "  const int c_ = blockIdx.x * 32 + tx;\n" +
+         decl + "  if (c_ < $K)\n    for (int b_ = ty; b_ < $G; b_ += 8) {\n" +
+         add + "    }\n" + lanes +
+         "  __syncthreads();\n  if (ty == 0 && c_ < $K) {\n"
+         "    for (int y_ = 1; y_ < 8; ++y_) {\n" +
+         merge + "    }\n" + store + "  }\n}\n";
+}
+
+} // namespace
 
 KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   std::string why;
@@ -48,6 +135,27 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   RowMapping rowMap = rowMapping(m, k); // the reduce kernels' mapping
   ks.blockX = rowMap.block;
   ks.gridX = rowMap.grid;
+  bool columns = !rc->columns.empty();
+  if (columns) // every block adds a partial per column: fewer blocks
+    ks.gridX = std::min<int64_t>(ks.gridX, kChainColumnBlocks);
+  // A lane's elements of its row: kk = lane + j * NTH for j < NJ, the
+  // same columns every row. With few enough, each pass over the row is
+  // unrolled, so a lane's loads are all in flight at once (rather than one
+  // DRAM latency per element) and its column accumulators are registers.
+  int64_t nth = rowMap.perWarp ? 32 : rowMap.block;
+  std::string nj = std::to_string((k + nth - 1) / nth);
+  bool unrolled = (k + nth - 1) / nth <= kChainUnrollMax;
+  auto rowPass = [&](const std::string &inner) {
+    std::string head =
+        unrolled ? "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
+                       "; ++j_) {\n"
+                       "      const $I kk = $TID + j_ * $NTH;\n"
+                       "      if (!live_ || kk >= $K)\n"
+                       "        continue;\n"
+                 : "    for ($I kk = $TID; live_ && kk < $K; kk += $NTH) {\n";
+    return head + "      const long long off = base + kk;\n" + inner +
+           "    }\n";
+  };
   std::string params = paramList(f, ks, needs, /*restrict=*/true);
   std::string I = idxType(std::max(m, k) + 1);
   std::vector<std::pair<std::string, std::string>> vars = rowMap.vars(I, m);
@@ -75,9 +183,7 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
       pass += "      acc" + R + " = " + accs[j].op + "(acc" + R + ", " +
               accs[j].load(locals[j]) + ");\n";
     }
-    body += "    for ($I kk = $TID; live_ && kk < $K; kk += $NTH) {\n"
-            "      const long long off = base + kk;\n" +
-            pass + "    }\n";
+    body += rowPass(pass);
     for (size_t j = 0; j < accs.size(); ++j) {
       std::string R = std::to_string(r + j);
       mlir::Value out = accs[j].root->getResult(0);
@@ -97,17 +203,26 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   }
 
   // The stores: per-element results by every lane, per-row ones by the
-  // row's lead thread.
-  std::vector<mlir::Value> rowYields;
+  // row's lead thread; the column reductions accumulate in the same pass.
+  std::vector<mlir::Value> rowYields, skip;
   for (mlir::Value y : f.getYield()->getOperands())
     if (rc->rowLevel.contains(y))
       rowYields.push_back(y);
-  std::string domainStore = storeYields(f, x, "off", rowYields);
+  skip = rowYields;
+  std::vector<Acc> cols;
+  std::vector<std::string> colLocals;
+  for (mlir::Operation *c : rc->columns) {
+    cols.push_back(accumulatorOf(c, m, r + cols.size()));
+    colLocals.push_back(x.valueAt(c->getOperand(0), "off"));
+    skip.push_back(c->getResult(0));
+  }
+  std::string domainStore = storeYields(f, x, "off", skip);
   x.resetScope();
-  if (rowYields.size() < f.getNumResults())
-    body += "    for ($I kk = $TID; live_ && kk < $K; kk += $NTH) {\n"
-            "      const long long off = base + kk;\n" +
-            indent(domainStore, "      ") + "    }\n";
+  for (auto [j, a] : llvm::enumerate(cols))
+    domainStore += "c" + accName(a) + "[j_] = " + a.op + "(c" + accName(a) +
+                   "[j_], " + a.load(colLocals[j]) + ");\n";
+  if (columns || rowYields.size() < f.getNumResults())
+    body += rowPass(indent(domainStore, "      "));
   if (!rowYields.empty()) {
     std::string rowStore;
     for (auto [j, y] : llvm::enumerate(f.getYield()->getOperands()))
@@ -128,9 +243,31 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   std::string head = "$ROWS_FOR    const $I o = live_ ? row : ($I)0;\n"
                      "    const long long base = (long long)o * $K;\n"
                      "    (void)base;\n";
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" +
-              x.takeHoisted("  ") + shared +
-              subst(head + body + "  }\n", vars) + "}\n";
+  std::string colInit, colEnd, globals, colKernel;
+  if (columns) {
+    vars.insert(vars.end(),
+                {{"NJ", nj}, {"G", std::to_string(ks.gridX)}, {"NAME", name}});
+    for (auto [j, a] : llvm::enumerate(cols))
+      colInit += "  " + a.type + " c" + accName(a) +
+                 "[$NJ];\n#pragma unroll\n" +
+                 "  for (int j_ = 0; j_ < $NJ; ++j_)\n    c" + accName(a) +
+                 "[j_] = " + a.ident + ";\n";
+    if (!rowMap.perWarp)
+      throw rt::Error("codegen: a row_chain fusion with column reductions "
+                      "of rows of " +
+                      std::to_string(k) + " elements (C7: at most " +
+                      std::to_string(ops::kRowChainColumnMaxCols) + ")");
+    colEnd = columnPartials(cols);
+    for (const Acc &a : cols)
+      globals +=
+          "__device__ " + a.type + " ${NAME}_c" + accName(a) + "[$G * $K];\n";
+    colKernel = columnTotals(f, cols, params);
+    ks.then.push_back({"_cols", (k + 31) / 32, 256, 0});
+  }
+  ks.source = prelude(needs) + subst(globals, vars) + signature(ks, params) +
+              " {\n" + x.takeHoisted("  ") + shared +
+              subst(colInit + head + body + "  }\n" + colEnd, vars) + "}\n" +
+              subst(colKernel, vars);
   return ks;
 }
 

@@ -291,13 +291,21 @@ LogicalResult FusionOp::verifyAttentionBody() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class Level { Free, Row, Domain };
+enum class Level { Free, Row, Domain, Column };
 
 std::string shapeText(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << t;
   return s;
+}
+
+/// Whether `dims` are 0, 1, ..., n - 1 (n >= 1).
+bool isLeadingPrefix(llvm::ArrayRef<int64_t> dims) {
+  for (auto [k, d] : llvm::enumerate(dims))
+    if (d != static_cast<int64_t>(k))
+      return false;
+  return !dims.empty();
 }
 
 /// Whether broadcast `b` of a per-row value (rows elements) to shape
@@ -344,6 +352,10 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
       if (auto r = dyn_cast<RankedTensorType>(t); !r || !r.hasStaticShape())
         return fail(op, "has a result of dynamic shape (" + shapeText(t) +
                             "); a row chain needs static shapes");
+    for (Value v : op.getOperands())
+      if (get(v).first == Level::Column)
+        return fail(op, "reads a column reduction's result (those are only "
+                        "yielded)");
     FusionRole role = fusionRole(&op);
     if (role == FusionRole::Reduce) {
       Value in = op.getOperand(0);
@@ -352,8 +364,16 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
         return fail(op, "reduces a per-row value");
       auto type = cast<RankedTensorType>(in.getType());
       std::optional<int64_t> trailing = trailingLead(&op);
+      if (!trailing && isLeadingPrefix(reducedDims(&op))) {
+        // A column reduction: checked against D once D is known.
+        rc.columns.push_back(&op);
+        info[op.getResult(0)] = {Level::Column, -1};
+        continue;
+      }
       if (!trailing)
-        return fail(op, "must reduce the trailing dims of its operand");
+        return fail(op, "must reduce the trailing dims of its operand (a "
+                        "row reduction) or its leading dims (a column "
+                        "reduction)");
       int64_t rank = type.getRank(), lead = *trailing;
       size_t reduced = static_cast<size_t>(rank - lead);
       if (rc.stages.empty()) {
@@ -421,10 +441,35 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
     }
   }
   if (rc.stages.empty()) {
-    why = "holds no reduce_sum, reduce_mean or reduce_max";
+    why = "holds no reduce_sum, reduce_mean or reduce_max over the trailing "
+          "dims";
     return std::nullopt;
   }
   int64_t domainNumel = rc.rows * rc.cols;
+  if (!rc.columns.empty() && rc.cols > kRowChainColumnMaxCols) {
+    why = "'" + rc.columns.front()->getName().getStringRef().str() +
+          "' is a column reduction of rows of " + std::to_string(rc.cols) +
+          " elements; at most " + std::to_string(kRowChainColumnMaxCols) +
+          " (a warp a row)";
+    return std::nullopt;
+  }
+  for (Operation *c : rc.columns) {
+    auto type = cast<RankedTensorType>(c->getOperand(0).getType());
+    int64_t reduced = 1;
+    for (int64_t d : reducedDims(c))
+      reduced *= type.getDimSize(d);
+    if (type.getNumElements() != domainNumel || reduced != rc.rows) {
+      why = "'" + c->getName().getStringRef().str() + "' reduces " +
+            shapeText(type) + " over " + std::to_string(reducedDims(c).size()) +
+            " leading dims; a column reduction reads one element per "
+            "element of the reductions' operand (" +
+            std::to_string(domainNumel) +
+            ") over dims holding one row "
+            "each (" +
+            std::to_string(rc.rows) + ")";
+      return std::nullopt;
+    }
+  }
   for (auto [i, y] : llvm::enumerate(body.getTerminator()->getOperands())) {
     auto type = dyn_cast<RankedTensorType>(y.getType());
     if (!type || !type.hasStaticShape()) {
@@ -433,7 +478,8 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
     }
     int64_t n = type.getNumElements();
     Level level = get(y).first;
-    bool ok = level == Level::Row || (level == Level::Domain) ||
+    bool ok = level == Level::Row || level == Level::Domain ||
+              level == Level::Column ||
               (level == Level::Free && (n == rc.rows || n == domainNumel));
     if (level == Level::Domain && n != domainNumel)
       ok = false;

@@ -63,6 +63,14 @@ inline constexpr const char *kRowChainFusion = "row_chain";
 ///    ops of such values, free values and scalars), known after its stage;
 ///  - domain: one value per element of D, computed from free values and
 ///    row values broadcast over their row.
+/// A body may also hold column reductions: a reduce_* over the leading
+/// dims of a free or domain value of D's elements (D itself or a reshape
+/// of it) whose reduced dims hold one row each and whose kept dims a row's
+/// elements (layer norm's weight and bias gradients, a bias gradient: the
+/// sums over every row of dy * xhat, of dy). Their results (one element
+/// per column) are only yielded: no body op reads them; their rows hold at
+/// most kRowChainColumnMaxCols elements.
+inline constexpr int64_t kRowChainColumnMaxCols = 1024;
 struct RowChain {
   llvm::SmallVector<int64_t> domain; ///< D, the shape every reduction reads
   int64_t lead = 0;                  ///< leading dims of D: a row's index
@@ -76,6 +84,8 @@ struct RowChain {
   /// Whether the value is a row value (reduction result, rowOps, or a free
   /// value of `rows` elements yielded).
   llvm::DenseSet<Value> rowLevel;
+  /// The column reductions, in body order.
+  llvm::SmallVector<Operation *> columns;
 };
 /// The row chain of a fusion body; std::nullopt with `why` (what, where,
 /// expected vs found) when the body breaks C7.

@@ -203,15 +203,27 @@ def row_stats_case(name, m, k, dt):
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
-def row_chain_case(name, m, k):
+def row_chain_case(name, m, k, columns=0):
     """Layer norm's backward written out, as step-autodiff builds it under
     bf16 AMP: the mean of x, the variance of x - mean, the means of
     dy * gamma and of its product with xhat, then dx (f32, and rounded to
-    bf16) and rstd; step-fuse-row-chains makes it one row_chain kernel."""
+    bf16) and rstd; step-fuse-row-chains makes it one row_chain kernel.
+    With `columns` 1 or 2, also the bias gradient (the sum over the rows of
+    dy) or both the bias and weight gradients (and of dy * xhat), which
+    join the chain as column reductions: the kernel and its `_cols`
+    phase."""
     xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
     v, g, s = shape_t([m], "f32"), shape_t([k], "f32"), shape_t([], "f32")
+    col_results = "".join(f', {g} {{step.name = "{n}"}}'
+                          for n in ["db", "dw"][:columns])
+    col_ops = [f"""
+    %db = step.reduce_sum %c dims = [0] : {xt} -> {g}""", f"""
+    %cx = step.mul %c, %xh : {xt}
+    %dw = step.reduce_sum %cx dims = [0] : {xt} -> {g}"""][:columns]
+    col_ops = "".join(col_ops)
+    col_ret = ("".join([", %db", ", %dw"][:columns]), f", {g}" * columns)
     mlir = f"""module {{
-  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}) {{
+  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
     %mean = step.reduce_mean %x dims = [1] : {xt} -> {v}
     %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
     %xc = step.sub %x, %mb : {xt}
@@ -234,14 +246,14 @@ def row_chain_case(name, m, k):
     %u = step.sub %d, %ab : {xt}
     %w = step.sub %u, %t : {xt}
     %dx = step.mul %rb, %w : {xt}
-    %dxb = step.cast %dx : {xt} -> {dyt}
-    return %rstd, %dx, %dxb : {v}, {xt}, {dyt}
+    %dxb = step.cast %dx : {xt} -> {dyt}{col_ops}
+    return %rstd, %dx, %dxb{col_ret[0]} : {v}, {xt}, {dyt}{col_ret[1]}
   }}
 }}
 """
 
     def ref(ins):
-        x, eps, gamma, dy = ins
+        x, eps, gamma, dy = [ins[order.index(j)] for j in range(4)]
         xc = x - x.mean(1, keepdims=True)
         rstd = 1.0 / np.sqrt((xc * xc).mean(1) + eps)
         xh = xc * rstd[:, None]
@@ -253,13 +265,22 @@ def row_chain_case(name, m, k):
         # through (|xh| * k terms of |d xh|).
         mag = rstd[:, None] * (np.abs(d) + np.abs(a) + np.abs(xh) *
                                (np.abs(d * xh).mean(1, keepdims=True) + 1))
-        return [rstd, dx, dx], [rstd, mag, mag]
+        wants, mags = [rstd, dx, dx], [rstd, mag, mag]
+        wants += [dy.sum(0), (dy * xh).sum(0)][:columns]
+        mags += [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)][:columns]
+        return [wants[j] for j in outs], [mags[j] for j in outs]
+    # The fusion's inputs and results: its members' in turn. The sum of dy
+    # alone reads only an input, so step-fuse puts it before the chain, and
+    # dy and the sum come first; with dy * xhat beside it, both come after.
+    order = [3, 0, 1, 2] if columns == 1 else [0, 1, 2, 3]
+    outs = [3, 0, 1, 2] if columns == 1 else list(range(3 + columns))
+    inputs = [([m, k], "f32"), ([], "f32"), ([k], "f32"), ([m, k], "bf16")]
+    outputs = ["f32", "f32", "bf16"] + ["f32"] * columns
     return dict(name=name, mlir=mlir,
                 # The fusion's input order: its members' operands in turn.
-                inputs=[([m, k], "f32"), ([], "f32"), ([k], "f32"),
-                        ([m, k], "bf16")],
-                outputs=["f32", "f32", "bf16"], ref=ref, fuse=True,
-                positive=[1])
+                inputs=[inputs[j] for j in order],
+                outputs=[outputs[j] for j in outs],
+                ref=ref, fuse=True, positive=[order.index(1)])
 
 
 def loop_reduction_case(name, k, m, dims):
@@ -385,6 +406,14 @@ def cases():
     # end), and a block per row.
     out.append(row_chain_case("row_chain_ln_grad_77x768", 77, 768))
     out.append(row_chain_case("row_chain_ln_grad_9x1500", 9, 1500))
+    # With the bias and weight gradients as column reductions: 10 blocks
+    # of warp rows (24 columns a lane); 38 blocks of 1024-element rows (32
+    # a lane: room for the bias gradient only); 40-element rows (2 a lane,
+    # the second partly past the row), the grid capped at 256 blocks of 8
+    # rows for 2100 rows.
+    out.append(row_chain_case("row_chain_cols_77x768", 77, 768, 2))
+    out.append(row_chain_case("row_chain_cols_300x1024", 300, 1024, 1))
+    out.append(row_chain_case("row_chain_cols_2100x40", 2100, 40, 2))
     # step-fuse-loop-reductions: the loop's result stored by the split
     # column kernel (19 chunks), the one-pass column kernel and a row one.
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))
@@ -404,6 +433,7 @@ DECLS
   for (size_t run = 0; run < orders.size(); ++run) {
 POISON
     emuLaunchOrder(orders[run], BLOCK, [&] { KERNEL(ARGS); });
+THEN
 WRITES
   }
 }
@@ -421,8 +451,18 @@ def run_case(args, case, tmp):
     # a block that combined before every partial of this run was written
     # (a ticket not reset) would show.
     stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
-             for p in re.findall(r"__device__ \S+ (\w+_partial\d*)\[", src)]
+             for p in re.findall(r"__device__ \S+ (\w+_(?:partial|cacc)\d*)\[",
+                                 src)]
     grid = int(ticket.group(1)) * int(partial.group(1)) if split else 0
+    # A row_chain kernel with column reductions: its blocks write a
+    # partial per column (row blockIdx.x of [G, K]), which its `_cols`
+    # phase adds up; so run at its own grid G, in several block orders.
+    cols = re.search(r"__device__ \S+ \w+_cacc\d+\[(\d+) \* (\d+)\];", src)
+    then = ""
+    if cols:
+        split, grid = True, int(cols.group(1))
+        then = (f"    emuLaunch({(int(cols.group(2)) + 31) // 32}, 256, [&] "
+                f"{{ {name}_cols(ARGS); }});")
 
     rng = np.random.default_rng(len(case["name"]))
     ins = []
@@ -453,6 +493,7 @@ def run_case(args, case, tmp):
         argl.append(pname + ".data()")
     harness = fill(HARNESS, dict((("DECLS", "\n".join(decls)),
                      ("POISON", "\n".join(poison + stale)),
+                     ("THEN", then),
                      ("WRITES", "\n".join(writes)),
                      ("ARGS", ", ".join(argl)), ("SPLIT", int(split)),
                      ("GRID", grid), ("BLOCK", block), ("KERNEL", name))))

@@ -71,7 +71,11 @@ TEST(FusionRowChain, LayerNormBackwardIsOneRowKernelInThreeStages) {
   EXPECT_TRUE(contains(ks.source, "// stage 2"));
   EXPECT_FALSE(contains(ks.source, "// stage 3"));
   EXPECT_EQ(count(ks.source, "rowReduce<true>("), 4u);
-  EXPECT_EQ(count(ks.source, "for (int kk = "), 4u);
+  // Four passes over the row, each unrolled over a lane's 3 elements.
+  EXPECT_EQ(count(ks.source, "#pragma unroll\n    for (int j_ = 0; j_ < 3; "
+                             "++j_) {\n      const int kk = (int)(threadIdx.x "
+                             "& 31) + j_ * 32;"),
+            4u);
   // rsqrt(var + eps) once per row, between the variance and stage 2.
   size_t var = ks.source.find("const float res2 = acc2 / 96.0f;");
   size_t rsqrt = ks.source.find("1.0f / sqrtf(");
@@ -115,8 +119,85 @@ TEST(FusionRowChain, LongRowsTakeABlockEach) {
   EXPECT_EQ(ks.gridX, 5);
   EXPECT_EQ(count(ks.source, "rowReduce<false>("), 2u);
   EXPECT_TRUE(contains(ks.source, "MaxNaNOp()(acc0, "));
-  EXPECT_TRUE(contains(ks.source, "kk += (int)blockDim.x"));
+  // 12 elements a thread: the passes unrolled.
+  EXPECT_EQ(count(ks.source, "for (int j_ = 0; j_ < 12; ++j_) {\n"
+                             "      const int kk = (int)threadIdx.x + j_ * "
+                             "(int)blockDim.x;"),
+            3u);
   EXPECT_FALSE(contains(ks.source, "if (threadIdx.x == 0)")); // no row result
+  expectCompiles(ks);
+}
+
+TEST(FusionRowChain, RowsOfMoreThan32ElementsALanePassInALoop) {
+  // Rows of 9000 in blocks of 256: 36 elements a thread, a plain loop.
+  KernelSource ks = firstKernel(
+      fusionFn(
+          "%x: tensor<3x9000xf32>",
+          R"(step.fusion "row_chain" (%x) : (tensor<3x9000xf32>) -> tensor<3x9000xf32> {
+  ^bb0(%a: tensor<3x9000xf32>):
+    %0 = step.reduce_mean %a dims = [1] : tensor<3x9000xf32> -> tensor<3xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<3xf32> -> tensor<3x9000xf32>
+    %2 = step.sub %a, %1 : tensor<3x9000xf32>
+    step.yield %2 : tensor<3x9000xf32>
+  })",
+          "tensor<3x9000xf32>"),
+      "chain_long");
+  EXPECT_EQ(count(ks.source, "kk += (int)blockDim.x"), 2u);
+  EXPECT_FALSE(contains(ks.source, "j_"));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowChain, ColumnSumsAddBlockPartialsInASecondPhase) {
+  // Softmax over 2100 rows of 96 with two column reductions of values of
+  // the chain (a sum of the result, a mean of x): the grid capped at 256
+  // blocks (263 for a warp a row), each block's column partials a row of
+  // a [256, 96] array, the `_cols` phase adding them per column.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<2100x96xf32>",
+          R"(step.fusion "row_chain" (%x) : (tensor<2100x96xf32>) -> (tensor<2100x96xf32>, tensor<96xf32>, tensor<96xbf16>) {
+  ^bb0(%a: tensor<2100x96xf32>):
+    %0 = step.reduce_max %a dims = [1] : tensor<2100x96xf32> -> tensor<2100xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<2100xf32> -> tensor<2100x96xf32>
+    %2 = step.sub %a, %1 : tensor<2100x96xf32>
+    %3 = step.exp %2 : tensor<2100x96xf32>
+    %4 = step.reduce_sum %3 dims = [1] : tensor<2100x96xf32> -> tensor<2100xf32>
+    %5 = step.broadcast_in_dim %4, dims = [0] : tensor<2100xf32> -> tensor<2100x96xf32>
+    %6 = step.div %3, %5 : tensor<2100x96xf32>
+    %7 = step.reduce_sum %6 dims = [0] : tensor<2100x96xf32> -> tensor<96xf32>
+    %8 = step.cast %a : tensor<2100x96xf32> -> tensor<2100x96xbf16>
+    %9 = step.reduce_mean %8 dims = [0] : tensor<2100x96xbf16> -> tensor<96xbf16>
+    step.yield %6, %7, %9 : tensor<2100x96xf32>, tensor<96xf32>, tensor<96xbf16>
+  })",
+          {"tensor<2100x96xf32>", "tensor<96xf32>", "tensor<96xbf16>"}),
+      "chain_cols");
+  EXPECT_EQ(ks.params, (Params{"in0", "out0", "out1", "out2"}));
+  EXPECT_EQ(ks.blockX, 256);
+  EXPECT_EQ(ks.gridX, 256);
+  ASSERT_EQ(ks.then.size(), 1u);
+  EXPECT_EQ(ks.then[0].suffix, "_cols");
+  EXPECT_EQ(ks.then[0].gridX, 3); // 96 columns, 32 a block
+  EXPECT_EQ(ks.then[0].blockX, 256);
+  // Per lane, its 3 columns' sums in registers, added in the store pass.
+  EXPECT_TRUE(contains(ks.source, "float cacc2[3];"));
+  EXPECT_TRUE(contains(ks.source, "cacc2[j_] = SumOp()(cacc2[j_], "));
+  EXPECT_TRUE(contains(ks.source, "cacc3[j_] = SumOp()(cacc3[j_], "));
+  // The warps in order, then the block's row of partials.
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float chain_cols_cacc2[256 * 96];"));
+  EXPECT_TRUE(contains(ks.source, "csh"
+                                  "acc2[c_] = w_ == 0 ? cacc2[j_] : "));
+  EXPECT_TRUE(contains(
+      ks.source, "chain_cols_cacc3[blockIdx.x * 96 + c_] = cshacc3[c_];"));
+  // The second phase: lanes over the partials, the mean divided by the
+  // rows, each result rounded once.
+  size_t phase = ks.source.find("chain_cols_cols(");
+  ASSERT_NE(phase, std::string::npos);
+  EXPECT_LT(ks.source.find("for (int b_ = ty; b_ < 256; b_ += 8) {", phase),
+            std::string::npos);
+  EXPECT_TRUE(contains(ks.source, "acc3 / 2100.0f"));
+  EXPECT_TRUE(contains(ks.source, "out1[c_] = "));
+  EXPECT_TRUE(contains(ks.source, "out2[c_] = __float2bfloat16_rn("));
   expectCompiles(ks);
 }
 

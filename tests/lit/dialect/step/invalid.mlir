@@ -2378,13 +2378,52 @@ func.func @fusion_c7_none(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 func.func @fusion_c7_leading(%x: tensor<4x8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' must reduce the trailing dims of its operand}}
+  // expected-error @+1 {{'step.fusion' op C7: holds no reduce_sum, reduce_mean or reduce_max over the trailing dims}}
   %r = step.fusion "row_chain" (%x) : (tensor<4x8xf32>) -> tensor<8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     %s = step.reduce_sum %a dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
     step.yield %s : tensor<8xf32>
   }
   return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_middle(%x: tensor<4x8x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' must reduce the trailing dims of its operand (a row reduction) or its leading dims (a column reduction)}}
+  %r = step.fusion "row_chain" (%x) : (tensor<4x8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%a: tensor<4x8x2xf32>):
+    %s = step.reduce_sum %a dims = [1] : tensor<4x8x2xf32> -> tensor<4x2xf32>
+    step.yield %s : tensor<4x2xf32>
+  }
+  return %r : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @fusion_c7_column_read(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.neg' reads a column reduction's result (those are only yielded)}}
+  %r:2 = step.fusion "row_chain" (%x) : (tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>):
+    %m = step.reduce_max %a dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %c = step.reduce_sum %a dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+    %n = step.neg %c : tensor<8xf32>
+    step.yield %m, %n : tensor<4xf32>, tensor<8xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @fusion_c7_column_rows(%x: tensor<4x8xf32>, %y: tensor<2x2x8xf32>) -> (tensor<4xf32>, tensor<2x8xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' reduces tensor<2x2x8xf32> over 1 leading dims; a column reduction reads one element per element of the reductions' operand (32) over dims holding one row each (4)}}
+  %r:2 = step.fusion "row_chain" (%x, %y) : (tensor<4x8xf32>, tensor<2x2x8xf32>) -> (tensor<4xf32>, tensor<2x8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<2x2x8xf32>):
+    %m = step.reduce_max %a dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %c = step.reduce_sum %b dims = [0] : tensor<2x2x8xf32> -> tensor<2x8xf32>
+    step.yield %m, %c : tensor<4xf32>, tensor<2x8xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<2x8xf32>
 }
 
 // -----
@@ -2681,4 +2720,17 @@ func.func @attention_fusion_valid_view(%x: tensor<2x16x16xf32>, %l: tensor<1xi64
     step.yield %o : tensor<2x16x16xf32>
   }
   return %r : tensor<2x16x16xf32>
+}
+
+// -----
+
+func.func @fusion_c7_column_wide(%x: tensor<4x2048xf32>) -> (tensor<4xf32>, tensor<2048xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: 'step.reduce_sum' is a column reduction of rows of 2048 elements; at most 1024 (a warp a row)}}
+  %r:2 = step.fusion "row_chain" (%x) : (tensor<4x2048xf32>) -> (tensor<4xf32>, tensor<2048xf32>) {
+  ^bb0(%a: tensor<4x2048xf32>):
+    %m = step.reduce_max %a dims = [1] : tensor<4x2048xf32> -> tensor<4xf32>
+    %c = step.reduce_sum %a dims = [0] : tensor<4x2048xf32> -> tensor<2048xf32>
+    step.yield %m, %c : tensor<4xf32>, tensor<2048xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<2048xf32>
 }

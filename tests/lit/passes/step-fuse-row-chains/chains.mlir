@@ -2,25 +2,30 @@
 // RUN: step-opt %s -split-input-file --step-fuse --step-fuse-row-chains | FileCheck %s --check-prefix=PIPE
 
 // Layer norm's backward as step-autodiff writes it under bf16 AMP, with
-// the weight gradient (a column sum: not a row reduction) between the
-// statistics and dx. step-fuse leaves a bare reduce_mean (mean), a
-// reduction fusion (rstd), the weight gradient, a two-root reduction
+// the bias and weight gradients (column sums: not row reductions) between
+// the statistics and dx. step-fuse leaves a bare reduce_mean (mean), a
+// reduction fusion (rstd), the two column sums, a two-root reduction
 // fusion (the two means of the gradient) and the dx loop; the chain is
-// one row_chain fusion at the loop, yielding mean and rstd for the weight
-// gradient, which moves after it.
+// one row_chain fusion at the loop, and the column sums' fusion, which
+// reads its mean and rstd, joins it (absorbColumns): one fusion, its
+// mean and rstd no longer yielded, the sums of dy and dy * xhat its last
+// results.
 // PIPE-LABEL: func.func @ln_grad
 // PIPE-SAME: (%[[X:[^:]+]]: tensor<64x32xf32>, %[[DY:[^:]+]]: tensor<64x32xbf16>, %[[W:[^:]+]]: tensor<32xf32>, %[[E:[^:]+]]: tensor<f32>)
-// PIPE-NEXT: %[[C:.+]]:4 = step.fusion "row_chain"(%[[X]], %[[E]], %[[DY]], %[[W]]) : (tensor<64x32xf32>, tensor<f32>, tensor<64x32xbf16>, tensor<32xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<64x32xbf16>)
+// PIPE-NEXT: %[[C:.+]]:4 = step.fusion "row_chain"(%[[X]], %[[E]], %[[DY]], %[[W]]) : (tensor<64x32xf32>, tensor<f32>, tensor<64x32xbf16>, tensor<32xf32>) -> (tensor<64x32xf32>, tensor<64x32xbf16>, tensor<32xf32>, tensor<32xf32>)
 // PIPE: step.reduce_mean %{{.+}} dims = [1] : tensor<64x32xf32> -> tensor<64xf32>
 // PIPE: step.rsqrt
+// PIPE: %[[G:.+]] = step.cast %{{.+}} : tensor<64x32xbf16> -> tensor<64x32xf32>
+// PIPE: %[[XH:.+]] = step.mul %{{.+}}, %{{.+}} : tensor<64x32xf32>
 // PIPE: step.reduce_mean %{{.+}} dims = [1]
 // PIPE: step.reduce_mean %{{.+}} dims = [1]
-// PIPE: step.cast %{{.+}} : tensor<64x32xf32> -> tensor<64x32xbf16>
-// PIPE-NEXT: step.yield
+// PIPE: %[[DXB:.+]] = step.cast %[[DX:[^ ]+]] : tensor<64x32xf32> -> tensor<64x32xbf16>
+// PIPE-NEXT: %[[DB:.+]] = step.reduce_sum %[[G]] dims = [0] : tensor<64x32xf32> -> tensor<32xf32>
+// PIPE-NEXT: %[[GX:.+]] = step.mul %[[G]], %[[XH]]
+// PIPE-NEXT: %[[DW:.+]] = step.reduce_sum %[[GX]] dims = [0] : tensor<64x32xf32> -> tensor<32xf32>
+// PIPE-NEXT: step.yield %[[DX]], %[[DXB]], %[[DB]], %[[DW]]
 // PIPE-NEXT: }
-// PIPE-NEXT: %[[G:.+]]:2 = step.fusion "reduction"(%[[C]]#0, %[[X]], %[[DY]], %[[C]]#1)
-// PIPE: step.reduce_sum %{{.+}} dims = [0]
-// PIPE: return %[[C]]#2, %[[C]]#3, %[[G]]#0, %[[G]]#1
+// PIPE-NEXT: return %[[C]]#0, %[[C]]#1, %[[C]]#2, %[[C]]#3
 func.func @ln_grad(%x: tensor<64x32xf32>, %dy: tensor<64x32xbf16>, %w: tensor<32xf32>, %eps: tensor<f32>) -> (tensor<64x32xf32>, tensor<64x32xbf16>, tensor<32xf32>, tensor<32xf32>) {
   %mean = step.reduce_mean %x dims = [1] : tensor<64x32xf32> -> tensor<64xf32>
   %mb = step.broadcast_in_dim %mean, dims = [0] : tensor<64xf32> -> tensor<64x32xf32>
@@ -187,4 +192,44 @@ func.func @moves(%x: tensor<256x64xf32>, %z0: tensor<256x4xf32>) -> (tensor<256x
     step.yield %1 : tensor<256x64xf32>
   }
   return %y, %t : tensor<256x64xf32>, tensor<256x4xf32>
+}
+
+// -----
+
+// Column units after a chain (absorbColumns), rows of 1024 elements: the
+// sum of the chain's result y over the rows joins it (32 accumulators a
+// lane); the sum of x does not (another 32: past the budget of 48); the
+// sum over the batch dim only (dims [0] of [2, 128, 1024]: not one row per
+// reduced element) does not; nor does the sum of y * w, w made after the
+// chain.
+// CHECK-LABEL: func.func @columns
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<256x1024xf32>, %[[X3:[^:]+]]: tensor<2x128x1024xf32>)
+// CHECK-NEXT: %[[C:.+]]:2 = step.fusion "row_chain"(%[[X]]) : (tensor<256x1024xf32>) -> (tensor<256x1024xf32>, tensor<1024xf32>)
+// CHECK: %[[Y:.+]] = step.div
+// CHECK-NEXT: %[[SY:.+]] = step.reduce_sum %[[Y]] dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+// CHECK-NEXT: step.yield %[[Y]], %[[SY]]
+// CHECK: %[[SX:.+]] = step.reduce_sum %[[X]] dims = [0]
+// CHECK-NEXT: %[[SB:.+]] = step.reduce_sum %[[X3]] dims = [0] : tensor<2x128x1024xf32> -> tensor<128x1024xf32>
+// CHECK-NEXT: %[[W:.+]] = step.exp %[[X]]
+// CHECK-NEXT: %[[YW:.+]] = step.fusion "reduction"(%[[C]]#0, %[[W]])
+// CHECK: return %[[C]]#0, %[[C]]#1, %[[SX]], %[[SB]], %[[YW]]
+func.func @columns(%x: tensor<256x1024xf32>, %x3: tensor<2x128x1024xf32>) -> (tensor<256x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x1024xf32>, tensor<1024xf32>) {
+  %m = step.reduce_max %x dims = [1] : tensor<256x1024xf32> -> tensor<256xf32>
+  %y = step.fusion "loop"(%x, %m) : (tensor<256x1024xf32>, tensor<256xf32>) -> tensor<256x1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>, %b: tensor<256xf32>):
+    %0 = step.broadcast_in_dim %b, dims = [0] : tensor<256xf32> -> tensor<256x1024xf32>
+    %1 = step.div %a, %0 : tensor<256x1024xf32>
+    step.yield %1 : tensor<256x1024xf32>
+  }
+  %sy = step.reduce_sum %y dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+  %sx = step.reduce_sum %x dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+  %sb = step.reduce_sum %x3 dims = [0] : tensor<2x128x1024xf32> -> tensor<128x1024xf32>
+  %w = step.exp %x : tensor<256x1024xf32>
+  %yw = step.fusion "reduction"(%y, %w) : (tensor<256x1024xf32>, tensor<256x1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>, %b: tensor<256x1024xf32>):
+    %0 = step.mul %a, %b : tensor<256x1024xf32>
+    %1 = step.reduce_sum %0 dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+    step.yield %1 : tensor<1024xf32>
+  }
+  return %y, %sy, %sx, %sb, %yw : tensor<256x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x1024xf32>, tensor<1024xf32>
 }
