@@ -11,7 +11,7 @@
 // outside user comes after it); the result is deterministic (groups are
 // formed and outlined in program order).
 //
-// Algorithm, in four phases over the block in program order (an op joins
+// Algorithm, in five phases over the block in program order (an op joins
 // at most one group):
 //  1. matmul: a matmul (batched too) whose single user adds a bias
 //     (`broadcast_in_dim` of a rank-1 tensor over the last dim), and the
@@ -38,6 +38,14 @@
 //     the fusion yields them, a multi-output fusion), pads too (an index
 //     test and a select: the padded-and-summed slices a gradient of
 //     slices makes, e.g. GPT-2's q/k/v, become one pass writing the sum).
+//  5. multi_tensor again: the float casts of function arguments left in no
+//  group
+//     and read stored by some user (AMP's bf16 copies of the parameters
+//     for the matmuls, one small launch each otherwise), in the order of
+//     their first uses, up to `max-tensors` and 3 KB of pointers per
+//     fusion, which is outlined before the first use of any of its casts;
+//     the copies made before their own first use hold at most 16 MB per
+//     fusion (the planned peak grows by no more).
 // A producer joins only if all its users are in the group (phase 4 and
 // row-op prologues of phase 3 also admit users after the group). Cost
 // rule: a producer whose element count differs from the group's domain is
@@ -116,6 +124,8 @@ public:
     }
     formReductionGroups();
     formLoopGroups();
+    if (options.multiTensor)
+      formCastGroups();
     outlineAll();
   }
 
@@ -431,6 +441,60 @@ private:
 
   static constexpr int64_t kParamBytes = 3072;
 
+  /// Casts of the function's arguments still in no group and read as
+  /// stored values by some user (AMP's bf16 copies of the f32 parameters
+  /// for the matmuls): multi_tensor fusions of up to max-tensors of them
+  /// and 3 KB of pointers, taken in the order of their first uses; each is
+  /// outlined before the first use of any of its casts, so a cast whose
+  /// own first use comes later is made earlier: at most kCastExtendBytes
+  /// of such copies per fusion (GPT-2 124M: about a layer's weights).
+  void formCastGroups() {
+    struct Cast {
+      Operation *op;
+      int64_t firstUse, bytes;
+    };
+    std::vector<Cast> casts;
+    for (Operation &op : block) {
+      auto c = dyn_cast<CastOp>(op);
+      if (!c || !isFree(c) || !isa<BlockArgument>(c.getOperand()) ||
+          c.getType().getRank() == 0 ||
+          !isa<FloatType>(c.getType().getElementType()) ||
+          !isa<FloatType>(c.getOperand().getType().getElementType()) ||
+          copiedIntoEveryUser(c))
+        continue;
+      int64_t first = INT64_MAX;
+      for (Operation *u : c->getUsers())
+        first = std::min(first, pos.lookup(block.findAncestorOpInBlock(*u)));
+      casts.push_back({c, first, bytesOf(c.getResult())});
+    }
+    llvm::stable_sort(casts, [](const Cast &a, const Cast &b) {
+      return a.firstUse < b.firstUse;
+    });
+    for (size_t at = 0; at < casts.size();) {
+      Group g;
+      g.kind = kMultiTensorFusion;
+      int64_t extended = 0;
+      size_t end = at;
+      for (; end < casts.size() &&
+             static_cast<int64_t>(end - at) < options.maxTensors;
+           ++end) {
+        int64_t more =
+            casts[end].firstUse > casts[at].firstUse ? casts[end].bytes : 0;
+        Group grown = g;
+        grown.ops.insert(casts[end].op);
+        if (end > at && (paramBytes(grown) > kParamBytes ||
+                         extended + more > kCastExtendBytes))
+          break;
+        g = std::move(grown);
+        extended += more;
+      }
+      if (g.ops.size() > 1)
+        commit(std::move(g));
+      at = end;
+    }
+  }
+  static constexpr int64_t kCastExtendBytes = 16 << 20;
+
   /// Adds update `u` and the prologue of its tensor operands to `g`.
   void addUpdate(Group &g, Operation *u) {
     g.ops.insert(u);
@@ -446,7 +510,7 @@ private:
   static int64_t paramBytes(const Group &g) {
     int64_t results = 0;
     for (Operation *op : g.ops)
-      if (fusionRole(op) == FusionRole::Update)
+      if (fusionRole(op) == FusionRole::Update || isa<CastOp>(op))
         results += op->getNumResults();
     return 8 * (countInputs(g) + results);
   }

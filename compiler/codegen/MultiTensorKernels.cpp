@@ -2,7 +2,7 @@
 //
 // One launch for work that the unfused plan spreads over one small launch
 // per parameter (dialects/step/StepStructureOps.td, docs/codegen.md "Fused
-// kernels"). Two forms:
+// kernels"). Three forms:
 //
 //  A. Optimizer: K updates (sgd_update or adamw_update, one kind and one
 //     set of attributes), whose tensor operands are fusion inputs or
@@ -29,6 +29,12 @@
 //     tensor's partials in a fixed tree, runs the epilogue, stores the
 //     rank-0 results and resets the ticket. Deterministic (no float
 //     atomics); a kernel must not run concurrently with itself.
+//
+//  C. Maps: every result an elementwise op of the body (step-fuse's casts
+//     of the parameters, AMP's bf16 copies): Form A's segments, vectors
+//     and prologues, each tensor's per-element math its op's own
+//     (`elementwiseSpec`, as the unfused kernel), stored rounded as that
+//     kernel stores. Cost: the unfused kernels' bytes in 1 launch for K.
 //
 // lamb_update needs a norm of each tensor before any update and is refused
 // (rt::Error); step-fuse must leave LAMB updates unfused.
@@ -159,9 +165,10 @@ KernelSource emitUpdates(ops::FusionOp fusion,
                          const std::string &name) {
   mlir::Block &block = fusion.getBlock();
   mlir::Operation *first = updates.front();
+  bool maps = ops::fusionRole(first) != ops::FusionRole::Update;
   for (mlir::Operation *u : updates)
-    if (u->getName() != first->getName() ||
-        u->getAttrDictionary() != first->getAttrDictionary())
+    if (!maps && (u->getName() != first->getName() ||
+                  u->getAttrDictionary() != first->getAttrDictionary()))
       throw rt::Error(fail("updates of different kinds or attributes ('" +
                            first->getName().getStringRef().str() + "' and '" +
                            u->getName().getStringRef().str() + "')"));
@@ -196,16 +203,27 @@ KernelSource emitUpdates(ops::FusionOp fusion,
   int64_t grid = 0;
   for (size_t u = 0; u < updates.size(); ++u) {
     mlir::Operation *op = updates[u];
+    std::optional<ElementwiseSpec> mapped;
     mlir::Value stepV, lrV;
-    if (auto s = mlir::dyn_cast<ops::SgdUpdateOp>(op))
+    if (maps)
+      mapped = elementwiseSpec(op);
+    else if (auto s = mlir::dyn_cast<ops::SgdUpdateOp>(op))
       stepV = s.getStep(), lrV = s.getLr();
     else if (auto a = mlir::dyn_cast<ops::AdamwUpdateOp>(op))
       stepV = a.getStep(), lrV = a.getLr();
     else
       throw rt::Error(fail("'" + op->getName().getStringRef().str() +
                            "' is not an optimizer update"));
-    ElementwiseSpec spec = *updateSpec(op, inputPtr(stepV, block, "step"),
-                                       inputPtr(lrV, block, "lr"));
+    auto isF = [](mlir::Value v) { return isFloat(elemOf(v.getType())); };
+    if (maps && (!mapped || mapped->needsIndex || !mapped->uniform.empty() ||
+                 !mapped->asFloat || !llvm::all_of(op->getOperands(), isF) ||
+                 !llvm::all_of(op->getResults(), isF)))
+      throw rt::Error(fail("'" + op->getName().getStringRef().str() +
+                           "' is no per-element map of float operands"));
+    ElementwiseSpec spec = maps
+                               ? *mapped
+                               : *updateSpec(op, inputPtr(stepV, block, "step"),
+                                             inputPtr(lrV, block, "lr"));
     needs.half |= spec.needs.half;
     needs.bf16 |= spec.needs.bf16;
     int64_t n = numelOf(op->getResult(0));
@@ -466,7 +484,19 @@ std::optional<KernelSource> emitMultiTensorFamily(mlir::Operation *op,
     return emitUpdates(fusion, updates, name);
   if (!sums.empty())
     return emitNorms(fusion, sums, name);
-  throw rt::Error(fail("neither optimizer updates nor full reduce_sums"));
+  // Form C: every result an elementwise op's (the parameters' casts).
+  std::vector<mlir::Operation *> maps;
+  for (mlir::Value y : fusion.getYield()->getOperands()) {
+    mlir::Operation *d = y.getDefiningOp();
+    if (!d || ops::fusionRole(d) != ops::FusionRole::Elementwise)
+      throw rt::Error(fail("neither optimizer updates, full reduce_sums nor "
+                           "elementwise results"));
+    if (!llvm::is_contained(maps, d))
+      maps.push_back(d);
+  }
+  if (maps.empty())
+    throw rt::Error(fail("neither optimizer updates nor full reduce_sums"));
+  return emitUpdates(fusion, maps, name);
 }
 
 } // namespace step::codegen::detail

@@ -23,10 +23,17 @@ each op; a grid-stride launch with 1, 2 and 5 blocks gives the same bits.
 A second kernel: pads summed (the gradient of slices), fused into one
 loop, against numpy bit for bit (the padding tests and fill value).
 
+A third: the f32 -> bf16 casts of three arguments (AMP's copies of the
+parameters), which step-fuse makes one multi_tensor kernel (form C: a
+segment of blocks per tensor, the 6000-element one 4 per thread), run at
+its full grid in three block orders, against numpy's round to nearest
+even bit for bit (ties, values past bf16's largest, subnormals, NaN).
+
 Usage: cuda_emulation_elementwise.py --stepc STEPC --cxx CXX
 """
 import argparse
 import os
+import re
 import sys
 import tempfile
 
@@ -162,7 +169,105 @@ def main():
           f"{int(np.isinf(want).sum())} infinite, {ties} inexact products), "
           "grids 1, 2, 5 alike")
     check_pads(args, rng)
+    check_param_casts(args, rng)
     print("ok")
+
+
+CAST_SIZES = (6000, 77, 15)
+CAST_MLIR = "module {{\n  func.func @forward({args}) -> ({results}) {{\n{body}    return {rets} : {types}\n  }}\n}}\n".format(
+    args=", ".join(f'%p{k}: tensor<{n}xf32> {{step.kind = "input", step.name = "p{k}"}}'
+                   for k, n in enumerate(CAST_SIZES)),
+    results=", ".join(f'tensor<{n}xbf16> {{step.name = "c{k}"}}'
+                      for k, n in enumerate(CAST_SIZES)),
+    body="".join(f"    %c{k} = step.cast %p{k} : tensor<{n}xf32> -> tensor<{n}xbf16>\n"
+                 for k, n in enumerate(CAST_SIZES)),
+    rets=", ".join(f"%c{k}" for k in range(len(CAST_SIZES))),
+    types=", ".join(f"tensor<{n}xbf16>" for n in CAST_SIZES))
+
+CAST_HARNESS = r"""
+#include "cuda_emu.h"
+#include "kernel.inc"
+#include "emu_io.h"
+#include <algorithm>
+#include <random>
+int main() {
+  auto p0 = readRaw<float>("in0.bin", N0);
+  auto p1 = readRaw<float>("in1.bin", N1);
+  auto p2 = readRaw<float>("in2.bin", N2);
+  std::vector<__nv_bfloat16> c0(N0), c1(N1), c2(N2);
+  std::vector<unsigned> order(GRID);
+  for (unsigned b = 0; b < GRID; ++b)
+    order[b] = b;
+  for (int run = 0; run < 3; ++run) {
+    if (run == 1)
+      std::reverse(order.begin(), order.end());
+    if (run == 2)
+      std::shuffle(order.begin(), order.end(), std::mt19937(3));
+    poison(c0);
+    poison(c1);
+    poison(c2);
+    emuLaunchOrder(order, BLOCK, [&] { KERNEL(pA.data(), pB.data(), pC.data(), cA.data(), cB.data(), cC.data()); });
+    writeRaw("c0_" + std::to_string(run) + ".bin", c0);
+    writeRaw("c1_" + std::to_string(run) + ".bin", c1);
+    writeRaw("c2_" + std::to_string(run) + ".bin", c2);
+  }
+}
+"""
+
+
+def check_param_casts(args, rng):
+    """CAST_MLIR's casts as one multi_tensor kernel, bit for bit."""
+    ps = []
+    for n in CAST_SIZES:
+        # f32 values with bits below bf16's: half of them exact ties.
+        v = rng.normal(0, 3, n).astype(np.float32)
+        bits = v.view(np.uint32) & np.uint32(0xffff0000)
+        bits[: n // 2] |= np.uint32(0x8000)  # exactly halfway
+        v = bits.view(np.float32).copy()
+        special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40,
+                            -3e-39, 3.4e38, -3.39e38, 3.3895e38, 1.0],
+                           dtype=np.float32)
+        v[n // 2: n // 2 + 11] = special[: max(0, min(11, n - n // 2))]
+        ps.append(v)
+    with tempfile.TemporaryDirectory(prefix="stepjit-emu-cast-") as tmp:
+        _, src, block, name, params = single_kernel(
+            args.stepc, "param_casts", CAST_MLIR, tmp, True)
+        blocks = [int(b) for b in re.findall(r"blocks \[\d+, (\d+)\)", src)]
+        if not name.startswith("fusion_") or len(blocks) != 3 or \
+                "4 per thread" not in src:
+            sys.exit(f"FAIL: {name} is not one multi_tensor kernel of three "
+                     "segments, one vectorized")
+        # Tensor j of the kernel (in<j>, out<j>) by its size.
+        sizes = [int(n) for n in re.findall(r"// tensor \d+: (\d+) elements",
+                                            src)]
+        if sorted(sizes) != sorted(CAST_SIZES):
+            sys.exit(f"FAIL: {name}'s segments are of {sizes} elements")
+        perm = [CAST_SIZES.index(n) for n in sizes]
+        for k, v in enumerate(ps):
+            v.astype(np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
+        harness = CAST_HARNESS
+        for key, val in (("N0", CAST_SIZES[0]), ("N1", CAST_SIZES[1]),
+                         ("N2", CAST_SIZES[2]), ("GRID", max(blocks)),
+                         ("BLOCK", block), ("KERNEL", name)):
+            harness = re.sub(r"\b%s\b" % key, str(val), harness)
+        for j, key in enumerate("ABC"):
+            harness = harness.replace(f"p{key}.", f"p{perm[j]}.").replace(
+                f"c{key}.", f"c{perm[j]}.")
+        build_and_run(args.cxx, tmp, src, harness)
+        for k, v in enumerate(ps):
+            want = rounded(v.astype(np.float64), "bf16").astype(np.float32)
+            for r in range(3):
+                got = np.fromfile(os.path.join(tmp, f"c{k}_{r}.bin"),
+                                  dtype=np.float32)
+                nan = np.isnan(want)
+                if (np.isnan(got) != nan).any() or \
+                        got[~nan].tobytes() != want[~nan].tobytes():
+                    i = int(np.flatnonzero((got != want) & ~nan)[0])
+                    sys.exit(f"FAIL: {name} tensor {k} (order {r}): element "
+                             f"{i}: got {got[i]!r}, want {want[i]!r} (from "
+                             f"{v[i]!r})")
+    print(f"{name}: casts of {', '.join(map(str, CAST_SIZES))} elements in "
+          f"{max(blocks)} blocks bit-equal in three block orders")
 
 
 def check_pads(args, rng):

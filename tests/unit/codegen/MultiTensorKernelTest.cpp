@@ -241,6 +241,54 @@ TEST(MultiTensorKernels, AResultThatIsNoUpdatesThrows) {
   EXPECT_THROW(multiTensorKernel(text), step::rt::Error);
 }
 
+//===----------------------------------------------------------------------===//
+// Form C: per-element maps (step-fuse's casts of the parameters)
+//===----------------------------------------------------------------------===//
+
+TEST(MultiTensorKernels, ParameterCastsAreOneSegmentedLaunch) {
+  // Casts of 768x2304 (vectorized) and 2303 elements to bf16, and of 7 to
+  // f16: a segment each, the unfused cast's rounding store.
+  std::string body =
+      R"(    %c0 = step.cast %a0 : tensor<768x2304xf32> -> tensor<768x2304xbf16>
+    %c1 = step.cast %a1 : tensor<2303xf32> -> tensor<2303xbf16>
+    %c2 = step.cast %a2 : tensor<7xf32> -> tensor<7xf16>
+)";
+  KernelSource ks = multiTensorKernel(fusionModule(
+      {"tensor<768x2304xf32>", "tensor<2303xf32>", "tensor<7xf32>"}, body,
+      {{"%c0", "tensor<768x2304xbf16>"},
+       {"%c1", "tensor<2303xbf16>"},
+       {"%c2", "tensor<7xf16>"}}));
+  EXPECT_EQ(ks.params, (std::vector<std::string>{"in0", "in1", "in2", "out0",
+                                                 "out1", "out2"}));
+  // 442368 vectors of 4 in 1728 blocks; 2303 elements in 9; 7 in 1.
+  EXPECT_TRUE(contains(ks.source, "// tensor 0: 1769472 elements, blocks "
+                                  "[0, 1728), 4 per thread"));
+  EXPECT_TRUE(contains(ks.source, "// tensor 1: 2303 elements, blocks "
+                                  "[1728, 1737)\n"));
+  EXPECT_TRUE(contains(ks.source, "// tensor 2: 7 elements, blocks "
+                                  "[1737, 1738)\n"));
+  EXPECT_EQ(ks.gridX, 1738);
+  EXPECT_TRUE(contains(ks.source, "y0.v[e] = __float2bfloat16_rn(r0);"));
+  EXPECT_TRUE(contains(ks.source, "out1[i] = __float2bfloat16_rn(r0);"));
+  EXPECT_TRUE(contains(ks.source, "out2[i] = __float2half_rn(r0);"));
+  expectCubinsForSm80AndSm90(ks);
+}
+
+TEST(MultiTensorKernels, AMapOfIntegersIsRefused) {
+  std::string body = R"(    %c0 = step.cast %a0 : tensor<8xi64> -> tensor<8xf32>
+    %c1 = step.cast %a1 : tensor<8xf32> -> tensor<8xbf16>
+)";
+  try {
+    multiTensorKernel(
+        fusionModule({"tensor<8xi64>", "tensor<8xf32>"}, body,
+                     {{"%c0", "tensor<8xf32>"}, {"%c1", "tensor<8xbf16>"}}));
+    ADD_FAILURE() << "no error";
+  } catch (const step::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "is no per-element map of float operands"))
+        << e.what();
+  }
+}
+
 TEST(MultiTensorKernels, OtherOpsAreNotThisFamilys) {
   Parsed p = parse(R"(
 func.func @f(%a: tensor<4xf32>) {

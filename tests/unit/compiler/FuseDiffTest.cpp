@@ -444,6 +444,9 @@ struct TrainCase {
   int64_t gradAccum;
   /// Fusion kinds the fused step must contain.
   std::vector<std::string> kinds;
+  /// --amp (step-amp), or none; with it, the parameters' casts must be
+  /// multi_tensor fusions (step-fuse's phase 5).
+  const char *amp = "";
 };
 
 /// Names the case in gtest's and ctest's output (not its bytes).
@@ -462,6 +465,7 @@ TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
   t.gradAccum = c.gradAccum;
   t.clipNorm = 0.5; // small enough that the clip scales the gradients
   t.fuse = false;   // the baseline; step-fuse runs on the copy below
+  t.amp = AmpOptions::parse(c.amp, "", "auto");
   ASSERT_TRUE(mlir::succeeded(buildTrainStep(*ref, t)));
   OwningOpRef<ModuleOp> fused(ref->clone());
   ASSERT_TRUE(runPipeline(*fused, c.pipeline));
@@ -475,6 +479,22 @@ TEST_P(FuseTrainStep, FusedEqualsUnfusedBitwise) {
   EXPECT_LT(topLevelOps(ff), topLevelOps(f));
   for (const std::string &kind : c.kinds)
     EXPECT_GT(stats.kinds[kind], 0) << "no " << kind << " fusion";
+  if (*c.amp) { // no bare cast of a parameter left (all in 16 MB)
+    int64_t castFusions = 0, bareCasts = 0;
+    for (mlir::Operation &op : ff.getBody().front()) {
+      auto fu = mlir::dyn_cast<mlir::step::FusionOp>(op);
+      if (fu && fu.getKind() == "multi_tensor" &&
+          llvm::all_of(fu.getBlock().without_terminator(),
+                       [](mlir::Operation &i) {
+                         return mlir::isa<mlir::step::CastOp>(i);
+                       }))
+        ++castFusions;
+      bareCasts += mlir::isa<mlir::step::CastOp>(op) &&
+                   mlir::isa<mlir::BlockArgument>(op.getOperand(0));
+    }
+    EXPECT_GT(castFusions, 0);
+    EXPECT_EQ(bareCasts, 0);
+  }
   // step-fuse-loss: every loss computed by its gradient's kernel.
   if (llvm::StringRef(c.pipeline).contains("step-fuse-loss")) {
     EXPECT_GT(stats.losses, 0);
@@ -532,6 +552,10 @@ INSTANTIATE_TEST_SUITE_P(
                               "step-fuse-attention,step-fuse,step-fuse-loss,"
                               "step-fuse-row-chains,step-fuse-loop-reductions",
                               "adamw,lr=1e-2", 1, kGptAttentionKinds},
+                    TrainCase{"GPT2_AdamW_Bf16", gpt2Model,
+                              "step-fuse-attention,step-fuse,step-fuse-loss,"
+                              "step-fuse-row-chains,step-fuse-loop-reductions",
+                              "adamw,lr=1e-2", 1, kGptAttentionKinds, "bf16"},
                     TrainCase{"GPT2_AdamW_NoAttentionFusion", gpt2Model,
                               "step-fuse", "adamw,lr=1e-2", 1, kGptKinds},
                     TrainCase{"GPT2_AdamW_SmallBudgets", gpt2Model,

@@ -91,3 +91,53 @@ func.func @not_norms(%a: tensor<16xi32>, %g: tensor<16xf32>) -> (tensor<i32>, te
   %z = step.add %s1, %s2 : tensor<f32>
   return %ra, %z : tensor<i32>, tensor<f32>
 }
+
+// -----
+
+// AMP's copies of the parameters (phase 5): casts of arguments that the
+// matmuls read stored become one multi_tensor fusion, outlined before the
+// first matmul; the cast that a loop fusion copies (its only user) is
+// left to that fusion; a cast of a computed value is no parameter copy.
+// CHECK-LABEL: func.func @param_casts
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xbf16>, %[[W0:[^:]+]]: tensor<8x8xf32>, %[[W1:[^:]+]]: tensor<8x16xf32>, %[[B:[^:]+]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[C:.+]]:2 = step.fusion "multi_tensor"(%[[W0]], %[[W1]]) : (tensor<8x8xf32>, tensor<8x16xf32>) -> (tensor<8x8xbf16>, tensor<8x16xbf16>)
+// CHECK-NEXT: ^bb0(%[[A0:[^:]+]]: tensor<8x8xf32>, %[[A1:[^:]+]]: tensor<8x16xf32>):
+// CHECK-NEXT: %[[K0:.+]] = step.cast %[[A0]] : tensor<8x8xf32> -> tensor<8x8xbf16>
+// CHECK-NEXT: %[[K1:.+]] = step.cast %[[A1]] : tensor<8x16xf32> -> tensor<8x16xbf16>
+// CHECK-NEXT: step.yield %[[K0]], %[[K1]]
+// CHECK: %[[M0:.+]] = step.matmul %[[X]], %[[C]]#0
+// CHECK: step.fusion "loop"(%[[B]], %[[M0]])
+// CHECK-NEXT: ^bb0(%[[LB:[^:]+]]: tensor<4x8xf32>
+// CHECK-NEXT: step.cast %[[LB]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK: step.matmul %{{.+}}, %[[C]]#1
+// OFF-LABEL: func.func @param_casts
+// OFF-NOT: "multi_tensor"
+func.func @param_casts(%x: tensor<4x8xbf16>, %w0: tensor<8x8xf32>, %w1: tensor<8x16xf32>, %b: tensor<4x8xf32>) -> tensor<4x16xbf16> {
+  %c0 = step.cast %w0 : tensor<8x8xf32> -> tensor<8x8xbf16>
+  %m0 = step.matmul %x, %c0 : tensor<4x8xbf16>, tensor<8x8xbf16> -> tensor<4x8xbf16>
+  %cb = step.cast %b : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %h = step.add %m0, %cb : tensor<4x8xbf16>
+  %e = step.exp %h : tensor<4x8xbf16>
+  %c1 = step.cast %w1 : tensor<8x16xf32> -> tensor<8x16xbf16>
+  %m1 = step.matmul %e, %c1 : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  return %m1 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Copies made before their own first use hold at most 16 MB a fusion: the
+// two 32 MB copies read at the same matmul are one fusion; the third,
+// read later, would be made 32 MB early and stays a cast of its own.
+// CHECK-LABEL: func.func @cast_extension
+// CHECK-NEXT: %[[C:.+]]:2 = step.fusion "multi_tensor"
+// CHECK: %[[M:.+]] = step.matmul %[[C]]#{{[01]}}, %[[C]]#{{[01]}}
+// CHECK-NEXT: %[[L:.+]] = step.cast %{{.+}} : tensor<4096x4096xf32> -> tensor<4096x4096xbf16>
+// CHECK-NEXT: step.matmul %[[M]], %[[L]]
+func.func @cast_extension(%a: tensor<4096x4096xf32>, %b: tensor<4096x4096xf32>, %c: tensor<4096x4096xf32>) -> tensor<4096x4096xbf16> {
+  %ca = step.cast %a : tensor<4096x4096xf32> -> tensor<4096x4096xbf16>
+  %cb = step.cast %b : tensor<4096x4096xf32> -> tensor<4096x4096xbf16>
+  %m = step.matmul %ca, %cb : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  %cc = step.cast %c : tensor<4096x4096xf32> -> tensor<4096x4096xbf16>
+  %r = step.matmul %m, %cc : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  return %r : tensor<4096x4096xbf16>
+}
