@@ -460,6 +460,8 @@ private:
           c.getType().getRank() == 0 ||
           !isa<FloatType>(c.getType().getElementType()) ||
           !isa<FloatType>(c.getOperand().getType().getElementType()) ||
+          c.getType().getElementType() ==
+              c.getOperand().getType().getElementType() ||
           copiedIntoEveryUser(c))
         continue;
       int64_t first = INT64_MAX;

@@ -41,6 +41,8 @@
 #include "dialects/step/Fusion.h"
 #include "runtime/Tensor.h"
 
+#include <algorithm>
+
 namespace step::codegen::detail {
 
 namespace ops = mlir::step;
@@ -50,72 +52,98 @@ namespace {
 /// "acc<r>": the accumulator local that `a.result` reads.
 std::string accName(const Acc &a) { return "acc" + std::to_string(a.index); }
 
+/// One shared buffer per accumulator type among `cols`, reused by each
+/// column reduction in turn (so the shared memory does not grow with their
+/// number): its name for `a`, and the declarations (`dims` after the name).
+struct SharedByType {
+  std::vector<std::string> types;
+  std::string name(const Acc &a) {
+    auto it = std::find(types.begin(), types.end(), a.type);
+    if (it == types.end())
+      it = types.insert(types.end(), a.type);
+    return "csh" + std::to_string(it - types.begin()) + "_";
+  }
+  std::string decls(const std::string &dims) const {
+    std::string s;
+    for (size_t t = 0; t < types.size(); ++t)
+      s += "  __shared__ " + types[t] + " csh" + std::to_string(t) + "_" +
+           dims + ";\n";
+    return s;
+  }
+};
+
 /// After the rows: the block's column partials into ${NAME}_cacc<r>, row
 /// `blockIdx.x` of a [G, K] array, its warps' accumulators added in warp
 /// order through shared memory (the lanes of every warp hold the same
-/// columns: C7 keeps a column reduction's rows to a warp each).
+/// columns: C7 keeps a column reduction's rows to a warp each), one column
+/// reduction after another.
 std::string columnPartials(const std::vector<Acc> &cols) {
-  auto each = [&](const std::string &line) {
-    std::string s;
-    for (const Acc &a : cols) {
-      std::string t = line;
-      for (size_t at; (at = t.find("@A")) != std::string::npos;)
-        t.replace(at, 2, accName(a));
-      for (size_t at; (at = t.find("@T")) != std::string::npos;)
-        t.replace(at, 2, a.type);
-      for (size_t at; (at = t.find("@OP")) != std::string::npos;)
-        t.replace(at, 3, a.op);
-      s += t;
-    }
-    return s;
-  };
-  return each("  __shared__ @T csh@A[$K];\n") +
-         "  for (int w_ = 0; w_ < (int)(blockDim.x >> 5); ++w_) {\n"
-         "    if ((int)(threadIdx.x >> 5) == w_) {\n#pragma unroll\n"
-         "      for (int j_ = 0; j_ < $NJ; ++j_) {\n"
-         "        const int c_ = (int)(threadIdx.x & 31) + j_ * 32;\n"
-         "        if (c_ < $K) {\n" +
-         each("          csh@A[c_] = w_ == 0 ? c@A[j_] : @OP(csh@A[c_], "
-              "c@A[j_]);\n") +
-         "        }\n      }\n    }\n    __syncthreads();\n  }\n"
-         "  for (int c_ = threadIdx.x; c_ < $K; c_ += blockDim.x) {\n" +
-         each("    ${NAME}_c@A[blockIdx.x * $K + c_] = csh@A[c_];\n") + "  }\n";
+  SharedByType sh;
+  std::string body;
+  for (const Acc &a : cols) {
+    std::string A = accName(a), S = sh.name(a);
+    body += "  // " + A +
+            "\n"
+            "  for (int w_ = 0; w_ < (int)(blockDim.x >> 5); ++w_) {\n"
+            "    if ((int)(threadIdx.x >> 5) == w_) {\n#pragma unroll\n"
+            "      for (int j_ = 0; j_ < $NJ; ++j_) {\n"
+            "        const int c_ = (int)(threadIdx.x & 31) + j_ * 32;\n"
+            "        if (c_ < $K)\n"
+            "          " +
+            S + "[c_] = w_ == 0 ? c" + A + "[j_] : " + a.op + "(" + S +
+            "[c_], c" + A +
+            "[j_]);\n"
+            "      }\n    }\n    __syncthreads();\n  }\n"
+            "  for (int c_ = threadIdx.x; c_ < $K; c_ += blockDim.x)\n"
+            "    ${NAME}_c" +
+            A + "[blockIdx.x * $K + c_] = " + S +
+            "[c_];\n"
+            "  __syncthreads(); // the buffer is read before its next use\n";
+  }
+  return sh.decls("[$K]") + body;
 }
 
 /// The second kernel, ${NAME}_cols: column c of every result the sum (max)
 /// of its G partials, blocks of 32 columns x 8 lanes, lane y adding
 /// partials y, y + 8, ... in turn, then the lanes in order: a fixed order,
-/// so the result does not depend on timing. Stored rounded once.
+/// so the result does not depend on timing. Stored rounded once. One
+/// column reduction after another (a shared buffer per type).
 std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
                          const std::string &params) {
-  std::string decl, add, lanes, merge, store;
+  SharedByType sh;
+  std::string body;
   for (const Acc &a : cols) {
-    std::string A = accName(a), R = std::to_string(a.index);
-    decl += "  __shared__ " + a.type + " sh" + R + "[8][33];\n  " + a.type +
-            " " + A + " = " + a.ident + ";\n";
-    add += "      " + A + " = " + a.op + "(" + A + ", ${NAME}_c" + A +
-           "[b_ * $K + c_]);\n";
-    lanes += "  sh" + R + "[ty][tx] = " + A + ";\n";
-    merge +=
-        "      " + A + " = " + a.op + "(" + A + ", sh" + R + "[y_][tx]);\n";
+    std::string A = accName(a), R = std::to_string(a.index), S = sh.name(a);
     mlir::Value out = a.root->getResult(0);
-    store += "    const " + FusionExpr::localType(out) + " res" + R + " = " +
-             a.result + ";\n";
+    std::string store = "    const " + FusionExpr::localType(out) + " res" + R +
+                        " = " + a.result + ";\n";
     for (auto [j, y] : llvm::enumerate(f.getYield()->getOperands()))
       if (y == out)
         store += "    out" + std::to_string(j) +
                  "[c_] = " + FusionExpr::toStorage(y, "res" + R) + ";\n";
+    body += "  {\n  " + a.type + " " + A + " = " + a.ident +
+            ";\n"
+            "  if (c_ < $K)\n    for (int b_ = ty; b_ < $G; b_ += 8)\n"
+            "      " +
+            A + " = " + a.op + "(" + A + ", ${NAME}_c" + A +
+            "[b_ * $K + c_]);\n"
+            "  " +
+            S + "[ty][tx] = " + A +
+            ";\n"
+            "  __syncthreads();\n"
+            "  if (ty == 0 && c_ < $K) {\n"
+            "    for (int y_ = 1; y_ < 8; ++y_)\n"
+            "      " +
+            A + " = " + a.op + "(" + A + ", " + S + "[y_][tx]);\n" + store +
+            "  }\n  __syncthreads(); // before the buffer's next use\n"
+            "  }\n";
   }
   return "extern \"C\" __global__ void __launch_bounds__(256) ${NAME}_cols(" +
          params +
          ") {\n"
          "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
          "  const int c_ = blockIdx.x * 32 + tx;\n" +
-         decl + "  if (c_ < $K)\n    for (int b_ = ty; b_ < $G; b_ += 8) {\n" +
-         add + "    }\n" + lanes +
-         "  __syncthreads();\n  if (ty == 0 && c_ < $K) {\n"
-         "    for (int y_ = 1; y_ < 8; ++y_) {\n" +
-         merge + "    }\n" + store + "  }\n}\n";
+         sh.decls("[8][33]") + body + "}\n";
 }
 
 } // namespace
@@ -252,6 +280,8 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
                  "[$NJ];\n#pragma unroll\n" +
                  "  for (int j_ = 0; j_ < $NJ; ++j_)\n    c" + accName(a) +
                  "[j_] = " + a.ident + ";\n";
+    static_assert(ops::kRowChainColumnMaxCols == kWarpRowMax,
+                  "C7's column-reduction rows are a warp's rows");
     if (!rowMap.perWarp)
       throw rt::Error("codegen: a row_chain fusion with column reductions "
                       "of rows of " +

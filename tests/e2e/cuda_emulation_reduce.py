@@ -451,13 +451,14 @@ def run_case(args, case, tmp):
     # a block that combined before every partial of this run was written
     # (a ticket not reset) would show.
     stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
-             for p in re.findall(r"__device__ \S+ (\w+_(?:partial|cacc)\d*)\[",
-                                 src)]
+             for p in re.findall(
+                 r"__device__ [\w ]+? (\w+_(?:partial|cacc)\d*)\[", src)]
     grid = int(ticket.group(1)) * int(partial.group(1)) if split else 0
     # A row_chain kernel with column reductions: its blocks write a
     # partial per column (row blockIdx.x of [G, K]), which its `_cols`
     # phase adds up; so run at its own grid G, in several block orders.
-    cols = re.search(r"__device__ \S+ \w+_cacc\d+\[(\d+) \* (\d+)\];", src)
+    cols = re.search(r"__device__ [\w ]+? \w+_cacc\d+\[(\d+) \* (\d+)\];",
+                     src)
     then = ""
     if cols:
         split, grid = True, int(cols.group(1))

@@ -182,19 +182,22 @@ TEST(FusionRowChain, ColumnSumsAddBlockPartialsInASecondPhase) {
   EXPECT_TRUE(contains(ks.source, "float cacc2[3];"));
   EXPECT_TRUE(contains(ks.source, "cacc2[j_] = SumOp()(cacc2[j_], "));
   EXPECT_TRUE(contains(ks.source, "cacc3[j_] = SumOp()(cacc3[j_], "));
-  // The warps in order, then the block's row of partials.
+  // The warps in order, then the block's row of partials; one shared
+  // buffer (both accumulate in float) for one reduction after the other.
   EXPECT_TRUE(
       contains(ks.source, "__device__ float chain_cols_cacc2[256 * 96];"));
-  EXPECT_TRUE(contains(ks.source, "csh"
-                                  "acc2[c_] = w_ == 0 ? cacc2[j_] : "));
-  EXPECT_TRUE(contains(
-      ks.source, "chain_cols_cacc3[blockIdx.x * 96 + c_] = cshacc3[c_];"));
+  EXPECT_EQ(count(ks.source, "__shared__ float csh0_[96];"), 1u);
+  EXPECT_TRUE(contains(ks.source, "csh0_[c_] = w_ == 0 ? cacc2[j_] : "
+                                  "SumOp()(csh0_[c_], cacc2[j_]);"));
+  EXPECT_TRUE(contains(ks.source,
+                       "chain_cols_cacc3[blockIdx.x * 96 + c_] = csh0_[c_];"));
   // The second phase: lanes over the partials, the mean divided by the
   // rows, each result rounded once.
   size_t phase = ks.source.find("chain_cols_cols(");
   ASSERT_NE(phase, std::string::npos);
-  EXPECT_LT(ks.source.find("for (int b_ = ty; b_ < 256; b_ += 8) {", phase),
+  EXPECT_LT(ks.source.find("for (int b_ = ty; b_ < 256; b_ += 8)\n", phase),
             std::string::npos);
+  EXPECT_EQ(count(ks.source, "__shared__ float csh0_[8][33];"), 1u);
   EXPECT_TRUE(contains(ks.source, "acc3 / 2100.0f"));
   EXPECT_TRUE(contains(ks.source, "out1[c_] = "));
   EXPECT_TRUE(contains(ks.source, "out2[c_] = __float2bfloat16_rn("));

@@ -199,9 +199,8 @@ func.func @moves(%x: tensor<256x64xf32>, %z0: tensor<256x4xf32>) -> (tensor<256x
 // Column units after a chain (absorbColumns), rows of 1024 elements: the
 // sum of the chain's result y over the rows joins it (32 accumulators a
 // lane); the sum of x does not (another 32: past the budget of 48); the
-// sum over the batch dim only (dims [0] of [2, 128, 1024]: not one row per
-// reduced element) does not; nor does the sum of y * w, w made after the
-// chain.
+// sum of x3 (reads neither an input nor a result of the chain) does not;
+// nor does the sum of y * w, w made after the chain.
 // CHECK-LABEL: func.func @columns
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<256x1024xf32>, %[[X3:[^:]+]]: tensor<2x128x1024xf32>)
 // CHECK-NEXT: %[[C:.+]]:2 = step.fusion "row_chain"(%[[X]]) : (tensor<256x1024xf32>) -> (tensor<256x1024xf32>, tensor<1024xf32>)
@@ -232,4 +231,45 @@ func.func @columns(%x: tensor<256x1024xf32>, %x3: tensor<2x128x1024xf32>) -> (te
     step.yield %1 : tensor<1024xf32>
   }
   return %y, %sy, %sx, %sb, %yw : tensor<256x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x1024xf32>, tensor<1024xf32>
+}
+
+// -----
+
+// Column units before a chain: the sum of its input x over the rows,
+// read only after the chain, joins it (made where the chain runs); the
+// sum of x read before the chain (by %early) does not; the sum of x3 over
+// the batch dim only (dims [0] of [2, 128, 64]: 2 of the 256 rows per
+// element, no column reduction under C7) does not join the chain over x3.
+// CHECK-LABEL: func.func @columns_before
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<256x64xf32>, %[[X3:[^:]+]]: tensor<2x128x64xf32>)
+// CHECK-NEXT: %[[E:.+]] = step.reduce_sum %[[X]] dims = [0] : tensor<256x64xf32> -> tensor<64xf32>
+// CHECK-NEXT: %[[EARLY:.+]] = step.neg %[[E]]
+// CHECK: %[[B3:.+]] = step.reduce_sum %[[X3]] dims = [0] : tensor<2x128x64xf32> -> tensor<128x64xf32>
+// CHECK: %[[C:.+]]:2 = step.fusion "row_chain"(%[[X]]) : (tensor<256x64xf32>) -> (tensor<64xf32>, tensor<256x64xf32>)
+// CHECK-NEXT: ^bb0(%[[A:[^:]+]]: tensor<256x64xf32>):
+// CHECK-NEXT: %[[S:.+]] = step.reduce_sum %[[A]] dims = [0] : tensor<256x64xf32> -> tensor<64xf32>
+// CHECK: step.yield %[[S]], %{{.+}} : tensor<64xf32>, tensor<256x64xf32>
+// CHECK: %[[C3:.+]] = step.fusion "row_chain"(%[[X3]])
+// CHECK-NOT: dims = [0]
+// CHECK: return %[[EARLY]], %[[C]]#0, %[[C]]#1, %[[B3]], %[[C3]]
+func.func @columns_before(%x: tensor<256x64xf32>, %x3: tensor<2x128x64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<256x64xf32>, tensor<128x64xf32>, tensor<2x128x64xf32>) {
+  %e = step.reduce_sum %x dims = [0] : tensor<256x64xf32> -> tensor<64xf32>
+  %early = step.neg %e : tensor<64xf32>
+  %s = step.reduce_sum %x dims = [0] : tensor<256x64xf32> -> tensor<64xf32>
+  %b3 = step.reduce_sum %x3 dims = [0] : tensor<2x128x64xf32> -> tensor<128x64xf32>
+  %m = step.reduce_max %x dims = [1] : tensor<256x64xf32> -> tensor<256xf32>
+  %y = step.fusion "loop"(%x, %m) : (tensor<256x64xf32>, tensor<256xf32>) -> tensor<256x64xf32> {
+  ^bb0(%a: tensor<256x64xf32>, %b: tensor<256xf32>):
+    %0 = step.broadcast_in_dim %b, dims = [0] : tensor<256xf32> -> tensor<256x64xf32>
+    %1 = step.div %a, %0 : tensor<256x64xf32>
+    step.yield %1 : tensor<256x64xf32>
+  }
+  %m3 = step.reduce_max %x3 dims = [2] : tensor<2x128x64xf32> -> tensor<2x128xf32>
+  %y3 = step.fusion "loop"(%x3, %m3) : (tensor<2x128x64xf32>, tensor<2x128xf32>) -> tensor<2x128x64xf32> {
+  ^bb0(%a: tensor<2x128x64xf32>, %b: tensor<2x128xf32>):
+    %0 = step.broadcast_in_dim %b, dims = [0, 1] : tensor<2x128xf32> -> tensor<2x128x64xf32>
+    %1 = step.div %a, %0 : tensor<2x128x64xf32>
+    step.yield %1 : tensor<2x128x64xf32>
+  }
+  return %early, %s, %y, %b3, %y3 : tensor<64xf32>, tensor<64xf32>, tensor<256x64xf32>, tensor<128x64xf32>, tensor<2x128x64xf32>
 }

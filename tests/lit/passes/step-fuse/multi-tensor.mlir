@@ -141,3 +141,18 @@ func.func @cast_extension(%a: tensor<4096x4096xf32>, %b: tensor<4096x4096xf32>, 
   %r = step.matmul %m, %cc : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %r : tensor<4096x4096xbf16>
 }
+
+// -----
+
+// A cast to its own type is no copy to make: it stays out of the group.
+// CHECK-LABEL: func.func @identity_cast
+// CHECK-NEXT: %[[C:.+]]:2 = step.fusion "multi_tensor"(%{{.+}}, %{{.+}}) : (tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xbf16>, tensor<8x8xbf16>)
+// CHECK: step.cast %{{.+}} : tensor<8x8xf32> -> tensor<8x8xf32>
+func.func @identity_cast(%w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> (tensor<8x8xbf16>, tensor<8x8xf32>) {
+  %c0 = step.cast %w0 : tensor<8x8xf32> -> tensor<8x8xbf16>
+  %c1 = step.cast %w1 : tensor<8x8xf32> -> tensor<8x8xbf16>
+  %m = step.matmul %c0, %c1 : tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<8x8xbf16>
+  %c2 = step.cast %w2 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %n = step.matmul %c2, %c2 : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  return %m, %n : tensor<8x8xbf16>, tensor<8x8xf32>
+}
