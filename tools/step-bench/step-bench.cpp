@@ -225,8 +225,16 @@ int main(int argc, char **argv) {
     }
     std::sort(times.begin(), times.end());
     // Launches on a GPU: a generated kernel or a cuBLASLt call per step
-    // (a matmul fusion is one call with an epilogue); views move nothing.
+    // (a matmul fusion is one call with an epilogue), and each further
+    // phase of a kernel (the manifest's `then`: attention_grad's dk/dv, a
+    // row chain's column totals); views move nothing.
     int64_t launches = step::rt::launchCount(artifact.plan), fusions = 0;
+    const nlohmann::json kernels =
+        artifact.meta.value("kernels", nlohmann::json::object());
+    for (const auto &s : artifact.plan.steps)
+      if (!s.kernel.empty() && kernels.contains(s.kernel))
+        launches += static_cast<int64_t>(
+            kernels[s.kernel].value("then", nlohmann::json::array()).size());
     // What a step moves: every plan step's operand and result bytes (a
     // fusion's, not its body's; views move nothing), as the trace's ops.
     int64_t bytesRead = 0, bytesWritten = 0;
