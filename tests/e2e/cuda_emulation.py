@@ -6,7 +6,7 @@ intricate (tiles, an online softmax, a grid split in two launches, a
 module-scope statistics array) to trust on the CPU backend's word, which
 runs other code. So: stepc --dump-kernels writes their CUDA C++; this test
 compiles each with the host C++ compiler against tests/e2e/emu/cuda_emu.h
-(blocks as CPU threads, __syncthreads a barrier), runs it on random inputs
+(a block's threads as fibers switched at barriers, __syncthreads a barrier), runs it on random inputs
 over a small grid (so the grid-stride loops take several tiles per block),
 after poisoning the outputs with NaN, and compares every output element
 with a float64 reference written here: max|got - want| / max|want| within

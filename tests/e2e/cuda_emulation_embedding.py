@@ -8,7 +8,7 @@ v * N + p in one block (bitonic, shared memory) and a block per row reads
 its run; beyond, a block per row scans every index. No GPU here, so:
 stepc --dump-kernels writes the CUDA C++ of small models (one kernel
 each), this test compiles it with the host compiler against
-tests/e2e/emu/cuda_emu_sync.h (blocks as CPU threads) and compares every
+tests/e2e/emu/cuda_emu_sync.h (blocks one after another, their threads as fibers) and compares every
 output bit with a numpy reference that adds the same float32 values in the
 same order (so the bits must match exactly, and a sort that reordered the
 positions of a row, dropped or doubled one, would show).

@@ -8,7 +8,7 @@ block of each tile (an atomic ticket) combines them in a fixed order
 (docs/codegen.md, "Reduction strategies"). No GPU here, so: stepc
 --dump-kernels writes the CUDA C++ of small models, each with one kernel;
 this test compiles it with the host compiler against
-tests/e2e/emu/cuda_emu_sync.h (blocks as CPU threads, one after another)
+tests/e2e/emu/cuda_emu_sync.h (blocks one after another, their threads as fibers)
 and compares every output with a float64 numpy reference.
 
 Checks per kernel:

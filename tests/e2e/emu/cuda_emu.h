@@ -1,10 +1,11 @@
-//===- cuda_emu.h - Generated CUDA kernels run on CPU threads ---*- C++ -*-===//
+//===- cuda_emu.h - Generated CUDA kernels run on the CPU -------*- C++ -*-===//
 //
 // The part of CUDA C++ that StepJIT's tiled attention kernels use, defined
 // for a host compiler, so tests/e2e/cuda_emulation.py can run a generated
 // kernel on a machine without a GPU: a grid runs one block at a time, each
-// block as blockDim.x std::threads; __syncthreads is a barrier of the
-// block, __syncwarp one of the thread's warp (32 threads); __shfl_xor_sync
+// block as blockDim.x fibers switched at barriers; __syncthreads is a
+// barrier of the block, __syncwarp one of the thread's warp (32 threads);
+// __shfl_xor_sync
 // goes through a slot array between two warp barriers, which is exact
 // where every thread of the warp reaches the shuffle together (the
 // kernels' shuffles are warp-uniform; warps may loop apart). Dynamic
@@ -17,12 +18,13 @@
 #define STEP_TESTS_E2E_EMU_CUDA_EMU_H
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <thread>
+#include <cstdio>
+#include <cstdlib>
+#include <ucontext.h>
 #include <type_traits>
 #include <vector>
 
@@ -32,11 +34,31 @@ using std::min;
 struct EmuDim {
   unsigned x = 0, y = 1, z = 1;
 };
-inline thread_local EmuDim threadIdx;
-inline EmuDim blockIdx, blockDim, gridDim;
-inline std::barrier<> *emuBarrier = nullptr;
-inline std::vector<std::barrier<> *> emuWarpBarriers; // one per warp
+inline EmuDim threadIdx, blockIdx, blockDim, gridDim;
 inline float emuSlots[1024];
+
+// The threads of a block are fibers (ucontext) on the launching thread,
+// switched only at barriers: emuLaunchOrder resumes each runnable fiber in
+// turn until it waits at a barrier or ends; a barrier whose last thread
+// arrives releases its waiters. No OS threads, no futexes: a barrier costs
+// a context switch per thread. Threads run in thread order in even blocks
+// of a launch, in reverse in odd ones (a missing barrier shows).
+struct EmuFiber {
+  ucontext_t ctx;
+  enum State { Run, WaitBlock, WaitWarp, Done } state = Run;
+};
+inline ucontext_t emuScheduler;
+inline std::vector<EmuFiber> emuFibers;
+inline std::vector<unsigned> emuWarpArrived; // per warp
+inline unsigned emuBlockArrived = 0;
+inline void (*emuEntryBody)(void *) = nullptr;
+inline void *emuEntryArg = nullptr;
+
+/// Yields to the scheduler until this fiber may run again.
+inline void emuYield() {
+  EmuFiber &f = emuFibers[threadIdx.x];
+  swapcontext(&f.ctx, &emuScheduler);
+}
 // The kernels are extern "C" and declare it inside as `extern __shared__
 // float smem[]`: a block-scope declaration with C linkage, so the
 // definition has C linkage too (clang insists). One translation unit per
@@ -45,9 +67,25 @@ extern "C" {
 alignas(16) float emuShared[64 * 1024]; // 256 KB, above sm_90's limit
 }
 
-inline void __syncthreads() { emuBarrier->arrive_and_wait(); }
+inline void __syncthreads() {
+  emuFibers[threadIdx.x].state = EmuFiber::WaitBlock;
+  if (++emuBlockArrived == emuFibers.size()) { // the last: release all
+    emuBlockArrived = 0;
+    for (EmuFiber &f : emuFibers)
+      f.state = EmuFiber::Run;
+  }
+  emuYield();
+}
 inline void __syncwarp() {
-  emuWarpBarriers[threadIdx.x / 32]->arrive_and_wait();
+  const unsigned w = threadIdx.x / 32, first = w * 32;
+  const unsigned n = std::min<unsigned>(32, unsigned(emuFibers.size()) - first);
+  emuFibers[threadIdx.x].state = EmuFiber::WaitWarp;
+  if (++emuWarpArrived[w] == n) {
+    emuWarpArrived[w] = 0;
+    for (unsigned t = first; t < first + n; ++t)
+      emuFibers[t].state = EmuFiber::Run;
+  }
+  emuYield();
 }
 inline float __shfl_xor_sync(unsigned, float v, int lane) {
   unsigned t = threadIdx.x;
@@ -273,31 +311,64 @@ inline void stepMmaF16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
 
 /// Runs `body` (one call of the kernel) as a grid of order.size() blocks of
 /// `block` threads, the blocks one after another in `order` (a permutation
-/// of the grid).
+/// of the grid), each block's threads as fibers (above). A block whose
+/// threads all wait while some have ended (a barrier some thread skips)
+/// aborts with a message, where a GPU would hang or misbehave.
 template <class Body>
 void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
                     Body body) {
   gridDim.x = unsigned(order.size());
   blockDim.x = block;
-  for (unsigned b : order) {
+  constexpr size_t kStack = 256 * 1024;
+  static std::vector<std::unique_ptr<char[]>> stacks;
+  while (stacks.size() < block)
+    stacks.push_back(std::unique_ptr<char[]>(new char[kStack]));
+  emuEntryArg = &body;
+  emuEntryBody = [](void *b) { (*static_cast<Body *>(b))(); };
+  for (size_t at = 0; at < order.size(); ++at) {
+    const unsigned b = order[at];
     blockIdx.x = b;
-    std::barrier<> bar(block);
-    emuBarrier = &bar;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;
-    emuWarpBarriers.clear();
-    for (unsigned w = 0; w < block; w += 32) {
-      warps.push_back(std::make_unique<std::barrier<>>(
-          std::ptrdiff_t(std::min(32u, block - w))));
-      emuWarpBarriers.push_back(warps.back().get());
+    // Every other block resumes its threads last first: a read of another
+    // thread's write with no barrier between sees the write in one order
+    // and not in the other, so a missing barrier changes some result.
+    const bool down = at % 2 == 1;
+    emuFibers.assign(block, EmuFiber{});
+    emuWarpArrived.assign((block + 31) / 32, 0);
+    emuBlockArrived = 0;
+    for (unsigned t = 0; t < block; ++t) {
+      ucontext_t &c = emuFibers[t].ctx;
+      getcontext(&c);
+      c.uc_stack.ss_sp = stacks[t].get();
+      c.uc_stack.ss_size = kStack;
+      c.uc_link = &emuScheduler;
+      makecontext(&c, [] {
+        emuEntryBody(emuEntryArg);
+        emuFibers[threadIdx.x].state = EmuFiber::Done;
+      }, 0);
     }
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t)
-      threads.emplace_back([&body, t] {
+    for (unsigned done = 0; done < block;) {
+      bool ran = false;
+      done = 0;
+      for (unsigned k = 0; k < block; ++k) {
+        const unsigned t = down ? block - 1 - k : k;
+        if (emuFibers[t].state == EmuFiber::Done) {
+          ++done;
+          continue;
+        }
+        if (emuFibers[t].state != EmuFiber::Run)
+          continue;
         threadIdx.x = t;
-        body();
-      });
-    for (std::thread &th : threads)
-      th.join();
+        swapcontext(&emuScheduler, &emuFibers[t].ctx);
+        ran = true;
+      }
+      if (!ran && done < block) {
+        std::fprintf(stderr,
+                     "cuda_emu: block %u: every live thread waits at a "
+                     "barrier that ended threads never reach\n",
+                     b);
+        std::abort();
+      }
+    }
   }
 }
 
