@@ -38,11 +38,10 @@
 //     the fusion yields them, a multi-output fusion), pads too (an index
 //     test and a select: the padded-and-summed slices a gradient of
 //     slices makes, e.g. GPT-2's q/k/v, become one pass writing the sum).
-//  5. multi_tensor again: the float casts of function arguments left in no
-//  group
-//     and read stored by some user (AMP's bf16 copies of the parameters
-//     for the matmuls, one small launch each otherwise), in the order of
-//     their first uses, up to `max-tensors` and 3 KB of pointers per
+//  5. multi_tensor again: the float casts of function arguments left in
+//     no group and read stored by some user (AMP's bf16 copies of the
+//     parameters for the matmuls, one small launch each otherwise), in the
+//     order of their first uses, up to `max-tensors` and 3 KB of pointers per
 //     fusion, which is outlined before the first use of any of its casts;
 //     the copies made before their own first use hold at most 16 MB per
 //     fusion (the planned peak grows by no more).
@@ -416,30 +415,40 @@ private:
     for (auto &[key, updates] : buckets) {
       if (updates.size() < 2)
         continue;
-      // Chunks of at most max-tensors updates, each with its prologue,
-      // whose pointer parameters (8 bytes per distinct input and per
-      // result) stay within kParamBytes of the 4 KB kernel-parameter space.
-      for (size_t at = 0; at < updates.size();) {
-        Group g;
-        g.kind = kMultiTensorFusion;
-        size_t end = at;
-        while (end < updates.size() &&
-               static_cast<int64_t>(end - at) < options.maxTensors) {
-          Group grown = g;
-          addUpdate(grown, updates[end]);
-          if (end > at && paramBytes(grown) > kParamBytes)
-            break;
-          g = std::move(grown);
-          ++end;
-        }
-        if (g.ops.size() > 1)
-          commit(std::move(g));
-        at = end;
-      }
+      // Each update with its prologue.
+      commitChunks(updates.size(), [&](Group &g, size_t i, size_t) {
+        addUpdate(g, updates[i]);
+        return true;
+      });
     }
   }
 
   static constexpr int64_t kParamBytes = 3072;
+
+  /// Commits multi_tensor groups of consecutive items 0..n-1: each chunk of
+  /// at most max-tensors items whose pointer parameters (8 bytes per
+  /// distinct input and per result) stay within kParamBytes of the 4 KB
+  /// kernel-parameter space; `add(g, i, first)` adds item i to a chunk
+  /// that began at item `first` and says whether it may stay (the first of
+  /// a chunk always does). Chunks of one item stay unfused.
+  template <class Add> void commitChunks(size_t n, Add add) {
+    for (size_t at = 0; at < n;) {
+      Group g;
+      g.kind = kMultiTensorFusion;
+      size_t end = at;
+      for (; end < n && static_cast<int64_t>(end - at) < options.maxTensors;
+           ++end) {
+        Group grown = g;
+        bool ok = add(grown, end, at);
+        if (end > at && (!ok || paramBytes(grown) > kParamBytes))
+          break;
+        g = std::move(grown);
+      }
+      if (g.ops.size() > 1)
+        commit(std::move(g));
+      at = end;
+    }
+  }
 
   /// Casts of the function's arguments still in no group and read as
   /// stored values by some user (AMP's bf16 copies of the f32 parameters
@@ -472,28 +481,17 @@ private:
     llvm::stable_sort(casts, [](const Cast &a, const Cast &b) {
       return a.firstUse < b.firstUse;
     });
-    for (size_t at = 0; at < casts.size();) {
-      Group g;
-      g.kind = kMultiTensorFusion;
-      int64_t extended = 0;
-      size_t end = at;
-      for (; end < casts.size() &&
-             static_cast<int64_t>(end - at) < options.maxTensors;
-           ++end) {
-        int64_t more =
-            casts[end].firstUse > casts[at].firstUse ? casts[end].bytes : 0;
-        Group grown = g;
-        grown.ops.insert(casts[end].op);
-        if (end > at && (paramBytes(grown) > kParamBytes ||
-                         extended + more > kCastExtendBytes))
-          break;
-        g = std::move(grown);
-        extended += more;
-      }
-      if (g.ops.size() > 1)
-        commit(std::move(g));
-      at = end;
-    }
+    // A chunk's copies made before their own first use: those of the
+    // casts after its first whose first use is later.
+    int64_t extended = 0;
+    commitChunks(casts.size(), [&](Group &g, size_t i, size_t first) {
+      g.ops.insert(casts[i].op);
+      if (i == first)
+        extended = 0;
+      if (casts[i].firstUse > casts[first].firstUse)
+        extended += casts[i].bytes;
+      return extended <= kCastExtendBytes;
+    });
   }
   static constexpr int64_t kCastExtendBytes = 16 << 20;
 

@@ -94,11 +94,7 @@ constexpr int64_t kMaxColumnAccs = 48;
 /// of its operand (not all of them), or a reduction fusion yielding only
 /// such reductions' results.
 bool isColumnReduce(Operation *op) {
-  return op && fusionRole(op) == FusionRole::Reduce && !trailingLead(op) &&
-         !reducedDims(op).empty() &&
-         llvm::all_of(llvm::enumerate(reducedDims(op)), [](auto e) {
-           return e.value() == static_cast<int64_t>(e.index());
-         });
+  return op && fusionRole(op) == FusionRole::Reduce && reducesLeadingDims(op);
 }
 bool isColumnUnit(Operation *op) {
   if (isColumnReduce(op))
@@ -167,14 +163,23 @@ std::optional<Unit> unitOf(Operation *op) {
   return rowsFit(u) ? std::optional<Unit>(u) : std::nullopt;
 }
 
-/// Whether the chain's body passes C7.
-bool isChain(ArrayRef<Operation *> members) {
-  FusionOp trial = mergeUnits(members, members.back(), kRowChainFusion,
-                              [](Value) { return true; });
+/// The row chain of `members` merged at `at` (a trial fusion, erased
+/// again); std::nullopt when the body breaks C7.
+std::optional<RowChain> trialChain(ArrayRef<Operation *> members,
+                                   Operation *at) {
+  FusionOp trial =
+      mergeUnits(members, at, kRowChainFusion, [](Value) { return true; });
   std::string why;
-  bool ok = analyzeRowChain(trial.getBlock(), why).has_value();
+  std::optional<RowChain> rc = analyzeRowChain(trial.getBlock(), why);
   trial->erase();
-  return ok;
+  return rc;
+}
+
+/// `bytes` + the bytes of `type`, saturating (staticBytes gives INT64_MAX
+/// for a dynamic shape).
+int64_t addBytes(int64_t bytes, Type type) {
+  int64_t b = staticBytes(type);
+  return b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
 }
 
 class ChainFuser {
@@ -188,6 +193,22 @@ public:
     for (Operation *op : ops)
       if (!merged_.contains(op))
         tryChainFrom(op);
+  }
+
+  /// The second sweep: column reductions (layer norm's weight and bias
+  /// gradients, bias gradients) that read a chain's values join it.
+  void absorbColumns() {
+    SmallVector<FusionOp> chains;
+    for (auto f : block_.getOps<FusionOp>())
+      if (f.getKind() == kRowChainFusion)
+        chains.push_back(f);
+    for (FusionOp f : chains)
+      while (Operation *u = nextColumnUnit(f)) {
+        SmallVector<Operation *> members{f.getOperation(), u};
+        if (u->isBeforeInBlock(f))
+          std::swap(members[0], members[1]);
+        f = fuseUnits(members, f, kRowChainFusion);
+      }
   }
 
 private:
@@ -217,7 +238,7 @@ private:
                         : u->domain == head->domain && u->lead == head->lead);
       if (fits) {
         members.push_back(op);
-        fits = isChain(members);
+        fits = trialChain(members, members.back()).has_value();
         if (!fits)
           members.pop_back();
       }
@@ -268,10 +289,8 @@ private:
       });
       // Read by the last member itself: alive at the fusion anyway.
       bool readAtLast = llvm::is_contained(last->getOperands(), v);
-      if (diesBefore && !readAtLast) {
-        int64_t b = staticBytes(v.getType());
-        bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
-      }
+      if (diesBefore && !readAtLast)
+        bytes = addBytes(bytes, v.getType());
     };
     for (Operation *op : moved)
       for (Value v : op->getOperands())
@@ -283,24 +302,6 @@ private:
     return bytes;
   }
 
-public:
-  /// The second sweep: column reductions (layer norm's weight and bias
-  /// gradients, bias gradients) that read a chain's values join it.
-  void absorbColumns() {
-    SmallVector<FusionOp> chains;
-    for (auto f : block_.getOps<FusionOp>())
-      if (f.getKind() == kRowChainFusion)
-        chains.push_back(f);
-    for (FusionOp f : chains)
-      while (Operation *u = nextColumnUnit(f)) {
-        SmallVector<Operation *> members{f.getOperation(), u};
-        if (u->isBeforeInBlock(f))
-          std::swap(members[0], members[1]);
-        f = fuseUnits(members, f, kRowChainFusion);
-      }
-  }
-
-private:
   /// The nearest op within kWindow after chain `f`, else before it, that
   /// may join it as column reductions (the merged fusion runs where f
   /// ran): a column unit reading one of f's inputs (or, after f, its
@@ -311,17 +312,10 @@ private:
   /// kExtendBytes of operands that f does not read (kept alive until f).
   Operation *nextColumnUnit(FusionOp f) {
     auto fits = [&](Operation *op) {
-      FusionOp trial = mergeUnits({f.getOperation(), op}, f, kRowChainFusion,
-                                  [](Value) { return true; });
-      std::string why;
-      std::optional<RowChain> rc = analyzeRowChain(trial.getBlock(), why);
-      trial->erase();
+      std::optional<RowChain> rc = trialChain({f.getOperation(), op}, f);
       return rc && static_cast<int64_t>(rc->columns.size()) *
                            ((rc->cols + 31) / 32) <=
                        kMaxColumnAccs;
-    };
-    auto add = [](int64_t &bytes, Type t) {
-      bytes = std::min<int64_t>(INT64_MAX / 2, bytes + staticBytes(t));
     };
     int scanned = 0;
     for (Operation *op = f->getNextNode(); op && scanned < kWindow;
@@ -338,7 +332,7 @@ private:
       }
       int64_t bytes = 0;
       for (Value r : op->getResults())
-        add(bytes, r.getType());
+        bytes = addBytes(bytes, r.getType());
       if (shares && before && bytes <= kExtendBytes && fits(op))
         return op;
     }
@@ -353,7 +347,7 @@ private:
         bool read = llvm::is_contained(f.getInputs(), v);
         shares |= read;
         if (!read)
-          add(bytes, v.getType());
+          bytes = addBytes(bytes, v.getType());
       }
       for (Operation *user : op->getUsers()) {
         Operation *a = block_.findAncestorOpInBlock(*user);

@@ -170,9 +170,10 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   // same columns every row. With few enough, each pass over the row is
   // unrolled, so a lane's loads are all in flight at once (rather than one
   // DRAM latency per element) and its column accumulators are registers.
-  int64_t nth = rowMap.perWarp ? 32 : rowMap.block;
-  std::string nj = std::to_string((k + nth - 1) / nth);
-  bool unrolled = (k + nth - 1) / nth <= kChainUnrollMax;
+  int64_t nth = rowMap.perWarp ? 32 : rowMap.block,
+          perLane = (k + nth - 1) / nth;
+  std::string nj = std::to_string(perLane);
+  bool unrolled = perLane <= kChainUnrollMax;
   auto rowPass = [&](const std::string &inner) {
     std::string head =
         unrolled ? "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
@@ -275,18 +276,15 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   if (columns) {
     vars.insert(vars.end(),
                 {{"NJ", nj}, {"G", std::to_string(ks.gridX)}, {"NAME", name}});
-    for (auto [j, a] : llvm::enumerate(cols))
+    for (const Acc &a : cols)
       colInit += "  " + a.type + " c" + accName(a) +
                  "[$NJ];\n#pragma unroll\n" +
                  "  for (int j_ = 0; j_ < $NJ; ++j_)\n    c" + accName(a) +
                  "[j_] = " + a.ident + ";\n";
+    // C7 keeps column reductions to rows a warp takes: the lanes of every
+    // warp hold the same columns (columnPartials).
     static_assert(ops::kRowChainColumnMaxCols == kWarpRowMax,
                   "C7's column-reduction rows are a warp's rows");
-    if (!rowMap.perWarp)
-      throw rt::Error("codegen: a row_chain fusion with column reductions "
-                      "of rows of " +
-                      std::to_string(k) + " elements (C7: at most " +
-                      std::to_string(ops::kRowChainColumnMaxCols) + ")");
     colEnd = columnPartials(cols);
     for (const Acc &a : cols)
       globals +=

@@ -46,6 +46,14 @@ std::optional<int64_t> trailingLead(Operation *reduce) {
   return lead;
 }
 
+bool reducesLeadingDims(Operation *reduce) {
+  llvm::ArrayRef<int64_t> dims = reducedDims(reduce);
+  for (auto [k, d] : llvm::enumerate(dims))
+    if (d != static_cast<int64_t>(k))
+      return false;
+  return !dims.empty() && !trailingLead(reduce);
+}
+
 bool isCheapElementwise(Operation *op) {
   return isa<NegOp, AbsOp, ReluOp, AddOp, SubOp, MulOp, MaxOp, MinOp,
              CompareOp, SelectOp, CastOp, StopGradientOp>(op);
@@ -300,14 +308,6 @@ std::string shapeText(Type t) {
   return s;
 }
 
-/// Whether `dims` are 0, 1, ..., n - 1 (n >= 1).
-bool isLeadingPrefix(llvm::ArrayRef<int64_t> dims) {
-  for (auto [k, d] : llvm::enumerate(dims))
-    if (d != static_cast<int64_t>(k))
-      return false;
-  return !dims.empty();
-}
-
 /// Whether broadcast `b` of a per-row value (rows elements) to shape
 /// `domain` gives element i of the result the value of row i / cols: the
 /// operand's non-unit dims map, in order, onto the leading `lead` dims
@@ -364,7 +364,7 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
         return fail(op, "reduces a per-row value");
       auto type = cast<RankedTensorType>(in.getType());
       std::optional<int64_t> trailing = trailingLead(&op);
-      if (!trailing && isLeadingPrefix(reducedDims(&op))) {
+      if (reducesLeadingDims(&op)) {
         // A column reduction: checked against D once D is known.
         rc.columns.push_back(&op);
         info[op.getResult(0)] = {Level::Column, -1};

@@ -42,6 +42,10 @@ llvm::ArrayRef<int64_t> reducedDims(Operation *reduce);
 /// the number of leading (kept) dims, a row's index; std::nullopt for any
 /// other dims.
 std::optional<int64_t> trailingLead(Operation *reduce);
+/// Whether a reduce_* reduces the leading dims 0, ..., n - 1 of its
+/// operand and not all of them (a column reduction: the trailing dims
+/// kept).
+bool reducesLeadingDims(Operation *reduce);
 
 /// The fusion kinds (the `kind` attribute of step.fusion).
 inline constexpr const char *kLoopFusion = "loop";
