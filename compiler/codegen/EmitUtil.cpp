@@ -330,14 +330,21 @@ int64_t blockForRow(int64_t k, int64_t maxBlock) {
   return b;
 }
 
-ColumnSplit columnSplit(int64_t m, int64_t k) {
+ColumnSplit columnSplit(int64_t m, int64_t k, int64_t keptInner) {
   ColumnSplit c;
-  c.tiles = std::max<int64_t>((m + 31) / 32, 1);
+  c.vec = keptInner > 0 && keptInner % 4 == 0 ? 4 : 1;
+  c.tiles = std::max<int64_t>((m + 32 * c.vec - 1) / (32 * c.vec), 1);
   c.chunk = k;
-  int64_t want = std::min((kColumnTargetBlocks + c.tiles - 1) / c.tiles,
-                          k / kColumnMinChunk);
-  if (want < 2)
+  // A row of 4 outputs is a vector load: half the rows (8 a lane) carry
+  // a block's fixed cost.
+  int64_t minChunk = c.vec > 1 ? kColumnMinChunk / 2 : kColumnMinChunk;
+  int64_t want =
+      std::min((kColumnTargetBlocks + c.tiles - 1) / c.tiles, k / minChunk);
+  if (want < 2) {
+    c.vec = 1; // the one-pass kernel: a thread per output
+    c.tiles = std::max<int64_t>((m + 31) / 32, 1);
     return c;
+  }
   c.chunk = ((k + want - 1) / want + 7) / 8 * 8; // every lane as many rows
   c.chunks = (k + c.chunk - 1) / c.chunk;
   return c;

@@ -116,22 +116,28 @@ constexpr int64_t kChainUnrollMax = 32;
 RowMapping rowMapping(int64_t rows, int64_t k, int64_t maxBlock = 256);
 
 /// How a column reduction (the innermost dim kept: `m` outputs, each the
-/// reduction of `k` rows) spreads over the grid. Blocks take 32 outputs x 8
-/// row lanes; with `chunks` > 1 the rows are cut into chunks of `chunk`
-/// rows (a multiple of 8) and a block takes one (32 outputs, chunk) tile,
-/// so a few hundred outputs still fill the GPU. `chunks` == 1 when the
-/// plain kernel already has enough blocks or the rows are too few to cut.
+/// reduction of `k` rows) spreads over the grid. Blocks take 32 lanes of
+/// `vec` adjacent outputs x 8 row lanes; with `chunks` > 1 the rows are
+/// cut into chunks of `chunk` rows (a multiple of 8) and a block takes one
+/// (32 vec outputs, chunk) tile, so a few hundred outputs still fill the
+/// GPU. `chunks` == 1 when the plain kernel already has enough blocks or
+/// the rows are too few to cut.
 struct ColumnSplit {
-  int64_t tiles = 1;  ///< ceil(m / 32)
+  int64_t vec = 1;    ///< adjacent outputs a thread takes (split kernel)
+  int64_t tiles = 1;  ///< ceil(m / (32 vec))
   int64_t chunks = 1; ///< row chunks per tile
   int64_t chunk = 0;  ///< rows per chunk; the last may have fewer
 };
-ColumnSplit columnSplit(int64_t m, int64_t k);
+/// `vec` 4 where the outputs' innermost run (`keptInner`, the last kept
+/// dim of stride 1 after merging; 0 if none) is a multiple of 4, so a
+/// thread's 4 outputs are adjacent in memory at every row; else 1.
+ColumnSplit columnSplit(int64_t m, int64_t k, int64_t keptInner);
 /// Blocks a split column reduction aims for: about one full wave of
 /// 256-thread blocks on an H100/H200 (132 SMs x 8 resident blocks).
 constexpr int64_t kColumnTargetBlocks = 1024;
-/// The fewest rows of a chunk (16 per lane): below it a block's fixed cost
-/// (the partials, the ticket) outweighs its reads.
+/// The fewest rows of a chunk (16 per lane; half that where a lane reads
+/// 4 outputs at once): below it a block's fixed cost (the partials, the
+/// ticket) outweighs its reads.
 constexpr int64_t kColumnMinChunk = 128;
 
 /// The kernel's parameter list (operands "in<i>" const, then results
@@ -174,6 +180,10 @@ struct DimList {
   }
   std::string offset(const std::string &var, const std::string &acc) const {
     return decompose(var, acc, dims, strides);
+  }
+  /// The size of the innermost dim when its stride is 1, else 0.
+  int64_t innerRun() const {
+    return !dims.empty() && strides.back() == 1 ? dims.back() : 0;
   }
 };
 

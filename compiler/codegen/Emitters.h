@@ -43,6 +43,43 @@ std::optional<KernelSource> emitShapeFamily(mlir::Operation *op,
 std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
                                              const std::string &name);
 
+/// One root of a split column kernel: its accumulator's C type, identity
+/// and combining functor ("SumOp()", "MaxNaNOp()", "MaxOp()").
+struct ColumnRoot {
+  std::string type, ident, op;
+};
+/// What a split column kernel (splitColumnKernel) runs. Its thread takes
+/// `col.vec` adjacent outputs; every piece is code at the indentation the
+/// kernel gives it.
+struct ColumnCode {
+  std::vector<ColumnRoot> roots;
+  /// Per row, before the element loop: loads at `off4`, the flat index of
+  /// the thread's first element of the row (a multiple of `col.vec`).
+  std::string rowLoads;
+  /// Per element at flat index `off` (`e` its place among the thread's
+  /// outputs): reads the element, combines it into each `acc<R>` (a
+  /// reference to root R's accumulator of that output), may store values
+  /// of the operand's size.
+  std::string element;
+  /// Per row, after the element loop: stores of what `element` gathered.
+  std::string rowStores;
+  /// At output `o` by the one thread that stores it, `acc<R>` the output's
+  /// combined value: rounds and stores.
+  std::string epilogue;
+};
+/// The split column kernel (ReduceKernels.cpp, docs/codegen.md): the
+/// __device__ partials and tickets (`globals`) and the kernel's body, for
+/// `m` outputs over `k` rows cut as `col` says (col.chunks > 1), the
+/// outputs and rows indexed through `kept` and `red`, index type `I`.
+struct ColumnKernelText {
+  std::string globals, body;
+};
+ColumnKernelText splitColumnKernel(const ColumnCode &code,
+                                   const ColumnSplit &col, int64_t m, int64_t k,
+                                   const DimList &kept, const DimList &red,
+                                   const std::string &I,
+                                   const std::string &name);
+
 /// How a row kernel (softmax, log_softmax, layer_norm, cross_entropy,
 /// cross_entropy_grad) reads its operands and writes its result. Empty
 /// members give the op's own kernel, text unchanged; a reduction fusion

@@ -117,10 +117,11 @@ static std::vector<int64_t> broadcastStrides(ops::BroadcastInDimOp b) {
   return src;
 }
 
-static LoopReads loopReads(ops::FusionOp f) {
+/// What the values `from` (of one shape) read at their own flat index.
+static LoopReads loopReads(std::vector<mlir::Value> from) {
   LoopReads reads;
   std::set<void *> seen;
-  std::vector<mlir::Value> work = yieldsOf(f);
+  std::vector<mlir::Value> work = std::move(from);
   while (!work.empty()) {
     mlir::Value v = work.back();
     work.pop_back();
@@ -165,7 +166,7 @@ static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
     if (numelOf(y) != n)
       throw rt::Error("codegen: loop fusion results of different sizes");
 
-  LoopReads reads = loopReads(f);
+  LoopReads reads = loopReads(ys);
   mlir::Block &block = f.getBlock();
   bool vec = n >= 4 && n % 4 == 0;
   for (unsigned k : reads.identity)
@@ -343,8 +344,9 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   bool copy = k == 1; // nothing to combine: the operands' values
   bool split = !copy && innermostReduced && m <= 64 && k >= 65536;
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
-  ColumnSplit col = copy || innermostReduced ? ColumnSplit()
-                                             : columnSplit(m, k);
+  ColumnSplit col = copy || innermostReduced
+                        ? ColumnSplit()
+                        : columnSplit(m, k, kept.innerRun());
   RowMapping rowMap = rowMapping(m, k);
   ks.blockX = copy ? 256
               : split ? blockForRow(k / splits)
@@ -373,6 +375,9 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
     return s;
   };
   // The prologue at the element read (flat index `off` of the operand).
+  // Where a per-element result is stored: out<j>[off], or lane e of the
+  // vector y<j> that the split column kernel stores per row.
+  std::set<size_t> vecOuts;
   auto accumulate = [&](const std::string &ind) {
     std::vector<std::string> locals, stored;
     for (const Acc &a : accs)
@@ -388,7 +393,10 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
     }
     for (auto [j, y] : llvm::enumerate(yieldsOf(f)))
       if (auto at = llvm::find(perElement, y); at != perElement.end())
-        s += ind + "out" + std::to_string(j) + "[off] = " +
+        s += ind +
+             (vecOuts.count(j) ? "y" + std::to_string(j) + ".v[e]"
+                               : "out" + std::to_string(j) + "[off]") +
+             " = " +
              FusionExpr::toStorage(
                  y, stored[static_cast<size_t>(at - perElement.begin())]) +
              ";\n";
@@ -396,9 +404,41 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   };
   // Prologue then epilogue, named before use: the order of evaluation of
   // one expression is unspecified, and the locals' numbers must not be.
-  std::string ind = !innermostReduced ? (col.chunks > 1 ? "      "
-                                                         : "        ")
-                    : split ? "    " : "      ";
+  std::string ind = !innermostReduced ? "        " : split ? "    " : "      ";
+  // The split column kernel with 4 outputs a thread: the inputs read at
+  // the element's own index, and the per-element results, as vectors.
+  ColumnCode colCode;
+  if (!copy && col.chunks > 1 && col.vec > 1) {
+    std::string V = std::to_string(col.vec);
+    std::vector<mlir::Value> from = perElement;
+    for (const Acc &a : accs)
+      from.push_back(a.root->getOperand(0));
+    for (unsigned a : loopReads(from).identity) {
+      mlir::Value arg = f.getBlock().getArgument(a);
+      Elem e = elemOf(arg.getType());
+      if (elemBytes(e) > 4)
+        continue; // read per element
+      std::string vt = "Vec<" + std::string(cType(e)) + ", " + V + ">",
+                  A = std::to_string(a);
+      colCode.rowLoads += "      const " + vt + " x" + A +
+                          " = reinterpret_cast<const " + vt + " *>(in" + A +
+                          ")[off4 / " + V + "];\n";
+      x.bindStorage(arg, "off", "x" + A + ".v[e]");
+      needs.vec = true;
+    }
+    for (auto [j, y] : llvm::enumerate(yieldsOf(f))) {
+      Elem e = elemOf(y.getType());
+      if (!llvm::is_contained(perElement, y) || elemBytes(e) > 4 ||
+          !vecOuts.insert(j).second)
+        continue;
+      std::string vt = "Vec<" + std::string(cType(e)) + ", " + V + ">",
+                  J = std::to_string(j);
+      colCode.rowLoads += "      " + vt + " y" + J + ";\n";
+      colCode.rowStores += "      reinterpret_cast<" + vt + " *>(out" + J +
+                           ")[off4 / " + V + "] = y" + J + ";\n";
+      needs.vec = true;
+    }
+  }
   std::string accumulateCode = copy ? "" : accumulate(ind);
   std::string epilogueCode = copy ? "" : reduceEpilogue(f, x, accs, perElement);
   std::string body, globals; // globals: module-scope state of the split
@@ -465,48 +505,14 @@ $OFFK      (void)r;
     // The split column kernel of ReduceKernels.cpp, one accumulator, one
     // partial array and one lane combination per root.
     ks.gridX = col.tiles * col.chunks;
-    body = each("  __shared__ $ACC sh$R[8][33];\n") + R"(  __shared__ bool amLast;
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const $I t = blockIdx.x % $TILES, s = blockIdx.x / $TILES;
-  const $I o = t * 32 + tx;
-)" + each("  $ACC acc$R = $IDENT;\n") + R"(  if (o < $M) {
-    long long base = 0;
-    { $I r = o;
-$OFFO      (void)r;
-    }
-    const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
-#pragma unroll 8
-    for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
-      long long off = base;
-      $I r = kk;
-$OFFK      (void)r;
-)" + accumulateCode + "    }\n  }\n" + each("  sh$R[ty][tx] = acc$R;\n") +
-           "  __syncthreads();\n  if (ty == 0) {\n"
-           "    for (int y = 1; y < 8; ++y) {\n" +
-           each("      acc$R = $OP(acc$R, sh$R[y][tx]);\n") +
-           "    }\n    if (o < $M) {\n" +
-           each("      ${NAME}_partial$R[s * $M + o] = acc$R;\n") + R"(    }
-    __threadfence(); // the partials are visible before the ticket
-  }
-  __syncthreads();
-  if (threadIdx.x == 0)
-    amLast = atomicAdd(&${NAME}_ticket[t], 1u) == $CS - 1;
-  __syncthreads();
-  if (!amLast)
-    return;
-  __threadfence();
-)" + each("  acc$R = $IDENT;\n") + "  if (o < $M)\n    for ($I c = ty; c < $CS; c += 8) {\n" +
-           each("      acc$R = $OP(acc$R, ((volatile $ACC *)${NAME}_partial$R)"
-                "[c * $M + o]);\n") +
-           "    }\n" + each("  sh$R[ty][tx] = acc$R;\n") +
-           "  __syncthreads();\n  if (ty == 0) {\n"
-           "    for (int y = 1; y < 8; ++y) {\n" +
-           each("      acc$R = $OP(acc$R, sh$R[y][tx]);\n") +
-           "    }\n    if (o < $M) {\n" + indent(epilogueCode, "      ") +
-           "    }\n    if (tx == 0)\n"
-           "      ${NAME}_ticket[t] = 0; // ready for the next launch\n  }\n";
-    globals = each("__device__ $ACC ${NAME}_partial$R[$CS * $M];\n") +
-              "__device__ unsigned int ${NAME}_ticket[$TILES];\n";
+    for (const Acc &a : accs)
+      colCode.roots.push_back({a.type, a.ident, a.op});
+    colCode.element = accumulateCode;
+    colCode.epilogue = indent(epilogueCode, "        ");
+    ColumnKernelText text =
+        splitColumnKernel(colCode, col, m, k, kept, red, I, name);
+    body = text.body;
+    globals = text.globals;
   } else {
     ks.gridX = gridFor(m, 32);
     body = each("  __shared__ $ACC sh$R[8][33];\n") + R"(  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;

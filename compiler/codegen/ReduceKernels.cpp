@@ -18,10 +18,15 @@
 //            reading adjacent outputs, lanes combined in shared memory;
 //  - split column: the column case when ceil(M / 32) blocks would leave
 //            the GPU mostly idle (768 outputs: 24 blocks): the rows are cut
-//            into chunks (columnSplit), a block per (32 outputs, chunk)
+//            into chunks (columnSplit), a block per (32 V outputs, chunk)
 //            writes its lane-combined partials to a __device__ array, and
-//            the last block of each 32 outputs (a ticket per tile) adds
-//            the chunks' partials in a fixed order.
+//            the last block of each tile (a ticket per tile) adds the
+//            chunks' partials in a fixed order. A thread takes V = 4
+//            adjacent outputs where the innermost kept run is a multiple
+//            of 4 (its row's 4 elements one vector load: 256 bytes a warp
+//            for bf16, against 64 with one output a thread), else V = 1.
+//            Fused and unfused column reductions share this kernel
+//            (splitColumnKernel), so their sums are the same bits.
 // softmax, log_softmax and layer_norm are row kernels: one block per row,
 // passes over the row for the max / mean, the sum / variance and the output;
 // how they read the row and store the result is a RowIO (Emitters.h), so a
@@ -42,6 +47,140 @@ namespace ops = mlir::step;
 namespace {
 enum class Kind { Sum, Max, Mean };
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The split column kernel (unfused and fused column reductions)
+//===----------------------------------------------------------------------===//
+
+/// Head of the kernel: block b takes tile t (outputs t * 32V + [0, 32V),
+/// lane tx the V from o4) of row chunk s; the blocks of one chunk are
+/// adjacent (they read adjacent memory). Lane ty adds rows ty, ty + 8, ...
+/// of the chunk in order into its V accumulators per root.
+static const char *kColumnRows =
+    R"(  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const $I t = blockIdx.x % $TILES, s = blockIdx.x / $TILES;
+  const $I o4 = t * $TW + tx * $V;
+$ACCS  if (o4 < $M) {
+    long long base = 0;
+    { $I r = o4;
+$OFFO      (void)r;
+    }
+    const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
+#pragma unroll 8
+    for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
+      long long off4 = base;
+      $I r = kk;
+$OFFK      (void)r;
+$LOADS#pragma unroll
+      for (int e = 0; e < $V; ++e) {
+        const long long off = off4 + e;
+$REFS$ELEMENT      }
+$STORES    }
+  }
+)";
+
+/// The 8 lanes' accumulators of root R combined in order into lane 0's,
+/// through the shared buffer of the root's type (free again after).
+static const char *kColumnLanes = R"(#pragma unroll
+  for (int e = 0; e < $V; ++e)
+    $SH[ty][e][tx] = acc${R}_[e];
+  __syncthreads();
+  if (ty == 0) {
+    for (int y = 1; y < 8; ++y) {
+#pragma unroll
+      for (int e = 0; e < $V; ++e)
+        acc${R}_[e] = $OP(acc${R}_[e], $SH[y][e][tx]);
+    }
+  }
+  __syncthreads();
+)";
+
+ColumnKernelText splitColumnKernel(const ColumnCode &code,
+                                   const ColumnSplit &col, int64_t m, int64_t k,
+                                   const DimList &kept, const DimList &red,
+                                   const std::string &I,
+                                   const std::string &name) {
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"I", I},
+      {"M", std::to_string(m)},
+      {"K", std::to_string(k)},
+      {"NAME", name},
+      {"V", std::to_string(col.vec)},
+      {"TW", std::to_string(32 * col.vec)},
+      {"TILES", std::to_string(col.tiles)},
+      {"CS", std::to_string(col.chunks)},
+      {"CCHUNK", std::to_string(col.chunk)},
+      {"OFFO", kept.offset("r", "base")},
+      {"OFFK", red.offset("r", "off4")},
+      {"LOADS", code.rowLoads},
+      {"ELEMENT", code.element},
+      {"STORES", code.rowStores}};
+  // One shared buffer per accumulator type; the roots take turns.
+  std::vector<std::string> types, shOf;
+  std::string shared, accs, refs, lanes, partials, combine, bind, globals;
+  for (auto [r, root] : llvm::enumerate(code.roots)) {
+    auto at = llvm::find(types, root.type);
+    if (at == types.end()) {
+      types.push_back(root.type);
+      shared += "  __shared__ " + root.type + " sh" +
+                std::to_string(types.size() - 1) + "[8][" +
+                std::to_string(col.vec) + "][33];\n";
+      at = types.end() - 1;
+    }
+    std::string sh = "sh" + std::to_string(at - types.begin());
+    std::vector<std::pair<std::string, std::string>> rv = vars;
+    rv.insert(rv.end(), {{"R", std::to_string(r)},
+                         {"ACC", root.type},
+                         {"IDENT", root.ident},
+                         {"OP", root.op},
+                         {"SH", sh}});
+    accs += subst("  $ACC acc${R}_[$V];\n#pragma unroll\n  for (int e = 0; "
+                  "e < $V; ++e)\n    acc${R}_[e] = $IDENT;\n",
+                  rv);
+    refs += subst("        $ACC &acc$R = acc${R}_[e];\n", rv);
+    lanes += subst(kColumnLanes, rv);
+    partials += subst("#pragma unroll\n      for (int e = 0; e < $V; ++e)\n"
+                      "        ${NAME}_partial$R[s * $M + o4 + e] = "
+                      "acc${R}_[e];\n",
+                      rv);
+    combine +=
+        subst("#pragma unroll\n  for (int e = 0; e < $V; ++e)\n"
+              "    acc${R}_[e] = $IDENT;\n  if (o4 < $M) {\n#pragma unroll 4\n"
+              "    for ($I c = ty; c < $CS; c += 8) {\n#pragma unroll\n"
+              "      for (int e = 0; e < $V; ++e)\n"
+              "        acc${R}_[e] = $OP(acc${R}_[e], "
+              "__ldcg(&${NAME}_partial$R[c * $M + o4 + e]));\n    }\n  }\n",
+              rv) +
+        subst(kColumnLanes, rv);
+    bind += subst("        const $ACC acc$R = acc${R}_[e];\n", rv);
+    globals += subst("__device__ $ACC ${NAME}_partial$R[$CS * $M];\n", rv);
+  }
+  vars.insert(vars.end(), {{"ACCS", accs}, {"REFS", refs}});
+  ColumnKernelText text;
+  text.globals = globals + subst("__device__ unsigned int "
+                                 "${NAME}_ticket[$TILES];\n",
+                                 vars);
+  auto lit = [&](const std::string &t) { return subst(t, vars); };
+  text.body =
+      shared + "  __shared__ bool amLast;\n" + lit(kColumnRows) + lanes +
+      lit("  if (ty == 0) {\n    if (o4 < $M) {\n") + partials +
+      lit("    }\n    __threadfence(); // the partials are visible before "
+          "the ticket\n  }\n  __syncthreads();\n  if (threadIdx.x == 0)\n"
+          "    amLast = atomicAdd(&${NAME}_ticket[t], 1u) == $CS - 1;\n"
+          "  __syncthreads();\n  if (!amLast)\n    return;\n"
+          "  // The last block of tile t combines its outputs' $CS partials "
+          "in a fixed\n  // order: lane ty adds chunks ty, ty + 8, ..., "
+          "then lanes 0..7 in turn.\n  __threadfence();\n") +
+      combine +
+      lit("  if (ty == 0) {\n    if (o4 < $M) {\n#pragma unroll\n"
+          "      for (int e = 0; e < $V; ++e) {\n"
+          "        const $I o = o4 + e;\n") +
+      bind + code.epilogue +
+      lit("      }\n    }\n    if (tx == 0)\n"
+          "      ${NAME}_ticket[t] = 0; // ready for the next launch\n"
+          "  }\n");
+  return text;
+}
 
 //===----------------------------------------------------------------------===//
 // step.reduce_sum, step.reduce_max, step.reduce_mean
@@ -99,7 +238,8 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
   needs.reduce = true;
   bool innermostReduced = !in.empty() && reduced.back() && in.back() != 1;
   bool split = innermostReduced && m <= 64 && k >= 65536;
-  ColumnSplit col = innermostReduced ? ColumnSplit() : columnSplit(m, k);
+  ColumnSplit col =
+      innermostReduced ? ColumnSplit() : columnSplit(m, k, kept.innerRun());
   int64_t splits = split ? std::min<int64_t>(256, k / 16384) : 1;
   RowMapping rowMap = rowMapping(m, k);
   ks.blockX = split ? blockForRow(k / splits)
@@ -182,65 +322,25 @@ $OFFK      (void)r;
     ks.source = prelude(needs);
   } else if (col.chunks > 1) {
     ks.gridX = col.tiles * col.chunks;
-    body = R"(  __shared__ $ACC sh[8][33];
-  __shared__ bool amLast;
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  // Block b: outputs t * 32 + [0, 32), rows [s * $CCHUNK, (s + 1) * $CCHUNK);
-  // the blocks of one row chunk are adjacent (they read adjacent memory).
-  const $I t = blockIdx.x % $TILES, s = blockIdx.x / $TILES;
-  const $I o = t * 32 + tx;
-  $ACC acc = $IDENT;
-  if (o < $M) {
-    long long base = 0;
-    { $I r = o;
-$OFFO      (void)r;
+    ColumnCode code;
+    code.roots = {{acc, ident, opName}};
+    std::string x = load;
+    if (col.vec > 1 && elemBytes(e) <= 4) { // the row's V elements at once
+      needs.vec = true;
+      std::string vt =
+          "Vec<" + std::string(cType(e)) + ", " + std::to_string(col.vec) + ">";
+      code.rowLoads = "      const " + vt + " xv = reinterpret_cast<const " +
+                      vt + " *>(in0)[off4 / " + std::to_string(col.vec) +
+                      "];\n";
+      x.replace(x.find("in0[off]"), 8, "xv.v[e]");
     }
-    const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
-#pragma unroll 8
-    for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
-      long long off = base;
-      $I r = kk;
-$OFFK      (void)r;
-      acc = $OP(acc, $LOAD);
-    }
-  }
-  sh[ty][tx] = acc;
-  __syncthreads();
-  if (ty == 0) {
-    for (int y = 1; y < 8; ++y)
-      acc = $OP(acc, sh[y][tx]);
-    if (o < $M)
-      ${NAME}_partial[s * $M + o] = acc;
-    __threadfence(); // the partials are visible before the ticket
-  }
-  __syncthreads();
-  if (threadIdx.x == 0)
-    amLast = atomicAdd(&${NAME}_ticket[t], 1u) == $CS - 1;
-  __syncthreads();
-  if (!amLast)
-    return;
-  // The last block of tile t combines its outputs' $CS partials in a fixed
-  // order: lane ty adds chunks ty, ty + 8, ..., then lanes 0..7 in turn.
-  __threadfence();
-  acc = $IDENT;
-  if (o < $M)
-    for ($I c = ty; c < $CS; c += 8)
-      acc = $OP(acc, ((volatile $ACC *)${NAME}_partial)[c * $M + o]);
-  sh[ty][tx] = acc;
-  __syncthreads();
-  if (ty == 0) {
-    for (int y = 1; y < 8; ++y)
-      acc = $OP(acc, sh[y][tx]);
-    if (o < $M)
-      out0[o] = $STORE;
-    if (tx == 0)
-      ${NAME}_ticket[t] = 0; // ready for the next launch
-  }
-)";
-    ks.source = prelude(needs) +
-                subst("__device__ $ACC ${NAME}_partial[$CS * $M];\n"
-                      "__device__ unsigned int ${NAME}_ticket[$TILES];\n",
-                      vars);
+    code.element = "        acc0 = " + opName + "(acc0, " + x + ");\n";
+    code.epilogue = "        { const " + acc + " acc = acc0;\n" +
+                    "          out0[o] = " + store + ";\n        }\n";
+    ColumnKernelText text =
+        splitColumnKernel(code, col, m, k, kept, red, I, name);
+    body = text.body;
+    ks.source = prelude(needs) + text.globals;
   } else {
     ks.gridX = gridFor(m, 32);
     body = R"(  __shared__ $ACC sh[8][33];

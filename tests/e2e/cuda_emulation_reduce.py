@@ -2,10 +2,12 @@
 """The column reduction kernels that stepc generates, run on the CPU.
 
 A column reduction (the innermost dim kept: a bias or layer-norm weight
-gradient) with few outputs is cut into row chunks: a block per (32
+gradient) with few outputs is cut into row chunks: a block per (32 V
 outputs, chunk) tile writes partials to a __device__ array and the last
 block of each tile (an atomic ticket) combines them in a fixed order
-(docs/codegen.md, "Reduction strategies"). No GPU here, so: stepc
+(docs/codegen.md, "Reduction strategies"); a thread takes V = 4 adjacent
+outputs (vector loads and stores) where the innermost kept dim is a
+multiple of 4, else V = 1. No GPU here, so: stepc
 --dump-kernels writes the CUDA C++ of small models, each with one kernel;
 this test compiles it with the host compiler against
 tests/e2e/emu/cuda_emu_sync.h (blocks one after another, their threads as fibers)
@@ -25,7 +27,8 @@ Checks per kernel:
   2 and 5 blocks (its grid-stride loop) and must give the same bits too.
 
 Cases: reduce_sum/mean/max over rows with row counts that are not a
-multiple of the chunk, 1 to 19 chunks per tile, a partial 32-output tile,
+multiple of the chunk, 1 to 37 chunks per tile, partial tiles of 32 and
+128 outputs (V = 1 and 4),
 a 3-d operand whose kept dims are not contiguous, too few rows to split,
 and two fusions (cast and mul prologue with two roots, as layer_norm's
 backward; an epilogue adding another input; layer norm's gradient with the
@@ -360,24 +363,29 @@ def softmax_case(name, m, k, dt):
 def cases():
     out = []
     for dt in ("f32", "bf16"):
-        # 7 chunks of 144 rows (the last 136), 4 tiles (the last of 4).
+        # V = 4: 14 chunks of 72 rows (the last 64), 1 tile of 128
+        # outputs, 25 lanes of 32 used.
         out.append(reduce_case(f"sum_1000x100_{dt}", "reduce_sum",
                                [1000, 100], [0], dt))
-        # 19 chunks: lanes combine 2 or 3 partials each.
+        # 35 chunks: lanes combine 4 or 5 partials each.
         out.append(reduce_case(f"sum_2500x64_{dt}", "reduce_sum",
                                [2500, 64], [0], dt))
-        # 37 chunks of 136 rows, the last of 104; one output in tile 2.
+        # V = 1 (33 outputs): 37 chunks of 136 rows, the last of 104; one
+        # output in tile 2.
         out.append(reduce_case(f"sum_5000x33_{dt}", "reduce_sum",
                                [5000, 33], [0], dt))
-        # Kept dims 0 and 2 (not contiguous), 2 chunks.
+        # V = 4, 3 tiles of 128 outputs (the last of 44): 13 chunks.
+        out.append(reduce_case(f"sum_900x300_{dt}", "reduce_sum",
+                               [900, 300], [0], dt))
+        # Kept dims 0 and 2 (not contiguous; V = 4 in runs of 40), 4 chunks.
         out.append(reduce_case(f"sum_6x300x40_d1_{dt}", "reduce_sum",
                                [6, 300, 40], [1], dt))
-        # Reduced dims 0 and 1 merge into 1800 rows: 14 chunks.
+        # Reduced dims 0 and 1 merge into 1800 rows: 25 chunks.
         out.append(reduce_case(f"sum_300x6x40_d01_{dt}", "reduce_sum",
                                [300, 6, 40], [0, 1], dt))
         # Too few rows to cut: the one-pass column kernel.
-        out.append(reduce_case(f"sum_200x100_{dt}", "reduce_sum",
-                               [200, 100], [0], dt))
+        out.append(reduce_case(f"sum_100x100_{dt}", "reduce_sum",
+                               [100, 100], [0], dt))
         out.append(epilogue_case(f"fused_epilogue_2500x64_{dt}", 2500, 64,
                                  dt))
     out.append(reduce_case("mean_1000x100_f32", "reduce_mean", [1000, 100],
@@ -415,9 +423,9 @@ def cases():
     out.append(row_chain_case("row_chain_cols_300x1024", 300, 1024, 1))
     out.append(row_chain_case("row_chain_cols_2100x40", 2100, 40, 2))
     # step-fuse-loop-reductions: the loop's result stored by the split
-    # column kernel (19 chunks), the one-pass column kernel and a row one.
+    # column kernel (35 chunks), the one-pass column kernel and a row one.
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))
-    out.append(loop_reduction_case("loop_colsum_200x100", 200, 100, [0]))
+    out.append(loop_reduction_case("loop_colsum_100x100", 100, 100, [0]))
     out.append(loop_reduction_case("loop_rowsum_77x768", 77, 768, [1]))
     out.append(softmax_case("softmax_9x2000_f32", 9, 2000, "f32"))
     return out

@@ -108,6 +108,8 @@ inline unsigned __ballot_sync(unsigned, bool pred) {
   return m;
 }
 inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
+// A load through L2 only (another block's partials): a plain load here.
+template <class T> T __ldcg(const T *p) { return *p; }
 inline float __int_as_float(unsigned u) {
   float f;
   std::memcpy(&f, &u, 4);

@@ -279,33 +279,50 @@ TEST(ReduceKernels, StrategyFollowsTheReducedDims) {
   EXPECT_TRUE(contains(ks.source, "sh[8][33]"));
   EXPECT_FALSE(contains(ks.source, "ticket")); // 64 rows: too few to cut
   // Few outputs over many rows (a layer-norm weight gradient): row chunks
-  // of a multiple of 8 rows, a block per (32 outputs, chunk), partials
-  // combined in a fixed order by the last block of each 32 outputs.
-  // 4 tiles: min(1024 / 4, 1000 / 128) = 7 chunks of 144 rows.
+  // of a multiple of 8 rows, a block per (128 outputs, chunk), each lane 4
+  // adjacent outputs read as one vector, partials combined in a fixed
+  // order by the last block of each tile. 1 tile: min(1024 / 1, 1000 /
+  // 64) = 15 wanted, so chunks of 72 rows, 14 of them.
   ks = firstKernel(
       fn("%a: tensor<1000x100xbf16>",
          "step.reduce_sum %a dims = [0] : tensor<1000x100xbf16> -> "
          "tensor<100xbf16>",
          "tensor<100xbf16>"),
       "colsum");
-  EXPECT_EQ(ks.gridX, 4 * 7);
+  EXPECT_EQ(ks.gridX, 1 * 14);
   EXPECT_EQ(ks.blockX, 256);
-  EXPECT_TRUE(contains(ks.source, "__device__ float colsum_partial[7 * 100];"));
-  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int colsum_ticket[4];"));
-  EXPECT_TRUE(contains(ks.source, "t = blockIdx.x % 4, s = blockIdx.x / 4;"));
-  EXPECT_TRUE(contains(ks.source, "(s + 1) * 144 < 1000"));
-  EXPECT_TRUE(contains(ks.source, "atomicAdd(&colsum_ticket[t], 1u) == 7 - 1"));
-  EXPECT_TRUE(contains(ks.source, "for (int c = ty; c < 7; c += 8)"));
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float colsum_partial0[14 * 100];"));
+  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int colsum_ticket[1];"));
+  EXPECT_TRUE(contains(ks.source, "t = blockIdx.x % 1, s = blockIdx.x / 1;"));
+  EXPECT_TRUE(contains(ks.source, "o4 = t * 128 + tx * 4;"));
+  EXPECT_TRUE(contains(ks.source, "reinterpret_cast<const Vec<__nv_bfloat16, "
+                                  "4> *>(in0)[off4 / 4]"));
+  EXPECT_TRUE(contains(ks.source, "(s + 1) * 72 < 1000"));
+  EXPECT_TRUE(
+      contains(ks.source, "atomicAdd(&colsum_ticket[t], 1u) == 14 - 1"));
+  EXPECT_TRUE(contains(ks.source, "for (int c = ty; c < 14; c += 8)"));
   EXPECT_TRUE(contains(ks.source, "colsum_ticket[t] = 0;"));
   EXPECT_FALSE(contains(ks.source, "atomicAdd(&out")); // no float atomics
   expectCubinsForSm80AndSm90(ks);
-  // Enough outputs to fill the GPU alone: the one-pass kernel.
+  // 33 outputs (not a multiple of 4): a lane per output, 2 tiles of 32.
+  ks = firstKernel(fn("%a: tensor<1000x33xf32>",
+                      "step.reduce_sum %a dims = [0] : tensor<1000x33xf32> -> "
+                      "tensor<33xf32>",
+                      "tensor<33xf32>"),
+                   "colsum");
+  EXPECT_EQ(ks.gridX, 2 * 7);
+  EXPECT_TRUE(contains(ks.source, "o4 = t * 32 + tx * 1;"));
+  EXPECT_FALSE(contains(ks.source, "Vec<"));
+  EXPECT_TRUE(contains(ks.source, "float acc0_[1];"));
+  // Enough outputs to fill the GPU alone: the one-pass kernel (40001: not
+  // a multiple of 4, so 1251 tiles of 32 outputs).
   ks = firstKernel(
-      fn("%a: tensor<1000x40000xf32>",
-         "step.reduce_sum %a dims = [0] : tensor<1000x40000xf32> -> "
-         "tensor<40000xf32>",
-         "tensor<40000xf32>"));
-  EXPECT_EQ(ks.gridX, 1250);
+      fn("%a: tensor<1000x40001xf32>",
+         "step.reduce_sum %a dims = [0] : tensor<1000x40001xf32> -> "
+         "tensor<40001xf32>",
+         "tensor<40001xf32>"));
+  EXPECT_EQ(ks.gridX, 1251);
   EXPECT_FALSE(contains(ks.source, "ticket"));
   // Everything into one value: split over blocks, combined by the last.
   ks = firstKernel(

@@ -294,9 +294,10 @@ TEST(FusionReduce, ColumnSumIsABiasGradient) {
 }
 
 TEST(FusionReduce, LayerNormWeightGradientSplitsRows) {
-  // sum(dy) and sum(dy * xhat) over 8192 rows of 768: 24 tiles of 32
-  // outputs, ceil(1024 / 24) = 43 chunks of 192 rows, one partial array per
-  // root, one ticket per tile.
+  // sum(dy) and sum(dy * xhat) over 8192 rows of 768: 4 adjacent outputs
+  // a lane (768 % 4 == 0), so 6 tiles of 128 outputs; min(ceil(1024 / 6),
+  // 8192 / 64) = 128 chunks of 64 rows; one partial array per root, one
+  // ticket per tile; each row's 4 elements of an input one vector load.
   KernelSource ks = firstKernel(fusionFnN(
       "%dy: tensor<8192x768xbf16>, %xh: tensor<8192x768xf32>",
       R"(step.fusion "reduction" (%dy, %xh) : (tensor<8192x768xbf16>, tensor<8192x768xf32>) -> (tensor<768xf32>, tensor<768xf32>) {
@@ -307,13 +308,25 @@ TEST(FusionReduce, LayerNormWeightGradientSplitsRows) {
     %3 = step.reduce_sum %2 dims = [0] : tensor<8192x768xf32> -> tensor<768xf32>
     step.yield %1, %3 : tensor<768xf32>, tensor<768xf32>
   })", {"tensor<768xf32>", "tensor<768xf32>"}), "ln_col");
-  EXPECT_EQ(ks.gridX, 24 * 43);
-  EXPECT_TRUE(contains(ks.source, "__device__ float ln_col_partial0[43 * 768];"));
-  EXPECT_TRUE(contains(ks.source, "__device__ float ln_col_partial1[43 * 768];"));
-  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int ln_col_ticket[24];"));
-  EXPECT_TRUE(contains(ks.source, "for (int kk = s * 192 + ty; kk < end; kk += 8)"));
-  EXPECT_TRUE(contains(ks.source, "ln_col_partial1[s * 768 + o] = acc1;"));
-  EXPECT_TRUE(contains(ks.source, "amLast = atomicAdd(&ln_col_ticket[t], 1u) == 43 - 1;"));
+  EXPECT_EQ(ks.gridX, 6 * 128);
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float ln_col_partial0[128 * 768];"));
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float ln_col_partial1[128 * 768];"));
+  EXPECT_TRUE(contains(ks.source, "__device__ unsigned int ln_col_ticket[6];"));
+  EXPECT_TRUE(
+      contains(ks.source, "for (int kk = s * 64 + ty; kk < end; kk += 8)"));
+  EXPECT_TRUE(contains(ks.source, "const Vec<__nv_bfloat16, 4> x0 = "
+                                  "reinterpret_cast<const Vec<__nv_bfloat16, "
+                                  "4> *>(in0)[off4 / 4];"));
+  EXPECT_TRUE(contains(ks.source, "const Vec<float, 4> x1 = "));
+  EXPECT_EQ(count(ks.source, "in0["), 0u); // every read a vector lane
+  // Both roots' lanes through one shared buffer, one after the other.
+  EXPECT_EQ(count(ks.source, "__shared__ float sh"), 1u);
+  EXPECT_TRUE(
+      contains(ks.source, "ln_col_partial1[s * 768 + o4 + e] = acc1_[e];"));
+  EXPECT_TRUE(contains(
+      ks.source, "amLast = atomicAdd(&ln_col_ticket[t], 1u) == 128 - 1;"));
   EXPECT_TRUE(contains(ks.source, "ln_col_ticket[t] = 0;"));
   EXPECT_TRUE(contains(ks.source, "out1[o] = res1;"));
   expectCompiles(ks);

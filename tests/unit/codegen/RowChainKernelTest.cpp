@@ -211,7 +211,8 @@ TEST(FusionRowChain, ColumnSumsAddBlockPartialsInASecondPhase) {
 TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
   // step-fuse-loop-reductions: a bias gradient's column sum over a loop's
   // value that the fusion also yields ([2500, 64]: the split column
-  // kernel, 19 chunks), stored in the accumulation loop, once per element.
+  // kernel, 35 chunks, 4 outputs a lane), stored in the accumulation loop
+  // once per element: 4 lanes of a vector, stored once per row.
   KernelSource ks = firstKernel(
       fusionFnN(
           "%a: tensor<2500x64xf32>, %b: tensor<2500x64xf32>",
@@ -227,14 +228,18 @@ TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
       "red_store");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
   EXPECT_TRUE(contains(ks.source, "red_store_ticket")); // split column
-  size_t loop = ks.source.find("for (int kk = s * 136 + ty;");
-  size_t store = ks.source.find("out0[off] = __float2bfloat16_rn(");
-  size_t combine = ks.source.find("sh0[ty][tx] = acc0;"); // lanes combine
+  size_t loop = ks.source.find("for (int kk = s * 72 + ty;");
+  size_t lane = ks.source.find("y0.v[e] = __float2bfloat16_rn(");
+  size_t store = ks.source.find(
+      "reinterpret_cast<Vec<__nv_bfloat16, 4> *>(out0)[off4 / 4] = y0;");
+  size_t combine = ks.source.find("sh0[ty][e][tx] = acc0_[e];"); // lanes
   ASSERT_NE(loop, std::string::npos);
+  ASSERT_NE(lane, std::string::npos);
   ASSERT_NE(store, std::string::npos);
-  EXPECT_LT(loop, store);
+  EXPECT_LT(loop, lane);
+  EXPECT_LT(lane, store);
   EXPECT_LT(store, combine);
-  EXPECT_EQ(count(ks.source, "out0["), 1u); // not in the epilogue
+  EXPECT_EQ(count(ks.source, "out0"), 2u); // the parameter, the row store
   EXPECT_TRUE(contains(ks.source, "out1[o] = "));
   expectCompiles(ks);
 }
