@@ -182,9 +182,46 @@ def main():
     for needle in ("| StepJIT |", "| PyTorch eager |", "| torch.compile |",
                    report["date"]):
         check(needle in table, f"'{needle}' not in the markdown table")
+    check_categories(report, table)
     check_split(args)
     check_bucketed(args)
     print("PASS")
+
+
+def check_categories(report, table):
+    """One profiled step of StepJIT (the parity run's trace) and of PyTorch
+    eager (torch.profiler), each split by category: the same categories,
+    the matmuls, attention, loss, layer norms, optimizer and embedding
+    found on both sides (every one is in a GPT-2 step; PyTorch's attention
+    only where it is one op, F.scaled_dot_product_attention: torch < 2.0
+    runs matmuls and a masked softmax), and the total near the profiled
+    step's own time."""
+    res = report["results"]
+    cats = ("matmul", "attention", "loss", "layer norm", "optimizer",
+            "embedding", "other")
+    sdpa = report["torch_attention"].startswith("F.scaled_dot_product")
+    for name in ("stepjit", "torch_eager"):
+        c = res[name].get("categories")
+        check(isinstance(c, dict) and tuple(c) == cats,
+              f"{name}.categories = {c!r}")
+        for cat in cats[:-1]:
+            if cat == "attention" and name == "torch_eager" and not sdpa:
+                continue
+            check(positive(c[cat]), f"{name}: no time in '{cat}': {c}")
+        print(f"{name} by category: " + ", ".join(
+            f"{k} {v * 1e3:.2f} ms" for k, v in c.items()))
+    # PyTorch's ops' own times add up to about its step (the profiler's
+    # overhead makes the profiled step slower than the timed ones, and
+    # Python between ops is no op's time): within 0.1x and 20x the
+    # median.
+    total = sum(res["torch_eager"]["categories"].values())
+    med = res["torch_eager"]["step_seconds"]["median"]
+    check(0.1 * med < total < 20 * med,
+          f"torch_eager categories total {total} s, step median {med} s")
+    check(res["torch_eager"].get("profiled_kernels"),
+          "torch_eager has no profiled_kernels")
+    check("One profiled step by category" in table and "| layer norm |"
+          in table, "no category table in the markdown")
 
 
 def check_split(args):

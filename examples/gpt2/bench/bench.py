@@ -64,7 +64,8 @@ sys.path.insert(0, HERE)
 from torch_gpt2 import (HAS_SDPA, build_model, load_npy_dir,  # noqa: E402
                         make_optimizer)
 from report import (device_name, markdown, model_flops_per_token,  # noqa: E402
-                    peak_flops, summarize, torch_parity, trace_ops)
+                    peak_flops, stepjit_categories, summarize,
+                    torch_categories, torch_parity, trace_ops)
 DEFAULT_TEXT = os.path.join(os.path.dirname(HERE), "data", "tiny.txt")
 
 PRESETS = {
@@ -165,6 +166,35 @@ def free(device):
         torch.cuda.empty_cache()
 
 
+def profile_torch(model, fn, opt, tokens, targets, device, args):
+    """One more step under torch.profiler: {kernel name: seconds} of its
+    device kernels (on the CPU: each ATen op's own time), and the 15
+    taking the most."""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = device.type == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda
+                             else ProfilerActivity.CPU]) as prof:
+        time_torch(model, fn, opt, tokens, targets, device, args.amp,
+                   args.clip, 0, 1)
+    kernels = {}
+    if cuda:
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            prof.export_chrome_trace(path)
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        for e in events:
+            if str(e.get("cat", "")).lower() == "kernel":
+                kernels[e["name"]] = (kernels.get(e["name"], 0.0)
+                                      + e["dur"] * 1e-6)
+    else:
+        for a in prof.key_averages():
+            if a.self_cpu_time_total > 0:
+                kernels[a.key] = a.self_cpu_time_total * 1e-6
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:15]
+    return kernels, [{"name": k, "us": v * 1e6} for k, v in top]
+
+
 def run_torch(kind, cfg, params, batch, device, args, opt_cfg):
     """kind: "eager" or "compile". Returns the result dict (or a skip)."""
     tokens = torch.from_numpy(batch["tokens"]).to(device)
@@ -205,6 +235,14 @@ def run_torch(kind, cfg, params, batch, device, args, opt_cfg):
                            f"{str(e).splitlines()[0] if str(e) else ''}"}
     res["step_seconds"] = stats(times[warmup:])
     res["losses"] = losses
+    if not args.no_profile:
+        try:
+            kernels, top = profile_torch(model, fn, opt, tokens, targets,
+                                         device, args)
+            res["categories"] = torch_categories(kernels)
+            res["profiled_kernels"] = top
+        except Exception as e:  # the profiler is optional to the benchmark
+            res["categories_skipped"] = f"{type(e).__name__}: {e}"
     res["warmup"] = warmup
     res["optimizer_impl"] = impl
     res["peak_bytes"] = (torch.cuda.max_memory_allocated(device)
@@ -275,24 +313,32 @@ def run_step_bench(tool, model_dir, backend, args, opt_cfg, out_json):
 def run_step_run(stepc, step_run, model_dir, backend, args, opt_cfg, work):
     """The first --parity-steps losses of the same training step, compiled
     by stepc (without CUDA kernels for the CPU backend) and run by
-    step-run. Returns (losses, seconds)."""
+    step-run, its last step traced (unless --no-profile). Returns (losses,
+    seconds, the trace or None)."""
     artifact = os.path.join(work, "train.step")
     cmd = [stepc, os.path.join(model_dir, "model.mlir"), "--train",
            *stepc_options(args, opt_cfg), "-o", artifact]
     if backend == "cpu":
         cmd.append("--no-kernels")
     _, t_compile = run(cmd, "stepc")
+    trace_file = os.path.join(work, "parity-trace.json")
     out, t_run = run([step_run, artifact,
                       "--params", os.path.join(model_dir, "params"),
                       "--inputs", os.path.join(model_dir, "inputs"),
                       "--steps", str(args.parity_steps),
-                      "--backend", backend], "step-run")
+                      "--backend", backend,
+                      *([] if args.no_profile else ["--trace", trace_file])],
+                     "step-run")
     losses = [float(v) for v in
               re.findall(r"^step \d+ loss = (\S+)$", out, re.MULTILINE)]
     if len(losses) != args.parity_steps:
         fail(f"step-run printed {len(losses)} losses, expected "
              f"{args.parity_steps}:\n{out}")
-    return losses, t_compile + t_run
+    trace = None
+    if not args.no_profile:
+        with open(trace_file) as f:
+            trace = json.load(f)
+    return losses, t_compile + t_run, trace
 
 
 # ------------------------------------------------------------------ main --
@@ -334,6 +380,10 @@ def parse_args(argv):
     ap.add_argument("--compile-mode", default="default",
                     choices=["default", "reduce-overhead", "max-autotune"],
                     help="torch.compile mode")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="skip the profiled step of each run (StepJIT's "
+                         "step-run --trace, PyTorch's torch.profiler) and "
+                         "the report's time by category")
     ap.add_argument("--no-compile-warm", action="store_true",
                     help="skip the second (warm) torch.compile")
     ap.add_argument("--skip-compile", action="store_true",
@@ -521,13 +571,15 @@ def bench_all(args, cfg, preset, backend, device, opt_cfg, work, gpt2, bench,
                         os.path.join(work, "step-bench.json"))
     if sj.get("backend") != backend:
         fail(f"step-bench ran on '{sj.get('backend')}', asked for '{backend}'")
-    parity_losses, t_parity = ([], 0.0)
+    parity_losses, t_parity, trace = ([], 0.0, None)
     if args.parity_steps:
-        parity_losses, t_parity = run_step_run(stepc, step_run, model_dir,
-                                               backend, args, opt_cfg, work)
+        parity_losses, t_parity, trace = run_step_run(
+            stepc, step_run, model_dir, backend, args, opt_cfg, work)
     n_params = int(sum(a.size for a in params.values()))
     persistent = 3 * 4 * n_params + sum(a.nbytes for a in batch.values())
     stepjit = stepjit_result(sj, persistent, parity_losses)
+    if trace is not None:  # the parity run's last step, timed op by op
+        stepjit["categories"] = stepjit_categories(trace)
     return compare(args, cfg, preset, backend, device, opt_cfg, params, batch,
                    stepjit, interp_loss,
                    {"emit_model": t_emit, "parity_step_run": t_parity})
@@ -786,6 +838,7 @@ def bench_prepared(args, prep, backend, device, work, step_run):
     stepjit["device_memory"] = trace.get("device_memory")
     stepjit["profiled_step"] = {"ops": n_ops, "op_seconds": op_seconds,
                                 "top": top}
+    stepjit["categories"] = stepjit_categories(trace)
     if args.parity_steps:
         stepjit["parity_losses"] = losses[:args.parity_steps]
     return compare(args, cfg, prep["preset"], backend, device, opt_cfg,

@@ -164,7 +164,94 @@ def markdown(report):
             tail += (f"| {k['op']} | `{k['name']}` | {k['launches']} "
                      f"| {k['us']:,.0f} us | {k['GB_per_s'] or 0:,.0f} "
                      f"| {k['TFLOP_per_s'] or 0:,.1f} |\n")
-    return f"{head}\n\n" + "\n".join(rows) + f"\n\n{tail}\n"
+    return (f"{head}\n\n" + "\n".join(rows) + f"\n\n{tail}"
+            f"{category_table(report)}\n")
+
+
+# Where a step's time goes, in the same words for StepJIT and PyTorch, so
+# the two can be set side by side. A StepJIT op falls in the first category
+# any of its IR ops (a fusion's `fused_ops`) names; a PyTorch kernel (or,
+# on the CPU, an ATen op) in the first whose words its name holds. Kernel
+# names are what the libraries call them (cuBLAS/CUTLASS GEMMs, FlashAttention,
+# Inductor's `triton_*_fused_<aten ops>`), so the split is approximate: a
+# kernel that fuses a layer norm into a residual add counts as layer norm
+# on both sides; bias gradients, GELU and the parameters' bf16 casts are
+# "other" on both.
+CATEGORIES = ("matmul", "attention", "loss", "layer norm", "optimizer",
+              "embedding", "other")
+_STEPJIT_WORDS = (
+    ("attention", ("step.attention",)),
+    ("matmul", ("step.matmul",)),
+    ("loss", ("step.cross_entropy",)),
+    ("layer norm", ("step.layer_norm", "step.rsqrt")),
+    ("optimizer", ("_update", "step.check_finite")),
+    ("embedding", ("step.embedding",)),
+)
+_TORCH_WORDS = (
+    ("attention", ("flash", "fmha", "attention", "sdpa", "attn")),
+    ("matmul", ("gemm", "cutlass", "xmma", "nvjet", "cublas", "aten::mm",
+                "aten::addmm", "aten::bmm", "aten::linear", "aten::matmul")),
+    ("loss", ("log_softmax", "nll_loss", "cross_entropy")),
+    ("layer norm", ("layer_norm",)),
+    ("optimizer", ("adam", "multi_tensor", "foreach", "_amp_", "norm_")),
+    ("embedding", ("embedding", "index_put", "indexing_backward",
+                   "index_select")),
+)
+
+
+def _category(names, words):
+    low = [n.lower() for n in names]
+    for cat, ws in words:
+        if any(w in n for n in low for w in ws):
+            return cat
+    return "other"
+
+
+def stepjit_categories(trace):
+    """Seconds of the last step's ops in a step-run trace by category."""
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    for e in trace["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") in ("step", "input", "view"):
+            continue
+        a = e.get("args", {})
+        names = [a.get("op") or ""] + [f.split(" @ ")[0]
+                                       for f in a.get("fused_ops", [])]
+        out[_category(names, _STEPJIT_WORDS)] += e["dur"] * 1e-6
+    return out
+
+
+def torch_categories(kernel_seconds):
+    """{kernel or op name: seconds} of a profiled PyTorch step by
+    category."""
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    for name, sec in kernel_seconds.items():
+        out[_category([name], _TORCH_WORDS)] += sec
+    return out
+
+
+def category_table(report):
+    """Markdown: each category's time in one profiled step of every run
+    that has one (StepJIT: its trace; PyTorch: torch.profiler)."""
+    runs = [(label, report["results"][key].get("categories"))
+            for key, label in (("stepjit", "StepJIT"),
+                               ("torch_eager", "PyTorch eager"),
+                               ("torch_compile", "torch.compile"))]
+    runs = [(label, c) for label, c in runs if c]
+    if not runs:
+        return ""
+    rows = ["| category | " + " | ".join(label for label, _ in runs) + " |",
+            "|---|" + "---|" * len(runs)]
+    for cat in CATEGORIES + ("total",):
+        cells = []
+        for _, c in runs:
+            sec = sum(c.values()) if cat == "total" else c.get(cat, 0.0)
+            cells.append(f"{sec * 1e3:,.2f} ms")
+        rows.append(f"| {cat} | " + " | ".join(cells) + " |")
+    what = ("the device's kernels" if report["device"]["backend"] == "cuda"
+            else "each op's own CPU time, ATen's self time for PyTorch")
+    return ("\n\nOne profiled step by category (" + what + "; the split "
+            "by kernel name is approximate, report.py CATEGORIES):\n\n" +
+            "\n".join(rows) + "\n")
 
 
 def trace_ops(trace, n=15):
