@@ -23,10 +23,18 @@
 //                that sees it S^T = K Q^T, dP^T = V G^T, P^T and dS^T with
 //                the queries' statistics, dv += P^T G, dk += dS^T Q
 //
-// A B operand is either a staged tile's rows (K for Q K^T: one 32-bit load
-// of two adjacent elements) or read down its columns (V for P V: two
-// 16-bit loads); rows are padded by 8 elements, so either kind of fragment
-// load of a warp hits 32 distinct banks, and no tile is ever transposed.
+// Fragments come from the staged tiles by `ldmatrix` (four 8 x 8 tiles a
+// warp instruction): a B operand is either a staged tile's rows (K for
+// Q K^T) or read down its columns (V for P V: the transposing form), and
+// the A fragments of Q, G, K, V likewise; rows are padded by 8 elements
+// (16 bytes), so the 8 rows of each 8 x 8 tile fall in distinct banks, and
+// no tile is ever transposed in memory. (Until 2026-11-27 every fragment
+// register was its own shared load: one 32-bit load, or two 16-bit loads
+// and a pack down a column; sm_90 PTX of GPT-2's kernels: the forward
+// 208 shared loads -> 36 ldmatrix, 1547 -> 1357 instructions; the
+// gradient 760 -> 56 + 128 ldmatrix, 3291 -> 2689; registers 127 -> 128,
+// 168 -> 136 and 231 -> 227. Same registers, same products in the same
+// order: the results are unchanged. Not yet timed on a GPU.)
 // The tiles of the inner loop are double-buffered: the next one is copied
 // with cp.async (global to shared, no registers held) while this one is
 // used, one barrier per tile. Scores live in the log2 domain (scaled by
@@ -90,20 +98,33 @@ static __device__ __forceinline__ void stepCpAsyncWait() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::
                    : "memory");
 }
+// 8 x 8 tiles of 16-bit elements from shared memory into registers, warp-
+// collectively (ldmatrix, sm_75+): lane l gives the address of row l % 8
+// of tile l / 8 (16-byte aligned); register i of lane l holds tile i's row
+// l / 4, columns 2 (l % 4) and + 1 (the first in the low half), which is
+// an mma B fragment of a tile stored n-major (A fragments likewise); with
+// T (.trans) its column l / 4, rows 2 (l % 4) and + 1: a B fragment of a
+// tile stored k-major. Four tiles (lanes 0-31 give addresses) or two
+// (lanes 0-15).
+#define STEP_LDM_FN(fn, n, trans, ...)                                       \
+  static __device__ __forceinline__ void fn(unsigned (&r)[n],                \
+                                            const void *row) {               \
+    const unsigned a_ = (unsigned)__cvta_generic_to_shared(row);             \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x" #n trans ".shared.b16 "     \
+                 __VA_ARGS__);                                               \
+  }
+STEP_LDM_FN(stepLdm4, 4, "", "{%0, %1, %2, %3}, [%4];\n"
+            : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a_))
+STEP_LDM_FN(stepLdm4T, 4, ".trans", "{%0, %1, %2, %3}, [%4];\n"
+            : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a_))
+STEP_LDM_FN(stepLdm2, 2, "", "{%0, %1}, [%2];\n"
+            : "=r"(r[0]), "=r"(r[1]) : "r"(a_))
+STEP_LDM_FN(stepLdm2T, 2, ".trans", "{%0, %1}, [%2];\n"
+            : "=r"(r[0]), "=r"(r[1]) : "r"(a_))
 #endif
-// Two adjacent elements of a staged row (the lower column in the low half).
-static __device__ __forceinline__ unsigned ${NAME}_ld(const $T *p) {
-  return *reinterpret_cast<const unsigned *>(p);
-}
 // Two floats rounded to the element type, the first in the low half.
 static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
   return (unsigned)$BITS($LO) | (unsigned)$BITS($HI) << 16;
-}
-// Two elements of a staged column: p[0] and p[stride] (the first in the
-// low half): a B fragment register of a row-major tile.
-static __device__ __forceinline__ unsigned ${NAME}_ld2(const $T *p,
-                                                       int stride) {
-  return (unsigned)$BITS(p[0]) | (unsigned)$BITS(p[stride]) << 16;
 }
 // `rows` rows of `width` elements from global src (row stride lds) into
 // shared dst (row stride ldd), 16-byte asynchronous copies
@@ -121,59 +142,79 @@ static __device__ __forceinline__ unsigned ${NAME}_ld2(const $T *p,
   }
 // Whether query row i sees key j: both valid and, if causal, j <= i.
 #define ${NAME}_SEES(i, j) ((i) < lq_ && (j) < lk_ && !($CAUSAL && (j) > (i)))
-// The A fragments of this warp's 16 rows (`rows`: row g of the warp's
-// first, stride ld) over NK k-steps of 16 columns.
+// The A fragments of this warp's 16 rows (`rows`: the warp's first,
+// stride ld) over NK k-steps of 16 columns: per k-step one ldmatrix of
+// the tiles (rows 0-7, 8-15) x (columns 0-7, 8-15).
 template <int NK>
 static __device__ __forceinline__ void ${NAME}_frags(unsigned (&a)[NK][4],
                                                      const $T *rows, int ld) {
-  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+  const int l = threadIdx.x & 31;
 #pragma unroll
-  for (int kk = 0; kk < NK; ++kk) {
-    const $T *p = rows + g * ld + kk * 16 + 2 * t4;
-    a[kk][0] = ${NAME}_ld(p);
-    a[kk][1] = ${NAME}_ld(p + 8 * ld);
-    a[kk][2] = ${NAME}_ld(p + 8);
-    a[kk][3] = ${NAME}_ld(p + 8 * ld + 8);
-  }
+  for (int kk = 0; kk < NK; ++kk)
+    stepLdm4(a[kk], rows + (l & 15) * ld + kk * 16 + (l >> 4) * 8);
 }
 // acc (the warp's 16 rows x 64 columns) = A B^T, B the 64 staged rows of
-// Bh (stride ld): scores from the row fragments and a staged tile.
+// Bh (stride ld): scores from the row fragments and a staged tile. The B
+// fragments of n-tile nt for two k-steps are one ldmatrix (its 8 rows,
+// columns 32 kk2 + [0, 32) as four tiles).
 template <int NK>
 static __device__ __forceinline__ void ${NAME}_abt(float (&acc)[8][4],
                                                    const unsigned (&a)[NK][4],
                                                    const $T *Bh, int ld) {
-  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+  const int l = threadIdx.x & 31;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
     acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    const $T *p = Bh + (nt * 8 + (l & 7)) * ld + (l >> 3) * 8;
 #pragma unroll
-    for (int kk = 0; kk < NK; ++kk) {
-      const $T *p = Bh + (nt * 8 + g) * ld + kk * 16 + 2 * t4;
-      stepMma$MMA(acc[nt], a[kk][0], a[kk][1], a[kk][2], a[kk][3],
-                  ${NAME}_ld(p), ${NAME}_ld(p + 8));
+    for (int kk = 0; kk < NK; kk += 2) {
+      if (kk + 1 < NK) {
+        unsigned b[4];
+        stepLdm4(b, p + kk * 16);
+        stepMma$MMA(acc[nt], a[kk][0], a[kk][1], a[kk][2], a[kk][3], b[0],
+                    b[1]);
+        stepMma$MMA(acc[nt], a[kk + 1][0], a[kk + 1][1], a[kk + 1][2],
+                    a[kk + 1][3], b[2], b[3]);
+      } else { // an odd last k-step: two tiles, lanes 0-15's addresses
+        unsigned b[2];
+        stepLdm2(b, p + kk * 16);
+        stepMma$MMA(acc[nt], a[kk][0], a[kk][1], a[kk][2], a[kk][3], b[0],
+                    b[1]);
+      }
     }
   }
 }
 // acc (16 rows x N8 * 8 columns) += X B, X the 16 x 64 tile in the
 // accumulators x (rounded to the element type: the accumulators of
 // n-tiles 2kk and 2kk + 1 are the A fragment of k-step kk), B the 64
-// staged rows of Bh (stride ld), read down its columns.
+// staged rows of Bh (stride ld), read down its columns: the B fragments
+// of two n-tiles are one transposing ldmatrix (rows 16 kk + [0, 16) x
+// columns 8 n + [0, 16) as four tiles). Each acc[n] adds its k-steps in
+// increasing order.
 template <int N8>
 static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
                                                   const float (&x)[8][4],
                                                   const $T *Bh, int ld) {
-  const int g = (threadIdx.x >> 2) & 7, t4 = threadIdx.x & 3;
+  const int l = threadIdx.x & 31;
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     const unsigned p0 = ${NAME}_pack(x[2 * kk][0], x[2 * kk][1]);
     const unsigned p1 = ${NAME}_pack(x[2 * kk][2], x[2 * kk][3]);
     const unsigned p2 = ${NAME}_pack(x[2 * kk + 1][0], x[2 * kk + 1][1]);
     const unsigned p3 = ${NAME}_pack(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+    const $T *p = Bh + (kk * 16 + (l & 15)) * ld + (l >> 4) * 8;
 #pragma unroll
-    for (int n = 0; n < N8; ++n) {
-      const $T *p = Bh + (kk * 16 + 2 * t4) * ld + n * 8 + g;
-      stepMma$MMA(acc[n], p0, p1, p2, p3, ${NAME}_ld2(p, ld),
-                  ${NAME}_ld2(p + 8 * ld, ld));
+    for (int n = 0; n < N8; n += 2) {
+      if (n + 1 < N8) {
+        unsigned b[4];
+        stepLdm4T(b, p + n * 8);
+        stepMma$MMA(acc[n], p0, p1, p2, p3, b[0], b[1]);
+        stepMma$MMA(acc[n + 1], p0, p1, p2, p3, b[2], b[3]);
+      } else { // an odd last n-tile: two tiles, lanes 0-15's addresses
+        unsigned b[2];
+        stepLdm2T(b, p + n * 8);
+        stepMma$MMA(acc[n], p0, p1, p2, p3, b[0], b[1]);
+      }
     }
   }
 }

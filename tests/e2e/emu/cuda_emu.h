@@ -302,6 +302,38 @@ inline void stepMmaF16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                        unsigned a3, unsigned b0, unsigned b1) {
   emuMma(d, {a0, a1, a2, a3}, {b0, b1}, false);
 }
+// ldmatrix (AttentionMma.cpp's stepLdm4/4T/2/2T), warp-collective as on
+// the GPU: each lane posts its row address and, after a warp barrier,
+// takes register i from tile i (the rows posted by lanes 8i .. 8i + 7):
+// its row l / 4, columns 2 (l % 4) and + 1, or transposed its column
+// l / 4, rows 2 (l % 4) and + 1 (the first element in the low half).
+inline const uint16_t *emuLdmRows[1024];
+template <int N>
+inline void emuLdm(unsigned (&r)[N], const void *row, bool trans) {
+  const unsigned t = threadIdx.x, warp0 = t & ~31u, lane = t & 31u;
+  emuLdmRows[t] = static_cast<const uint16_t *>(row);
+  __syncwarp();
+  const unsigned g = lane / 4, c = 2 * (lane % 4);
+  for (int i = 0; i < N; ++i) {
+    const uint16_t *const *rows = emuLdmRows + warp0 + 8 * i;
+    const uint16_t lo = trans ? rows[c][g] : rows[g][c];
+    const uint16_t hi = trans ? rows[c + 1][g] : rows[g][c + 1];
+    r[i] = unsigned(lo) | unsigned(hi) << 16;
+  }
+  __syncwarp();
+}
+inline void stepLdm4(unsigned (&r)[4], const void *row) {
+  emuLdm(r, row, false);
+}
+inline void stepLdm4T(unsigned (&r)[4], const void *row) {
+  emuLdm(r, row, true);
+}
+inline void stepLdm2(unsigned (&r)[2], const void *row) {
+  emuLdm(r, row, false);
+}
+inline void stepLdm2T(unsigned (&r)[2], const void *row) {
+  emuLdm(r, row, true);
+}
 
 #define __global__
 #define __device__
