@@ -15,7 +15,8 @@ with a float64 reference written here: max|got - want| / max|want| within
 Cases: GPT-2's causal attention (Tq = Tk = 70, a partial 64-row tile) with
 heads of D = 24 (CUDA cores in both types), 64 and 128 (bf16: the tensor
 core kernels, wmma emulated at the API's level; f32: 64- and 32-row
-tiles; D = 64 also in f16, as --amp=fp16 gives it), and hand-written
+tiles; D = 64 also in f16, as --amp=fp16 gives it; and in bf16 at T = 130,
+whose off-diagonal tiles the mma forward takes unmasked), and hand-written
 models with a non-causal attention where
 Tq != Tk and D != Dv (24/40: CUDA cores; 48/32: tensor cores in bf16);
 each in f32 and bf16. A bf16 kernel whose widths are multiples of 16 must
@@ -334,7 +335,9 @@ def main():
         models = []
         for tag, ctx, width, heads, batch in (("gpt2_d24", 70, 96, 4, 2),
                                               ("gpt2_d64", 70, 128, 2, 1),
-                                              ("gpt2_d128", 40, 256, 2, 1)):
+                                              ("gpt2_d128", 40, 256, 2, 1),
+                                              ("gpt2_d64_t130", 130, 128, 2,
+                                               1)):
             d = os.path.join(tmp, tag)
             subprocess.run([args.gpt2_example, "--vocab", "256", "--context",
                             str(ctx), "--width", str(width), "--heads",
@@ -344,9 +347,11 @@ def main():
             models.append((os.path.join(d, "model.mlir"),
                            (batch * heads, ctx, ctx, width // heads,
                             width // heads), True, (None,)))
-        # fp16 AMP too, on D = 64: the f16 mma.sync kernels.
+        # fp16 AMP too, on D = 64: the f16 mma.sync kernels. T = 130: the
+        # causal mma kernels' off-diagonal tiles, seen whole (no mask).
         flags = {models[1][0]: (["--train"], ["--train", "--amp=bf16"],
-                                ["--train", "--amp=fp16"])}
+                                ["--train", "--amp=fp16"]),
+                 models[3][0]: (["--train", "--amp=bf16"],)}
         for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32),
                       (2, 20, 24, 144, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
