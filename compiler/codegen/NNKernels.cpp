@@ -37,6 +37,7 @@
 #include "dialects/step/StepOps.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace step::codegen::detail {
 
@@ -114,15 +115,6 @@ $LOAD_NEGINF      float cm = v[0];
     ceBlockMerge(mx, sum, sh, sh2);
 )";
 
-/// Threads per block of a cross-entropy kernel over rows of `c` logits:
-/// at most 256, so an SM holds three blocks of the gradient (80 registers
-/// a thread) rather than one of 512, which stalled on every row's block
-/// merges (ncu on an H200, 2026-11-26: 25% occupancy, 0.81 TB/s; capping
-/// the registers at 64 instead spills).
-static int64_t ceBlock(int64_t c) {
-  return blockForRow((c + kRowUnroll - 1) / kRowUnroll, 256);
-}
-
 //===----------------------------------------------------------------------===//
 // step.cross_entropy
 //===----------------------------------------------------------------------===//
@@ -133,6 +125,35 @@ static int64_t ceBlock(int64_t c) {
 static bool vectorRows(const RowIO &io, Elem e, int64_t c) {
   auto [ptr, elem] = io.plainX(e);
   return !ptr.empty() && elemBytes(elem) == 2 && c % 8 == 0;
+}
+
+/// Most bytes of a row the gradient stages in shared memory: two blocks an
+/// SM on an H100/H200 (227 KB), e.g. GPT-2's 50304 bf16 logits (98 KB).
+static constexpr int64_t kCeStageBytes = 112 * 1024;
+
+/// Whether cross_entropy_grad keeps its row's logits in shared memory
+/// between its two sweeps (16-byte vector rows that fit kCeStageBytes):
+/// each thread keeps the vectors it loaded, in its own slots, and reads
+/// them back for the gradient, so the logits leave DRAM once. Without it
+/// the second sweep re-reads the row, from L2 only while every row in
+/// flight fits there (GPT-2 124M: 6 blocks an SM x 132 SMs x 98 KB = 78
+/// MB, more than an H200's 50 MB L2).
+static bool stagedRows(const RowIO &io, Elem e, int64_t c) {
+  return vectorRows(io, e, c) && c * 2 <= kCeStageBytes;
+}
+
+/// Threads per block of a cross-entropy kernel over rows of `c` logits:
+/// at most 256, so an SM holds three blocks of the gradient (80 registers
+/// a thread then) rather than one of 512, which stalled on every row's
+/// block merges (ncu on an H200, 2026-11-26: 25% occupancy, 0.81 TB/s;
+/// capping the registers at 64 instead spills). Rows the gradient stages
+/// (stagedRows: its shared memory holds an SM to two blocks) take up to
+/// 512, so 32 warps still load; the loss alone takes the same, so a fused
+/// loss (step-fuse-loss) merges its statistics as the loss kernel does,
+/// bit for bit.
+static int64_t ceBlock(const RowIO &io, Elem e, int64_t c) {
+  return blockForRow((c + kRowUnroll - 1) / kRowUnroll,
+                     stagedRows(io, e, c) ? 512 : 256);
 }
 
 /// A sweep's elements into v[$U], $FILL past the row: $U loads strided by
@@ -147,8 +168,9 @@ static const char *kRowVectorLoads = R"(#pragma unroll
       for (int h = 0; h < $U / 8; ++h) {
         const int j = j0 + h * 8 * (int)blockDim.x;
         uint4 w_ = make_uint4(0u, 0u, 0u, 0u);
-        if (j < $C)
-          w_ = *reinterpret_cast<const uint4 *>($XP + row * $C + j);
+        if (j < $C) {
+          w_ = $READ;
+$KEEP        }
         const $XT_ *h_ = reinterpret_cast<const $XT_ *>(&w_);
 #pragma unroll
         for (int u = 0; u < 8; ++u)
@@ -185,7 +207,7 @@ static const char *kRowVectorStores = R"(#pragma unroll
 /// the column JU of its element u, and LOAD_NEGINF / LOAD_ZERO filling
 /// v[$U] with the sweep's elements (the fill past the row).
 static std::vector<std::pair<std::string, std::string>>
-logitVars(Elem e, int64_t c, const RowIO &io) {
+logitVars(Elem e, int64_t c, const RowIO &io, bool staged = false) {
   std::string C = std::to_string(c);
   std::string t = "t < 0 || t >= " + C + " ? 0 : t";
   std::vector<std::pair<std::string, std::string>> vars;
@@ -204,17 +226,26 @@ logitVars(Elem e, int64_t c, const RowIO &io) {
   vars.push_back({"J0", vec ? "threadIdx.x * 8" : "threadIdx.x"});
   vars.push_back({"JU", vec ? "j0 + (u >> 3) * 8 * (int)blockDim.x + (u & 7)"
                             : "j0 + u * (int)blockDim.x"});
-  for (auto [key, fill] :
-       {std::pair<const char *, double>{"LOAD_NEGINF", -INFINITY},
-        {"LOAD_ZERO", 0.0}})
-    vars.push_back({key, subst(vec ? kRowVectorLoads : kRowLoads,
-                               {{"U", std::to_string(kRowUnroll)},
-                                {"C", C},
-                                {"X", x},
-                                {"XP", xPtr},
-                                {"XT_", cType(xElem)},
-                                {"HX", toF(xElem, "h_[u]")},
-                                {"FILL", litF(fill)}})});
+  // The first sweep (-inf past the row) reads global memory and, staged,
+  // keeps each vector in the thread's slot of the row in shared memory
+  // (`row_`, 16-byte vectors), where the second (0 past the row) reads it.
+  std::string global =
+      "*reinterpret_cast<const uint4 *>(" + xPtr + " + row * " + C + " + j)";
+  for (auto [key, fill, second] :
+       {std::tuple<const char *, double, bool>{"LOAD_NEGINF", -INFINITY, false},
+        {"LOAD_ZERO", 0.0, true}})
+    vars.push_back(
+        {key,
+         subst(vec ? kRowVectorLoads : kRowLoads,
+               {{"U", std::to_string(kRowUnroll)},
+                {"C", C},
+                {"X", x},
+                {"READ", staged && second ? "row_[j >> 3]" : global},
+                {"KEEP",
+                 staged && !second ? "          row_[j >> 3] = w_;\n" : ""},
+                {"XT_", cType(xElem)},
+                {"HX", toF(xElem, "h_[u]")},
+                {"FILL", litF(fill)}})});
   return vars;
 }
 
@@ -269,7 +300,7 @@ static KernelSource emitCrossEntropy(ops::CrossEntropyOp op,
   Elem e = elemOf(op.getLogits().getType());
   KernelSource ks;
   ks.name = name;
-  ks.blockX = ceBlock(c);
+  ks.blockX = ceBlock(io, e, c);
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
@@ -338,10 +369,12 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   std::vector<int64_t> s = shapeOf(op.getLogits());
   int64_t n = s[0], c = s[1];
   Elem e = elemOf(op.getLogits().getType());
+  bool staged = stagedRows(io, e, c);
   KernelSource ks;
   ks.name = name;
-  ks.blockX = ceBlock(c);
+  ks.blockX = ceBlock(io, e, c);
   ks.gridX = std::min<int64_t>(std::max<int64_t>(n, 1), 65535);
+  ks.sharedBytes = staged ? (c * 2 + 15) / 16 * 16 : 0;
   PreludeNeeds needs = io.needs;
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
@@ -357,6 +390,9 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   __shared__ int shi[32];
   int count = 0;
 )";
+  if (staged) // each thread's vectors of the row, kept between the sweeps
+    body += "  extern __shared__ __align__(16) float smem[];\n"
+            "  uint4 *row_ = reinterpret_cast<uint4 *>(smem);\n";
   if (red == ops::LossReduction::Mean)
     body += R"(  for (long long r = threadIdx.x; r < $N; r += blockDim.x)
     count += (long long)$IN1[r] != $IGN;
@@ -381,8 +417,9 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
     body += "      if (threadIdx.x == 0)\n        $LOSS_ROW_ZERO\n";
   body += "      continue;\n    }\n";
   body += kRowSoftmaxStats;
-  // The second sweep reads the row again (from L2 where it is still
-  // there) with the same $U loads in flight; the reciprocal is taken once.
+  // The second sweep reads the row again (from shared memory when staged,
+  // else from L2 where it is still there) with the same $U loads in
+  // flight; the reciprocal is taken once.
   body += R"(    const float s = $SCALE;
     const bool bad = t < 0 || t >= $C;
     const float inv = 1.0f / sum;
@@ -427,7 +464,7 @@ $STORES    }
       {"OT", cType(outElem)}, {"HV", fromF(outElem, "v[h * 8 + u]")},
       {"OP", outPtr}, {"NAME", name}, {"G", std::to_string(ks.gridX)}};
   // clang-format on
-  for (auto &var : logitVars(e, c, io))
+  for (auto &var : logitVars(e, c, io, staged))
     vars.push_back(var);
   if (loss) {
     const auto &lossStore = io.lossStore;

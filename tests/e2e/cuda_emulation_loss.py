@@ -36,9 +36,12 @@ Cases: unfused f32 and bf16 (as --amp=bf16 gives the loss), fused (a cast
 prologue and a scale epilogue on the loss; a bias-add prologue and a bf16
 cast epilogue on the gradient, i32 targets; AMP's widening prologue and
 narrowing epilogue on the gradient, whose rows then move in 16-byte
-vectors, as do unfused bf16 rows; the test requires that); reductions mean, sum and
-none; rows of 1000 (one partial sweep of 64 threads x 16 loads) and 9000
-(512 threads, a second, partial sweep: the rescaling across iterations);
+vectors, as do unfused bf16 rows; the test requires that; such gradient
+rows are also kept in shared memory between the two sweeps); reductions
+mean, sum and none; rows of 1000 (one partial sweep of 64 threads x 16
+loads) and 9000 (256 threads, 512 for the 16-bit rows the gradient keeps
+in shared memory; a second, partial sweep: the rescaling across
+iterations);
 ignore_index -100 and 3; targets 1000 and -5 (NaN rows); -inf logits
 (masked vocabulary): a row finite only in its first 100 columns (threads
 and warps that see only -inf) and one -inf in columns [100, 8100) (threads

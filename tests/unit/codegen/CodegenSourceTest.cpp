@@ -411,6 +411,21 @@ TEST(NNKernels, CrossEntropyAndItsGradient) {
   EXPECT_TRUE(contains(ks.source, "t == 3ll"));
   EXPECT_TRUE(contains(ks.source, "const float s = in2[0];"));
   EXPECT_FALSE(contains(ks.source, "(float)count")); // only for mean
+  EXPECT_EQ(ks.sharedBytes, 0); // f32 rows: no vectors, not staged
+  // bf16 rows: vectors, kept in shared memory between the sweeps up to
+  // 112 KB a row (57344 elements), 512 threads; past it re-read, 256.
+  for (auto [c, staged] : {std::pair{57344, true}, {57352, false}}) {
+    std::string l = "tensor<2x" + std::to_string(c) + "xbf16>";
+    ks = firstKernel(
+        fn("%l: " + l + ", %y: tensor<2xi64>, %g: tensor<bf16>",
+           "step.cross_entropy_grad %l, %y, %g reduction = sum : " + l +
+               ", tensor<2xi64>, tensor<bf16> -> " + l,
+           l));
+    EXPECT_EQ(ks.sharedBytes, staged ? 2 * c : 0) << c;
+    EXPECT_EQ(ks.blockX, staged ? 512 : 256) << c;
+    EXPECT_EQ(contains(ks.source, "w_ = row_[j >> 3];"), staged) << c;
+    EXPECT_TRUE(contains(ks.source, "reinterpret_cast<const uint4 *>(in0"));
+  }
 }
 
 TEST(NNKernels, EmbeddingGradSortsThePositionsOnce) {

@@ -507,6 +507,13 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
       ks.source, "w_ = *reinterpret_cast<const uint4 *>(in0 + row * 48 + j);"));
   EXPECT_TRUE(contains(
       ks.source, "*reinterpret_cast<uint4 *>(out0 + row * 48 + j) = w_;"));
+  // The row (96 bytes) kept in shared memory between the sweeps: the first
+  // sweep reads it from global memory once and keeps each vector, the
+  // second reads it back from the thread's own slots.
+  EXPECT_EQ(ks.sharedBytes, 96);
+  EXPECT_EQ(count(ks.source, "reinterpret_cast<const uint4 *>(in0"), 1u);
+  EXPECT_TRUE(contains(ks.source, "row_[j >> 3] = w_;"));
+  EXPECT_TRUE(contains(ks.source, "w_ = row_[j >> 3];"));
   EXPECT_TRUE(
       contains(ks.source, "h_[u] = __float2bfloat16_rn(v[h * 8 + u]);"));
   // Ignored rows still store through the epilogue.
