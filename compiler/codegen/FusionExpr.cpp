@@ -255,16 +255,19 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
       inStrides.push_back(inDimStrides[d]);
       low.push_back(pad.getLow()[d]);
     }
+    // 32-bit index math where the padded tensor allows it: a 64-bit
+    // division by a constant is a long multiply-high sequence, and a pad
+    // costs one division and one remainder per dim of every element.
+    std::string I = idxType(numelOf(v) + 1);
     std::string t = fresh("ft"), o = fresh("fi"), ok = fresh("fk");
-    line("long long " + o + " = 0;");
+    line(I + " " + o + " = 0;");
     line("bool " + ok + " = true;");
     line("{");
-    line("  long long " + t + " = " + idx + ";");
+    line("  " + I + " " + t + " = (" + I + ")(" + idx + ");");
     for (size_t d = outShape.size(); d-- > 0;) {
       std::string c = fresh("fc");
-      line("  const long long " + c + " = " + t + " % " +
-           std::to_string(outShape[d]) + " - " + std::to_string(low[d]) +
-           ";");
+      line("  const " + I + " " + c + " = " + t + " % " +
+           std::to_string(outShape[d]) + " - " + std::to_string(low[d]) + ";");
       if (d > 0)
         line("  " + t + " /= " + std::to_string(outShape[d]) + ";");
       line("  if (" + c + " < 0 || " + c + " >= " +
