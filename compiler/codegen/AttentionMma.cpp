@@ -28,23 +28,20 @@
 // Q K^T) or read down its columns (V for P V: the transposing form), and
 // the A fragments of Q, G, K, V likewise; rows are padded by 8 elements
 // (16 bytes), so the 8 rows of each 8 x 8 tile fall in distinct banks, and
-// no tile is ever transposed in memory. (Until 2026-11-27 every fragment
-// register was its own shared load: one 32-bit load, or two 16-bit loads
-// and a pack down a column; sm_90 PTX of GPT-2's kernels: the forward
-// 208 shared loads -> 36 ldmatrix, 1547 -> 1357 instructions; the
-// gradient 760 -> 56 + 128 ldmatrix, 3291 -> 2689; registers 127 -> 128,
-// 168 -> 136 and 231 -> 227. Same registers, same products in the same
-// order: the results are unchanged. Not yet timed on a GPU.) The
-// forward's exponentials test no score (a masked score is -inf and
-// exp2(-inf) = 0; a row masked so far subtracts 0 rather than its -inf
-// max), and launch 2 takes every exponential and selects by the mask, so
-// neither branches per score: sm_90 PTX of GPT-2's kernels 1357 -> 1252
-// and 2689 -> 2580 instructions, branches 80 -> 48 and 191 -> 159,
-// registers 128 -> 122 and (launch 2) 227 -> 182, the same results.
-// (Launch 1 keeps its test: computing every exponential there raised it
-// from 136 to 168 registers with a spill.) The forward's tiles seen whole
-// (`WHOLE`: all but the diagonal under a causal mask) skip the mask: 122
-// -> 101 registers.
+// no tile is ever transposed in memory. The forward's exponentials test
+// no score (a masked score is -inf and exp2(-inf) = 0; a row masked so far
+// subtracts 0 rather than its -inf max) and its tiles seen whole
+// (`WHOLE`: all but the diagonal under a causal mask) skip the mask;
+// launch 2 takes every exponential and selects by the mask. (Launch 1
+// keeps its test: every exponential there took it from 136 to 168
+// registers with a spill; two copies of the gradients' score loops, whole
+// and masked, 136 -> 186 and 182 -> 253.) Until 2026-11-27 every fragment
+// register was its own shared load (one 32-bit load, or two 16-bit loads
+// and a pack down a column) and every score branched on its mask; GPT-2's
+// kernels (sm_90, ptxas, static size of the code): the forward 1656 ->
+// 1304 instructions, 127 -> 101 registers; launch 1 1480 -> 1232, 168 ->
+// 136; launch 2 1744 -> 1192, 231 -> 182; the same products in the same
+// order, so the same results. Not yet timed on a GPU.
 // The tiles of the inner loop are double-buffered: the next one is copied
 // with cp.async (global to shared, no registers held) while this one is
 // used, one barrier per tile. Scores live in the log2 domain (scaled by
