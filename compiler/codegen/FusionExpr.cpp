@@ -15,6 +15,8 @@
 #include "dialects/step/StepOps.h"
 #include "runtime/Tensor.h"
 
+#include <cmath>
+
 namespace step::codegen::detail {
 
 namespace ops = mlir::step;
@@ -162,6 +164,102 @@ static std::string reindentBody(const std::string &body) {
   return out;
 }
 
+/// The pads of a float add tree rooted at v that tile it along one dim
+/// `dim` (fill +0.0, only that dim padded, windows disjoint and covering
+/// it), in window order; empty when v is not such a concatenation.
+static std::vector<ops::PadOp> concatPieces(mlir::Value v, int64_t &dim) {
+  if (!isFloat(elemOf(v.getType())))
+    return {};
+  std::vector<ops::PadOp> pads;
+  llvm::SmallVector<mlir::Value> work{v};
+  while (!work.empty()) {
+    mlir::Value w = work.pop_back_val();
+    mlir::Operation *d = w.getDefiningOp();
+    if (auto add = mlir::dyn_cast_or_null<ops::AddOp>(d)) {
+      work.push_back(add.getLhs());
+      work.push_back(add.getRhs());
+    } else if (auto pad = mlir::dyn_cast_or_null<ops::PadOp>(d)) {
+      double fill = pad.getValue().convertToDouble();
+      if (fill != 0.0 || std::signbit(fill))
+        return {};
+      pads.push_back(pad);
+    } else {
+      return {};
+    }
+  }
+  if (pads.size() < 2)
+    return {};
+  std::vector<int64_t> out = shapeOf(v);
+  dim = -1;
+  for (ops::PadOp pad : pads) {
+    std::vector<int64_t> in = shapeOf(pad.getOperand());
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (in[d] == out[d] && pad.getLow()[d] == 0)
+        continue;
+      if (dim != -1 && dim != static_cast<int64_t>(d))
+        return {}; // padded along a second dim
+      dim = static_cast<int64_t>(d);
+    }
+  }
+  if (dim == -1)
+    return {};
+  llvm::sort(pads, [&](ops::PadOp a, ops::PadOp b) {
+    return a.getLow()[dim] < b.getLow()[dim];
+  });
+  int64_t at = 0;
+  for (ops::PadOp pad : pads) {
+    if (pad.getLow()[dim] != at)
+      return {}; // a gap or an overlap
+    at += shapeOf(pad.getOperand())[dim];
+  }
+  if (at != out[dim])
+    return {};
+  return pads;
+}
+
+std::string FusionExpr::concat(mlir::Value v, const std::string &idx) {
+  int64_t dim = 0;
+  std::vector<ops::PadOp> pads = concatPieces(v, dim);
+  if (pads.empty())
+    return "";
+  std::vector<int64_t> out = shapeOf(v);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < out.size(); ++d)
+    inner *= out[d];
+  std::string I = idxType(numelOf(v) + 1);
+  std::string t = fresh("ft"), c = fresh("fc"), outer = fresh("fo"),
+              r = fresh("fr"), local = fresh("fv");
+  // idx = (outer * out[dim] + c) * inner + r.
+  line("const " + I + " " + t + " = (" + I + ")(" + idx + ") / " +
+       std::to_string(inner) + ";");
+  line("const " + I + " " + r + " = (" + I + ")(" + idx + ") - " + t + " * " +
+       std::to_string(inner) + ";");
+  line("const " + I + " " + c + " = " + t + " % " + std::to_string(out[dim]) +
+       ";");
+  line("const " + I + " " + outer + " = " + t + " / " +
+       std::to_string(out[dim]) + ";");
+  line(localType(v) + " " + local + ";");
+  needs_.add(elemOf(v.getType()));
+  for (auto [k, pad] : llvm::enumerate(pads)) {
+    int64_t low = pad.getLow()[dim], size = shapeOf(pad.getOperand())[dim];
+    std::string cond = k + 1 == pads.size()
+                           ? "} else {"
+                           : (k == 0 ? "if (" : "} else if (") + c + " < " +
+                                 std::to_string(low + size) + ") {";
+    line(cond);
+    // The piece's own flat index; its locals live in this branch only
+    // (their index names are fresh, so nothing outside asks for them).
+    std::string j = fresh("fj");
+    line("  const " + I + " " + j + " = (" + outer + " * " +
+         std::to_string(size) + " + " + c + " - " + std::to_string(low) +
+         ") * " + std::to_string(inner) + " + " + r + ";");
+    std::string x = valueAt(pad.getOperand(), j);
+    line("  " + local + " = " + x + " + 0.0f; // -0 + +0 = +0, as the adds");
+  }
+  line("}");
+  return local;
+}
+
 std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
   if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v)) {
     if (arg.getOwner() != block_)
@@ -177,6 +275,9 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
   mlir::Operation *op = v.getDefiningOp();
   if (op->getBlock() != block_)
     throw rt::Error("codegen: a fusion value from another block");
+  if (mlir::isa<ops::AddOp>(op))
+    if (std::string local = concat(v, idx); !local.empty())
+      return local;
 
   // Index maps: no arithmetic.
   if (auto iota = mlir::dyn_cast<ops::IotaOp>(op)) {

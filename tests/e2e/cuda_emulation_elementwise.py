@@ -21,7 +21,10 @@ exactly where the reference has NaN; the kernel is one fusion that rounds
 each op; a grid-stride launch with 1, 2 and 5 blocks gives the same bits.
 
 A second kernel: pads summed (the gradient of slices), fused into one
-loop, against numpy bit for bit (the padding tests and fill value).
+loop, against numpy bit for bit (the padding tests and fill value); and
+pads that tile the last dim with +0.0 fills (GPT-2's packed q/k/v
+gradient), which the fused code reads as one concatenation (a piece's
+element plus +0.0: -0 inputs, which the adds make +0, check the sign).
 
 A third: the f32 -> bf16 casts of three arguments (AMP's copies of the
 parameters), which step-fuse makes one multi_tensor kernel (form C: a
@@ -66,6 +69,19 @@ PAD_MLIR = """module {
     %s = step.add %pa, %pb : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
     %pc = step.pad %c low = [1, 0, 12] high = [0, 0, 0] value = 0.3 : tensor<1x5x6xbf16> -> tensor<2x5x18xbf16>
     %r = step.add %s, %pc : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
+    return %r : tensor<2x5x18xbf16>
+  }
+}
+"""
+# Three pads that tile the last dim (a concatenation), summed in another
+# order than their windows.
+CONCAT_MLIR = """module {
+  func.func @forward(%a: tensor<2x5x6xbf16> {step.kind = "input", step.name = "a"}, %b: tensor<2x5x6xbf16> {step.kind = "input", step.name = "b"}, %c: tensor<2x5x6xbf16> {step.kind = "input", step.name = "c"}) -> (tensor<2x5x18xbf16> {step.name = "r"}) {
+    %pa = step.pad %a low = [0, 0, 0] high = [0, 0, 12] value = 0.0 : tensor<2x5x6xbf16> -> tensor<2x5x18xbf16>
+    %pb = step.pad %b low = [0, 0, 6] high = [0, 0, 6] value = 0.0 : tensor<2x5x6xbf16> -> tensor<2x5x18xbf16>
+    %pc = step.pad %c low = [0, 0, 12] high = [0, 0, 0] value = 0.0 : tensor<2x5x6xbf16> -> tensor<2x5x18xbf16>
+    %s = step.add %pc, %pa : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
+    %r = step.add %pb, %s : tensor<2x5x18xbf16>, tensor<2x5x18xbf16>
     return %r : tensor<2x5x18xbf16>
   }
 }
@@ -271,8 +287,9 @@ def check_param_casts(args, rng):
 
 
 def check_pads(args, rng):
-    """PAD_MLIR's one fused kernel against numpy, bit for bit, on every
-    grid: the pads' index tests, fill value and clamped reads."""
+    """PAD_MLIR's and CONCAT_MLIR's one fused kernel each against numpy,
+    bit for bit, on every grid: the pads' index tests, fill value and
+    clamped reads; the concatenation's pieces and signed zeros."""
     a, b = (rounded(rng.normal(0, 2, (2, 5, 6)), "bf16") for _ in range(2))
     c = rounded(rng.normal(0, 2, (1, 5, 6)), "bf16")
     pa, pb, pc = (np.zeros((2, 5, 18), np.float32) for _ in range(3))
@@ -281,15 +298,32 @@ def check_pads(args, rng):
     pc[:] = rounded(np.float32(0.3), "bf16")
     pc[1:, :, 12:] = c
     want = rounded(rounded(pa + pb, "bf16") + pc, "bf16").reshape(-1)
+    run_pads(args, "pad_sum", PAD_MLIR, (a, b, c), want, concat=False)
+    a, b, c = (rounded(rng.normal(0, 2, (2, 5, 6)), "bf16") for _ in range(3))
+    for v in (a, b, c):  # zeros of both signs in every piece
+        v.reshape(-1)[:4] = [-0.0, 0.0, -0.0, 1.0]
+    pa, pb, pc = (np.zeros((2, 5, 18), np.float32) for _ in range(3))
+    pa[:, :, :6], pb[:, :, 6:12], pc[:, :, 12:] = a, b, c
+    want = rounded(pb + rounded(pc + pa, "bf16"), "bf16").reshape(-1)
+    if not (np.signbit(want) == 0)[want == 0].all():
+        sys.exit("FAIL: the reference's zeros are not all +0")
+    run_pads(args, "concat", CONCAT_MLIR, (a, b, c), want, concat=True)
+
+
+def run_pads(args, tag, mlir, ins, want, concat):
+    """One fused pads-and-adds kernel, grids 1, 2 and 5, bit for bit."""
     with tempfile.TemporaryDirectory(prefix="stepjit-emu-pad-") as tmp:
         _, src, block, name, params = single_kernel(
-            args.stepc, "pad_sum", PAD_MLIR, tmp, True)
+            args.stepc, tag, mlir, tmp, True)
         if not name.startswith("fusion_") or "Vec<" not in src:
             sys.exit(f"FAIL: {name} is not one vectorized loop fusion")
-        for k, v in enumerate((a, b, c)):
+        if ("+ 0.0f;" in src) != concat:
+            sys.exit(f"FAIL: {name}: the concatenation read "
+                     f"{'missing' if concat else 'used'}")
+        for k, v in enumerate(ins):
             v.astype(np.float64).tofile(os.path.join(tmp, f"in{k}.bin"))
-        harness = HARNESS.replace("NUM0", str(a.size)).replace(
-            "NUM1", str(b.size)).replace("NUM2", str(c.size)).replace(
+        harness = HARNESS.replace("NUM0", str(ins[0].size)).replace(
+            "NUM1", str(ins[1].size)).replace("NUM2", str(ins[2].size)).replace(
             "NUM", str(want.size)).replace("BLOCK", str(block)).replace(
             "KERNEL", name)
         build_and_run(args.cxx, tmp, src, harness)
@@ -297,11 +331,13 @@ def check_pads(args, rng):
             got = np.fromfile(os.path.join(tmp, f"out_{r}.bin"),
                               dtype=np.float32)
             if got.tobytes() != want.astype(np.float32).tobytes():
-                i = int(np.flatnonzero(got != want)[0])
+                i = int(np.flatnonzero(got.view(np.uint32) !=
+                                       want.astype(np.float32)
+                                       .view(np.uint32))[0])
                 sys.exit(f"FAIL: {name} (grid {[1, 2, 5][r]}): element {i}: "
                          f"got {got[i]!r}, want {want[i]!r}")
-    print(f"{name}: three pads and two adds, {want.size} elements bit-equal")
-
+    print(f"{name}: {'a concatenation of three pads' if concat else 'three pads and two adds'}, "
+          f"{want.size} elements bit-equal")
 
 if __name__ == "__main__":
     main()

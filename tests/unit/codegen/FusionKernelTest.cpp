@@ -176,21 +176,25 @@ TEST(FusionLoop, CausalMaskFromIotas) {
 }
 
 TEST(FusionLoop, PadsAreIndexTestsAndASelect) {
-  // Two slices' gradients padded to [4, 24] and summed; a third operand of
-  // no elements pads to all fill (never read).
-  KernelSource ks = firstKernel(fusionFn(
-      "%a: tensor<4x8xbf16>, %b: tensor<4x16xbf16>, %e: tensor<4x0xbf16>",
-      R"(step.fusion "loop" (%a, %b, %e) : (tensor<4x8xbf16>, tensor<4x16xbf16>, tensor<4x0xbf16>) -> tensor<4x24xbf16> {
+  // Two slices' gradients padded to [4, 24] (overlapping windows, so no
+  // concatenation) and summed; a third operand of no elements pads to all
+  // fill (never read).
+  KernelSource ks = firstKernel(
+      fusionFn(
+          "%a: tensor<4x8xbf16>, %b: tensor<4x16xbf16>, %e: tensor<4x0xbf16>",
+          R"(step.fusion "loop" (%a, %b, %e) : (tensor<4x8xbf16>, tensor<4x16xbf16>, tensor<4x0xbf16>) -> tensor<4x24xbf16> {
   ^bb0(%x: tensor<4x8xbf16>, %y: tensor<4x16xbf16>, %z: tensor<4x0xbf16>):
     %p = step.pad %x low = [0, 0] high = [0, 16] value = 0.0 : tensor<4x8xbf16> -> tensor<4x24xbf16>
-    %q = step.pad %y low = [0, 8] high = [0, 0] value = 0.0 : tensor<4x16xbf16> -> tensor<4x24xbf16>
+    %q = step.pad %y low = [0, 4] high = [0, 4] value = 0.0 : tensor<4x16xbf16> -> tensor<4x24xbf16>
     %s = step.add %p, %q : tensor<4x24xbf16>
     %w = step.pad %z low = [0, 0] high = [0, 24] value = 1.5 : tensor<4x0xbf16> -> tensor<4x24xbf16>
     %t = step.add %s, %w : tensor<4x24xbf16>
     step.yield %t : tensor<4x24xbf16>
-  })", "tensor<4x24xbf16>"), "loop_pad");
-  // Column c of the result is column c - 8 of %y where 0 <= c - 8 < 16.
-  EXPECT_TRUE(contains(ks.source, " % 24 - 8;")) << ks.source;
+  })",
+          "tensor<4x24xbf16>"),
+      "loop_pad");
+  // Column c of the result is column c - 4 of %y where 0 <= c - 4 < 16.
+  EXPECT_TRUE(contains(ks.source, " % 24 - 4;")) << ks.source;
   EXPECT_TRUE(contains(ks.source, " >= 16)")) << ks.source;
   EXPECT_TRUE(contains(ks.source, "in0[")) << ks.source;
   EXPECT_TRUE(contains(ks.source, "in1[")) << ks.source;
@@ -198,6 +202,61 @@ TEST(FusionLoop, PadsAreIndexTestsAndASelect) {
   EXPECT_TRUE(contains(ks.source, "__double2bfloat16(1.5)")) << ks.source;
   EXPECT_TRUE(contains(ks.source, "Vec<")) << ks.source; // 96 elements
   expectCompiles(ks);
+}
+
+TEST(FusionLoop, PadsTilingADimAreOneConcatenation) {
+  // Three +0.0 pads whose windows tile dim 1 ([0, 8), [8, 24), [24, 28)),
+  // summed in any order: one decomposition, the piece whose window holds
+  // the column read at its own index, plus +0.0f (as the adds: -0 -> +0).
+  KernelSource ks = firstKernel(
+      fusionFn(
+          "%a: tensor<2x4x8xbf16>, %b: tensor<2x4x16xbf16>, %c: "
+          "tensor<2x4x4xbf16>",
+          R"(step.fusion "loop" (%a, %b, %c) : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>, tensor<2x4x4xbf16>) -> tensor<2x4x28xbf16> {
+  ^bb0(%x: tensor<2x4x8xbf16>, %y: tensor<2x4x16xbf16>, %z: tensor<2x4x4xbf16>):
+    %p = step.pad %x low = [0, 0, 0] high = [0, 0, 20] value = 0.0 : tensor<2x4x8xbf16> -> tensor<2x4x28xbf16>
+    %q = step.pad %y low = [0, 0, 8] high = [0, 0, 4] value = 0.0 : tensor<2x4x16xbf16> -> tensor<2x4x28xbf16>
+    %r = step.pad %z low = [0, 0, 24] high = [0, 0, 0] value = 0.0 : tensor<2x4x4xbf16> -> tensor<2x4x28xbf16>
+    %s = step.add %r, %p : tensor<2x4x28xbf16>
+    %t = step.add %q, %s : tensor<2x4x28xbf16>
+    step.yield %t : tensor<2x4x28xbf16>
+  })",
+          "tensor<2x4x28xbf16>"),
+      "cat");
+  EXPECT_EQ(count(ks.source, " % 28;"), 1u) << ks.source;
+  EXPECT_TRUE(contains(ks.source, " < 8) {")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, " < 24) {")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "} else {")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, " * 16 + ")) << ks.source; // %y's rows
+  EXPECT_EQ(count(ks.source, " + 0.0f;"), 3u) << ks.source;
+  EXPECT_FALSE(contains(ks.source, "__float2bfloat16_rn(r0)")) << ks.source;
+  expectCompiles(ks);
+  // A -0.0 fill (x + -0 keeps -0), another fill, a gap, a second padded
+  // dim: the pads and adds as such.
+  for (auto [yw, q] :
+       {std::pair<const char *, const char *>{
+            "2x4x16", "low = [0, 0, 8] high = [0, 0, 0] value = -0.0"},
+        {"2x4x16", "low = [0, 0, 8] high = [0, 0, 0] value = 1.0"},
+        {"2x4x15", "low = [0, 0, 9] high = [0, 0, 0] value = 0.0"},
+        {"1x4x16", "low = [1, 0, 8] high = [0, 0, 0] value = 0.0"}}) {
+    std::string y = std::string("tensor<") + yw + "xbf16>";
+    std::string body =
+        R"(step.fusion "loop" (%a, %b) : (tensor<2x4x8xbf16>, )" + y +
+        R"() -> tensor<2x4x24xbf16> {
+  ^bb0(%x: tensor<2x4x8xbf16>, %y: )" +
+        y + R"():
+    %p = step.pad %x low = [0, 0, 0] high = [0, 0, 16] value = 0.0 : tensor<2x4x8xbf16> -> tensor<2x4x24xbf16>
+    %q = step.pad %y )" +
+        q + " : " + y + R"( -> tensor<2x4x24xbf16>
+    %t = step.add %p, %q : tensor<2x4x24xbf16>
+    step.yield %t : tensor<2x4x24xbf16>
+  })";
+    ks = firstKernel(fusionFn("%a: tensor<2x4x8xbf16>, %b: " + y, body,
+                              "tensor<2x4x24xbf16>"),
+                     "nocat");
+    EXPECT_FALSE(contains(ks.source, " + 0.0f;")) << q;
+    EXPECT_TRUE(contains(ks.source, "__float2bfloat16_rn(r0)")) << q;
+  }
 }
 
 TEST(FusionLoop, UnsupportedKindsThrow) {
