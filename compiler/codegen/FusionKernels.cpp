@@ -355,14 +355,14 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
   std::string params = paramList(f, ks, needs, /*restrict=*/true);
   std::string I = idxType(std::max(m, k) + 1);
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"I", I}, {"M", std::to_string(m)}, {"K", std::to_string(k)},
-      {"NAME", name}, {"S", std::to_string(splits)},
+      {"I", I},
+      {"M", std::to_string(m)},
+      {"K", std::to_string(k)},
+      {"NAME", name},
+      {"S", std::to_string(splits)},
       {"CHUNK", std::to_string((k + splits - 1) / splits)},
       {"OFFO", decompose("r", "base", kept.dims, kept.strides)},
-      {"OFFK", decompose("r", "off", red.dims, red.strides)},
-      {"TILES", std::to_string(col.tiles)},
-      {"CS", std::to_string(col.chunks)},
-      {"CCHUNK", std::to_string(col.chunk)}};
+      {"OFFK", decompose("r", "off", red.dims, red.strides)}};
   // Per-root pieces of the templates below.
   auto each = [&](const std::string &tmpl) {
     std::string s;

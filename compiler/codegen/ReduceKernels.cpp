@@ -116,7 +116,7 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
       {"ELEMENT", code.element},
       {"STORES", code.rowStores}};
   // One shared buffer per accumulator type; the roots take turns.
-  std::vector<std::string> types, shOf;
+  std::vector<std::string> types;
   std::string shared, accs, refs, lanes, partials, combine, bind, globals;
   for (auto [r, root] : llvm::enumerate(code.roots)) {
     auto at = llvm::find(types, root.type);
@@ -248,15 +248,19 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   std::string I = idxType(std::max(m, k) + 1);
   std::vector<std::pair<std::string, std::string>> vars = {
-      {"ACC", acc}, {"IDENT", ident}, {"OP", opName}, {"LOAD", load},
-      {"STORE", store}, {"I", I}, {"M", std::to_string(m)},
-      {"K", std::to_string(k)}, {"NAME", name},
+      {"ACC", acc},
+      {"IDENT", ident},
+      {"OP", opName},
+      {"LOAD", load},
+      {"STORE", store},
+      {"I", I},
+      {"M", std::to_string(m)},
+      {"K", std::to_string(k)},
+      {"NAME", name},
       {"S", std::to_string(splits)},
       {"CHUNK", std::to_string((k + splits - 1) / splits)},
-      {"OFFO", kept.offset("r", "base")}, {"OFFK", red.offset("r", "off")},
-      {"TILES", std::to_string(col.tiles)},
-      {"CS", std::to_string(col.chunks)},
-      {"CCHUNK", std::to_string(col.chunk)}};
+      {"OFFO", kept.offset("r", "base")},
+      {"OFFK", red.offset("r", "off")}};
   std::string body;
   if (split) {
     ks.gridX = m * splits;
