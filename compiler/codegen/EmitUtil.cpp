@@ -390,9 +390,12 @@ std::string decompose(const std::string &var, const std::string &acc,
   std::string s;
   for (size_t d = dims.size(); d-- > 0;) {
     std::string D = std::to_string(dims[d]), S = std::to_string(strides[d]);
+    // Products in acc's own type: a 64-bit offset of a tensor past 2^31
+    // elements indexed by 32-bit coordinates must not wrap in 32 bits.
+    std::string T = "(decltype(" + acc + "))";
     if (d == 0) {
       if (dims[d] != 1 && strides[d] != 0)
-        s += "    " + acc + " += " + var + " * " + S + ";\n";
+        s += "    " + acc + " += " + T + var + " * " + S + ";\n";
       break;
     }
     if (dims[d] == 1)
@@ -400,8 +403,8 @@ std::string decompose(const std::string &var, const std::string &acc,
     if (strides[d] == 0)
       s += "    " + var + " /= " + D + ";\n";
     else
-      s += "    { const auto q = " + var + " / " + D + "; " + acc + " += (" +
-           var + " - q * " + D + ") * " + S + "; " + var + " = q; }\n";
+      s += "    { const auto q = " + var + " / " + D + "; " + acc + " += " + T +
+           "(" + var + " - q * " + D + ") * " + S + "; " + var + " = q; }\n";
   }
   return s;
 }

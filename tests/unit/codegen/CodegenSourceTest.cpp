@@ -192,17 +192,19 @@ TEST(ShapeKernels, StridesAndOffsetsAreConstants) {
   EXPECT_EQ(ks.params, (Params{"in0", "out0"}));
   // Output [2, 4, 3]: the last output dim walks input stride 4, the middle
   // one stride 1, the first 12.
-  EXPECT_TRUE(contains(ks.source, "r / 3; src += (r - q * 3) * 4;"));
-  EXPECT_TRUE(contains(ks.source, "r / 4; src += (r - q * 4) * 1;"));
-  EXPECT_TRUE(contains(ks.source, "src += r * 12;"));
+  EXPECT_TRUE(
+      contains(ks.source, "r / 3; src += (decltype(src))(r - q * 3) * 4;"));
+  EXPECT_TRUE(
+      contains(ks.source, "r / 4; src += (decltype(src))(r - q * 4) * 1;"));
+  EXPECT_TRUE(contains(ks.source, "src += (decltype(src))r * 12;"));
   EXPECT_TRUE(contains(ks.source, "o < 24;"));
 
   ks = firstKernel(fn("%a: tensor<16xf32>",
                       "step.broadcast_in_dim %a, dims = [1] : tensor<16xf32> "
                       "-> tensor<8x16xf32>",
                       "tensor<8x16xf32>"));
-  EXPECT_TRUE(contains(ks.source, "src += (r - q * 16) * 1;"));
-  EXPECT_FALSE(contains(ks.source, "src += r *")); // the new dim: stride 0
+  EXPECT_TRUE(contains(ks.source, "src += (decltype(src))(r - q * 16) * 1;"));
+  EXPECT_FALSE(contains(ks.source, "src += (decltype(src))r *")); // stride 0
 
   ks = firstKernel(fn("%a: tensor<4x8xf32>",
                       "step.slice %a start = [1, 2] limit = [4, 8] strides "
@@ -315,6 +317,15 @@ TEST(ReduceKernels, StrategyFollowsTheReducedDims) {
   EXPECT_TRUE(contains(ks.source, "o4 = t * 32 + tx * 1;"));
   EXPECT_FALSE(contains(ks.source, "Vec<"));
   EXPECT_TRUE(contains(ks.source, "float acc0_[1];"));
+  // 2^16 rows of 40000 (2.6e9 elements): 32-bit coordinates, 64-bit
+  // offsets, so the row's offset is a 64-bit product.
+  ks = firstKernel(
+      fn("%a: tensor<65536x40000xf32>",
+         "step.reduce_sum %a dims = [0] : tensor<65536x40000xf32> -> "
+         "tensor<40000xf32>",
+         "tensor<40000xf32>"));
+  EXPECT_TRUE(contains(ks.source, "int r = kk;")) << ks.source;
+  EXPECT_TRUE(contains(ks.source, "off4 += (decltype(off4))r * 40000;"));
   // Enough outputs to fill the GPU alone: the one-pass kernel (40001: not
   // a multiple of 4, so 1251 tiles of 32 outputs).
   ks = firstKernel(
