@@ -39,9 +39,9 @@ narrowing epilogue on the gradient, whose rows then move in 16-byte
 vectors, as do unfused bf16 rows; the test requires that; such gradient
 rows are also kept in shared memory between the two sweeps); reductions
 mean, sum and none; rows of 1000 (one partial sweep of 64 threads x 16
-loads) and 9000 (256 threads, 512 for the 16-bit rows the gradient keeps
+loads), 9000 (256 threads, 512 for the 16-bit rows the gradient keeps
 in shared memory; a second, partial sweep: the rescaling across
-iterations);
+iterations) and GPT-2's 50304 (98 KB of bf16 kept in shared memory);
 ignore_index -100 and 3; targets 1000 and -5 (NaN rows); -inf logits
 (masked vocabulary): a row finite only in its first 100 columns (threads
 and warps that see only -inf) and one -inf in columns [100, 8100) (threads
@@ -301,6 +301,10 @@ def cases():
                 ti="i32", grad=True, fuse=True),
         ce_case("grad_mean_3x9000_castio_masked", 3, 9000, "bf16", "mean",
                 masked=True, grad=True, fuse="cast"),
+        # GPT-2's rows (vocabulary 50304): 98 KB kept in shared memory, 512
+        # threads, 7 sweeps of 1024 vectors, the last partial.
+        ce_case("grad_mean_2x50304_castio", 2, 50304, "bf16", "mean",
+                grad=True, fuse="cast"),
     ]
 
 
