@@ -722,6 +722,13 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
   EXPECT_TRUE(contains(ks.source, "STEP_MMA_FN(stepMmaBf16, \"bf16\")"));
   EXPECT_TRUE(contains(ks.source, "_ab<8>(o, s, Vh, 72); // O += P V"));
   EXPECT_TRUE(contains(ks.source, "cp.async.cg.shared.global"));
+  // Fragments by ldmatrix (V read down its columns: the transposing
+  // form), the whole tiles unmasked.
+  EXPECT_TRUE(contains(ks.source, "ldmatrix.sync.aligned.m8n8.x\" #n trans"));
+  EXPECT_TRUE(contains(ks.source, "stepLdm4T(b, p + n * 8);"));
+  EXPECT_TRUE(contains(ks.source, "stepLdm4(b, p + kk * 16);"));
+  EXPECT_TRUE(contains(ks.source, "_scale<true>(s, r0, j0, lq_, lk_);"));
+  EXPECT_FALSE(contains(ks.source, "ld.shared")); // no per-register loads
   EXPECT_FALSE(contains(ks.source, "wmma"));
   EXPECT_TRUE(
       contains(ks.source, "const int i0 = (2 - 1 - (int)(w / 6)) * 64;"));
