@@ -254,6 +254,17 @@ def category_table(report):
             "\n".join(rows) + "\n")
 
 
+def stats(times):
+    """median, min, max of the timed steps and their spread (max - min) /
+    median."""
+    s = sorted(times)
+    med = s[len(s) // 2]
+    return {"median": med, "min": s[0], "max": s[-1],
+            "spread": (s[-1] - s[0]) / med if med > 0 else None,
+            "samples": len(s)}
+
+
+
 def trace_ops(trace, n=15):
     """The last step's ops in a step-run trace (docs/profiling.md): their
     count, total seconds, and the n kernels (or library calls) taking the
