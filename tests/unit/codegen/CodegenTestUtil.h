@@ -82,6 +82,17 @@ inline bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
 }
 
+/// A module whose @f takes `args` ("%a: tensor<...>, ...") and returns the
+/// single result of `op` ("%r = step... ") of type `result`.
+inline std::string fn(const std::string &args, const std::string &op,
+                      const std::string &result) {
+  return "func.func @f(" + args + ") -> " + result + " {\n  %r = " + op +
+         "\n  return %r : " + result + "\n}\n";
+}
+
+/// A kernel's parameter names, in order.
+using Params = std::vector<std::string>;
+
 } // namespace step::codegen::test
 
 #endif // STEP_TESTS_UNIT_CODEGEN_CODEGENTESTUTIL_H
