@@ -204,26 +204,30 @@ static KernelSource emitReduce(mlir::Operation *op, const std::string &name,
     return emitCopy(op, name); // nothing to combine: same values
 
   Elem e = elemOf(op->getOperand(0).getType());
-  std::string acc, ident, opName, load = "in0[off]";
+  // What an element read as `raw` (a storage expression) adds.
+  std::string acc, ident, opName, widen;
+  auto loadOf = [&](const std::string &raw) {
+    return isFloat(e) ? toF(e, raw) : widen + raw;
+  };
   if (isFloat(e)) {
     acc = "float";
-    load = toF(e, load);
     ident = kind == Kind::Max ? litF(-INFINITY) : "0.0f";
     opName = kind == Kind::Max ? "MaxNaNOp()" : "SumOp()";
   } else if (e == Elem::I1) { // max of i1 is any()
     acc = "int", ident = "0", opName = "MaxOp()";
-    load = "(int)" + load;
+    widen = "(int)";
   } else {
     bool wide = e == Elem::I64;
     if (kind == Kind::Sum) { // wraps, as the elementwise add
       acc = wide ? "unsigned long long" : "unsigned int";
       ident = "0", opName = "SumOp()";
-      load = "(" + acc + ")" + load;
+      widen = "(" + acc + ")";
     } else {
       acc = cType(e), opName = "MaxOp()";
       ident = wide ? litI(INT64_MIN) : "(-2147483647 - 1)";
     }
   }
+  std::string load = loadOf("in0[off]");
   std::string result = "acc";
   if (kind == Kind::Mean)
     result = "acc / " + litF(static_cast<double>(k)); // 0/0 = NaN when empty
@@ -336,7 +340,7 @@ $OFFK      (void)r;
       code.rowLoads = "      const " + vt + " xv = reinterpret_cast<const " +
                       vt + " *>(in0)[off4 / " + std::to_string(col.vec) +
                       "];\n";
-      x.replace(x.find("in0[off]"), 8, "xv.v[e]");
+      x = loadOf("xv.v[e]");
     }
     code.element = "        acc0 = " + opName + "(acc0, " + x + ");\n";
     code.epilogue = "        { const " + acc + " acc = acc0;\n" +
