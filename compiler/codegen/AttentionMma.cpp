@@ -152,8 +152,7 @@ static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
 // Whether the 64 x 64 tile of queries from i0 and keys from j0 is seen
 // whole (inside both valid lengths and, if causal, its last key not after
 // its first query): then its scores need no mask. Under GPT-2's causal
-// mask all but the diagonal tiles. (The forward only: two copies of the
-// gradients' score loops took 136 -> 186 and 182 -> 253 registers.)
+// mask all but the diagonal tiles. The forward only (file header).
 #define ${NAME}_WHOLE(i0, j0)                                                \
   ((i0) + 64 <= lq_ && (j0) + 64 <= lk_ && !($CAUSAL && (j0) + 63 > (i0)))
 // The forward's scores scaled into the log2 domain, -inf where masked
