@@ -1,7 +1,8 @@
 //===- Fuse.cpp - step-fuse: group ops into step.fusion kernels -----------===//
 //
 // step-fuse outlines groups of ops of every function's top-level block into
-// `step.fusion` ops; codegen emits one kernel per fusion (docs/fusion.md).
+// `step.fusion` ops; codegen emits one kernel per fusion. docs/fusion.md
+// ("The pass") gives each rule's reason and measurements.
 //
 // Guarantees: results are unchanged (a fusion's body holds the very ops it
 // replaces, and the interpreter and the CPU backend run them op by op);
@@ -11,65 +12,40 @@
 // outside user comes after it); the result is deterministic (groups are
 // formed and outlined in program order).
 //
-// Algorithm, in five phases over the block in program order (an op joins
-// at most one group):
-//  1. matmul: a matmul (batched too) whose single user adds a bias
-//     (`broadcast_in_dim` of a rank-1 tensor over the last dim), and the
-//     add's single user a relu or a tanh-GELU, become one cuBLASLt call
-//     with an epilogue.
-//  2. multi_tensor: optimizer updates of one op and attribute set (SGD,
-//     AdamW; LAMB needs per-tensor norms first and stays unfused), up to
-//     `max-tensors` per fusion and 3 KB of kernel pointer parameters, each
-//     with the elementwise prologue of its operands (the clip's
-//     `g * coef`); and the full `reduce_sum`s of the
-//     global gradient norm with their `g * g` prologues and the scalar
-//     epilogue that combines them (sum, sqrt, clip coefficient).
-//  3. reduction: each reduce_* (and with `row-ops`, softmax, log_softmax,
-//     layer_norm, cross_entropy, cross_entropy_grad) is a root; reductions
-//     of the same input shape and dims whose inputs share a producer or an
-//     input are sibling roots; the root inputs' producers join as the
-//     prologue, consumers of the results with the results' element count
-//     as the epilogue. Under a row op whose result has its input's size
-//     (softmax, log_softmax, layer_norm, cross_entropy_grad), a prologue
-//     producer of that size also read after the root joins too, yielded:
-//     the residual add before a layer_norm becomes part of its kernel.
-//  4. loop: from each remaining elementwise/view op, last first, producers
-//     of the same element count join (also when used outside the group:
-//     the fusion yields them, a multi-output fusion), pads too (an index
-//     test and a select: the padded-and-summed slices a gradient of
-//     slices makes, e.g. GPT-2's q/k/v, become one pass writing the sum).
-//  5. multi_tensor again: the float casts of function arguments left in
-//     no group and read stored by some user (AMP's bf16 copies of the
-//     parameters for the matmuls, one small launch each otherwise), in the
-//     order of their first uses, up to `max-tensors` and 3 KB of pointers per
-//     fusion, which is outlined before the first use of any of its casts;
-//     the copies made before their own first use hold at most 16 MB per
-//     fusion (the planned peak grows by no more).
-// A producer joins only if all its users are in the group (phase 4 and
-// row-op prologues of phase 3 also admit users after the group). Cost
-// rule: a producer whose element count differs from the group's domain is
-// evaluated once per use through a broadcast, so only cheap ones join
-// (isCheapElementwise: no transcendental, division or RNG, duplicated work
-// at most a few ALU instructions per element) and views; everything else
-// is computed once by its own kernel. `broadcast_in_dim` and `reshape`
-// producers used outside the group are duplicated into it (index maps, no
-// work), and so are casts of the group's size (one conversion per element,
-// and the source, often narrower, is read instead of the cast copy being
-// written and read: the f32 logits that the loss and its gradient both
-// read are never stored), and recomputable ops of the group's size (cheap
-// elementwise ops reading no more bytes than they write, small broadcast
-// sources aside: layer norm's gradient recomputes x - mean, its product
-// with rstd and dy * gamma in each consumer instead of storing three f32
-// tensors); such a copy that every user holds (directly or through a
-// chain of such copies) dies at outlining. A fusion holds at most `max-ops` ops
-// and `max-inputs` inputs (a proxy for the registers a thread needs); single-op
-// groups stay unfused. A reshape/stop_gradient of a group value that is read
-// only after the group is moved out of it, after the fusion: the fusion yields
-// one buffer and the op is a view of it (no second copy in the arena). Refused,
-// by construction: ops across a matmul or any op of role None (gathers,
-// attention, transpose...), a reduction feeding a broadcast of its result
-// across the reduced dim (the broadcast's element count differs from the
-// reduction's), a group whose outlining would break SSA order.
+// Algorithm. Elementwise/view ops first sink to their first user where
+// that lengthens no live bytes. Then five phases over the block in program
+// order (an op joins at most one group):
+//  1. matmul: matmul -> bias add -> relu/tanh-GELU, each the single user of
+//     the one before, become one cuBLASLt call with an epilogue.
+//  2. multi_tensor: optimizer updates of one op and attribute set (not
+//     LAMB: it needs per-tensor norms first) with their operands'
+//     prologues, chunked by `max-tensors` and 3 KB of kernel pointers; and
+//     the gradient norm's full reduce_sums added into one running total,
+//     with their `g * g` prologues and scalar epilogue.
+//  3. reduction: each reduce_* (with `row-ops`, also softmax, log_softmax,
+//     layer_norm, cross_entropy[_grad]) is a root; later reductions of the
+//     same input shape and dims sharing a producer are sibling roots;
+//     producers join as the prologue, consumers of the results' size as the
+//     epilogue. Under a row op whose result has its input's size, a
+//     prologue value also read later joins and is yielded (the residual add
+//     before a layer_norm).
+//  4. loop: from each remaining elementwise op, last first, producers of
+//     its element count join, yielded when read after the group, pads too.
+//  5. multi_tensor: float casts of arguments left in no group (AMP's bf16
+//     parameter copies), by first use, chunked as in 2, at most 16 MB of
+//     copies made early per fusion.
+// A producer joins only if all its users are in the group (phases 3 and 4
+// also admit users after it). Cost rule (FuseCost.h): a producer of another
+// element count than the group's domain is evaluated once per broadcast
+// element, so only cheap elementwise ops (isCheapElementwise) and views
+// join; views, casts of the domain's size and recomputable ops are copied
+// into each group that reads them rather than stored, and die when every
+// user holds a copy. A fusion holds at most `max-ops` ops and `max-inputs`
+// inputs (a register proxy); single-op groups stay unfused; a reshape or
+// stop_gradient of a group value read only after it moves out, a view of
+// the fusion's result. Refused by construction: ops across a matmul or any
+// op of role None, a reduction feeding a broadcast across the reduced dim,
+// a group whose outlining would break SSA order.
 //
 // Cost: O(V log V) per group grown (a priority walk over producers) plus
 // O(V) per outlining (positions are recomputed), O(G * V log V) for G
@@ -77,11 +53,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FuseCost.h"
+#include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
 #include "dialects/step/Fusion.h"
 
-#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <queue>
@@ -91,10 +69,6 @@ namespace mlir::step {
 #include "passes/Passes.h.inc"
 
 namespace {
-
-int64_t numel(Value v) {
-  return cast<RankedTensorType>(v.getType()).getNumElements();
-}
 
 struct Group {
   std::string kind;
@@ -113,7 +87,7 @@ public:
   }
 
   void run() {
-    sinkCheapOps();
+    sinkCheapOps(block);
     number();
     if (options.epilogues)
       formMatmulGroups();
@@ -142,104 +116,20 @@ private:
   llvm::DenseSet<Value> inputsOnly;
   std::vector<Group> groups;
 
-  /// Moves elementwise/view ops to just before their first user (last op
-  /// first, so chains move together) when that does not lengthen live
-  /// bytes (the operands it is the last user of are no bigger than its
-  /// result: a broadcast, a cast up). Then a reduction's result is not read
-  /// by a broadcast placed before a sibling reduction, which would keep
-  /// the two apart.
-  void sinkCheapOps() {
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
-      if (!isEltOrView(&op) || op.use_empty() ||
-          extendedBytes(&op) > bytesOf(op.getResult(0)))
-        continue;
-      Operation *first = nullptr;
-      for (Operation *u : op.getUsers()) {
-        Operation *a = block.findAncestorOpInBlock(*u);
-        if (!first || a->isBeforeInBlock(first))
-          first = a;
-      }
-      if (first && first != op.getNextNode())
-        op.moveBefore(first);
-    }
-  }
-
-  /// Bytes whose lifetime grows when `op` moves later: its operands made by
-  /// ops (not arguments or constants) whose last user it is. Sinking such
-  /// an op would keep, e.g., every micro-batch's gradient of a gradient
-  /// accumulation alive until the end.
-  int64_t extendedBytes(Operation *op) {
-    int64_t n = 0;
-    llvm::SmallPtrSet<Value, 4> seen;
-    for (Value v : op->getOperands()) {
-      Operation *d = v.getDefiningOp();
-      if (!d || isa<ConstantOp>(d) || !seen.insert(v).second)
-        continue;
-      bool last = llvm::all_of(v.getUsers(), [&](Operation *u) {
-        Operation *a = block.findAncestorOpInBlock(*u);
-        return a == op || a->isBeforeInBlock(op);
-      });
-      if (last)
-        n += bytesOf(v);
-    }
-    return n;
-  }
-
-  static int64_t bytesOf(Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-    return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
-  }
-
   void number() {
     pos.clear();
     int64_t i = 0;
     for (Operation &op : block)
       pos[&op] = i++;
   }
-  int64_t posOf(Value v) {
-    Operation *d = v.getDefiningOp();
-    return d ? pos.lookup(d) : -1;
-  }
   bool isFree(Operation *op) {
     return op && op->getBlock() == &block && !taken.contains(op);
-  }
-  /// Ops a group copies rather than reads as a stored result: views (index
-  /// maps) and casts (one conversion per element of a source read anyway).
-  static bool copiedIntoGroups(Operation *op) {
-    return fusionRole(op) == FusionRole::View || isa<CastOp>(op);
-  }
-  /// A cheap elementwise op (isCheapElementwise) of one result that reads
-  /// no more bytes than it writes, a broadcast operand counting nothing
-  /// when its source has at most 1/8 of its elements (re-read from cache,
-  /// the mean or gamma of a row): computed again in each consumer's
-  /// fusion, it is read there from its own operands, never written. Layer
-  /// norm's gradient centres x, scales it and multiplies the upstream
-  /// gradient by gamma this way: three f32 tensors not stored.
-  static bool recomputable(Operation *op) {
-    if (fusionRole(op) != FusionRole::Elementwise || !isCheapElementwise(op) ||
-        op->getNumResults() != 1)
-      return false;
-    int64_t reads = 0;
-    for (Value v : op->getOperands()) {
-      auto bc = v.getDefiningOp<BroadcastInDimOp>();
-      if (bc && numel(bc.getOperand()) * 8 <= numel(v))
-        continue;
-      reads += bytesOf(v);
-    }
-    return reads <= bytesOf(op->getResult(0));
-  }
-  static bool isEltOrView(Operation *op) {
-    FusionRole r = fusionRole(op);
-    return r == FusionRole::Elementwise || r == FusionRole::View;
   }
   /// Whether every user of `op` moves into the fusion (a duplicated view's
   /// original stays outside, so it does not count).
   static bool usersIn(Operation *op, const Group &g) {
-    for (Operation *u : op->getUsers())
-      if (!g.ops.contains(u))
-        return false;
-    return true;
+    return llvm::all_of(op->getUsers(),
+                        [&](Operation *u) { return g.ops.contains(u); });
   }
   /// Distinct values read by `g` from outside it.
   static int64_t countInputs(const Group &g) {
@@ -315,7 +205,7 @@ private:
       if (!(isEltOrView(p) || (pads && isa<PadOp>(p))) ||
           p->getNumResults() != 1)
         continue;
-      bool sameDomain = numel(p->getResult(0)) == domain;
+      bool sameDomain = numElements(p->getResult(0)) == domain;
       if (!sameDomain && !isCheapElementwise(p) &&
           fusionRole(p) != FusionRole::View)
         continue; // would be recomputed per broadcast element
@@ -327,16 +217,12 @@ private:
           if (!g.ops.contains(u) &&
               pos.lookup(block.findAncestorOpInBlock(*u)) <= outsideAfter)
             afterOk = false;
-        // A view is duplicated rather than materialized as a result; so is
-        // a cast of the group's size (re-reading its narrower or equal
-        // source beats writing and reading the cast copy: the f32 logits
-        // the loss and its gradient each read), and a recomputable op of
-        // the group's size (the same argument) unless the group may yield
-        // it (a later user, a matmul say, reads it anyway: stored here, not
-        // by a kernel of its own).
-        dup = (copiedIntoGroups(p) &&
+        // Views, casts of the group's size and recomputable ops of that
+        // size are copied in (FuseCost.h); the last not where the group
+        // may yield it (a later user, a matmul say, reads it anyway).
+        dup = (copiedIntoFusions(p) &&
                (fusionRole(p) == FusionRole::View || sameDomain)) ||
-              (sameDomain && recomputable(p) && !afterOk);
+              (sameDomain && recomputableInFusions(p) && !afterOk);
         if (!afterOk && !dup)
           continue;
       }
@@ -396,22 +282,14 @@ private:
 
   void formUpdateGroups() {
     // Buckets of updates with the same op and attributes, in program order.
-    std::vector<std::pair<std::pair<OperationName, DictionaryAttr>,
-                          std::vector<Operation *>>>
+    llvm::MapVector<std::pair<OperationName, DictionaryAttr>,
+                    std::vector<Operation *>>
         buckets;
-    for (Operation &op : block) {
+    for (Operation &op : block)
       // LAMB needs each tensor's norms before its update: not one pass.
-      if (fusionRole(&op) != FusionRole::Update || !isFree(&op) ||
-          isa<LambUpdateOp>(op))
-        continue;
-      auto key = std::make_pair(op.getName(), op.getAttrDictionary());
-      auto it =
-          llvm::find_if(buckets, [&](const auto &b) { return b.first == key; });
-      if (it == buckets.end())
-        buckets.push_back({key, {&op}});
-      else
-        it->second.push_back(&op);
-    }
+      if (fusionRole(&op) == FusionRole::Update && isFree(&op) &&
+          !isa<LambUpdateOp>(op))
+        buckets[{op.getName(), op.getAttrDictionary()}].push_back(&op);
     for (auto &[key, updates] : buckets) {
       if (updates.size() < 2)
         continue;
@@ -476,7 +354,7 @@ private:
       int64_t first = INT64_MAX;
       for (Operation *u : c->getUsers())
         first = std::min(first, pos.lookup(block.findAncestorOpInBlock(*u)));
-      casts.push_back({c, first, bytesOf(c.getResult())});
+      casts.push_back({c, first, staticBytes(c.getType())});
     }
     llvm::stable_sort(casts, [](const Cast &a, const Cast &b) {
       return a.firstUse < b.firstUse;
@@ -502,7 +380,8 @@ private:
     for (Value v : u->getOperands())
       if (cast<RankedTensorType>(v.getType()).getRank() > 0)
         tensors.push_back(v);
-    growProducers(g, tensors, numel(u->getOperand(0)), -1, /*budget=*/false);
+    growProducers(g, tensors, numElements(u->getOperand(0)), -1,
+                  /*budget=*/false);
   }
 
   /// Kernel pointer bytes of a multi_tensor group: its distinct inputs and
@@ -551,22 +430,15 @@ private:
   /// (sum over params of sum(g * g)), with their prologues and the scalar
   /// epilogue; a sum that depends on another stays out.
   void formNormGroups() {
-    std::vector<std::pair<Operation *, std::vector<Operation *>>> totals;
+    llvm::MapVector<Operation *, std::vector<Operation *>> totals;
     for (Operation &op : block) {
       auto r = dyn_cast<ReduceSumOp>(op);
       if (!r || !isFree(r) || r.getType().getRank() != 0 ||
           r.getOperand().getType().getRank() == 0 ||
           !isa<FloatType>(r.getType().getElementType()))
         continue;
-      Operation *total = totalOf(r);
-      if (!total)
-        continue;
-      auto it = llvm::find_if(totals,
-                              [&](const auto &t) { return t.first == total; });
-      if (it == totals.end())
-        totals.push_back({total, {r}});
-      else
-        it->second.push_back(r);
+      if (Operation *total = totalOf(r))
+        totals[total].push_back(r);
     }
     for (auto &[total, sums] : totals) {
       for (size_t at = 0; at < sums.size();) {
@@ -583,7 +455,8 @@ private:
             continue;
           Group grown = g;
           grown.ops.insert(r);
-          growProducers(grown, r->getOperands(), numel(r->getOperand(0)), -1,
+          growProducers(grown, r->getOperands(), numElements(r->getOperand(0)),
+                        -1,
                         /*budget=*/false);
           if (!members.empty() && paramBytes(grown) > kParamBytes)
             break;
@@ -716,12 +589,12 @@ private:
       // producer of that size that later ops also read (the residual sum
       // a layer_norm normalizes) joins, and the fusion yields it.
       int64_t outsideAfter =
-          role == FusionRole::RowOp &&
-                  numel(root.getResult(0)) == numel(root.getOperand(0))
+          role == FusionRole::RowOp && numElements(root.getResult(0)) ==
+                                           numElements(root.getOperand(0))
               ? pos.lookup(&root)
               : -1;
-      growProducers(g, inputs, numel(root.getOperand(0)), outsideAfter);
-      growEpilogue(g, numel(root.getResult(0)), pos.lookup(&root));
+      growProducers(g, inputs, numElements(root.getOperand(0)), outsideAfter);
+      growEpilogue(g, numElements(root.getResult(0)), pos.lookup(&root));
       inputsOnly.clear();
       if (g.ops.size() + g.dups.size() > 1)
         commit(std::move(g));
@@ -739,7 +612,7 @@ private:
     for (size_t i = 0; i < out.size(); ++i) {
       for (Operation *c : out[i]->getUsers()) {
         if (!isFree(c) || g.contains(c) || !isEltOrView(c) ||
-            c->getNumResults() != 1 || numel(c->getResult(0)) != domain)
+            c->getNumResults() != 1 || numElements(c->getResult(0)) != domain)
           continue;
         bool ok = llvm::all_of(c->getOperands(), [&](Value v) {
           Operation *d = v.getDefiningOp();
@@ -777,7 +650,7 @@ private:
       Group g;
       g.kind = kLoopFusion;
       g.ops.insert(&sink);
-      growProducers(g, sink.getOperands(), numel(sink.getResult(0)),
+      growProducers(g, sink.getOperands(), numElements(sink.getResult(0)),
                     pos.lookup(&sink), /*budget=*/true, /*pads=*/true);
       if (g.ops.size() + g.dups.size() > 1)
         commit(std::move(g));
@@ -810,7 +683,8 @@ private:
     // Views, casts and recomputable ops that every user now duplicates
     // are dead.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if ((copiedIntoGroups(&op) || recomputable(&op)) && op.use_empty())
+      if ((copiedIntoFusions(&op) || recomputableInFusions(&op)) &&
+          op.use_empty())
         op.erase();
   }
 
@@ -842,15 +716,13 @@ private:
     llvm::sort(body, [&](Operation *a, Operation *b) {
       return pos.lookup(a) < pos.lookup(b);
     });
-    llvm::SetVector<Value> inputs;
     SmallVector<Value> outputs;
     int64_t defined = -1, firstUse = INT64_MAX, lastMember = -1;
     for (Operation *op : body) {
       for (Value v : op->getOperands())
-        if (!v.getDefiningOp() || !g.contains(v.getDefiningOp())) {
-          inputs.insert(v);
-          defined = std::max(defined, posOf(v));
-        }
+        if (!v.getDefiningOp() || !g.contains(v.getDefiningOp()))
+          defined = std::max(
+              defined, v.getDefiningOp() ? pos.lookup(v.getDefiningOp()) : -1);
       if (!g.ops.contains(op))
         continue;
       lastMember = std::max(lastMember, pos.lookup(op));
@@ -879,23 +751,9 @@ private:
     for (Operation &op : block)
       if (pos.lookup(&op) == at)
         before = &op;
-    OpBuilder b(before);
-    SmallVector<Type> types;
-    for (Value v : outputs)
-      types.push_back(v.getType());
-    Operation *anchor = g.ops.back();
-    auto fusion = b.create<FusionOp>(
-        anchor->getLoc(), types, b.getStringAttr(g.kind), inputs.getArrayRef());
-    Block *inner = b.createBlock(&fusion.getBody());
-    IRMapping map;
-    for (Value v : inputs)
-      map.map(v, inner->addArgument(v.getType(), v.getLoc()));
-    for (Operation *op : body)
-      b.clone(*op, map);
-    SmallVector<Value> yields;
-    for (Value v : outputs)
-      yields.push_back(map.lookup(v));
-    b.create<YieldOp>(anchor->getLoc(), yields);
+    llvm::SmallPtrSet<Value, 8> yielded(outputs.begin(), outputs.end());
+    FusionOp fusion = mergeUnits(body, before, g.kind,
+                                 [&](Value r) { return yielded.contains(r); });
     for (auto [v, r] : llvm::zip(outputs, fusion.getResults()))
       v.replaceUsesWithIf(
           r, [&](OpOperand &use) { return !g.ops.contains(use.getOwner()); });
