@@ -48,7 +48,7 @@
 // use, so a full param lives only around the op that reads it, and with
 // `prefetch` (default) moved up one layer: a layer's gathers are issued
 // where the layer before it starts, so they overlap its compute (layers
-// from param names, prefetchLayers). With
+// from param names; both schedules in CollectiveSchedule.h). With
 // `bucket-bytes`, gradients of one element type that become ready one
 // after another share one collective per bucket, closed once it holds at
 // least bucket-bytes (DDP's buckets): flattened and concatenated (for
@@ -64,6 +64,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Activations.h"
+#include "passes/CollectiveSchedule.h"
 #include "passes/Passes.h"
 #include "passes/StepAttrs.h"
 
@@ -71,7 +72,6 @@
 #include "dialects/step/VJPUtil.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -698,97 +698,6 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     return success();
   }
 
-  /// Merges the collectives of gradients that become ready one after the
-  /// other into buckets of about `bucket-bytes` (DDP's gradient buckets):
-  /// one collective per bucket, placed where its last gradient's was.
-  /// all_reduce: the flat gradients concatenated, reduced, sliced apart.
-  /// reduce_scatter: each padded gradient viewed as [N, S_i] and
-  /// concatenated along dim 1, so block r of the bucket holds block r of
-  /// every gradient; sliced apart after the scatter.
-  void bucketGradients() {
-    SmallVector<SmallVector<Operation *> *> ready;
-    for (auto &chain : gradChains)
-      ready.push_back(&chain);
-    llvm::sort(ready, [](auto *a, auto *b) {
-      return a->back()->isBeforeInBlock(b->back());
-    });
-    // One open bucket per element type (a concat needs one type).
-    llvm::MapVector<Type, std::pair<SmallVector<SmallVector<Operation *> *>,
-                                    int64_t>>
-        open;
-    for (auto *chain : ready) {
-      Value grad = chain->front()->getOperand(0);
-      auto &[bucket, bytes] =
-          open[cast<RankedTensorType>(grad.getType()).getElementType()];
-      bucket.push_back(chain);
-      bytes += tensorBytes(grad.getType());
-      if (bytes >= bucketBytes) {
-        if (bucket.size() > 1)
-          mergeBucket(bucket);
-        bucket.clear();
-        bytes = 0;
-      }
-    }
-    for (auto &entry : open)
-      if (entry.second.first.size() > 1)
-        mergeBucket(entry.second.first);
-  }
-
-  void mergeBucket(ArrayRef<SmallVector<Operation *> *> bucket) {
-    Operation *last = bucket.back()->back();
-    OpBuilder b(last->getContext());
-    b.setInsertionPointAfter(last);
-    Location loc = last->getLoc();
-    bool scatter = isa<ReduceScatterOp>(last);
-    SmallVector<Value> parts;
-    SmallVector<int64_t> widths;
-    for (auto *chain : bucket) {
-      Operation *collective = chain->back();
-      Value in = collective->getOperand(0); // flat (and padded)
-      auto t = cast<RankedTensorType>(in.getType());
-      if (t.getRank() != 1) {
-        in = b.create<ReshapeOp>(
-            loc, RankedTensorType::get({t.getNumElements()}, t.getElementType()),
-            in);
-        t = cast<RankedTensorType>(in.getType());
-      }
-      int64_t width = scatter ? t.getDimSize(0) / n : t.getDimSize(0);
-      if (scatter)
-        in = b.create<ReshapeOp>(
-            loc, RankedTensorType::get({n, width}, t.getElementType()), in);
-      parts.push_back(in);
-      widths.push_back(width);
-    }
-    Value joined = b.create<ConcatOp>(loc, parts, scatter ? 1 : 0);
-    auto jt = cast<RankedTensorType>(joined.getType());
-    Value reduced;
-    auto mean = b.getStringAttr("mean");
-    if (scatter) {
-      Value flat = b.create<ReshapeOp>(
-          loc, RankedTensorType::get({jt.getNumElements()}, jt.getElementType()),
-          joined);
-      reduced = b.create<ReduceScatterOp>(loc, flat, mean, groupSizeAttr,
-                                          groupsAttr);
-    } else {
-      reduced = b.create<AllReduceOp>(loc, joined, mean, groupSizeAttr,
-                                      groupsAttr);
-    }
-    int64_t offset = 0;
-    for (auto [chain, width] : llvm::zip(bucket, widths)) {
-      Operation *collective = chain->back();
-      Value piece = b.create<SliceOp>(loc, reduced,
-                                      b.getDenseI64ArrayAttr({offset}),
-                                      b.getDenseI64ArrayAttr({offset + width}),
-                                      b.getDenseI64ArrayAttr({1}));
-      offset += width;
-      Type want = collective->getResult(0).getType();
-      if (piece.getType() != want)
-        piece = b.create<ReshapeOp>(loc, want, piece);
-      collective->getResult(0).replaceAllUsesWith(piece);
-      collective->erase();
-    }
-  }
-
   /// Inlines @train_step's calls, then moves every gradient collective up
   /// to its gradient and re-issues zero3 gathers before each use.
   LogicalResult inlineAndOverlap(ModuleOp module, func::FuncOp step) {
@@ -831,21 +740,22 @@ struct ShardPass : impl::ShardBase<ShardPass> {
       }
     }
     if (bucketBytes > 0)
-      bucketGradients();
+      bucketGradientCollectives(gradChains, {n, groupSizeAttr, groupsAttr},
+                                bucketBytes);
     // zero3: one gather per use, right before it; then, with `prefetch`,
     // a layer's gathers move up to where the layer before starts.
-    SmallVector<Gather> gathers;
+    SmallVector<LayerGather> gathers;
     for (auto &chain : gatherChains) {
       Value whole = chain.back()->getResult(0);
       auto arg = cast<BlockArgument>(chain.front()->getOperand(0));
-      std::string unit = unitOf(argName(step, arg.getArgNumber()));
+      std::string unit = layerOfParam(argName(step, arg.getArgNumber()));
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : whole.getUses())
         uses.push_back(&use);
       for (OpOperand *use : uses) {
         OpBuilder b(use->getOwner());
         IRMapping map;
-        Gather g{unit, use->getOwner(), {}};
+        LayerGather g{unit, use->getOwner(), {}};
         for (Operation *op : chain)
           g.chain.push_back(b.clone(*op, map));
         use->set(g.chain.back()->getResult(0));
@@ -857,70 +767,6 @@ struct ShardPass : impl::ShardBase<ShardPass> {
     if (prefetch)
       prefetchLayers(gathers);
     return success();
-  }
-
-  /// A zero3 gather re-issued before one use: the param's layer, the op
-  /// that reads the full param, and the cloned gather ops.
-  struct Gather {
-    std::string unit;
-    Operation *user;
-    SmallVector<Operation *> chain;
-  };
-
-  /// The layer a param belongs to, from its name: up to its first
-  /// all-digit component ("h.3.attn.c_attn.weight" -> "h.3", as a
-  /// transformer block), else its module ("fc1.weight" -> "fc1"), else
-  /// the name itself ("wte").
-  static std::string unitOf(StringRef name) {
-    SmallVector<StringRef> parts;
-    name.split(parts, '.');
-    for (size_t i = 0; i < parts.size(); ++i)
-      if (!parts[i].empty() &&
-          parts[i].find_first_not_of("0123456789") == StringRef::npos)
-        return llvm::join(ArrayRef(parts).take_front(i + 1), ".");
-    return parts.size() > 1
-               ? llvm::join(ArrayRef(parts).drop_back(), ".")
-               : name.str();
-  }
-
-  /// Prefetching one layer ahead. In program order the gathers form
-  /// visits: maximal runs of gathers of one layer (the forward visits
-  /// the layers in order, the backward in reverse, a tied embedding
-  /// twice; the last layer's forward and backward make one visit). Visit
-  /// i's gathers all move to right before the first use of visit i - 1
-  /// (visit 0's before its own first use), in program order, so the
-  /// collectives, which run in order, are issued one layer before their
-  /// layer computes and overlap the layer before it; a param's second
-  /// gather in one visit reuses the first. Cost: a full layer more of
-  /// params live at a time (two instead of one), as ZeRO-3's prefetch.
-  void prefetchLayers(MutableArrayRef<Gather> gathers) {
-    llvm::sort(gathers, [](const Gather &a, const Gather &b) {
-      return a.chain.front()->isBeforeInBlock(b.chain.front());
-    });
-    SmallVector<Operation *> visitStart; // each visit's first use
-    SmallVector<size_t> visitOf;
-    for (size_t i = 0; i < gathers.size(); ++i) {
-      if (i == 0 || gathers[i].unit != gathers[i - 1].unit)
-        visitStart.push_back(gathers[i].user);
-      visitOf.push_back(visitStart.size() - 1);
-    }
-    // A param gathered twice in one visit (the last layer's, read by the
-    // forward and then by the backward) is gathered once.
-    DenseMap<std::pair<size_t, Value>, Operation *> first;
-    for (size_t i = 0; i < gathers.size(); ++i) {
-      ArrayRef<Operation *> chain = gathers[i].chain;
-      auto [it, fresh] = first.try_emplace(
-          {visitOf[i], chain.front()->getOperand(0)}, chain.back());
-      if (!fresh) {
-        chain.back()->getResult(0).replaceAllUsesWith(it->second->getResult(0));
-        for (Operation *op : llvm::reverse(chain))
-          op->erase();
-        continue;
-      }
-      Operation *at = visitStart[visitOf[i] == 0 ? 0 : visitOf[i] - 1];
-      for (Operation *op : chain)
-        op->moveBefore(at);
-    }
   }
 };
 
