@@ -1,5 +1,4 @@
-//===- FuseAttention.cpp - step-fuse-attention: heads read in place
-//--------===//
+//===- FuseAttention.cpp - step-fuse-attention: heads read in place ----===//
 //
 // step-fuse-attention folds the slices, transposes and reshapes around
 // every attention op into a `step.fusion "attention"`, whose one kernel
@@ -30,22 +29,29 @@
 //     saved output that an attention_grad reads becomes a transpose of the
 //     forward fusion's result, which the gradient's own fusion then reads
 //     in place;
+//     1b. packed: when the pads of two or more row results' chain ends
+//     (through at most one reshape) are summed by one tree of single-use
+//     adds whose windows tile one dim exactly (GPT-2's gradient of the
+//     q, k, v slices: dq, dk, dv into [B, T, 3C]), and each window is a
+//     view with unit innermost stride (16-byte rows kept as in step 2),
+//     the fusion yields their step.concat in place of the tree: each
+//     kernel writes its window, and the copy kernel goes;
 //  2. inputs: for each row operand (q, k, v, g, saved out) the longest
 //     chain of slice/transpose/reshape producers whose composed view from
 //     the chain's root is expressible by strides with unit innermost
 //     stride (and keeps 16-byte rows, as above); the roots are the fusion's
 //     inputs, with the valid length and saved log-sum-exp as they are;
-//  3. when some chain holds a slice or transpose (a copy to save): outline a
-//  step.fusion "attention" at
+//  3. when some chain holds a slice or transpose, or results are packed (a
+//     copy to save): outline a step.fusion "attention" at
 //     the attention op holding clones of the input chains, the attention
 //     and the output chains; uses of the yielded values are replaced; ops
 //     left without users are erased.
 //
-// Cost: O(N + A * L^2) for N ops, A attention ops and chains of L ops
-// (L <= 3 in GPT-2). At run time the kernels compute one division and
-// modulo per slice; the copies go: on GPT-2 124M B = 8 the 96 transposes
-// measured 1.57 ms of a 28.8 ms H200 step (docs/gpu-results.md) and the 36
-// slices move another 0.9 GB.
+// Cost: O(N + A * (L^2 + P)) for N ops, A attention ops, chains of L ops
+// (L <= 3 in GPT-2) and add trees of P pads. At run time the kernels compute
+// one division and modulo per slice; the copies go: on GPT-2 124M B = 8 the 96
+// transposes measured 1.57 ms of a 28.8 ms H200 step (docs/gpu-results.md) and
+// the 36 slices move another 0.9 GB.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,16 +169,153 @@ void rerouteOtherUsers(Value result, MutableArrayRef<TransposeOp> chain,
   }
 }
 
+/// Step 1b: row results packed side by side. GPT-2's gradient of the
+/// packed projection sums three zero pads of dq, dk and dv (the VJPs of
+/// the slices q, k, v), each [B, T, C] in its window of [B, T, 3C]: a
+/// concatenation, which the fusion can yield itself, every kernel writing
+/// its rows into its window, instead of a kernel copying the three.
+struct Packed {
+  Operation *root = nullptr; ///< the add tree's root, replaced by the result
+  int64_t dim = 0;
+  SmallVector<unsigned> results;       ///< attention results, in window order
+  SmallVector<ReshapeOp> reshapes;     ///< each one's reshape (may be null)
+  SmallVector<Operation *> pads, adds; ///< erased after (adds root first)
+};
+
+/// The zero pad of one dim that `end` (a row result's output chain end,
+/// through at most one reshape) goes into, and that reshape; nullopt when
+/// the chain goes on otherwise.
+std::optional<std::pair<PadOp, ReshapeOp>> padOfEnd(Value end) {
+  if (!end.hasOneUse())
+    return std::nullopt;
+  ReshapeOp reshape = dyn_cast<ReshapeOp>(*end.getUsers().begin());
+  Value v = reshape ? reshape.getResult() : end;
+  if (!v.hasOneUse())
+    return std::nullopt;
+  auto pad = dyn_cast<PadOp>(*v.getUsers().begin());
+  if (!pad || !pad.getValue().isZero() || !pad->hasOneUse() ||
+      !isa<AddOp>(*pad->getUsers().begin()) ||
+      !isa<FloatType>(pad.getType().getElementType()))
+    return std::nullopt;
+  int padded = 0;
+  for (auto [lo, hi] : llvm::zip(pad.getLow(), pad.getHigh()))
+    padded += lo != 0 || hi != 0;
+  if (padded != 1)
+    return std::nullopt;
+  return std::make_pair(pad, reshape);
+}
+
+/// The tree of adds under `add` (inner ones single-use): its leaves, in
+/// operand order, and its adds, each before the adds under it.
+void addTree(Operation *add, SmallVector<Value> &leaves,
+             SmallVector<Operation *> &adds) {
+  adds.push_back(add);
+  for (Value v : add->getOperands()) {
+    auto inner = v.getDefiningOp<AddOp>();
+    if (inner && inner->hasOneUse() && inner->getBlock() == add->getBlock())
+      addTree(inner, leaves, adds);
+    else
+      leaves.push_back(v);
+  }
+}
+
+/// Step 1b for `ends` (per result, its output chain's last value, or null
+/// where the result cannot join: the log-sum-exp, a chain whose values have
+/// other users): the pads of two or more ends summed by one add tree that
+/// tiles one dim exactly, each window a view with unit innermost stride
+/// (16-byte rows kept where the result's own layout has them).
+std::optional<Packed> packedSum(ArrayRef<Value> ends,
+                                ArrayRef<SmallVector<TransposeOp>> chains) {
+  llvm::DenseMap<Operation *, unsigned> padResult;
+  Packed p;
+  llvm::DenseMap<unsigned, ReshapeOp> reshapeOf;
+  for (auto [j, end] : llvm::enumerate(ends)) {
+    if (!end)
+      continue;
+    if (auto pr = padOfEnd(end)) {
+      padResult[pr->first] = j;
+      reshapeOf[j] = pr->second;
+      if (!p.root)
+        p.root = *pr->first->getUsers().begin();
+    }
+  }
+  if (padResult.size() < 2)
+    return std::nullopt;
+  while (p.root->hasOneUse() && isa<AddOp>(*p.root->getUsers().begin()))
+    p.root = *p.root->getUsers().begin();
+  SmallVector<Value> leaves;
+  addTree(p.root, leaves, p.adds);
+  SmallVector<PadOp> pads;
+  for (Value leaf : leaves) {
+    auto pad = leaf.getDefiningOp<PadOp>();
+    if (!pad || !padResult.contains(pad) || llvm::is_contained(pads, pad) ||
+        pad.getType() != p.root->getResult(0).getType())
+      return std::nullopt;
+    pads.push_back(pad);
+  }
+  auto dimOf = [](PadOp pad) {
+    for (auto [k, lo, hi] : llvm::enumerate(pad.getLow(), pad.getHigh()))
+      if (lo != 0 || hi != 0)
+        return static_cast<int64_t>(k);
+    return int64_t(0);
+  };
+  p.dim = dimOf(pads.front());
+  llvm::sort(pads, [&](PadOp a, PadOp b) {
+    return a.getLow()[p.dim] < b.getLow()[p.dim];
+  });
+  auto packed = cast<RankedTensorType>(p.root->getResult(0).getType());
+  int64_t at = 0;
+  for (PadOp pad : pads) {
+    if (dimOf(pad) != p.dim || pad.getLow()[p.dim] != at)
+      return std::nullopt;
+    at += pad.getOperand().getType().getDimSize(p.dim);
+  }
+  if (at != packed.getDimSize(p.dim))
+    return std::nullopt;
+  // Each window's view of the packed result, back through the reshape and
+  // the transposes: unit innermost stride, aligned rows kept.
+  StridedView whole = StridedView::contiguous(packed.getShape());
+  for (PadOp pad : pads) {
+    unsigned j = padResult.lookup(pad);
+    std::optional<StridedView> v = whole;
+    v->offset += pad.getLow()[p.dim] * whole.strides[p.dim];
+    v->sizes[p.dim] = pad.getOperand().getType().getDimSize(p.dim);
+    if (ReshapeOp r = reshapeOf.lookup(j))
+      v = viewBefore(r, *v);
+    for (TransposeOp t : llvm::reverse(chains[j]))
+      if (v)
+        v = viewBefore(t, *v);
+    auto own = cast<RankedTensorType>(ends[j].getType()).getShape();
+    bool wantAligned = StridedView::contiguous(own).rowsAligned8();
+    if (!v || v->strides.back() != 1 || (wantAligned && !v->rowsAligned8()))
+      return std::nullopt;
+    p.results.push_back(j);
+    p.reshapes.push_back(reshapeOf.lookup(j));
+    p.pads.push_back(pad);
+  }
+  return p;
+}
+
 /// Steps 1-3 for one attention op.
 void fuseAttention(Operation *attention) {
   Block *block = attention->getBlock();
   SmallVector<SmallVector<TransposeOp>> outChains;
+  SmallVector<Value> ends; // step 1b's candidates
   bool any = false;
   for (OpResult r : attention->getResults()) {
     bool lse = isa<AttentionLseOp>(attention) && r.getResultNumber() == 1;
     outChains.push_back(lse ? SmallVector<TransposeOp>() : outputChain(r));
     any |= !outChains.back().empty();
+    bool alone = r.hasOneUse() &&
+                 llvm::all_of(ArrayRef(outChains.back()).drop_back(),
+                              [](TransposeOp t) { return t->hasOneUse(); });
+    Value end = outChains.back().empty() ? Value(r)
+                                         : outChains.back().back().getResult();
+    ends.push_back(lse || (!outChains.back().empty() && !alone) ? Value()
+                                                                : end);
   }
+  std::optional<Packed> packed = packedSum(ends, outChains);
+  any |= packed.has_value();
   SmallVector<SmallVector<Operation *>> inChains;
   for (unsigned i = 0; i < attention->getNumOperands(); ++i) {
     inChains.push_back(isAttentionRowsOperand(attention, i)
@@ -194,10 +337,27 @@ void fuseAttention(Operation *attention) {
   for (unsigned i = 0; i < attention->getNumOperands(); ++i)
     if (!llvm::is_contained(inputs, rootOf(i)))
       inputs.push_back(rootOf(i));
-  SmallVector<Value> yielded;
+  // Results: each row result's chain end, or (step 1b) the packed sum in
+  // place of the first packed result; `slot` maps results to them.
+  auto isPacked = [&](unsigned j) {
+    return packed && llvm::is_contained(packed->results, j);
+  };
+  SmallVector<Value> yielded; // values outside the fusion it replaces
   SmallVector<Type> types;
-  for (auto [r, chain] : llvm::zip(attention->getResults(), outChains)) {
-    yielded.push_back(chain.empty() ? Value(r) : chain.back().getResult());
+  SmallVector<int> slot;
+  int packedSlot = -1;
+  for (auto [j, r, chain] :
+       llvm::enumerate(attention->getResults(), outChains)) {
+    if (isPacked(j) && packedSlot >= 0) {
+      slot.push_back(packedSlot);
+      continue;
+    }
+    if (isPacked(j))
+      packedSlot = static_cast<int>(yielded.size());
+    slot.push_back(static_cast<int>(yielded.size()));
+    yielded.push_back(isPacked(j)     ? packed->root->getResult(0)
+                      : chain.empty() ? Value(r)
+                                      : chain.back().getResult());
     types.push_back(yielded.back().getType());
   }
   OpBuilder b(attention);
@@ -214,26 +374,46 @@ void fuseAttention(Operation *attention) {
       if (!map.contains(op->getResult(0)))
         ib.clone(*op, map);
   ib.clone(*attention, map);
-  SmallVector<Value> results;
-  for (auto [r, chain] : llvm::zip(attention->getResults(), outChains)) {
+  SmallVector<Value> results(yielded.size());
+  for (auto [j, r, chain] :
+       llvm::enumerate(attention->getResults(), outChains)) {
     for (TransposeOp t : chain)
       ib.clone(*t, map);
-    results.push_back(
-        map.lookup(chain.empty() ? Value(r) : chain.back().getResult()));
+    if (!isPacked(j))
+      results[slot[j]] =
+          map.lookup(chain.empty() ? Value(r) : chain.back().getResult());
+  }
+  if (packed) {
+    SmallVector<Value> pieces;
+    for (auto [j, reshape] : llvm::zip(packed->results, packed->reshapes)) {
+      pieces.push_back(reshape ? ib.clone(*reshape, map)->getResult(0)
+                               : map.lookup(ends[j]));
+    }
+    results[packedSlot] = ib.create<ConcatOp>(
+        attention->getLoc(), pieces, ib.getI64IntegerAttr(packed->dim));
   }
   ib.create<YieldOp>(attention->getLoc(), results);
 
   // Other users of the output chains' values read them back from the
   // fusion's results; then the yielded values are the fusion's.
-  for (auto [r, chain, f] :
-       llvm::zip(attention->getResults(), outChains, fusion.getResults()))
-    if (!chain.empty())
-      rerouteOtherUsers(r, chain, f, fusion);
+  for (auto [j, r, chain] : llvm::enumerate(attention->getResults(), outChains))
+    if (!chain.empty() && !isPacked(j))
+      rerouteOtherUsers(r, chain, fusion.getResult(slot[j]), fusion);
   for (auto [v, f] : llvm::zip(yielded, fusion.getResults()))
     v.replaceAllUsesWith(f);
-  // Erase what is now dead: the output chains (last first), the attention,
-  // then the input chains' ops without users, each once (chains may share
-  // ops: q, k and v of one value), users before their producers.
+  // Erase what is now dead: the packed sum (adds, root first; pads;
+  // reshapes), the output chains (last first), the attention, then the
+  // input chains' ops without users, each once (chains may share ops: q, k
+  // and v of one value), users before their producers.
+  if (packed) {
+    for (Operation *op : packed->adds)
+      op->erase();
+    for (Operation *op : packed->pads)
+      op->erase();
+    for (ReshapeOp r : packed->reshapes)
+      if (r)
+        r->erase();
+  }
   for (auto &chain : outChains)
     for (TransposeOp t : llvm::reverse(chain))
       if (t->use_empty())

@@ -221,6 +221,19 @@ std::optional<PortView> resultView(Value v) {
   if (isa<YieldOp>(user))
     return PortView{use.getOperandNumber(),
                     StridedView::contiguous(shapeOfValue(v))};
+  if (auto concat = dyn_cast<ConcatOp>(user)) {
+    Value c = concat.getResult();
+    if (!c.hasOneUse() || !isa<YieldOp>(*c.getUsers().begin()))
+      return std::nullopt;
+    PortView out{c.getUses().begin()->getOperandNumber(),
+                 StridedView::contiguous(shapeOfValue(c))};
+    int64_t d = concat.getDimension(), start = 0;
+    for (Value in : concat.getInputs().take_front(use.getOperandNumber()))
+      start += shapeOfValue(in)[d];
+    out.view.offset += start * out.view.strides[d];
+    out.view.sizes[d] = shapeOfValue(v)[d];
+    return out;
+  }
   if (!isa<TransposeOp, ReshapeOp>(user))
     return std::nullopt;
   auto out = resultView(user->getResult(0));
@@ -236,11 +249,14 @@ static int64_t numElements(Type t) {
   return cast<RankedTensorType>(t).getNumElements();
 }
 
-/// C6: an attention fusion holds one attention op and re-indexing ops;
-/// the attention's row tensors are views of inputs with unit innermost
-/// stride, its valid length and saved log-sum-exp are inputs as they are;
-/// each result is yielded, through transposes and reshapes only, as a view
-/// with unit innermost stride (the log-sum-exp as it is).
+/// C6: an attention fusion holds one attention op, re-indexing ops and
+/// concatenations; the attention's row tensors are views of inputs with
+/// unit innermost stride, its valid length and saved log-sum-exp are inputs
+/// as they are; each result is yielded, through transposes and reshapes
+/// only, as a view with unit innermost stride (the log-sum-exp as it is),
+/// alone or as one input of a yielded concatenation whose every input is
+/// such a result (results packed side by side, each kernel writing its
+/// window).
 LogicalResult FusionOp::verifyAttentionBody() {
   Operation *attention = nullptr;
   for (Operation &op : getBlock().without_terminator()) {
@@ -248,9 +264,10 @@ LogicalResult FusionOp::verifyAttentionBody() {
       attention = &op;
       continue;
     }
-    if (!isReindexing(&op))
+    if (!isReindexing(&op) && !isa<ConcatOp>(op))
       return emitOpError("C6: an attention fusion holds one attention op "
-                         "and slice, transpose and reshape ops, found '")
+                         "and slice, transpose, reshape and concat ops, "
+                         "found '")
              << op.getName() << "'";
   }
   if (!attention)
@@ -270,19 +287,21 @@ LogicalResult FusionOp::verifyAttentionBody() {
                      ? " does not have unit innermost stride"
                      : " must be an input as it is");
   }
-  if (attention->getNumResults() != getNumResults())
-    return emitOpError("C6: ")
-           << getNumResults() << " results for the attention op's "
-           << attention->getNumResults();
-  llvm::SmallVector<bool> seen(getNumResults(), false);
+  // Fusion result j is written by one attention result, or by one per
+  // input of the concatenation it yields.
+  llvm::SmallVector<unsigned> writers(getNumResults(), 0), expected;
+  for (Value y : getYield()->getOperands()) {
+    auto concat = y.getDefiningOp<ConcatOp>();
+    expected.push_back(concat ? concat.getInputs().size() : 1);
+  }
   for (auto [j, r] : llvm::enumerate(attention->getResults())) {
     auto out = resultView(r);
-    if (!out || seen[out->index])
+    if (!out || writers[out->index] == expected[out->index])
       return emitOpError("C6: attention result ")
              << j
-             << " does not reach its own fusion result through "
-                "transposes and reshapes";
-    seen[out->index] = true;
+             << " does not reach its own fusion result (or window of a "
+                "concatenation) through transposes and reshapes";
+    ++writers[out->index];
     bool lse = isa<AttentionLseOp>(attention) && j == 1;
     if (lse ? !r.hasOneUse() || !isa<YieldOp>(*r.getUsers().begin())
             : out->view.strides.back() != 1)
@@ -291,6 +310,12 @@ LogicalResult FusionOp::verifyAttentionBody() {
              << (lse ? " must be yielded as it is"
                      : " does not have unit innermost stride");
   }
+  for (auto [j, n] : llvm::enumerate(writers))
+    if (n != expected[j])
+      return emitOpError("C6: fusion result ")
+             << j << " is written by " << n << " attention results, expected "
+             << expected[j]
+             << " (one, or one per input of the concatenation it yields)";
   return success();
 }
 

@@ -141,7 +141,9 @@ struct PortView {
 std::optional<PortView> inputView(Value v);
 /// The fusion result a value is written into and how: the value's only
 /// user chain of transposes and reshapes ends at the step.yield (operand
-/// `index`); std::nullopt otherwise.
+/// `index`), or at a step.concat that is yielded as it is (the value's
+/// window of that result: step-fuse-attention's packed gradients);
+/// std::nullopt otherwise.
 std::optional<PortView> resultView(Value v);
 
 } // namespace mlir::step

@@ -55,13 +55,15 @@ def Step_FusionOp : Step_Op<"fusion",
         `reshape`, `iota` and `pad`, and every result has as many elements
         as the first.
     C6: an `attention` body holds one attention op and otherwise `slice`,
-        `transpose` and `reshape` ops; every row tensor operand of the
+        `transpose`, `reshape` and `concat` ops; every row tensor operand of the
         attention is an input re-indexed by those ops so that its innermost
         stride is 1 (a reshape that merges dims not adjacent in memory is
         not a view); its valid length and saved log-sum-exp are inputs as
         they are; each result reaches its own fusion result through a
         chain of single-use `transpose`s and `reshape`s, innermost stride 1
-        (`attention_lse`'s log-sum-exp is yielded as it is).
+        (`attention_lse`'s log-sum-exp is yielded as it is), or reaches so
+        one input of a yielded `concat` whose every input is such a result
+        (results packed side by side, each written into its window).
     C7: a `row_chain` body holds elementwise ops, `broadcast_in_dim`,
         `reshape`, `iota` and at least one `reduce_*`; every reduction
         reads one shape D over its trailing dims (the same count), never a

@@ -2661,7 +2661,7 @@ func.func @all_reduce_c2_i1_sum(%x: tensor<4xi1>) -> tensor<4xi1> {
 // -----
 
 func.func @attention_fusion_extra_op(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
-  // expected-error @+1 {{'step.fusion' op C6: an attention fusion holds one attention op and slice, transpose and reshape ops, found 'step.neg'}}
+  // expected-error @+1 {{'step.fusion' op C6: an attention fusion holds one attention op and slice, transpose, reshape and concat ops, found 'step.neg'}}
   %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
   ^bb0(%a: tensor<2x16x16xf32>):
     %n = step.neg %a : tensor<2x16x16xf32>
@@ -2699,7 +2699,7 @@ func.func @attention_fusion_column_view(%x: tensor<2x16x16xf32>) -> tensor<2x16x
 // -----
 
 func.func @attention_fusion_result_used_twice(%x: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
-  // expected-error @+1 {{'step.fusion' op C6: attention result 0 does not reach its own fusion result through transposes and reshapes}}
+  // expected-error @+1 {{'step.fusion' op C6: attention result 0 does not reach its own fusion result (or window of a concatenation) through transposes and reshapes}}
   %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
   ^bb0(%a: tensor<2x16x16xf32>):
     %o = step.attention %a, %a, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
@@ -2707,6 +2707,31 @@ func.func @attention_fusion_result_used_twice(%x: tensor<2x16x16xf32>) -> tensor
     step.yield %o : tensor<2x16x16xf32>
   }
   return %r : tensor<2x16x16xf32>
+}
+
+// -----
+
+func.func @attention_fusion_concat_of_an_input(%x: tensor<2x16x16xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'step.fusion' op C6: fusion result 0 is written by 1 attention results, expected 2 (one, or one per input of the concatenation it yields)}}
+  %r = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> tensor<2x16x32xf32> {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %o = step.attention %a, %a, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    %c = step.concat %o, %a dim = 2 : tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x32xf32>
+    step.yield %c : tensor<2x16x32xf32>
+  }
+  return %r : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @attention_fusion_result_twice(%x: tensor<2x16x16xf32>) -> (tensor<2x16x16xf32>, tensor<2x16x16xf32>) {
+  // expected-error @+1 {{'step.fusion' op C6: fusion result 1 is written by 0 attention results, expected 1 (one, or one per input of the concatenation it yields)}}
+  %r:2 = step.fusion "attention"(%x) : (tensor<2x16x16xf32>) -> (tensor<2x16x16xf32>, tensor<2x16x16xf32>) {
+  ^bb0(%a: tensor<2x16x16xf32>):
+    %o = step.attention %a, %a, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+    step.yield %o, %a : tensor<2x16x16xf32>, tensor<2x16x16xf32>
+  }
+  return %r#0, %r#1 : tensor<2x16x16xf32>, tensor<2x16x16xf32>
 }
 
 // -----

@@ -138,3 +138,80 @@ func.func @merge(%x: tensor<2x16x2x16xf32>) -> tensor<4x16x16xf32> {
   %o = step.attention %q, %q, %q : tensor<4x16x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32> -> tensor<4x16x16xf32>
   return %o : tensor<4x16x16xf32>
 }
+
+// -----
+
+// The gradient of the packed projection: dq, dk and dv, each padded into
+// its window of [B, T, 3C] and the pads summed (the VJPs of the slices q,
+// k, v), are one concatenation; the fusion yields it, each kernel writing
+// its window, and no pad or add is left. Its bias gradient reads the
+// fusion's result.
+// CHECK-LABEL: func.func @packed
+// CHECK: %[[F:.+]] = step.fusion "attention"(%arg0, %arg1, %arg2, %arg3) : (tensor<2x16x96xbf16>, tensor<2x16x32xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16xf32>) -> tensor<2x16x96xbf16>
+// CHECK: %[[DQ:.+]], %[[DK:.+]], %[[DV:.+]] = step.attention_grad
+// CHECK: %[[TQ:.+]] = step.transpose %[[DQ]]
+// CHECK: %[[TK:.+]] = step.transpose %[[DK]]
+// CHECK: %[[TV:.+]] = step.transpose %[[DV]]
+// CHECK: %[[RQ:.+]] = step.reshape %[[TQ]]
+// CHECK: %[[RK:.+]] = step.reshape %[[TK]]
+// CHECK: %[[RV:.+]] = step.reshape %[[TV]]
+// CHECK: %[[C:.+]] = step.concat %[[RQ]], %[[RK]], %[[RV]] dim = 2
+// CHECK: step.yield %[[C]] : tensor<2x16x96xbf16>
+// CHECK-NOT: step.pad
+// CHECK-NOT: step.add
+// CHECK: %[[B:.+]] = step.reduce_sum %[[F]] dims = [0, 1]
+// CHECK: return %[[F]], %[[B]]
+// FUSED-LABEL: func.func @packed
+// FUSED: step.fusion "attention"
+// FUSED-NOT: step.fusion
+// FUSED: step.reduce_sum
+func.func @packed(%qkv: tensor<2x16x96xbf16>, %g: tensor<2x16x32xbf16>, %o: tensor<2x2x16x16xbf16>, %lse: tensor<2x2x16xf32>) -> (tensor<2x16x96xbf16>, tensor<96xbf16>) {
+  %s0 = step.slice %qkv start = [0, 0, 0] limit = [2, 16, 32] strides = [1, 1, 1] : tensor<2x16x96xbf16> -> tensor<2x16x32xbf16>
+  %r0 = step.reshape %s0 : tensor<2x16x32xbf16> -> tensor<2x16x2x16xbf16>
+  %q = step.transpose %r0, perm = [0, 2, 1, 3] : tensor<2x16x2x16xbf16> -> tensor<2x2x16x16xbf16>
+  %s1 = step.slice %qkv start = [0, 0, 32] limit = [2, 16, 64] strides = [1, 1, 1] : tensor<2x16x96xbf16> -> tensor<2x16x32xbf16>
+  %r1 = step.reshape %s1 : tensor<2x16x32xbf16> -> tensor<2x16x2x16xbf16>
+  %k = step.transpose %r1, perm = [0, 2, 1, 3] : tensor<2x16x2x16xbf16> -> tensor<2x2x16x16xbf16>
+  %s2 = step.slice %qkv start = [0, 0, 64] limit = [2, 16, 96] strides = [1, 1, 1] : tensor<2x16x96xbf16> -> tensor<2x16x32xbf16>
+  %r2 = step.reshape %s2 : tensor<2x16x32xbf16> -> tensor<2x16x2x16xbf16>
+  %v = step.transpose %r2, perm = [0, 2, 1, 3] : tensor<2x16x2x16xbf16> -> tensor<2x2x16x16xbf16>
+  %gr = step.reshape %g : tensor<2x16x32xbf16> -> tensor<2x16x2x16xbf16>
+  %gt = step.transpose %gr, perm = [0, 2, 1, 3] : tensor<2x16x2x16xbf16> -> tensor<2x2x16x16xbf16>
+  %d:3 = step.attention_grad %q, %k, %v, %gt saved(%o, %lse : tensor<2x2x16x16xbf16>, tensor<2x2x16xf32>) causal : tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16> -> tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq = step.transpose %d#0, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %dk = step.transpose %d#1, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %dv = step.transpose %d#2, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %fq = step.reshape %dq : tensor<2x16x2x16xbf16> -> tensor<2x16x32xbf16>
+  %fk = step.reshape %dk : tensor<2x16x2x16xbf16> -> tensor<2x16x32xbf16>
+  %fv = step.reshape %dv : tensor<2x16x2x16xbf16> -> tensor<2x16x32xbf16>
+  %pv = step.pad %fv low = [0, 0, 64] high = [0, 0, 0] value = 0.0 : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %pk = step.pad %fk low = [0, 0, 32] high = [0, 0, 32] value = 0.0 : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %a0 = step.add %pv, %pk : tensor<2x16x96xbf16>
+  %pq = step.pad %fq low = [0, 0, 0] high = [0, 0, 64] value = 0.0 : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %a1 = step.add %a0, %pq : tensor<2x16x96xbf16>
+  %b = step.reduce_sum %a1 dims = [0, 1] : tensor<2x16x96xbf16> -> tensor<96xbf16>
+  return %a1, %b : tensor<2x16x96xbf16>, tensor<96xbf16>
+}
+
+// -----
+
+// Not packed: dk's and dv's pads leave a gap (columns 32..40 are zero, not
+// a concatenation), so each gradient is yielded on its own and the pads
+// and adds stay.
+// CHECK-LABEL: func.func @gap
+// CHECK: step.fusion "attention"{{.*}} -> (tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>)
+// CHECK-NOT: step.concat
+// CHECK-COUNT-2: step.pad
+// CHECK: step.add
+func.func @gap(%q: tensor<2x2x16x16xbf16>, %g: tensor<2x2x16x16xbf16>, %o: tensor<2x2x16x16xbf16>, %lse: tensor<2x2x16xf32>) -> (tensor<2x16x72xbf16>, tensor<2x16x2x16xbf16>) {
+  %d:3 = step.attention_grad %q, %q, %q, %g saved(%o, %lse : tensor<2x2x16x16xbf16>, tensor<2x2x16xf32>) causal : tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16> -> tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq = step.transpose %d#0, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %dk = step.transpose %d#1, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %dv = step.transpose %d#2, perm = [0, 2, 1, 3] : tensor<2x2x16x16xbf16> -> tensor<2x16x2x16xbf16>
+  %fk = step.reshape %dk : tensor<2x16x2x16xbf16> -> tensor<2x16x32xbf16>
+  %fv = step.reshape %dv : tensor<2x16x2x16xbf16> -> tensor<2x16x32xbf16>
+  %pk = step.pad %fk low = [0, 0, 0] high = [0, 0, 40] value = 0.0 : tensor<2x16x32xbf16> -> tensor<2x16x72xbf16>
+  %pv = step.pad %fv low = [0, 0, 40] high = [0, 0, 0] value = 0.0 : tensor<2x16x32xbf16> -> tensor<2x16x72xbf16>
+  %a = step.add %pk, %pv : tensor<2x16x72xbf16>
+  return %a, %dq : tensor<2x16x72xbf16>, tensor<2x16x2x16xbf16>
+}
