@@ -96,6 +96,13 @@ struct RowIO {
   /// empty: `out0[idx] = value` rounded to the result type.
   std::function<std::string(const std::string &idx, const std::string &value)>
       store;
+  /// As `store`, for a kernel that holds x's value at idx in the float
+  /// expression `xval` (layer_norm's row in registers): results made from
+  /// x (the residual sum a fusion yields beside the norm) take it instead
+  /// of computing the prologue again. Empty: no result reads x; use store.
+  std::function<std::string(const std::string &idx, const std::string &value,
+                            const std::string &xval)>
+      storeX;
   /// The op whose operands and results are the kernel's parameters (the
   /// fusion); null: the row op itself.
   mlir::Operation *paramsOf = nullptr;

@@ -468,17 +468,24 @@ static KernelSource emitLayerNorm(ops::LayerNormOp op, const std::string &name,
       toF(elemOf(op.getWeight().getType()), io.operand(1) + "[j]") + " + " +
       toF(elemOf(op.getBias().getType()), io.operand(2) + "[j]");
   std::string y = "(" + (map.perWarp ? std::string("xv[c]") : x) + affine;
+  // A warp's row hands its registers to a store that also writes x.
+  std::string store = map.perWarp && io.storeX ? io.storeX(at, y, "xv[c]")
+                      : io.store               ? io.store(at, y)
+                                 : "out0[" + at + "] = " + fromF(e, y) + ";";
   std::vector<std::pair<std::string, std::string>> vars =
       map.vars("long long", rows);
-  vars.insert(vars.end(), {{"G", std::to_string(group)},
+  vars.insert(
+      vars.end(),
+      {{"G", std::to_string(group)},
        {"PER", std::to_string((group + 31) / 32)},
-       {"GF", litF(static_cast<double>(group))}, {"T", cType(e)},
-       {"X", x}, {"EPS", litF(op.getEpsilon().convertToDouble())},
-       {"XPTR", io.x ? "" : subst("    const $T *x = in0 + row * $G;\n",
-                                  {{"T", cType(e)},
-                                   {"G", std::to_string(group)}})},
-       {"STORE", io.store ? io.store(at, y)
-                          : "out0[" + at + "] = " + fromF(e, y) + ";"}});
+       {"GF", litF(static_cast<double>(group))},
+       {"T", cType(e)},
+       {"X", x},
+       {"EPS", litF(op.getEpsilon().convertToDouble())},
+       {"XPTR", io.x ? ""
+                     : subst("    const $T *x = in0 + row * $G;\n",
+                             {{"T", cType(e)}, {"G", std::to_string(group)}})},
+       {"STORE", store}});
   // The same sums in the same order either way: lane l adds elements
   // l, l + 32, ... of its row.
   const char *warpRow = R"(  __shared__ float sh[32];

@@ -35,7 +35,8 @@ backward; an epilogue adding another input; layer norm's gradient with the
 normalized x recomputed from x and row statistics, over columns and over
 rows); f32 and bf16. And the row
 kernels (the innermost dim reduced; EmitUtil.h, RowMapping): reductions,
-a two-root row fusion, layer_norm and softmax over rows of at most 1024
+a two-root row fusion, layer_norm (alone, and after a residual add whose
+sum the fused kernel also stores) and softmax over rows of at most 1024
 (a warp per row, 8 rows per block, the last block partly past the end)
 and over longer rows (a block per row). And layer norm's backward written
 out as step-autodiff builds it, which step-fuse-row-chains makes one
@@ -340,6 +341,39 @@ def layer_norm_case(name, m, k, dt):
                 outputs=[dt], ref=ref, fuse=False)
 
 
+def residual_layer_norm_case(name, m, k):
+    """GPT-2's residual add and layer_norm as step-fuse makes them one
+    kernel: the f32 stream plus a bf16 branch, normalized and cast to bf16,
+    the sum yielded too (a warp's row kept in registers stores it from
+    there, not from its prologue again)."""
+    r, d = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
+    w = shape_t([k], "f32")
+    mlir = f"""module {{
+  func.func @forward(%d: {d} {{step.kind = "input", step.name = "d"}}, %r: {r} {{step.kind = "input", step.name = "r"}}, %w: {w} {{step.kind = "input", step.name = "w"}}, %b: {w} {{step.kind = "input", step.name = "b"}}) -> ({r} {{step.name = "s"}}, {d} {{step.name = "y"}}) {{
+    %c = step.cast %d : {d} -> {r}
+    %s = step.add %r, %c : {r}
+    %y = step.layer_norm %s, %w, %b eps = 1.000000e-05 : {r}, {w}, {w}
+    %yb = step.cast %y : {r} -> {d}
+    return %s, %yb : {r}, {d}
+  }}
+}}
+"""
+
+    def ref(ins):
+        d, r, w, b = ins  # the fusion's inputs in the order it reads them
+        s = r + d
+        xh = (s - s.mean(1, keepdims=True)) / np.sqrt(
+            s.var(1, keepdims=True) + 1e-5)
+        # The sum is one f32 rounding: the bound's ROUND term, and 1e-8 of
+        # slack against float64 noise in the ratio.
+        return [s, xh * w + b], [np.abs(s) * 1e-3,
+                                 np.abs(xh * w) * 10 + np.abs(b)]
+    return dict(name=name, mlir=mlir,
+                inputs=[([m, k], "bf16"), ([m, k], "f32"), ([k], "f32"),
+                        ([k], "f32")],
+                outputs=["f32", "bf16"], ref=ref, fuse=True)
+
+
 def softmax_case(name, m, k, dt):
     """step.softmax over rows of k."""
     x = shape_t([m, k], dt)
@@ -410,6 +444,10 @@ def cases():
     out.append(reduce_case("rows_sum_4x2x33_d2_f32", "reduce_sum", [4, 2, 33],
                            [2], "f32"))
     out.append(layer_norm_case("layer_norm_9x1500_f32", 9, 1500, "f32"))
+    out.append(residual_layer_norm_case("residual_layer_norm_77x768", 77,
+                                        768))
+    out.append(residual_layer_norm_case("residual_layer_norm_9x1500", 9,
+                                        1500))
     # step-fuse-row-chains: a warp per row (the last block partly past the
     # end), and a block per row.
     out.append(row_chain_case("row_chain_ln_grad_77x768", 77, 768))
