@@ -754,6 +754,9 @@ private:
     llvm::SmallPtrSet<Value, 8> yielded(outputs.begin(), outputs.end());
     FusionOp fusion = mergeUnits(body, before, g.kind,
                                  [&](Value r) { return yielded.contains(r); });
+    // At its last-added member's location (profiles and guards name it).
+    fusion->setLoc(g.ops.back()->getLoc());
+    fusion.getYield()->setLoc(g.ops.back()->getLoc());
     for (auto [v, r] : llvm::zip(outputs, fusion.getResults()))
       v.replaceUsesWithIf(
           r, [&](OpOperand &use) { return !g.ops.contains(use.getOwner()); });

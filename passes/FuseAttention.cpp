@@ -306,13 +306,15 @@ void fuseAttention(Operation *attention) {
     bool lse = isa<AttentionLseOp>(attention) && r.getResultNumber() == 1;
     outChains.push_back(lse ? SmallVector<TransposeOp>() : outputChain(r));
     any |= !outChains.back().empty();
-    bool alone = r.hasOneUse() &&
-                 llvm::all_of(ArrayRef(outChains.back()).drop_back(),
-                              [](TransposeOp t) { return t->hasOneUse(); });
-    Value end = outChains.back().empty() ? Value(r)
-                                         : outChains.back().back().getResult();
-    ends.push_back(lse || (!outChains.back().empty() && !alone) ? Value()
-                                                                : end);
+    SmallVector<TransposeOp> &chain = outChains.back();
+    Value end = chain.empty() ? Value(r) : chain.back().getResult();
+    // A chain joins step 1b only if each of its values before its end
+    // feeds just the next (no other user to reroute).
+    bool alone = chain.empty() ||
+                 (r.hasOneUse() &&
+                  llvm::all_of(ArrayRef(chain).drop_back(),
+                               [](TransposeOp t) { return t->hasOneUse(); }));
+    ends.push_back(lse || !alone ? Value() : end);
   }
   std::optional<Packed> packed = packedSum(ends, outChains);
   any |= packed.has_value();

@@ -1,5 +1,4 @@
-//===- FuseCost.h - step-fuse's cost model -------------------------*- C++
-//-*-===//
+//===- FuseCost.h - step-fuse's cost model ---------------------*- C++ -*-===//
 //
 // The questions step-fuse (Fuse.cpp) asks of single ops while it grows
 // groups: which ops a group copies instead of reading their stored result,

@@ -63,13 +63,16 @@ std::string storeYields(ops::FusionOp f, FusionExpr &x, const std::string &idx,
   return s;
 }
 
-bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of) {
+bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of,
+                  llvm::function_ref<bool(mlir::Value)> stop) {
   llvm::SmallVector<mlir::Value> work{v};
   llvm::DenseSet<mlir::Value> seen;
   while (!work.empty()) {
     mlir::Value w = work.pop_back_val();
     if (of(w))
       return true;
+    if (stop && stop(w))
+      continue;
     if (mlir::Operation *d = w.getDefiningOp(); d && seen.insert(w).second)
       work.append(d->operand_begin(), d->operand_end());
   }

@@ -45,8 +45,10 @@ KernelSource emitRowChainFusion(mlir::step::FusionOp f,
                                 const std::string &name);
 
 /// Whether body value `v` is, or is computed from, a value for which `of`
-/// holds (walking its definitions back to the block arguments).
-bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of);
+/// holds (walking its definitions back to the block arguments, but not
+/// past a value for which `stop` holds).
+bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of,
+                  llvm::function_ref<bool(mlir::Value)> stop = nullptr);
 
 /// `code` with every line prefixed by `by`.
 std::string indent(const std::string &code, const std::string &by);

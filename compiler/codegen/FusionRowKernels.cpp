@@ -126,9 +126,13 @@ KernelSource emitRowOpFusion(ops::FusionOp f, const std::string &name,
         indent(store, "  ") + "}\n";
   };
   storeFn("_store", result, lossYields, false);
-  // Results made from x: a kernel holding x may hand it over.
-  bool yieldsX = llvm::any_of(
-      rowYields, [&](mlir::Value y) { return y == x || reads(y, x); });
+  // Results made from x other than through the root (the residual sum
+  // beside the norm): a kernel holding x may hand it over.
+  bool yieldsX = llvm::any_of(rowYields, [&](mlir::Value y) {
+    return computedFrom(
+        y, [&](mlir::Value w) { return w == x; },
+        [&](mlir::Value w) { return w == result; });
+  });
   if (yieldsX && FusionExpr::localType(x) == "float") {
     storeFn("_storex", result, lossYields, true);
     io.storeX = [name, args](const std::string &idx, const std::string &v,
