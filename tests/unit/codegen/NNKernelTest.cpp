@@ -12,6 +12,20 @@ namespace {
 using namespace step::codegen;
 using namespace step::codegen::test;
 
+/// The kernel of `step.attention_grad` (attributes `attrs`, e.g. "causal")
+/// of q, k, v and g of these tensor types, named `name`.
+std::optional<KernelSource>
+attentionGrad(const std::string &q, const std::string &k, const std::string &v,
+              const std::string &g, const std::string &attrs,
+              const std::string &name) {
+  Parsed p = parse("func.func @f(%q: " + q + ", %k: " + k + ", %v: " + v +
+                   ", %g: " + g + ") -> " + v +
+                   " {\n  %r:3 = step.attention_grad %q, %k, %v, %g " + attrs +
+                   " : " + q + ", " + k + ", " + v + ", " + g + " -> " + q +
+                   ", " + k + ", " + v + "\n  return %r#2 : " + v + "\n}\n");
+  return emitKernel(&p.func().getBody().front().front(), name);
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops
 //===----------------------------------------------------------------------===//
@@ -255,15 +269,9 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, tensor<2x70xf32>, Q) {
 }
 
 TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
-  Parsed p = parse(R"(
-func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
-             %v: tensor<2x4x24x12xf32>, %g: tensor<2x4x16x12xf32>)
-    -> tensor<2x4x24x12xf32> {
-  %r:3 = step.attention_grad %q, %k, %v, %g causal : tensor<2x4x16x8xf32>, tensor<2x4x24x8xf32>, tensor<2x4x24x12xf32>, tensor<2x4x16x12xf32> -> tensor<2x4x16x8xf32>, tensor<2x4x24x8xf32>, tensor<2x4x24x12xf32>
-  return %r#2 : tensor<2x4x24x12xf32>
-}
-)");
-  auto ks = emitKernel(&p.func().getBody().front().front(), "ag");
+  auto ks = attentionGrad("tensor<2x4x16x8xf32>", "tensor<2x4x24x8xf32>",
+                          "tensor<2x4x24x12xf32>", "tensor<2x4x16x12xf32>",
+                          "causal", "ag");
   ASSERT_TRUE(ks);
   EXPECT_EQ(ks->params,
             (Params{"in0", "in1", "in2", "in3", "out0", "out1", "out2"}));
@@ -289,15 +297,8 @@ func.func @f(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>,
   EXPECT_FALSE(contains(ks->source, "atomic"));
   // An empty query still writes dk and dv (zeros): the second launch runs
   // over the key tiles of every slice.
-  Parsed empty = parse(R"(
-func.func @f(%q: tensor<3x0x8xf32>, %k: tensor<3x5x8xf32>,
-             %v: tensor<3x5x4xf32>, %g: tensor<3x0x4xf32>)
-    -> tensor<3x5x4xf32> {
-  %r:3 = step.attention_grad %q, %k, %v, %g : tensor<3x0x8xf32>, tensor<3x5x8xf32>, tensor<3x5x4xf32>, tensor<3x0x4xf32> -> tensor<3x0x8xf32>, tensor<3x5x8xf32>, tensor<3x5x4xf32>
-  return %r#2 : tensor<3x5x4xf32>
-}
-)");
-  ks = emitKernel(&empty.func().getBody().front().front(), "ag0");
+  ks = attentionGrad("tensor<3x0x8xf32>", "tensor<3x5x8xf32>",
+                     "tensor<3x5x4xf32>", "tensor<3x0x4xf32>", "", "ag0");
   ASSERT_TRUE(ks);
   EXPECT_EQ(ks->gridX, 1);
   ASSERT_EQ(ks->then.size(), 1u);
@@ -305,15 +306,8 @@ func.func @f(%q: tensor<3x0x8xf32>, %k: tensor<3x5x8xf32>,
   EXPECT_TRUE(contains(ks->source, "w < (long long)3 * 1;"));
   EXPECT_TRUE(contains(ks->source, "__device__ float ag0_stats[1];"));
   // A head too wide for 16-row tiles: the one-block-per-slice kernel.
-  Parsed wide = parse(R"(
-func.func @f(%q: tensor<3x4x1024xf32>, %k: tensor<3x5x1024xf32>,
-             %v: tensor<3x5x1024xf32>, %g: tensor<3x4x1024xf32>)
-    -> tensor<3x5x1024xf32> {
-  %r:3 = step.attention_grad %q, %k, %v, %g : tensor<3x4x1024xf32>, tensor<3x5x1024xf32>, tensor<3x5x1024xf32>, tensor<3x4x1024xf32> -> tensor<3x4x1024xf32>, tensor<3x5x1024xf32>, tensor<3x5x1024xf32>
-  return %r#2 : tensor<3x5x1024xf32>
-}
-)");
-  ks = emitKernel(&wide.func().getBody().front().front(), "agw");
+  ks = attentionGrad("tensor<3x4x1024xf32>", "tensor<3x5x1024xf32>",
+                     "tensor<3x5x1024xf32>", "tensor<3x4x1024xf32>", "", "agw");
   ASSERT_TRUE(ks);
   EXPECT_TRUE(ks->then.empty());
   EXPECT_EQ(ks->gridX, 3); // one block per slice
@@ -375,15 +369,9 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
             3 * 64 * 152 * 2 + 64 * 72 * 2 + 2 * 64 * 148 * 4);
   EXPECT_TRUE(ks.then.empty());
   // Its gradient: two launches, both on tensor cores.
-  Parsed p = parse(R"(
-func.func @f(%q: tensor<6x100x64xbf16>, %k: tensor<6x100x64xbf16>,
-             %v: tensor<6x100x32xbf16>, %g: tensor<6x100x32xbf16>)
-    -> tensor<6x100x32xbf16> {
-  %r:3 = step.attention_grad %q, %k, %v, %g causal : tensor<6x100x64xbf16>, tensor<6x100x64xbf16>, tensor<6x100x32xbf16>, tensor<6x100x32xbf16> -> tensor<6x100x64xbf16>, tensor<6x100x64xbf16>, tensor<6x100x32xbf16>
-  return %r#2 : tensor<6x100x32xbf16>
-}
-)");
-  auto g = emitKernel(&p.func().getBody().front().front(), "tg");
+  auto g = attentionGrad("tensor<6x100x64xbf16>", "tensor<6x100x64xbf16>",
+                         "tensor<6x100x32xbf16>", "tensor<6x100x32xbf16>",
+                         "causal", "tg");
   ASSERT_TRUE(g);
   EXPECT_TRUE(contains(g->source, "wmma::mma_sync"));
   EXPECT_TRUE(contains(g->source, "void __launch_bounds__(256) tg_dkdv("));
