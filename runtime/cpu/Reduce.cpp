@@ -2,7 +2,9 @@
 //
 // One pass over the input in row-major order, accumulating into one slot per
 // output element; the order of additions is therefore fixed and results are
-// deterministic. Float sums accumulate in double and are rounded once.
+// deterministic. The walk goes by runs of the innermost (merged) dim, so a
+// row sum is a loop over the row and a column sum a loop over the columns.
+// Float sums accumulate in double and are rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
@@ -26,39 +28,57 @@ static const char *reduceName(ReduceOp op) {
   return "reduce";
 }
 
-namespace {
-/// Maps each input element, visited in row-major order, to its output slot.
-class OutputIndexer {
-public:
-  OutputIndexer(const Shape &in, const std::vector<bool> &reduced)
-      : shape_(in), idx_(in.size(), 0), step_(in.size(), 0) {
-    // Output strides over the kept dims; reduced dims contribute 0.
-    int64_t acc = 1;
-    for (size_t d = in.size(); d-- > 0;) {
-      if (reduced[d])
-        continue;
-      step_[d] = acc;
-      acc *= in[d];
+/// Visits the input in row-major order as runs along its innermost dim:
+/// f(in, out, n, reducedRun) for elements in..in+n, which go to output slot
+/// `out` (reducedRun: the innermost dim is reduced) or to out..out+n. Dims
+/// of size 1 are dropped and neighbours both reduced or both kept merged,
+/// so the runs are as long as the layout allows. Every output slot sees its
+/// elements in increasing input order, as an element-by-element walk does.
+template <typename F>
+static void forEachRun(const Shape &in, const std::vector<bool> &reduced,
+                       F &&f) {
+  Shape m;
+  std::vector<bool> r;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 0)
+      return;
+    if (in[d] == 1)
+      continue;
+    if (!m.empty() && r.back() == reduced[d]) {
+      m.back() *= in[d];
+      continue;
+    }
+    m.push_back(in[d]);
+    r.push_back(reduced[d]);
+  }
+  if (m.empty()) { // one element
+    f(int64_t(0), int64_t(0), int64_t(1), true);
+    return;
+  }
+  size_t rank = m.size();
+  std::vector<int64_t> outStride(rank, 0);
+  int64_t acc = 1;
+  for (size_t d = rank; d-- > 0;)
+    if (!r[d]) {
+      outStride[d] = acc;
+      acc *= m[d];
+    }
+  int64_t inner = m[rank - 1], total = numElements(m);
+  bool innerReduced = r[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t out = 0;
+  for (int64_t i = 0; i < total; i += inner) {
+    f(i, out, inner, innerReduced);
+    for (size_t d = rank - 1; d-- > 0;) {
+      ++idx[d];
+      out += outStride[d];
+      if (idx[d] < m[d])
+        break;
+      out -= outStride[d] * m[d];
+      idx[d] = 0;
     }
   }
-  int64_t current() const { return out_; }
-  void advance() {
-    for (size_t d = shape_.size(); d-- > 0;) {
-      ++idx_[d];
-      out_ += step_[d];
-      if (idx_[d] < shape_[d])
-        return;
-      out_ -= step_[d] * shape_[d];
-      idx_[d] = 0;
-    }
-  }
-
-private:
-  const Shape &shape_;
-  std::vector<int64_t> idx_, step_;
-  int64_t out_ = 0;
-};
-} // namespace
+}
 
 template <typename I>
 static void reduceInt(ReduceOp op, const HostTensor &x,
@@ -71,14 +91,17 @@ static void reduceInt(ReduceOp op, const HostTensor &x,
   std::vector<U> acc(m, op == ReduceOp::Sum
                             ? U(0)
                             : static_cast<U>(std::numeric_limits<I>::min()));
-  OutputIndexer oi(x.shape(), reduced);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i, oi.advance()) {
-    U &a = acc[oi.current()];
-    if (op == ReduceOp::Sum)
-      a += static_cast<U>(src[i]);
-    else if (src[i] > static_cast<I>(a))
-      a = static_cast<U>(src[i]);
-  }
+  forEachRun(x.shape(), reduced,
+             [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+               for (int64_t j = 0; j < n; ++j) {
+                 U &a = acc[reducedRun ? out : out + j];
+                 I v = src[in + j];
+                 if (op == ReduceOp::Sum)
+                   a += static_cast<U>(v);
+                 else if (v > static_cast<I>(a))
+                   a = static_cast<U>(v);
+               }
+             });
   for (int64_t j = 0; j < m; ++j)
     dst[j] = static_cast<I>(acc[j]);
 }
@@ -88,9 +111,11 @@ static void reduceBool(const HostTensor &x, const std::vector<bool> &reduced,
                        HostTensor &y) {
   const uint8_t *src = x.data<uint8_t>();
   uint8_t *dst = y.data<uint8_t>();
-  OutputIndexer oi(x.shape(), reduced);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i, oi.advance())
-    dst[oi.current()] |= src[i];
+  forEachRun(x.shape(), reduced,
+             [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+               for (int64_t j = 0; j < n; ++j)
+                 dst[reducedRun ? out : out + j] |= src[in + j];
+             });
 }
 
 static void reduceFloat(ReduceOp op, const HostTensor &x,
@@ -99,15 +124,30 @@ static void reduceFloat(ReduceOp op, const HostTensor &x,
   FloatIn src(x);
   int64_t m = y.numel();
   std::vector<double> acc(m, op == ReduceOp::Max ? -INFINITY : 0.0);
-  OutputIndexer oi(x.shape(), reduced);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i, oi.advance()) {
-    double &a = acc[oi.current()];
-    double v = src[i];
-    if (op != ReduceOp::Max)
-      a += v;
-    else if (!std::isnan(a) && (std::isnan(v) || v > a))
-      a = v; // once NaN, stays NaN (torch.amax propagates it)
-  }
+  const float *p = src.data();
+  if (op != ReduceOp::Max)
+    forEachRun(x.shape(), reduced,
+               [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+                 if (reducedRun) { // one slot: a running sum in a register
+                   double a = acc[out];
+                   for (int64_t j = 0; j < n; ++j)
+                     a += static_cast<double>(p[in + j]);
+                   acc[out] = a;
+                 } else {
+                   for (int64_t j = 0; j < n; ++j)
+                     acc[out + j] += static_cast<double>(p[in + j]);
+                 }
+               });
+  else
+    forEachRun(x.shape(), reduced,
+               [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+                 for (int64_t j = 0; j < n; ++j) {
+                   double &a = acc[reducedRun ? out : out + j];
+                   double v = p[in + j];
+                   if (!std::isnan(a) && (std::isnan(v) || v > a))
+                     a = v; // once NaN, stays NaN (torch.amax propagates it)
+                 }
+               });
   for (int64_t j = 0; j < m; ++j) {
     // Mean of an empty set: 0/0 = NaN, as torch.mean.
     double v = op == ReduceOp::Mean ? acc[j] / static_cast<double>(count)

@@ -39,36 +39,100 @@ static void fillWith(uint8_t *dst, int64_t n, const uint8_t *value,
   }
 }
 
+/// The innermost run of a strided copy: n elements of type T, src and dst
+/// `ss` and `ds` elements apart (ss = 0 repeats one element).
+template <typename T>
+static void copyRun(const uint8_t *src, int64_t ss, uint8_t *dst, int64_t ds,
+                    int64_t n) {
+  if (ss == 1 && ds == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  T *out = reinterpret_cast<T *>(dst);
+  if (ss == 0) { // a broadcast: one value n times
+    T v;
+    std::memcpy(&v, src, sizeof v);
+    for (int64_t j = 0; j < n; ++j)
+      out[j * ds] = v;
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    T v;
+    std::memcpy(&v, src + j * ss * static_cast<int64_t>(sizeof(T)), sizeof v);
+    out[j * ds] = v;
+  }
+}
+
+template <typename T>
+static void stridedCopyAs(const Shape &shape, const uint8_t *src,
+                          const std::vector<int64_t> &srcStrides, uint8_t *dst,
+                          const std::vector<int64_t> &dstStrides) {
+  // Walk the outer dims with an odometer and copy the innermost dim as one
+  // run. Strides are in elements; offsets here in bytes.
+  size_t rank = shape.size();
+  const int64_t es = sizeof(T);
+  int64_t inner = shape[rank - 1];
+  int64_t ss = srcStrides[rank - 1], ds = dstStrides[rank - 1];
+  int64_t total = numElements(shape);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t srcOff = 0, dstOff = 0;
+  for (int64_t done = 0; done < total; done += inner) {
+    copyRun<T>(src + srcOff, ss, dst + dstOff, ds, inner);
+    for (size_t d = rank - 1; d-- > 0;) {
+      ++idx[d];
+      srcOff += srcStrides[d] * es;
+      dstOff += dstStrides[d] * es;
+      if (idx[d] < shape[d])
+        break;
+      srcOff -= srcStrides[d] * shape[d] * es;
+      dstOff -= dstStrides[d] * shape[d] * es;
+      idx[d] = 0;
+    }
+  }
+}
+
 static void stridedCopy(size_t es, const Shape &shape, const uint8_t *src,
                         const std::vector<int64_t> &srcStrides, uint8_t *dst,
                         const std::vector<int64_t> &dstStrides) {
   int64_t total = numElements(shape);
   if (total == 0)
     return;
-  size_t rank = shape.size();
-  if (rank == 0) {
+  // Merge each dim into the next inner one where both sides step through
+  // them as through one dim (stride = inner stride * inner size), and drop
+  // dims of size 1: the same elements, copied in the same order, in longer
+  // innermost runs (a transpose's rows, a broadcast's repeated rows).
+  Shape m;
+  std::vector<int64_t> ms, md;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!m.empty() && ms.back() == srcStrides[d] * shape[d] &&
+        md.back() == dstStrides[d] * shape[d]) {
+      m.back() *= shape[d];
+      ms.back() = srcStrides[d];
+      md.back() = dstStrides[d];
+      continue;
+    }
+    m.push_back(shape[d]);
+    ms.push_back(srcStrides[d]);
+    md.push_back(dstStrides[d]);
+  }
+  if (m.empty()) { // one element
     std::memcpy(dst, src, es);
     return;
   }
-  // Walk the outer dims with an odometer and run the innermost dim as a loop.
-  int64_t inner = shape[rank - 1];
-  int64_t ss = srcStrides[rank - 1], ds = dstStrides[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
-  int64_t srcOff = 0, dstOff = 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    for (int64_t j = 0; j < inner; ++j)
-      std::memcpy(dst + (dstOff + j * ds) * es, src + (srcOff + j * ss) * es,
-                  es);
-    for (size_t d = rank - 1; d-- > 0;) {
-      ++idx[d];
-      srcOff += srcStrides[d];
-      dstOff += dstStrides[d];
-      if (idx[d] < shape[d])
-        break;
-      srcOff -= srcStrides[d] * shape[d];
-      dstOff -= dstStrides[d] * shape[d];
-      idx[d] = 0;
-    }
+  switch (es) {
+  case 1:
+    return stridedCopyAs<uint8_t>(m, src, ms, dst, md);
+  case 2:
+    return stridedCopyAs<uint16_t>(m, src, ms, dst, md);
+  case 4:
+    return stridedCopyAs<uint32_t>(m, src, ms, dst, md);
+  case 8:
+    return stridedCopyAs<uint64_t>(m, src, ms, dst, md);
+  default:
+    throw Error("stridedCopy: element size " + std::to_string(es) +
+                " is not 1, 2, 4 or 8 bytes");
   }
 }
 
@@ -302,8 +366,7 @@ HostTensor pad(const HostTensor &x, const std::vector<int64_t> &low,
   HostTensor fill(x.dtype(), {});
   fill.setFromDouble(0, value);
   uint8_t *dst = bytesOf(y);
-  for (int64_t i = 0, n = y.numel(); i < n; ++i)
-    std::memcpy(dst + i * es, fill.raw(), es);
+  fillWith(dst, y.numel(), static_cast<const uint8_t *>(fill.raw()), es);
   std::vector<int64_t> ys = stridesOf(out);
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d)

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -163,6 +164,67 @@ TEST(Reduce, Deterministic) {
                   .bitwiseEqual(reduce(ReduceOp::Sum, x, {0}, false)));
   EXPECT_TRUE(reduce(ReduceOp::Mean, x, {1}, false)
                   .bitwiseEqual(reduce(ReduceOp::Mean, x, {1}, false)));
+}
+
+// The kernel walks runs of merged dims; this walks element by element, the
+// definition: every element's output slot from its coordinates, float sums
+// in double in increasing input order. Every subset of the dims of shapes
+// with size-1 dims between others, bit for bit.
+TEST(Reduce, EveryDimSubsetMatchesTheElementWalk) {
+  const std::vector<Shape> shapes = {
+      {3, 1, 4, 5}, {2, 3, 1, 2, 3}, {1, 7}, {4, 1}, {5}, {1, 1, 3}};
+  for (const Shape &shape : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<double> v;
+    for (int64_t i = 0; i < n; ++i)
+      v.push_back(std::sin(i * 1.7 + 0.3) * std::ldexp(1.0, i % 23 - 11));
+    size_t rank = shape.size();
+    for (unsigned mask = 0; mask < (1u << rank); ++mask) {
+      std::vector<int64_t> dims;
+      for (size_t d = 0; d < rank; ++d)
+        if (mask >> d & 1)
+          dims.push_back(static_cast<int64_t>(d));
+      SCOPED_TRACE(shapeToString(shape) + " dims " + shapeToString(dims));
+      // Output strides over the kept dims.
+      std::vector<int64_t> outStride(rank, 0);
+      int64_t m = 1;
+      for (size_t d = rank; d-- > 0;)
+        if (!(mask >> d & 1)) {
+          outStride[d] = m;
+          m *= shape[d];
+        }
+      std::vector<double> sum(m, 0.0), mx(m, -INFINITY);
+      std::vector<int64_t> isum(m, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t o = 0;
+        for (size_t d = rank, rest = i; d-- > 0;) {
+          o += static_cast<int64_t>(rest % shape[d]) * outStride[d];
+          rest /= shape[d];
+        }
+        double x = static_cast<float>(v[i]);
+        sum[o] += x;
+        mx[o] = std::max(mx[o], x);
+        isum[o] += static_cast<int64_t>(std::lround(v[i] * 100));
+      }
+      HostTensor x = make(DType::F32, shape, v);
+      HostTensor got = reduce(ReduceOp::Sum, x, dims, false);
+      HostTensor gotMax = reduce(ReduceOp::Max, x, dims, true);
+      ASSERT_EQ(got.numel(), m);
+      for (int64_t o = 0; o < m; ++o) {
+        EXPECT_EQ(got.data<float>()[o], static_cast<float>(sum[o])) << o;
+        EXPECT_EQ(gotMax.data<float>()[o], static_cast<float>(mx[o])) << o;
+      }
+      std::vector<double> iv;
+      for (double e : v)
+        iv.push_back(static_cast<double>(std::lround(e * 100)));
+      HostTensor gi =
+          reduce(ReduceOp::Sum, make(DType::I64, shape, iv), dims, false);
+      for (int64_t o = 0; o < m; ++o)
+        EXPECT_EQ(gi.data<int64_t>()[o], isum[o]) << o;
+    }
+  }
 }
 
 } // namespace

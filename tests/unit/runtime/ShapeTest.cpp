@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace step::rt;
 using namespace step::rt::cpu;
 using namespace step::rt::test;
@@ -213,6 +215,80 @@ TEST(ShapeOps, Deterministic) {
   EXPECT_TRUE(transpose(x, {1, 0}).bitwiseEqual(transpose(x, {1, 0})));
   EXPECT_TRUE(pad(x, {1, 1}, {1, 1}, 0.5).bitwiseEqual(
       pad(x, {1, 1}, {1, 1}, 0.5)));
+}
+
+/// Row-major coordinates of flat index i in `shape`.
+std::vector<int64_t> coords(const Shape &shape, int64_t i) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return c;
+}
+
+int64_t flat(const Shape &shape, const std::vector<int64_t> &c) {
+  int64_t i = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    i = i * shape[d] + c[d];
+  return i;
+}
+
+// The copies merge dims and copy runs; these check them element by element
+// against the ops' definitions, on every element size, with size-1 dims
+// among the others: every permutation of a rank-4 transpose, broadcasts
+// that repeat inner, outer and middle dims, strided slices.
+TEST(ShapeOps, CopiesMatchTheirDefinitionsElementByElement) {
+  for (DType t : kAllTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    const Shape xs = {2, 1, 3, 4};
+    std::vector<double> v;
+    for (int64_t i = 0; i < 24; ++i)
+      v.push_back(static_cast<double>(i));
+    HostTensor x = makeMovable(t, xs, v);
+    std::vector<int64_t> perm = {0, 1, 2, 3};
+    do {
+      HostTensor y = transpose(x, perm);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        std::vector<int64_t> c = coords(y.shape(), i), src(4);
+        for (size_t d = 0; d < 4; ++d)
+          src[perm[d]] = c[d];
+        ASSERT_EQ(y.getAsDouble(i), x.getAsDouble(flat(xs, src)))
+            << "perm " << shapeToString(perm) << " at " << i;
+      }
+    } while (std::next_permutation(perm.begin(), perm.end()));
+
+    // [3, 1, 4] into [2, 3, 5, 4] by dims {1, 2, 3}, and [3, 4] into
+    // [3, 2, 4] and [3, 4, 2] (a middle and an inner repeat).
+    HostTensor b = makeMovable(t, {3, 1, 4},
+                               std::vector<double>(v.begin(), v.begin() + 12));
+    struct Case {
+      HostTensor in;
+      Shape out;
+      std::vector<int64_t> dims;
+    };
+    HostTensor b2 = reshape(b, {3, 4});
+    for (const Case &k :
+         {Case{b, {2, 3, 5, 4}, {1, 2, 3}}, Case{b2, {3, 2, 4}, {0, 2}},
+          Case{b2, {3, 4, 2}, {0, 1}}}) {
+      HostTensor y = broadcastInDim(k.in, k.out, k.dims);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        std::vector<int64_t> c = coords(k.out, i), src(k.in.rank());
+        for (size_t j = 0; j < k.dims.size(); ++j)
+          src[j] = k.in.shape()[j] == 1 ? 0 : c[k.dims[j]];
+        ASSERT_EQ(y.getAsDouble(i), k.in.getAsDouble(flat(k.in.shape(), src)))
+            << "into " << shapeToString(k.out) << " at " << i;
+      }
+    }
+
+    HostTensor s = slice(x, {1, 0, 0, 1}, {2, 1, 3, 4}, {1, 1, 2, 2});
+    ASSERT_EQ(s.shape(), (Shape{1, 1, 2, 2}));
+    for (int64_t i = 0; i < s.numel(); ++i) {
+      std::vector<int64_t> c = coords(s.shape(), i);
+      std::vector<int64_t> src = {1 + c[0], c[1], 2 * c[2], 1 + 2 * c[3]};
+      ASSERT_EQ(s.getAsDouble(i), x.getAsDouble(flat(xs, src))) << i;
+    }
+  }
 }
 
 } // namespace
