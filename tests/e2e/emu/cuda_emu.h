@@ -23,7 +23,9 @@
 #include <cstring>
 #include <memory>
 #include <cstdio>
+#include <csetjmp>
 #include <cstdlib>
+#include <setjmp.h>
 #include <ucontext.h>
 #include <type_traits>
 #include <vector>
@@ -37,17 +39,24 @@ struct EmuDim {
 inline EmuDim threadIdx, blockIdx, blockDim, gridDim;
 inline float emuSlots[1024];
 
-// The threads of a block are fibers (ucontext) on the launching thread,
-// switched only at barriers: emuLaunchOrder resumes each runnable fiber in
-// turn until it waits at a barrier or ends; a barrier whose last thread
-// arrives releases its waiters. No OS threads, no futexes: a barrier costs
-// a context switch per thread. Threads run in thread order in even blocks
-// of a launch, in reverse in odd ones (a missing barrier shows).
+// The threads of a block are fibers on the launching thread, switched only
+// at barriers: emuLaunchOrder resumes each runnable fiber in turn until it
+// waits at a barrier or ends; a barrier whose last thread arrives releases
+// its waiters. No OS threads, no futexes: a barrier costs a context switch
+// per thread. Threads run in thread order in even blocks of a launch, in
+// reverse in odd ones (a missing barrier shows). A fiber starts on its own
+// stack through makecontext/swapcontext; after that every switch is an
+// _setjmp/_longjmp pair, which saves registers only (swapcontext also
+// saves and restores the signal mask: two system calls a switch, and the
+// shuffles of a warp reduction switch ten times a thread).
 struct EmuFiber {
   ucontext_t ctx;
+  jmp_buf resume; // where the fiber yielded
+  bool started = false;
   enum State { Run, WaitBlock, WaitWarp, Done } state = Run;
 };
 inline ucontext_t emuScheduler;
+inline jmp_buf emuSchedulerJmp; // the scheduler's loop, set before a resume
 inline std::vector<EmuFiber> emuFibers;
 inline std::vector<unsigned> emuWarpArrived; // per warp
 inline unsigned emuBlockArrived = 0;
@@ -57,7 +66,8 @@ inline void *emuEntryArg = nullptr;
 /// Yields to the scheduler until this fiber may run again.
 inline void emuYield() {
   EmuFiber &f = emuFibers[threadIdx.x];
-  swapcontext(&f.ctx, &emuScheduler);
+  if (!_setjmp(f.resume))
+    _longjmp(emuSchedulerJmp, 1);
 }
 // The kernels are extern "C" and declare it inside as `extern __shared__
 // float smem[]`: a block-scope declaration with C linkage, so the
@@ -374,10 +384,11 @@ void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
       getcontext(&c);
       c.uc_stack.ss_sp = stacks[t].get();
       c.uc_stack.ss_size = kStack;
-      c.uc_link = &emuScheduler;
+      c.uc_link = nullptr; // a fiber never returns: it jumps back
       makecontext(&c, [] {
         emuEntryBody(emuEntryArg);
         emuFibers[threadIdx.x].state = EmuFiber::Done;
+        _longjmp(emuSchedulerJmp, 1);
       }, 0);
     }
     for (unsigned done = 0; done < block;) {
@@ -392,7 +403,15 @@ void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
         if (emuFibers[t].state != EmuFiber::Run)
           continue;
         threadIdx.x = t;
-        swapcontext(&emuScheduler, &emuFibers[t].ctx);
+        if (!_setjmp(emuSchedulerJmp)) {
+          EmuFiber &f = emuFibers[t];
+          if (!f.started) {
+            f.started = true;
+            swapcontext(&emuScheduler, &f.ctx);
+          } else {
+            _longjmp(f.resume, 1);
+          }
+        }
         ran = true;
       }
       if (!ran && done < block) {
