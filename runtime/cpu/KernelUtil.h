@@ -11,10 +11,12 @@
 #include "runtime/Half.h"
 #include "runtime/Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace step::rt::cpu::detail {
@@ -150,6 +152,30 @@ private:
   std::vector<float> buf_;
   const float *p_ = nullptr;
 };
+
+/// Runs body(begin, end) over [0, n) in contiguous ranges, one per thread
+/// (the calling thread takes the first): at most `maxThreads` threads, each
+/// with at least `minPerThread` items, so small jobs stay on the caller.
+/// Which thread runs a range never changes what the range computes; a body
+/// whose items are independent gives the same bits for every thread count.
+template <typename Body>
+void forRanges(int64_t n, int64_t minPerThread, int maxThreads,
+               const Body &body) {
+  int64_t threads = std::min<int64_t>(
+      maxThreads, std::max<int64_t>(1, n / std::max<int64_t>(1, minPerThread)));
+  if (threads <= 1) {
+    body(int64_t(0), n);
+    return;
+  }
+  int64_t per = (n + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (int64_t k = 1; k < threads && k * per < n; ++k)
+    pool.emplace_back(
+        [&body, k, per, n] { body(k * per, std::min(n, (k + 1) * per)); });
+  body(int64_t(0), std::min(n, per));
+  for (std::thread &t : pool)
+    t.join();
+}
 
 /// A row-major product C[m x n] = op(A) * op(B) (+ C when accumulate), op
 /// transposing when asked; C's rows are n apart. OpenBLAS sgemm / dgemm, or

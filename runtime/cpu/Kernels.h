@@ -273,9 +273,10 @@ struct AdamResult {
   HostTensor param, expAvg, expAvgSq;
 };
 /// Threads the elementwise optimizer updates (sgd_update, adamw_update) may
-/// split a large tensor over: each thread takes a contiguous range of
-/// elements, so the results are the same bits for every count. Default
-/// (0): the machine's cores. 1: one thread. Process-wide.
+/// split a large tensor over, and a large matmul its blocks of rows: each
+/// thread takes a contiguous range of elements or blocks, so the results
+/// are the same bits for every count. Default (0): the machine's cores.
+/// 1: one thread. Process-wide.
 void setUpdateThreads(int threads);
 int updateThreads();
 

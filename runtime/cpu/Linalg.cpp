@@ -2,7 +2,11 @@
 //
 // Batched matrix product through OpenBLAS sgemm, one call per batch entry
 // (detail::gemm; its f64 twin through dgemm runs the attention kernels'
-// tiles).
+// tiles). OpenBLAS runs single-threaded: a product splits into blocks of
+// 128 rows, one sgemm each, fixed by the shape, which the update threads
+// (updateThreads()) share when each gets 16 MFLOP or more; so the bits do
+// not depend on the machine's cores or OPENBLAS_NUM_THREADS (they did with
+// OpenBLAS's own threads), only on OpenBLAS's kernels for the CPU.
 // Transposes are expressed through sgemm's trans flags and leading dimensions
 // so f32 operands are never copied. f16/bf16 are widened to f32 first (as
 // PyTorch's CPU path accumulates half types in float) and rounded once.
@@ -27,6 +31,20 @@ namespace step::rt::cpu {
 
 using namespace detail;
 
+#ifdef STEP_HAVE_OPENBLAS
+/// Rows of C per BLAS call, and the work below which one thread does all.
+constexpr int64_t kBlockRows = 128;
+constexpr int64_t kMinFlopsPerThread = int64_t(1) << 24;
+
+/// OpenBLAS's own threads off (whoever set them): its results depend on
+/// its thread count (every shape tried with 1 and 2 threads, OpenBLAS
+/// 0.3.21), and its idle threads spin.
+static void singleThreadedBlas() {
+  if (openblas_get_num_threads() != 1)
+    openblas_set_num_threads(1);
+}
+#endif
+
 template <typename T>
 static void gemmT(const GemmDims &g, const T *a, const T *b, T *c) {
   if (g.m == 0 || g.n == 0)
@@ -42,17 +60,39 @@ static void gemmT(const GemmDims &g, const T *a, const T *b, T *c) {
   int64_t lda = g.transA ? g.m : g.k;
   int64_t ldb = g.transB ? g.k : g.n;
 #ifdef STEP_HAVE_OPENBLAS
+  singleThreadedBlas();
   auto ta = g.transA ? CblasTrans : CblasNoTrans;
   auto tb = g.transB ? CblasTrans : CblasNoTrans;
-  int m = static_cast<int>(g.m), n = static_cast<int>(g.n),
-      k = static_cast<int>(g.k);
+  int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   T beta = g.accumulate ? T(1) : T(0);
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, n);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, n);
+  // Rows [i0, i1) of C from rows [i0, i1) of op(A): A's rows, or its
+  // columns when transposed.
+  auto rows = [&](int64_t i0, int64_t i1) {
+    const T *ai = g.transA ? a + i0 : a + i0 * lda;
+    int m = static_cast<int>(i1 - i0);
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, ai,
+                  static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+                  c + i0 * g.n, n);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, ai,
+                  static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+                  c + i0 * g.n, n);
+  };
+  // Blocks of kBlockRows rows, fixed by the shape alone, each one
+  // single-threaded BLAS call: the bits never depend on how many threads
+  // share the blocks (OpenBLAS's own threading changes them).
+  int64_t blocks = (g.m + kBlockRows - 1) / kBlockRows;
+  int64_t flopsPerBlock = 2 * std::min(g.m, kBlockRows) * g.n * g.k;
+  if (blocks == 1) {
+    rows(0, g.m);
+    return;
+  }
+  forRanges(blocks, std::max<int64_t>(1, kMinFlopsPerThread / flopsPerBlock),
+            updateThreads(), [&](int64_t b0, int64_t b1) {
+              for (int64_t blk = b0; blk < b1; ++blk)
+                rows(blk * kBlockRows, std::min(g.m, (blk + 1) * kBlockRows));
+            });
 #else
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {

@@ -27,27 +27,11 @@ using namespace detail;
 namespace {
 std::atomic<int> configuredThreads{0};
 
-/// Runs body(begin, end) over [0, n) in contiguous ranges, one per thread
-/// (the calling thread takes the first): at most updateThreads() threads,
-/// each with at least kMinPerThread elements, so small tensors stay on
-/// the caller. Elementwise bodies give the same bits however n is split.
+/// The elementwise updates split a tensor at kMinPerThread elements or
+/// more a thread; elementwise bodies give the same bits however n is split.
 template <typename Body> void forRanges(int64_t n, const Body &body) {
   constexpr int64_t kMinPerThread = int64_t(1) << 18;
-  int64_t threads =
-      std::min<int64_t>(updateThreads(), std::max<int64_t>(1, n / kMinPerThread));
-  if (threads <= 1) {
-    body(int64_t(0), n);
-    return;
-  }
-  int64_t per = (n + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (int64_t k = 1; k < threads; ++k)
-    pool.emplace_back([&body, k, per, n] {
-      body(k * per, std::min(n, (k + 1) * per));
-    });
-  body(int64_t(0), std::min(n, per));
-  for (std::thread &t : pool)
-    t.join();
+  detail::forRanges(n, kMinPerThread, updateThreads(), body);
 }
 } // namespace
 

@@ -12,6 +12,10 @@
 
 #include <cmath>
 
+#ifdef STEP_HAVE_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+#endif
+
 using namespace step::rt;
 using namespace step::rt::cpu;
 using namespace step::rt::test;
@@ -115,6 +119,44 @@ TEST(Matmul, MatchesNaiveProductAndIsDeterministic) {
   // below 53 * 2^-24 * |sum of |terms|| <= 53 * 53 * 6e-8.
   expectValues(c, DType::F32, {m, n}, want, 2e-4);
   EXPECT_TRUE(c.bitwiseEqual(matmul(a, b, false, false)));
+}
+
+// A product big enough to split into row blocks that the update threads
+// share: the same bits for 1 to 4 threads, each transpose, and right
+// (every element against a double product), where OpenBLAS's own
+// threading gave other bits with 1 and 2 threads.
+TEST(Matmul, RowBlocksGiveTheSameBitsForEveryThreadCount) {
+  const int64_t m = 300, k = 96, n = 320; // 3 blocks of up to 128 rows
+  std::vector<double> av, bv;
+  for (int64_t i = 0; i < m * k; ++i)
+    av.push_back(std::sin(0.37 * i) * (1 + i % 7));
+  for (int64_t i = 0; i < k * n; ++i)
+    bv.push_back(std::cos(0.11 * i));
+  for (int t = 0; t < 4; ++t) {
+    bool ta = t & 1, tb = t & 2;
+    SCOPED_TRACE(std::string(ta ? "A^T " : "A ") + (tb ? "B^T" : "B"));
+    HostTensor a = make(DType::F32, ta ? Shape{k, m} : Shape{m, k}, av);
+    HostTensor b = make(DType::F32, tb ? Shape{n, k} : Shape{k, n}, bv);
+    std::vector<HostTensor> got;
+    for (int threads : {1, 2, 3, 4}) {
+      setUpdateThreads(threads);
+#ifdef STEP_HAVE_OPENBLAS
+      openblas_set_num_threads(threads); // the kernel must undo this
+#endif
+      got.push_back(matmul(a, b, ta, tb));
+      EXPECT_TRUE(got.back().bitwiseEqual(got[0])) << threads << " threads";
+    }
+    setUpdateThreads(0);
+    std::vector<double> want(m * n, 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) {
+        double x = a.getAsDouble(ta ? p * m + i : i * k + p);
+        for (int64_t j = 0; j < n; ++j)
+          want[i * n + j] += x * b.getAsDouble(tb ? j * k + p : p * n + j);
+      }
+    // 96 terms of magnitude <= 7: f32 error well below 96 * 7 * 2^-24 * 96.
+    expectValues(got[0], DType::F32, {m, n}, want, 1e-3);
+  }
 }
 
 TEST(Matmul, Errors) {
