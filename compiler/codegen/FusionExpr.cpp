@@ -43,6 +43,11 @@ std::string FusionExpr::toStorage(mlir::Value v, const std::string &local) {
   return isFloat(e) ? fromF(e, local) : local;
 }
 
+void FusionExpr::splitIndex(const std::string &idx, const std::string &row,
+                            const std::string &col, int64_t width) {
+  split_ = {idx, row, col, width};
+}
+
 std::string FusionExpr::fresh(const char *prefix) {
   return prefix + std::to_string(counter_++);
 }
@@ -315,15 +320,39 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
     if (identity) // only size-1 dims added or repeated
       return valueAt(in, idx);
     std::string I = idxType(numelOf(v) + 1);
-    std::string t = fresh("ft"), o = fresh("fi");
+    std::string o = fresh("fi");
     line(I + " " + o + " = 0;");
-    line("{");
-    line("  " + I + " " + t + " = " + idx + ";");
-    std::string d = decompose(t, o, outShape, src); // 4-blank lines
-    for (size_t at = 0; (at = d.find("    ", at)) != std::string::npos;)
-      d.replace(at, 4, "  "), at = d.find('\n', at);
-    code_ += d;
-    line("}");
+    // Decomposes `from` over dims [d0, d1) into o (nothing when every
+    // stride there is 0).
+    auto part = [&](const std::string &from, size_t d0, size_t d1) {
+      std::vector<int64_t> dims(outShape.begin() + d0, outShape.begin() + d1),
+          strides(src.begin() + d0, src.begin() + d1);
+      if (llvm::all_of(strides, [](int64_t s) { return s == 0; }))
+        return;
+      std::string t = fresh("ft");
+      line("{");
+      line("  " + I + " " + t + " = " + from + ";");
+      std::string d = decompose(t, o, dims, strides); // 4-blank lines
+      for (size_t at = 0; (at = d.find("    ", at)) != std::string::npos;)
+        d.replace(at, 4, "  "), at = d.find('\n', at);
+      code_ += d;
+      line("}");
+    };
+    // The dims from `inner` on hold the row (splitIndex), or none do.
+    size_t inner = outShape.size();
+    if (split_.width > 0 && idx == split_.idx) {
+      int64_t n = 1;
+      while (inner > 0 && n < split_.width)
+        n *= outShape[--inner];
+      if (n != split_.width)
+        inner = outShape.size();
+    }
+    if (inner < outShape.size()) {
+      part(split_.col, inner, outShape.size());
+      part(split_.row, 0, inner);
+    } else {
+      part(idx, 0, outShape.size());
+    }
     return valueAt(in, o);
   }
 

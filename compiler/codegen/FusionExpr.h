@@ -17,7 +17,10 @@
 //  - broadcast_in_dim: idx decomposed over the result dims and recomposed
 //    with the operand's strides (size-1 operand dims repeat), into a fresh
 //    index local; the operand's index is idx itself when the broadcast only
-//    adds size-1 dims, and 0 when the operand has one element;
+//    adds size-1 dims, and 0 when the operand has one element; where the
+//    caller declared idx = row * width + col (splitIndex) and the result's
+//    innermost dims hold width elements, col and row are decomposed
+//    instead (no division by the row length);
 //  - pad: idx decomposed over the padded dims (adjacent unpadded ones
 //    merged), the operand read at the coordinates less the low padding
 //    where all lie inside it, else the padding value; 32-bit index math
@@ -102,6 +105,16 @@ public:
   void bindUniform(mlir::Value v, const std::string &local);
   void resetUniform() { uniform_.clear(); }
 
+  /// Declares that the index expression `idx` equals row * width + col
+  /// (a row kernel's element: `off` = row `o` times the row length plus
+  /// the lane's column `kk`), kept until the next call. A broadcast read at
+  /// `idx` whose result's innermost dims hold exactly `width` elements then
+  /// decomposes `col` over those dims and `row` over the others, instead of
+  /// dividing `idx` by the row length (GPT-2's layer-norm gradient reads
+  /// gamma at off % 768 twice an element).
+  void splitIndex(const std::string &idx, const std::string &row,
+                  const std::string &col, int64_t width);
+
   /// Forgets every memoized value and binding (not the hoisted ones): call
   /// it when leaving the scope the taken code was placed in.
   void resetScope();
@@ -127,6 +140,11 @@ private:
   std::map<std::pair<void *, std::string>, std::string> memo_;
   std::map<std::pair<void *, std::string>, std::string> storage_;
   std::map<void *, std::string> hoisted_, uniform_;
+  struct Split {
+    std::string idx, row, col;
+    int64_t width = 0;
+  };
+  Split split_;
   std::string code_, hoistedCode_;
   int counter_ = 0;
 };

@@ -160,6 +160,7 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   PreludeNeeds needs;
   needs.reduce = true;
   FusionExpr x(f, needs);
+  x.splitIndex("off", "o", "kk", k);    // off = base + kk, base = o * K
   RowMapping rowMap = rowMapping(m, k); // the reduce kernels' mapping
   ks.blockX = rowMap.block;
   ks.gridX = rowMap.grid;

@@ -84,9 +84,11 @@ TEST(FusionRowChain, LayerNormBackwardIsOneRowKernelInThreeStages) {
   EXPECT_LT(var, rsqrt);
   EXPECT_LT(rsqrt, stage2);
   EXPECT_EQ(count(ks.source, "1.0f / sqrtf("), 1u);
-  // Per-row values are read as locals: the only index arithmetic left is
-  // gamma's column, in the three passes that read dy * gamma.
-  EXPECT_EQ(count(ks.source, "/ 96;"), 3u);
+  // Per-row values are read as locals, and gamma at the lane's column kk
+  // itself (FusionExpr::splitIndex), in the three passes that read
+  // dy * gamma: no division of the element's offset by the row length.
+  EXPECT_EQ(count(ks.source, "/ 96;"), 0u);
+  EXPECT_EQ(count(ks.source, " = kk;\n"), 3u);
   // The stores: dx (f32, bf16) per element, rstd by the row's lead lane;
   // a warp past the last row reads row 0 and stores nothing.
   EXPECT_TRUE(contains(ks.source, "out1[off] = "));
