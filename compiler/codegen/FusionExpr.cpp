@@ -48,6 +48,12 @@ void FusionExpr::splitIndex(const std::string &idx, const std::string &row,
   split_ = {idx, row, col, width};
 }
 
+std::string FusionExpr::storageOf(mlir::Value v,
+                                  const std::string &local) const {
+  auto it = roundedStorage_.find(local);
+  return it != roundedStorage_.end() ? it->second : toStorage(v, local);
+}
+
 std::string FusionExpr::fresh(const char *prefix) {
   return prefix + std::to_string(counter_++);
 }
@@ -451,6 +457,14 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
   needs_.add(outE);
   std::string local = fresh("fv");
   line(localType(v) + " " + local + ";");
+  // A 16-bit float result keeps its rounded storage value too, so a store
+  // of it converts nothing (storageOf).
+  std::string stored;
+  if (spec->asFloat && isFloat(outE) && outE != Elem::F32) {
+    stored = fresh("fs");
+    line(std::string(cType(outE)) + " " + stored + ";");
+    roundedStorage_[local] = stored;
+  }
   line("{");
   for (unsigned k = 0; k < op->getNumOperands(); ++k) {
     mlir::Value operand = op->getOperand(k);
@@ -466,10 +480,13 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
   line("  " + valType(outE) + " r0;");
   code_ += reindentBody(spec->body);
   std::string r = "r0";
-  if (isFloat(outE))
+  if (!stored.empty()) {
     // Rounded to the result's type now, as the unfused store would.
-    r = spec->asFloat ? (outE == Elem::F32 ? r : toF(outE, fromF(outE, r)))
-                      : toF(outE, r);
+    line("  " + stored + " = " + fromF(outE, r) + ";");
+    r = toF(outE, stored);
+  } else if (isFloat(outE) && !spec->asFloat) {
+    r = toF(outE, r);
+  }
   line("  " + local + " = " + r + ";");
   line("}");
   return local;

@@ -41,7 +41,8 @@
 // Value representation (the "local" of a value): a float tensor's element
 // is a `float` holding a value exactly representable in the tensor's type
 // (an f16/bf16 op result is rounded to its type at once, as the unfused
-// kernel's store and reload would); i32/i64/i1 elements are `int`,
+// kernel's store and reload would, and the rounded storage value is kept
+// beside it for the stores: storageOf); i32/i64/i1 elements are `int`,
 // `long long`, `unsigned char`. Specs with asFloat=false see their operands
 // in the storage type (converted exactly) as their own kernel does.
 //
@@ -126,6 +127,10 @@ public:
   static std::string toLocal(mlir::Value v, const std::string &expr);
   /// Local `local` of v as its storage type (exact: locals are rounded).
   static std::string toStorage(mlir::Value v, const std::string &local);
+  /// The same for a local this object computed: an f16/bf16 op's result
+  /// is the storage value it was rounded to (declared beside the local),
+  /// so its store converts nothing; any other local as toStorage.
+  std::string storageOf(mlir::Value v, const std::string &local) const;
 
 private:
   std::string compute(mlir::Value v, const std::string &idx);
@@ -140,6 +145,9 @@ private:
   std::map<std::pair<void *, std::string>, std::string> memo_;
   std::map<std::pair<void *, std::string>, std::string> storage_;
   std::map<void *, std::string> hoisted_, uniform_;
+  /// Local -> the storage-typed variable it was rounded from (fresh names
+  /// are unique, so this outlives resetScope).
+  std::map<std::string, std::string> roundedStorage_;
   struct Split {
     std::string idx, row, col;
     int64_t width = 0;

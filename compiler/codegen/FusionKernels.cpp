@@ -59,7 +59,7 @@ std::string storeYields(ops::FusionOp f, FusionExpr &x, const std::string &idx,
   for (size_t j = 0; j < ys.size(); ++j)
     if (!llvm::is_contained(skip, ys[j]))
       s += "out" + std::to_string(j) + "[" + idx +
-           "] = " + FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
+           "] = " + x.storageOf(ys[j], locals[j]) + ";\n";
   return s;
 }
 
@@ -222,8 +222,8 @@ static KernelSource emitLoopFusion(ops::FusionOp f, const std::string &name) {
       locals.push_back(x.valueAt(y, "i"));
     loop += x.takeCode("      ");
     for (size_t j = 0; j < ys.size(); ++j)
-      loop += "      y" + std::to_string(j) + ".v[e] = " +
-              FusionExpr::toStorage(ys[j], locals[j]) + ";\n";
+      loop += "      y" + std::to_string(j) +
+              ".v[e] = " + x.storageOf(ys[j], locals[j]) + ";\n";
     loop += "    }\n";
     for (size_t j = 0; j < ys.size(); ++j) {
       std::string J = std::to_string(j);
@@ -400,8 +400,8 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
              (vecOuts.count(j) ? "y" + std::to_string(j) + ".v[e]"
                                : "out" + std::to_string(j) + "[off]") +
              " = " +
-             FusionExpr::toStorage(
-                 y, stored[static_cast<size_t>(at - perElement.begin())]) +
+             x.storageOf(y,
+                         stored[static_cast<size_t>(at - perElement.begin())]) +
              ";\n";
     return s;
   };

@@ -417,8 +417,8 @@ KernelSource emitNorms(ops::FusionOp fusion,
   fin += fx.takeCode("  ");
   fin += "  if (threadIdx.x == 0) {\n";
   for (unsigned j = 0; j < yield->getNumOperands(); ++j)
-    fin += "    out" + std::to_string(j) + "[0] = " +
-           FusionExpr::toStorage(yield->getOperand(j), outs[j]) + ";\n";
+    fin += "    out" + std::to_string(j) +
+           "[0] = " + fx.storageOf(yield->getOperand(j), outs[j]) + ";\n";
   fin += "    " + name + "_ticket = 0; // ready for the next launch\n  }\n";
 
   ks.gridX = grid;

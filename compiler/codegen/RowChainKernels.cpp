@@ -259,7 +259,7 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
       if (llvm::is_contained(rowYields, y)) {
         std::string local = x.valueAt(y, "o");
         rowStore += "out" + std::to_string(j) +
-                    "[o] = " + FusionExpr::toStorage(y, local) + ";\n";
+                    "[o] = " + x.storageOf(y, local) + ";\n";
       }
     body += "    if ($LEAD) {\n" + x.takeCode("      ") +
             indent(rowStore, "      ") + "    }\n";

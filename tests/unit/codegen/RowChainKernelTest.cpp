@@ -92,7 +92,7 @@ TEST(FusionRowChain, LayerNormBackwardIsOneRowKernelInThreeStages) {
   // The stores: dx (f32, bf16) per element, rstd by the row's lead lane;
   // a warp past the last row reads row 0 and stores nothing.
   EXPECT_TRUE(contains(ks.source, "out1[off] = "));
-  EXPECT_TRUE(contains(ks.source, "out2[off] = __float2bfloat16_rn("));
+  EXPECT_TRUE(contains(ks.source, "out2[off] = fs")); // its rounded bf16
   EXPECT_TRUE(contains(ks.source, "if (live_ && (threadIdx.x & 31) == 0) {"));
   EXPECT_TRUE(contains(ks.source, "out0[o] = "));
   EXPECT_TRUE(contains(ks.source, "const int o = live_ ? row : (int)0;"));
@@ -231,7 +231,7 @@ TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
   EXPECT_TRUE(contains(ks.source, "red_store_ticket")); // split column
   size_t loop = ks.source.find("for (int kk = s * 72 + ty;");
-  size_t lane = ks.source.find("y0.v[e] = __float2bfloat16_rn(");
+  size_t lane = ks.source.find("y0.v[e] = fs"); // the cast's bf16
   size_t store = ks.source.find(
       "reinterpret_cast<Vec<__nv_bfloat16, 4> *>(out0)[off4 / 4] = y0;");
   size_t combine = ks.source.find("sh0[ty][e][tx] = acc0_[e];"); // lanes
