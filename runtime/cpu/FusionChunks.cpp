@@ -20,13 +20,17 @@
 // Then per chunk [c0, c1): the N-element inputs are copied out, each step
 // runs on the chunk (a broadcast gathers through its index map, an iota
 // computes its flat indices' coordinate), and the results are copied into
-// place. Cost: the op-by-op arithmetic plus one index computation per
+// place. The chunks are independent, so the update threads
+// (updateThreads()) share them, at least kMinChunksPerThread each. Cost:
+// the op-by-op arithmetic plus one index computation per
 // gathered element; memory traffic of the inputs and results only.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/FusionChunks.h"
 
 #include "runtime/cpu/EvalStep.h"
+#include "runtime/cpu/KernelUtil.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <cstring>
 #include <set>
@@ -36,6 +40,8 @@ namespace step::rt::cpu {
 namespace {
 
 constexpr int64_t kChunk = 4096;
+/// Chunks a thread takes at least (64 K elements).
+constexpr int64_t kMinChunksPerThread = 16;
 
 bool isElementwise(const std::string &op) {
   static const std::set<std::string> ops = {
@@ -214,8 +220,10 @@ runFusionInChunks(const Plan &body, std::vector<HostTensor> &operands) {
   std::vector<HostTensor> results;
   for (int64_t id : body.results)
     results.emplace_back(body.buffers[id].dtype, body.buffers[id].shape);
-  std::vector<HostTensor> chunk(body.buffers.size());
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+  // The chunks are independent (each writes its own range of the
+  // results), so the update threads share them: the same bits for every
+  // thread count.
+  auto runChunk = [&](std::vector<HostTensor> &chunk, int64_t c0) {
     int64_t count = std::min(kChunk, n - c0);
     for (int64_t id : body.arguments)
       if (big[id])
@@ -263,7 +271,14 @@ runFusionInChunks(const Plan &body, std::vector<HostTensor> &operands) {
       std::memcpy(static_cast<uint8_t *>(results[k].raw()) + c0 * e, c.raw(),
                   count * e);
     }
-  }
+  };
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  detail::forRanges(chunks, kMinChunksPerThread, updateThreads(),
+                    [&](int64_t b0, int64_t b1) {
+                      std::vector<HostTensor> chunk(body.buffers.size());
+                      for (int64_t c = b0; c < b1; ++c)
+                        runChunk(chunk, c * kChunk);
+                    });
   return results;
 }
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <string>
 #include <thread>
@@ -158,6 +159,8 @@ private:
 /// with at least `minPerThread` items, so small jobs stay on the caller.
 /// Which thread runs a range never changes what the range computes; a body
 /// whose items are independent gives the same bits for every thread count.
+/// An exception in any range is rethrown here once every thread is done
+/// (the lowest range's first).
 template <typename Body>
 void forRanges(int64_t n, int64_t minPerThread, int maxThreads,
                const Body &body) {
@@ -168,13 +171,23 @@ void forRanges(int64_t n, int64_t minPerThread, int maxThreads,
     return;
   }
   int64_t per = (n + threads - 1) / threads;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  auto run = [&body, &errors, per, n](int64_t k) {
+    try {
+      body(k * per, std::min(n, (k + 1) * per));
+    } catch (...) {
+      errors[static_cast<size_t>(k)] = std::current_exception();
+    }
+  };
   std::vector<std::thread> pool;
   for (int64_t k = 1; k < threads && k * per < n; ++k)
-    pool.emplace_back(
-        [&body, k, per, n] { body(k * per, std::min(n, (k + 1) * per)); });
-  body(int64_t(0), std::min(n, per));
+    pool.emplace_back(run, k);
+  run(0);
   for (std::thread &t : pool)
     t.join();
+  for (const std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
 }
 
 /// A row-major product C[m x n] = op(A) * op(B) (+ C when accumulate), op

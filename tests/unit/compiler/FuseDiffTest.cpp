@@ -40,6 +40,7 @@
 #include "runtime/cpu/EvalStep.h"
 #include "runtime/cpu/Executor.h"
 #include "runtime/cpu/FusionChunks.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -226,27 +227,27 @@ void checkRandomGraphs(const char *what, uint64_t count,
 /// casts through bf16, GELU, `mul %x, %x`, a small value computed whole
 /// (the scalar times two), and two results of different types and shapes.
 const char *kChunkedLoop = R"(
-func.func @f(%x: tensor<7x1757xf32>, %s: tensor<f32>, %row: tensor<1757xf32>) -> (tensor<7x1757xf32>, tensor<12299xbf16>) {
-  %r:2 = step.fusion "loop"(%x, %s, %row) : (tensor<7x1757xf32>, tensor<f32>, tensor<1757xf32>) -> (tensor<7x1757xf32>, tensor<12299xbf16>) {
-  ^bb0(%a: tensor<7x1757xf32>, %b: tensor<f32>, %c: tensor<1757xf32>):
+func.func @f(%x: tensor<77x1757xf32>, %s: tensor<f32>, %row: tensor<1757xf32>) -> (tensor<77x1757xf32>, tensor<135289xbf16>) {
+  %r:2 = step.fusion "loop"(%x, %s, %row) : (tensor<77x1757xf32>, tensor<f32>, tensor<1757xf32>) -> (tensor<77x1757xf32>, tensor<135289xbf16>) {
+  ^bb0(%a: tensor<77x1757xf32>, %b: tensor<f32>, %c: tensor<1757xf32>):
     %two = step.add %b, %b : tensor<f32>
-    %bs = step.broadcast_in_dim %two, dims = [] : tensor<f32> -> tensor<7x1757xf32>
-    %br = step.broadcast_in_dim %c, dims = [1] : tensor<1757xf32> -> tensor<7x1757xf32>
-    %sq = step.mul %a, %a : tensor<7x1757xf32>
-    %t = step.add %sq, %br : tensor<7x1757xf32>
-    %g = step.gelu %t approximate tanh : tensor<7x1757xf32>
-    %i = step.iota dim = 1 : tensor<7x1757xf32>
-    %m = step.compare gt, %i, %bs : tensor<7x1757xf32>
-    %sel = step.select %m, %g, %a : tensor<7x1757xi1>, tensor<7x1757xf32>
-    %h = step.cast %sel : tensor<7x1757xf32> -> tensor<7x1757xbf16>
-    %flat = step.reshape %h : tensor<7x1757xbf16> -> tensor<12299xbf16>
-    %up = step.broadcast_in_dim %flat, dims = [1] : tensor<12299xbf16> -> tensor<1x12299xbf16>
-    %back = step.reshape %up : tensor<1x12299xbf16> -> tensor<7x1757xbf16>
-    %f = step.cast %back : tensor<7x1757xbf16> -> tensor<7x1757xf32>
-    %o = step.mul %f, %bs : tensor<7x1757xf32>
-    step.yield %o, %flat : tensor<7x1757xf32>, tensor<12299xbf16>
+    %bs = step.broadcast_in_dim %two, dims = [] : tensor<f32> -> tensor<77x1757xf32>
+    %br = step.broadcast_in_dim %c, dims = [1] : tensor<1757xf32> -> tensor<77x1757xf32>
+    %sq = step.mul %a, %a : tensor<77x1757xf32>
+    %t = step.add %sq, %br : tensor<77x1757xf32>
+    %g = step.gelu %t approximate tanh : tensor<77x1757xf32>
+    %i = step.iota dim = 1 : tensor<77x1757xf32>
+    %m = step.compare gt, %i, %bs : tensor<77x1757xf32>
+    %sel = step.select %m, %g, %a : tensor<77x1757xi1>, tensor<77x1757xf32>
+    %h = step.cast %sel : tensor<77x1757xf32> -> tensor<77x1757xbf16>
+    %flat = step.reshape %h : tensor<77x1757xbf16> -> tensor<135289xbf16>
+    %up = step.broadcast_in_dim %flat, dims = [1] : tensor<135289xbf16> -> tensor<1x135289xbf16>
+    %back = step.reshape %up : tensor<1x135289xbf16> -> tensor<77x1757xbf16>
+    %f = step.cast %back : tensor<77x1757xbf16> -> tensor<77x1757xf32>
+    %o = step.mul %f, %bs : tensor<77x1757xf32>
+    step.yield %o, %flat : tensor<77x1757xf32>, tensor<135289xbf16>
   }
-  return %r#0, %r#1 : tensor<7x1757xf32>, tensor<12299xbf16>
+  return %r#0, %r#1 : tensor<77x1757xf32>, tensor<135289xbf16>
 }
 )";
 
@@ -271,10 +272,25 @@ TEST(FuseDiff, ChunkedLoopFusionEqualsOpByOp) {
     operands.push_back(std::move(t));
   }
   operands[1].setFromDouble(0, 300.0); // iota > 600 takes the GELU branch
-  std::vector<rt::HostTensor> copy = operands;
-  std::optional<std::vector<rt::HostTensor>> chunked =
-      rt::cpu::runFusionInChunks(*fusion->body, copy);
-  ASSERT_TRUE(chunked) << "the body should qualify for chunks";
+  // 34 chunks of 4096: the update threads share them; every count gives
+  // the same bits.
+  std::optional<std::vector<rt::HostTensor>> chunked;
+  for (int threads : {1, 2, 3}) {
+    rt::cpu::setUpdateThreads(threads);
+    std::vector<rt::HostTensor> copy = operands;
+    std::optional<std::vector<rt::HostTensor>> got =
+        rt::cpu::runFusionInChunks(*fusion->body, copy);
+    ASSERT_TRUE(got) << "the body should qualify for chunks";
+    if (!chunked) {
+      chunked = got;
+      continue;
+    }
+    ASSERT_EQ(got->size(), chunked->size());
+    for (size_t r = 0; r < chunked->size(); ++r)
+      EXPECT_TRUE((*got)[r].bitwiseEqual((*chunked)[r]))
+          << threads << " threads, result " << r;
+  }
+  rt::cpu::setUpdateThreads(0);
   size_t ops = 0;
   rt::cpu::FusedOpObserver count = [&](const rt::Plan &, size_t,
                                        const std::vector<rt::HostTensor> &,
