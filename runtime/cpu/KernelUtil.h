@@ -154,6 +154,58 @@ private:
   const float *p_ = nullptr;
 };
 
+/// Walks the index space `shape` in row-major order as runs along its
+/// innermost dim, through two strided views at once (strides in elements,
+/// 0 repeats an element): f(a, b, n, sa, sb) for each run of n elements at
+/// offsets a and b, sa and sb apart. Dims of size 1 are dropped and a dim
+/// merges into the next inner one where both views step through them as
+/// through one dim, so the runs are as long as the layouts allow and the
+/// elements come in the same order. Nothing for an empty space; a scalar
+/// one is one run of one element.
+template <typename F>
+void forEachRun(const Shape &shape, const std::vector<int64_t> &stridesA,
+                const std::vector<int64_t> &stridesB, F &&f) {
+  if (numElements(shape) == 0)
+    return;
+  Shape m;
+  std::vector<int64_t> ma, mb;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!m.empty() && ma.back() == stridesA[d] * shape[d] &&
+        mb.back() == stridesB[d] * shape[d]) {
+      m.back() *= shape[d];
+      ma.back() = stridesA[d];
+      mb.back() = stridesB[d];
+      continue;
+    }
+    m.push_back(shape[d]);
+    ma.push_back(stridesA[d]);
+    mb.push_back(stridesB[d]);
+  }
+  if (m.empty()) {
+    f(int64_t(0), int64_t(0), int64_t(1), int64_t(0), int64_t(0));
+    return;
+  }
+  size_t rank = m.size();
+  int64_t inner = m[rank - 1], total = numElements(m);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t a = 0, b = 0;
+  for (int64_t done = 0; done < total; done += inner) {
+    f(a, b, inner, ma[rank - 1], mb[rank - 1]);
+    for (size_t d = rank - 1; d-- > 0;) { // the odometer of the outer dims
+      ++idx[d];
+      a += ma[d];
+      b += mb[d];
+      if (idx[d] < m[d])
+        break;
+      a -= ma[d] * m[d];
+      b -= mb[d] * m[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 /// Runs body(begin, end) over [0, n) in contiguous ranges, one per thread
 /// (the calling thread takes the first): at most `maxThreads` threads, each
 /// with at least `minPerThread` items, so small jobs stay on the caller.

@@ -28,56 +28,26 @@ static const char *reduceName(ReduceOp op) {
   return "reduce";
 }
 
-/// Visits the input in row-major order as runs along its innermost dim:
-/// f(in, out, n, reducedRun) for elements in..in+n, which go to output slot
-/// `out` (reducedRun: the innermost dim is reduced) or to out..out+n. Dims
-/// of size 1 are dropped and neighbours both reduced or both kept merged,
-/// so the runs are as long as the layout allows. Every output slot sees its
-/// elements in increasing input order, as an element-by-element walk does.
+/// Visits the input in row-major order as runs along its innermost (merged)
+/// dim (forEachRun, KernelUtil.h): f(in, out, n, reducedRun) for elements
+/// in..in+n, which go to output slot `out` (reducedRun: the innermost dim
+/// is reduced) or to out..out+n (a kept innermost dim has output stride 1).
+/// Every output slot sees its elements in increasing input order, as an
+/// element-by-element walk does.
 template <typename F>
-static void forEachRun(const Shape &in, const std::vector<bool> &reduced,
-                       F &&f) {
-  Shape m;
-  std::vector<bool> r;
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (in[d] == 0)
-      return;
-    if (in[d] == 1)
-      continue;
-    if (!m.empty() && r.back() == reduced[d]) {
-      m.back() *= in[d];
-      continue;
-    }
-    m.push_back(in[d]);
-    r.push_back(reduced[d]);
-  }
-  if (m.empty()) { // one element
-    f(int64_t(0), int64_t(0), int64_t(1), true);
-    return;
-  }
-  size_t rank = m.size();
-  std::vector<int64_t> outStride(rank, 0);
+static void forEachReducedRun(const Shape &in, const std::vector<bool> &reduced,
+                              F &&f) {
+  std::vector<int64_t> outStrides(in.size(), 0); // 0 on reduced dims
   int64_t acc = 1;
-  for (size_t d = rank; d-- > 0;)
-    if (!r[d]) {
-      outStride[d] = acc;
-      acc *= m[d];
+  for (size_t d = in.size(); d-- > 0;)
+    if (!reduced[d]) {
+      outStrides[d] = acc;
+      acc *= in[d];
     }
-  int64_t inner = m[rank - 1], total = numElements(m);
-  bool innerReduced = r[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
-  int64_t out = 0;
-  for (int64_t i = 0; i < total; i += inner) {
-    f(i, out, inner, innerReduced);
-    for (size_t d = rank - 1; d-- > 0;) {
-      ++idx[d];
-      out += outStride[d];
-      if (idx[d] < m[d])
-        break;
-      out -= outStride[d] * m[d];
-      idx[d] = 0;
-    }
-  }
+  forEachRun(in, stridesOf(in), outStrides,
+             [&](int64_t i, int64_t o, int64_t n, int64_t, int64_t so) {
+               f(i, o, n, so == 0);
+             });
 }
 
 template <typename I>
@@ -91,17 +61,17 @@ static void reduceInt(ReduceOp op, const HostTensor &x,
   std::vector<U> acc(m, op == ReduceOp::Sum
                             ? U(0)
                             : static_cast<U>(std::numeric_limits<I>::min()));
-  forEachRun(x.shape(), reduced,
-             [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
-               for (int64_t j = 0; j < n; ++j) {
-                 U &a = acc[reducedRun ? out : out + j];
-                 I v = src[in + j];
-                 if (op == ReduceOp::Sum)
-                   a += static_cast<U>(v);
-                 else if (v > static_cast<I>(a))
-                   a = static_cast<U>(v);
-               }
-             });
+  forEachReducedRun(x.shape(), reduced,
+                    [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+                      for (int64_t j = 0; j < n; ++j) {
+                        U &a = acc[reducedRun ? out : out + j];
+                        I v = src[in + j];
+                        if (op == ReduceOp::Sum)
+                          a += static_cast<U>(v);
+                        else if (v > static_cast<I>(a))
+                          a = static_cast<U>(v);
+                      }
+                    });
   for (int64_t j = 0; j < m; ++j)
     dst[j] = static_cast<I>(acc[j]);
 }
@@ -111,11 +81,11 @@ static void reduceBool(const HostTensor &x, const std::vector<bool> &reduced,
                        HostTensor &y) {
   const uint8_t *src = x.data<uint8_t>();
   uint8_t *dst = y.data<uint8_t>();
-  forEachRun(x.shape(), reduced,
-             [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
-               for (int64_t j = 0; j < n; ++j)
-                 dst[reducedRun ? out : out + j] |= src[in + j];
-             });
+  forEachReducedRun(x.shape(), reduced,
+                    [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+                      for (int64_t j = 0; j < n; ++j)
+                        dst[reducedRun ? out : out + j] |= src[in + j];
+                    });
 }
 
 static void reduceFloat(ReduceOp op, const HostTensor &x,
@@ -126,28 +96,30 @@ static void reduceFloat(ReduceOp op, const HostTensor &x,
   std::vector<double> acc(m, op == ReduceOp::Max ? -INFINITY : 0.0);
   const float *p = src.data();
   if (op != ReduceOp::Max)
-    forEachRun(x.shape(), reduced,
-               [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
-                 if (reducedRun) { // one slot: a running sum in a register
-                   double a = acc[out];
-                   for (int64_t j = 0; j < n; ++j)
-                     a += static_cast<double>(p[in + j]);
-                   acc[out] = a;
-                 } else {
-                   for (int64_t j = 0; j < n; ++j)
-                     acc[out + j] += static_cast<double>(p[in + j]);
-                 }
-               });
+    forEachReducedRun(
+        x.shape(), reduced,
+        [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+          if (reducedRun) { // one slot: a running sum in a register
+            double a = acc[out];
+            for (int64_t j = 0; j < n; ++j)
+              a += static_cast<double>(p[in + j]);
+            acc[out] = a;
+          } else {
+            for (int64_t j = 0; j < n; ++j)
+              acc[out + j] += static_cast<double>(p[in + j]);
+          }
+        });
   else
-    forEachRun(x.shape(), reduced,
-               [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
-                 for (int64_t j = 0; j < n; ++j) {
-                   double &a = acc[reducedRun ? out : out + j];
-                   double v = p[in + j];
-                   if (!std::isnan(a) && (std::isnan(v) || v > a))
-                     a = v; // once NaN, stays NaN (torch.amax propagates it)
-                 }
-               });
+    forEachReducedRun(
+        x.shape(), reduced,
+        [&](int64_t in, int64_t out, int64_t n, bool reducedRun) {
+          for (int64_t j = 0; j < n; ++j) {
+            double &a = acc[reducedRun ? out : out + j];
+            double v = p[in + j];
+            if (!std::isnan(a) && (std::isnan(v) || v > a))
+              a = v; // once NaN, stays NaN (torch.amax propagates it)
+          }
+        });
   for (int64_t j = 0; j < m; ++j) {
     // Mean of an empty set: 0/0 = NaN, as torch.mean.
     double v = op == ReduceOp::Mean ? acc[j] / static_cast<double>(count)

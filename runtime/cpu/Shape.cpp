@@ -67,69 +67,28 @@ template <typename T>
 static void stridedCopyAs(const Shape &shape, const uint8_t *src,
                           const std::vector<int64_t> &srcStrides, uint8_t *dst,
                           const std::vector<int64_t> &dstStrides) {
-  // Walk the outer dims with an odometer and copy the innermost dim as one
-  // run. Strides are in elements; offsets here in bytes.
-  size_t rank = shape.size();
   const int64_t es = sizeof(T);
-  int64_t inner = shape[rank - 1];
-  int64_t ss = srcStrides[rank - 1], ds = dstStrides[rank - 1];
-  int64_t total = numElements(shape);
-  std::vector<int64_t> idx(rank, 0);
-  int64_t srcOff = 0, dstOff = 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    copyRun<T>(src + srcOff, ss, dst + dstOff, ds, inner);
-    for (size_t d = rank - 1; d-- > 0;) {
-      ++idx[d];
-      srcOff += srcStrides[d] * es;
-      dstOff += dstStrides[d] * es;
-      if (idx[d] < shape[d])
-        break;
-      srcOff -= srcStrides[d] * shape[d] * es;
-      dstOff -= dstStrides[d] * shape[d] * es;
-      idx[d] = 0;
-    }
-  }
+  forEachRun(shape, srcStrides, dstStrides,
+             [&](int64_t a, int64_t b, int64_t n, int64_t sa, int64_t sb) {
+               copyRun<T>(src + a * es, sa, dst + b * es, sb, n);
+             });
 }
 
+/// Copies through forEachRun (KernelUtil.h): merged dims, so each
+/// innermost run (a transpose's rows, a broadcast's repeated rows) is one
+/// memcpy, one fill or one typed loop.
 static void stridedCopy(size_t es, const Shape &shape, const uint8_t *src,
                         const std::vector<int64_t> &srcStrides, uint8_t *dst,
                         const std::vector<int64_t> &dstStrides) {
-  int64_t total = numElements(shape);
-  if (total == 0)
-    return;
-  // Merge each dim into the next inner one where both sides step through
-  // them as through one dim (stride = inner stride * inner size), and drop
-  // dims of size 1: the same elements, copied in the same order, in longer
-  // innermost runs (a transpose's rows, a broadcast's repeated rows).
-  Shape m;
-  std::vector<int64_t> ms, md;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    if (!m.empty() && ms.back() == srcStrides[d] * shape[d] &&
-        md.back() == dstStrides[d] * shape[d]) {
-      m.back() *= shape[d];
-      ms.back() = srcStrides[d];
-      md.back() = dstStrides[d];
-      continue;
-    }
-    m.push_back(shape[d]);
-    ms.push_back(srcStrides[d]);
-    md.push_back(dstStrides[d]);
-  }
-  if (m.empty()) { // one element
-    std::memcpy(dst, src, es);
-    return;
-  }
   switch (es) {
   case 1:
-    return stridedCopyAs<uint8_t>(m, src, ms, dst, md);
+    return stridedCopyAs<uint8_t>(shape, src, srcStrides, dst, dstStrides);
   case 2:
-    return stridedCopyAs<uint16_t>(m, src, ms, dst, md);
+    return stridedCopyAs<uint16_t>(shape, src, srcStrides, dst, dstStrides);
   case 4:
-    return stridedCopyAs<uint32_t>(m, src, ms, dst, md);
+    return stridedCopyAs<uint32_t>(shape, src, srcStrides, dst, dstStrides);
   case 8:
-    return stridedCopyAs<uint64_t>(m, src, ms, dst, md);
+    return stridedCopyAs<uint64_t>(shape, src, srcStrides, dst, dstStrides);
   default:
     throw Error("stridedCopy: element size " + std::to_string(es) +
                 " is not 1, 2, 4 or 8 bytes");

@@ -20,14 +20,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <cstdio>
-#include <csetjmp>
-#include <cstdlib>
 #include <setjmp.h>
-#include <ucontext.h>
 #include <type_traits>
+#include <ucontext.h>
 #include <vector>
 
 using std::max;
