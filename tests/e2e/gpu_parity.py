@@ -15,7 +15,8 @@ orders disagree on. An SGD step (1e-5) keeps a gradient-scale bug visible.
 Each model runs fused (the default) and unfused (--no-fuse), so a wrong
 fused kernel is told from a wrong op kernel. The mixed-precision steps
 (GPT-2 --amp=bf16, MLP --amp=fp16 with dynamic loss scaling) are judged by
-their losses and the fraction of param elements off (gpu-check.py's "low").
+their losses and the fraction of param elements off (gpu-check.py's "low",
+with the f32 case's CPU result as the backstop's full-precision step).
 
 Without a CUDA device (or driver) the script says why and exits 77, which
 ctest reports as skipped, not passed.
@@ -55,8 +56,11 @@ def load(folder):
             for f in os.listdir(folder) if f.endswith(".npy")}
 
 
+CPU_RESULTS = {}  # case name -> its CPU backend's tensors
+
+
 def case(name, model_dir, a, work, flags=(), tol=REL_TOL, kind="f32",
-         optimizer="--optimizer=adamw,lr=1e-3,eps=1e-4"):
+         optimizer="--optimizer=adamw,lr=1e-3,eps=1e-4", f32_case=None):
     artifact = os.path.join(work, name + ".step")
     run([a.stepc, os.path.join(model_dir, "model.mlir"), "--train",
          optimizer, "--clip=1.0", "--schedule=cosine,warmup=2,total=20",
@@ -81,8 +85,10 @@ def case(name, model_dir, a, work, flags=(), tol=REL_TOL, kind="f32",
         if not np.issubdtype(want.dtype, np.floating) and \
                 not np.array_equal(outs["cuda"].get(n), want):
             sys.exit(f"FAIL {name}: '{n}' differs")
+    CPU_RESULTS[name] = outs["cpu"]
     v = gpu_check.judge(outs["cpu"], outs["cuda"], losses["cpu"],
-                        losses["cuda"], kind, list(flags), tol)
+                        losses["cuda"], kind, list(flags), tol,
+                        CPU_RESULTS.get(f32_case))
     print(f"{name}: {STEPS} steps, worst {v['worst_tensor']} "
           f"{v['worst_rel_err']:.2e}, losses {v['loss_rel_err']:.2e}, "
           f"off {v['fraction_off']:.2%} (bound {tol:.0e}, {kind}, "
@@ -108,8 +114,10 @@ def main():
             ok &= case(model + "_unfused", folder, a, work, ["--no-fuse"])
         ok &= case("gpt2_sgd", gpt, a, work, tol=1e-5,
                    optimizer="--optimizer=sgd,lr=0.1")
-        ok &= case("gpt2_bf16", gpt, a, work, ["--amp=bf16"], 2e-2, "low")
-        ok &= case("mlp_fp16", mlp, a, work, ["--amp=fp16"], 2e-2, "low")
+        ok &= case("gpt2_bf16", gpt, a, work, ["--amp=bf16"], 2e-2, "low",
+                   f32_case="gpt2")
+        ok &= case("mlp_fp16", mlp, a, work, ["--amp=fp16"], 2e-2, "low",
+                   f32_case="mlp")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if ok else 1)

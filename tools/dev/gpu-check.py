@@ -72,6 +72,20 @@ DYN_LENGTHS = [64, 13, 30]
 # per-tensor gradient-scale bug visible (Adam normalizes it away).
 LOW_LOSS = {"fp16": 1e-4, "bf16": 5e-4}
 LOW_FRACTION = 0.01
+# The backstop's other way through for a "low" tensor: where the GPU and
+# the CPU place their roundings differently (a fused kernel keeping a
+# chain in f32 where the CPU rounds each op), the two 16-bit results can
+# be as far apart as either is from the f32 step (measured 2026-11-27:
+# GPT-2's layer-0 Adam moments 4.2e-2 between the CPU's bf16 and f32
+# steps, 4.8e-2 between the H200's and the CPU's bf16). So a tensor over
+# the bound still passes when the GPU's result is no further from the same
+# case's f32 result (the LOW_F32 case, on the CPU) than LOW_F32_SLACK
+# times the CPU's own 16-bit result is: as close to full precision as
+# the reference, give or take noise.
+LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2",
+           "gpt2_bf16_nofuse": "gpt2_nofuse",
+           "mlp_fp16_offload_optimizer": "mlp"}
+LOW_F32_SLACK = 1.5
 
 # name, model, stepc flags, bound, kind. World-size-1 sharded steps keep
 # their collectives: on the GPU they are NCCL calls on the collective stream.
@@ -83,6 +97,8 @@ CASES = [
     ("gpt2_sgd", "gpt2", ["--optimizer=sgd,lr=0.1"], 1e-5, "f32"),
     ("gpt2_nofuse", "gpt2", ["--no-fuse"], 1e-4, "f32"),
     ("gpt2_bf16", "gpt2", ["--amp=bf16"], 2e-2, "low"),
+    # No fusion: tells a fused kernel's rounding (or bug) from an op's.
+    ("gpt2_bf16_nofuse", "gpt2", ["--amp=bf16", "--no-fuse"], 2e-2, "low"),
     ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),
     # T symbolic, three buckets; the batches' lengths (DYN_LENGTHS) pick
@@ -261,10 +277,11 @@ def top_kernels(trace, n=8):
     return out
 
 
-def judge(want, got, want_losses, losses, kind, flags, bound):
+def judge(want, got, want_losses, losses, kind, flags, bound, f32=None):
     """A run against its reference (the rules above CASES): the verdict
     and its figures, as gpu-check.json holds them. `want`/`got` map tensor
-    names to arrays; `kind` is "f32" or "low"."""
+    names to arrays; `kind` is "f32" or "low"; `f32`, for a "low" case,
+    the same step's full-precision result on the CPU (LOW_F32), or None."""
     errs = {k: rel_err(got[k], v) if k in got else float("inf")
             for k, v in want.items()}
     loss_err = max((abs(x - y) / max(abs(y), 1e-30)
@@ -285,16 +302,31 @@ def judge(want, got, want_losses, losses, kind, flags, bound):
                                  v.astype(np.float64)) > 1e-3 * scale))
         total += v.size
     fraction = off / max(total, 1)
+    verdict = {}
     if kind == "low":
         amp = "bf16" if "--amp=bf16" in flags else "fp16"
+        # Tensors over the bound, each with (the GPU's, the CPU's) distance
+        # from the f32 step where that is known.
+        over = {k: e for k, e in errs.items() if not e <= bound}
+        to_f32 = {k: (rel_err(got[k], f32[k]), rel_err(want[k], f32[k]))
+                  for k in over if f32 is not None and k in f32 and k in got}
+        backstop = all(k in to_f32 and
+                       to_f32[k][0] <= LOW_F32_SLACK * to_f32[k][1]
+                       for k in over)
         ok = (loss_err <= LOW_LOSS[amp] and fraction <= LOW_FRACTION and
-              errs[worst] <= bound)
+              backstop)
+        if to_f32:
+            verdict["over_bound_to_f32"] = {
+                k: {"gpu": g, "cpu": c} for k, (g, c) in
+                sorted(to_f32.items(), key=lambda x: -x[1][0] / max(
+                    x[1][1], 1e-30))[:6]}
     else:
         ok = max(errs[worst], loss_err) <= bound
-    return {"ok": ok, "kind": kind, "worst_tensor": worst,
-            "worst_rel_err": errs[worst], "loss_rel_err": loss_err,
-            "fraction_off": fraction,
-            "errors": dict(sorted(errs.items(), key=lambda x: -x[1])[:6])}
+    verdict.update(ok=ok, kind=kind, worst_tensor=worst,
+                   worst_rel_err=errs[worst], loss_rel_err=loss_err,
+                   fraction_off=fraction,
+                   errors=dict(sorted(errs.items(), key=lambda x: -x[1])[:6]))
+    return verdict
 
 
 def run_cases(a):
@@ -303,6 +335,7 @@ def run_cases(a):
         manifest = json.load(f)
     os.makedirs(a.out, exist_ok=True)
     results, failed = [], 0
+    cases = {c["name"]: c for c in manifest["cases"]}
     for c in manifest["cases"]:
         d = os.path.join(carry, "models", c["model"])
         out = os.path.join(a.out, c["name"])
@@ -319,8 +352,12 @@ def run_cases(a):
             want = {k: np.load(os.path.join(carry, "blobs", v))
                     for k, v in c["ref"].items()}
             losses = losses_of(text)
+            f32 = None
+            if c.get("kind") == "low" and LOW_F32.get(c["name"]) in cases:
+                f32 = {k: np.load(os.path.join(carry, "blobs", v)) for k, v
+                       in cases[LOW_F32[c["name"]]]["ref"].items()}
             verdict = judge(want, load(out), c["losses"], losses,
-                            c.get("kind", "f32"), c["flags"], c["bound"])
+                            c.get("kind", "f32"), c["flags"], c["bound"], f32)
             with open(trace) as f:
                 events = json.load(f)
             # Not the last step: it is timed op by op (outside the graph).
@@ -336,6 +373,9 @@ def run_cases(a):
                   f"{r['loss_rel_err']:.3g}, off {r['fraction_off']:.2%} "
                   f"(bound {c['bound']:g}, {r['kind']}), step "
                   f"{r['step_s_median']}")
+            for k, d in list(r.get("over_bound_to_f32", {}).items())[:2]:
+                print(f"     {k} from the f32 step: GPU {d['gpu']:.3g}, "
+                      f"CPU {d['cpu']:.3g} (at most {LOW_F32_SLACK:g}x)")
         else:
             print(f"FAIL {c['name']}: step-run exited {code}: "
                   f"{r['error'][-400:]}")
