@@ -15,7 +15,10 @@
 // that computes the offloaded value (the copy starts right after it) to
 // its last `step.reload`; their step.offsets are host offsets. So do the
 // results of ops marked `step.host` (step-offload-optimizer: computed on
-// the host CPU), each live from its op to its last user.
+// the host CPU), each live from its op to its last user. A result whose
+// index is in its op's `step.donated` (pairs of result index and function
+// argument number, compiler/pipeline/Donation.cpp) is written into that
+// argument's buffer: it takes no arena bytes and its offset is -1.
 // The plan is deterministic.
 //
 // Algorithm: the function is one block, so a live range is the interval
@@ -132,12 +135,18 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
         continue;
       }
     }
+    llvm::SmallDenseSet<int64_t> donated;
+    if (auto d = op.getAttrOfType<DenseI64ArrayAttr>("step.donated"))
+      for (size_t i = 0; i + 1 < d.asArrayRef().size(); i += 2)
+        donated.insert(d.asArrayRef()[i]);
     for (Value r : op.getResults()) {
       auto type = dyn_cast<RankedTensorType>(r.getType());
       if (!type || !type.hasStaticShape())
         return op.emitError() << "step-memory-plan: result type "
                               << r.getType()
                               << " must be a tensor of static shape";
+      if (donated.count(cast<OpResult>(r).getResultNumber()))
+        continue;
       if (isa<OffloadOp>(op)) {
         // The copy into host memory starts when the value is computed.
         Operation *src = storage(op.getOperand(0)).getDefiningOp();
@@ -183,8 +192,10 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
     if (isa<ConstantOp>(op) || op.getNumResults() == 0)
       continue;
     SmallVector<int64_t> offsets;
-    for (Value r : op.getResults())
-      offsets.push_back(offsetOf.lookup(storage(r)));
+    for (Value r : op.getResults()) {
+      auto it = offsetOf.find(storage(r));
+      offsets.push_back(it == offsetOf.end() ? -1 : it->second);
+    }
     op.setAttr("step.offsets", b.getDenseI64ArrayAttr(offsets));
   }
   f->setAttr("step.arena_bytes", b.getI64IntegerAttr(plan.peak));

@@ -10,6 +10,8 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <map>
+
 namespace step {
 using namespace mlir;
 namespace ops = mlir::step;
@@ -211,7 +213,24 @@ rt::Artifact buildArtifact(func::FuncOp f) {
       step.body = buildFusionBody(fusion);
     for (Value v : op.getOperands())
       step.operands.push_back(bufferOf.lookup(v));
+    // Results written into an argument's buffer (Donation.cpp).
+    std::map<int64_t, int64_t> donatedTo;
+    if (auto d = op.getAttrOfType<DenseI64ArrayAttr>("step.donated"))
+      for (size_t k = 0; k + 1 < d.asArrayRef().size(); k += 2) {
+        int64_t arg = d.asArrayRef()[k + 1];
+        if (arg < 0 || arg >= static_cast<int64_t>(plan.arguments.size()))
+          throw rt::Error(opString(&op) + ": step.donated names argument " +
+                          std::to_string(arg) + " of " +
+                          std::to_string(plan.arguments.size()));
+        donatedTo[d.asArrayRef()[k]] = plan.arguments[arg];
+      }
     for (auto [i, r] : llvm::enumerate(op.getResults())) {
+      if (auto it = donatedTo.find(static_cast<int64_t>(i));
+          it != donatedTo.end()) {
+        bufferOf[r] = it->second;
+        step.results.push_back(it->second);
+        continue;
+      }
       rt::BufferDesc d;
       d.kind = isa<ops::OffloadOp>(op) || step.host
                    ? rt::BufferKind::Host
@@ -230,7 +249,26 @@ rt::Artifact buildArtifact(func::FuncOp f) {
 }
 
 rt::Artifact planArtifact(ModuleOp module, const std::string &func,
-                          std::vector<PassRecord> *report) {
+                          std::vector<PassRecord> *report, bool donate) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(func)) {
+    // Donation (Donation.cpp): marked on the writing ops for the memory
+    // plan, which gives those results no arena bytes, and for
+    // buildArtifact; marks of an earlier call go first.
+    f.walk([](Operation *op) { op->removeAttr("step.donated"); });
+    std::map<Operation *, std::map<int64_t, int64_t>> marks;
+    if (donate)
+      for (auto [value, arg] : donatedResults(f)) {
+        auto r = cast<OpResult>(value);
+        marks[r.getOwner()][r.getResultNumber()] = arg;
+      }
+    for (auto &[op, pairs] : marks) {
+      SmallVector<int64_t> flat;
+      for (auto [result, arg] : pairs)
+        flat.append({result, arg});
+      op->setAttr("step.donated",
+                  DenseI64ArrayAttr::get(module.getContext(), flat));
+    }
+  }
   PassManager pm(module.getContext());
   ops::MemoryPlanOptions options;
   options.funcName = func;

@@ -4,11 +4,12 @@
 //         [--schedule=cosine,warmup=100,total=1000] [--grad-accum=K]
 //         [--amp=bf16|fp16] [--amp-keep-f32=OPS] [--loss-scale=...]
 //         [--emit=artifact|mlir] -o OUT [--report=FILE.json] [--no-fuse]
-//         [--dump-kernels=DIR] [--dot=FILE.dot] [--remat=none|auto|max | --remat-budget=BYTES]
+//         [--dump-kernels=DIR] [--dot=FILE.dot] [--remat=none|auto|max |
+//         --remat-budget=BYTES]
 //         [--offload=none|auto|all[,link=B/s,...]] [--offload-optimizer]
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
-//         [--guard-finite] [--no-attention-stats]
+//         [--guard-finite] [--no-attention-stats] [--no-donate]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -68,6 +69,7 @@ struct Options {
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false, noAttentionStats = false;
+  bool noDonate = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -128,16 +130,26 @@ nlohmann::json reportJson(const Options &o,
                       {"ops_after", r.opsAfter},
                       {"counts", counts}});
   }
-  return {{"input", o.input},          {"output", o.output},
-          {"train", o.train},          {"optimizer", o.optimizer},
-          {"schedule", o.schedule},    {"clip", o.clip},
-          {"grad_accum", o.gradAccum}, {"compile_seconds", seconds},
-          {"fuse", !o.noFuse},         {"amp", o.amp},
+  return {{"input", o.input},
+          {"output", o.output},
+          {"train", o.train},
+          {"optimizer", o.optimizer},
+          {"schedule", o.schedule},
+          {"clip", o.clip},
+          {"grad_accum", o.gradAccum},
+          {"compile_seconds", seconds},
+          {"fuse", !o.noFuse},
+          {"amp", o.amp},
           {"attention_stats", !o.noAttentionStats},
-          {"loss_scale", o.lossScale}, {"passes", passes},
-          {"fusions", fusions},        {"activations", activations},
-          {"remat", remat},            {"offload", offload},
-          {"shard", shard},            {"guard_finite", o.guardFinite},
+          {"donate", !o.noDonate},
+          {"loss_scale", o.lossScale},
+          {"passes", passes},
+          {"fusions", fusions},
+          {"activations", activations},
+          {"remat", remat},
+          {"offload", offload},
+          {"shard", shard},
+          {"guard_finite", o.guardFinite},
           {"offload_optimizer", offloadOptimizer}};
 }
 /// Writes every (path, bytes) of `files` or none of them: each is staged
@@ -314,6 +326,10 @@ int main(int argc, char **argv) {
   app.add_flag("--no-attention-stats", o.noAttentionStats,
                "skip step-attention-stats: attention's gradient recomputes "
                "its row statistics (docs/training.md; for A/B timing)");
+  app.add_flag("--no-donate", o.noDonate,
+               "plan the updated params and state apart from their buffers "
+               "(copied there after each step) instead of in place "
+               "(docs/artifact.md; for A/B timing)");
   app.add_option("--dot", o.dot,
                  "also write the compiled function as a Graphviz graph, "
                  "fusion groups as clusters (dot -Tsvg FILE.dot)");
@@ -472,7 +488,7 @@ int main(int argc, char **argv) {
   step::rt::Artifact artifact;
   if (o.emit == "artifact") {
     try {
-      artifact = step::planArtifact(*module, func, &records);
+      artifact = step::planArtifact(*module, func, &records, !o.noDonate);
     } catch (const std::exception &e) {
       std::cerr << "stepc: error: " << e.what() << "\n";
       return 1;

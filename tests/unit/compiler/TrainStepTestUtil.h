@@ -99,12 +99,13 @@ interpretOrFail(FuncOp f, const std::vector<rt::HostTensor> &args) {
   return *r;
 }
 
-/// Plans @`func` of `module` (adding step.offsets to it); nullopt (with a
+/// Plans @`func` of `module` (adding step.offsets to it), with the updates
+/// donated to their buffers or not (Donation.cpp); nullopt (with a
 /// failure) on an rt::Error.
-inline std::optional<rt::Artifact> planOrFail(ModuleOp module,
-                                              const std::string &func) {
+inline std::optional<rt::Artifact>
+planOrFail(ModuleOp module, const std::string &func, bool donate = true) {
   try {
-    return planArtifact(module, func);
+    return planArtifact(module, func, nullptr, donate);
   } catch (const rt::Error &e) {
     ADD_FAILURE() << "planArtifact: " << e.what();
     return std::nullopt;

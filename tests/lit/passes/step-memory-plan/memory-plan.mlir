@@ -59,3 +59,25 @@ func.func @f(%x: tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16
   %c = step.reshape %x : tensor<4x4xf32> -> tensor<16xf32>
   return %t, %e, %c : tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A donated result (step.donated: result 1 into argument 0,
+// compiler/pipeline/Donation.cpp) is written into its argument's buffer:
+// no arena bytes, offset -1; the op's other result is placed as before
+// (beside %e, its operand): 512 bytes where three values would take 768.
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME: step.arena_bytes = 512 : i64, step.arena_bytes_no_reuse = 512 : i64
+// CHECK: step.exp %arg1 {step.offsets = array<i64: 0>}
+// CHECK: step.fusion
+// CHECK-SAME: step.donated = array<i64: 1, 0>, step.offsets = array<i64: 256, -1>
+func.func @f(%p: tensor<64xf32>, %g: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %e = step.exp %g : tensor<64xf32>
+  %r:2 = step.fusion "loop" (%e, %p) {step.donated = array<i64: 1, 0>} : (tensor<64xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%a: tensor<64xf32>, %b: tensor<64xf32>):
+    %s = step.neg %a : tensor<64xf32>
+    %t = step.sub %b, %a : tensor<64xf32>
+    step.yield %s, %t : tensor<64xf32>, tensor<64xf32>
+  }
+  return %r#0, %r#1 : tensor<64xf32>, tensor<64xf32>
+}
