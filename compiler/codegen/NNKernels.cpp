@@ -16,12 +16,12 @@
 //    shared memory (GPT-2 124M: N = 8192 or 16384 tokens), launch 1 (one
 //    block) sorts them (bitonic, in shared memory: the positions of each v
 //    end up together, in increasing order) and finds where each v's run
-//    starts (a binary search per v), and launch 2, a block per row, reads
-//    its run: the indices are read once, not once per row; the run's keys
-//    go through shared memory 256 at a time and 8 positions' gradient
-//    rows are loaded before they are added (a frequent token's long run
-//    is one block's work: memory-level parallelism, not one load after
-//    another). Otherwise one
+//    starts (a binary search per v), and launch 2, a block per row and
+//    256 columns, reads its run: the indices are read once, not once per
+//    row; the run's keys go through shared memory 256 at a time and 16
+//    positions' elements are loaded before they are added (a frequent
+//    token's long run is a few blocks' work: memory-level parallelism,
+//    not one load after another). Otherwise one
 //    block per row scans all the indices (a warp ballot per 32; V * N
 //    index loads from L2: 1.0 ms of GPT-2 124M's step on an H200). (A
 //    block per 16 rows, scanning 16x less, took 5.2 ms: the hits of 16
@@ -524,15 +524,24 @@ static const char *kEmbeddingScan =
           bits &= bits - 1;
 )";
 
-/// The sorted kernel's row v: its run of sorted keys staged in shared
-/// memory 256 at a time (one coalesced load), and the gradient rows of
-/// 8 positions loaded before the first of them is added, so that 8 x COLS
-/// loads are in flight instead of one key's and then one row's (a byte
-/// text's ' ' holds a sixth of GPT-2's 8192 positions: that row's block
-/// took 0.4 ms hit by hit on an H200). The adds stay in increasing
-/// position order, so the bits are those of one hit at a time.
-static const char *kEmbeddingRun =
-    R"(    const int beg = ${NAME}_start[v], end = ${NAME}_start[v + 1];
+/// The sorted kernel's launch 2: work item w is row v = w / $CB, columns
+/// [c * 256, c * 256 + 256) for c = w % $CB, a column a thread. The run's
+/// keys go through shared memory 256 at a time (one coalesced load) and
+/// 16 positions' elements are loaded before the first of them is added,
+/// so that 16 loads a thread are in flight instead of one key's and then
+/// one element's: a frequent token's run is the work of $CB blocks, not
+/// of one (a byte text's ' ' holds a sixth of GPT-2's 8192 positions:
+/// its row took 0.4 ms hit by hit on an H200, 0.34 ms with 8 loads in
+/// flight in one block). Each column adds in increasing position order,
+/// so the bits are those of one hit at a time.
+static const char *kEmbeddingRows =
+    R"(  __shared__ unsigned run_[256]; // a chunk of row v's run
+  for (long long w = blockIdx.x; w < (long long)$V * $CB; w += gridDim.x) {
+    const long long v = w / $CB;
+    const int j = (int)(w % $CB) * 256 + (int)threadIdx.x;
+    const bool live_ = j < $D;
+    float acc = 0.0f;
+    const int beg = ${NAME}_start[v], end = ${NAME}_start[v + 1];
     for (int c = beg; c < end; c += 256) {
       const int m = min(256, end - c);
       __syncthreads(); // the last chunk's keys are read
@@ -540,25 +549,27 @@ static const char *kEmbeddingRun =
         run_[threadIdx.x] = ${NAME}_keys[c + threadIdx.x] - (unsigned)(v * $N);
       __syncthreads();
       int s = 0;
-      for (; s + 8 <= m; s += 8) {
-        float g_[8][$COLS];
+      for (; s + 16 <= m; s += 16) {
+        float g_[16];
 #pragma unroll
-        for (int u = 0; u < 8; ++u) {
+        for (int u = 0; u < 16; ++u) {
           const long long pos = run_[s + u];
-#pragma unroll
-          for (int q = 0; q < $COLS; ++q) {
-            const int j = threadIdx.x + q * 256;
-            g_[u][q] = j < $D ? $G : 0.0f;
-          }
+          g_[u] = live_ ? $G : 0.0f;
         }
 #pragma unroll
-        for (int u = 0; u < 8; ++u)
-#pragma unroll
-          for (int q = 0; q < $COLS; ++q)
-            acc[q] += g_[u][q];
+        for (int u = 0; u < 16; ++u)
+          acc += g_[u];
       }
       for (; s < m; ++s) {
         const long long pos = run_[s];
+        if (live_)
+          acc += $G;
+      }
+    }
+    if (live_)
+      out0[v * $D + j] = $STORE1;
+  }
+}
 )";
 
 /// Adds the gradient row at position `pos` into acc.
@@ -589,7 +600,8 @@ static const char *kEmbeddingSort =
   for (int k = 2; k <= $P; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
       for (int t = threadIdx.x; t < $P / 2; t += blockDim.x) {
-        const int i = 2 * j * (t / j) + t % j, l = i + j; // i's bit j clear
+        // i: t with a 0 inserted at bit j (j a power of two).
+        const int i = ((t & ~(j - 1)) << 1) | (t & (j - 1)), l = i + j;
         const unsigned a = keys_[i], b = keys_[l];
         if ((a > b) == ((i & k) == 0)) { // ascending where bit k is clear
           keys_[i] = b;
@@ -631,18 +643,21 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
   ks.blockX = sorted ? 1024 : 256;
   ks.gridX = sorted ? 1 : std::min<int64_t>(v, 65535);
   ks.sharedBytes = sorted ? p * 4 : 0;
+  int64_t colBlocks = std::max<int64_t>(1, (dimD + 255) / 256);
   if (sorted)
-    ks.then.push_back({"_rows", std::min<int64_t>(v, 65535), 256, 0});
+    ks.then.push_back(
+        {"_rows", std::min<int64_t>(v * colBlocks, int64_t(1) << 20), 256, 0});
   PreludeNeeds needs;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
-  int64_t cols = std::max<int64_t>(1, (dimD + 255) / 256);
   std::vector<std::pair<std::string, std::string>> vars = {
       {"NAME", name},
       {"V", std::to_string(v)},
       {"N", std::to_string(n)},
       {"P", std::to_string(p)},
       {"D", std::to_string(dimD)},
-      {"COLS", std::to_string(cols)},
+      {"COLS", std::to_string(colBlocks)},
+      {"CB", std::to_string(colBlocks)},
+      {"STORE1", fromF(e, "acc")},
       {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
       {"STORE", fromF(e, "acc[q]")}};
   std::string add = subst(kEmbeddingAdd, vars);
@@ -657,8 +672,6 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
                 subst(kEmbeddingRowSum, vars) + "  }\n}\n";
     return ks;
   }
-  vars.push_back({"FIND_POSITIONS",
-                  subst(kEmbeddingRun, vars) + add + "      }\n    }\n"});
   KernelSource rows = ks;
   rows.name = name + "_rows";
   rows.blockX = 256;
@@ -667,11 +680,7 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
                     "__device__ int ${NAME}_start[$V + 1];\n",
                     vars) +
               signature(ks, params) + " {\n" + subst(kEmbeddingSort, vars) +
-              signature(rows, params) + " {\n" +
-              "  __shared__ unsigned run_[256]; // a chunk of row v's run\n" +
-              "  for (long long v = blockIdx.x; v < " + std::to_string(v) +
-              "; v += gridDim.x) {\n" + subst(kEmbeddingRowSum, vars) +
-              "  }\n}\n";
+              signature(rows, params) + " {\n" + subst(kEmbeddingRows, vars);
   return ks;
 }
 

@@ -4,8 +4,8 @@
 embedding_grad sums, for every table row v, the gradient rows of the
 positions whose index is v, in increasing position order, in f32, rounded
 once (docs/codegen.md). Up to 16 K positions the kernel sorts keys
-v * N + p in one block (bitonic, shared memory) and a block per row reads
-its run; beyond, a block per row scans every index. No GPU here, so:
+v * N + p in one block (bitonic, shared memory) and a block per row and 256
+columns reads its run; beyond, a block per row scans every index. No GPU here, so:
 stepc --dump-kernels writes the CUDA C++ of small models (one kernel
 each), this test compiles it with the host compiler against
 tests/e2e/emu/cuda_emu_sync.h (blocks one after another, their threads as fibers) and compares every

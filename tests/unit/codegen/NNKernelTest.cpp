@@ -78,16 +78,18 @@ TEST(NNKernels, EmbeddingGradSortsThePositionsOnce) {
   EXPECT_EQ(ks.gridX, 1);
   EXPECT_EQ(ks.blockX, 1024);
   EXPECT_EQ(ks.sharedBytes, 64 * 4);
-  // Launch 2: a block per table row reads its run of sorted positions.
+  // Launch 2: a block per table row and 256 columns (600 columns: 3)
+  // reads its run of sorted positions.
   ASSERT_EQ(ks.then.size(), 1u);
   EXPECT_EQ(ks.then[0].suffix, "_rows");
-  EXPECT_EQ(ks.then[0].gridX, 50);
+  EXPECT_EQ(ks.then[0].gridX, 50 * 3);
   EXPECT_EQ(ks.then[0].blockX, 256);
   EXPECT_TRUE(
       contains(ks.source, "__device__ unsigned " + ks.name + "_keys[64];"));
   EXPECT_TRUE(
       contains(ks.source, "__device__ int " + ks.name + "_start[50 + 1];"));
-  EXPECT_TRUE(contains(ks.source, "float acc[3];")); // 600 columns / 256
+  EXPECT_TRUE(contains(ks.source, "const long long v = w / 3;"));
+  EXPECT_TRUE(contains(ks.source, "float g_[16];")); // 16 loads in flight
   EXPECT_FALSE(contains(ks.source, "__ballot_sync"));
   EXPECT_FALSE(contains(ks.source, "atomicAdd"));
 }
