@@ -106,10 +106,12 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kWarpRowsPerBlock = 8;
 /// Most blocks of a row_chain kernel with column reductions: each block
 /// writes one partial per column (RowChainKernels.cpp), so the partials
-/// (G x cols) stay small beside the rows (GPT-2 124M at B = 8: 256 x 768
-/// f32 = 0.8 MB per column reduction against 8192 rows), each block
-/// taking several rows: about two 8-warp blocks per SM of an H100/H200.
-constexpr int64_t kChainColumnBlocks = 256;
+/// (G x cols) stay small beside the rows (GPT-2 124M at B = 8: 528 x 768
+/// f32 = 1.6 MB per column reduction against 8192 rows), each block
+/// taking a few rows: four 8-warp blocks per SM of an H100/H200 (132
+/// SMs; the column sums in shared memory, 24 KB a block each for K = 768,
+/// leave registers for four).
+constexpr int64_t kChainColumnBlocks = 528;
 /// Most elements a thread takes of a row_chain row for its passes to be
 /// unrolled (a warp row of up to 1024 elements: 32).
 constexpr int64_t kChainUnrollMax = 32;

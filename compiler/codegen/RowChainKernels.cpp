@@ -14,12 +14,15 @@
 //    per-row ops computed from them (rsqrt(var + eps): once per row);
 //  - last: one pass storing every per-element result, and the row's lead
 //    thread storing every per-row result; column reductions (C7: rows of
-//    a warp each) add the pass's values into the lane's register sums of
-//    its columns (lane l: columns l, l + 32, ..., the same every row).
+//    a warp each) add the pass's values into the warp's own row of a
+//    [warps, K] array in dynamic shared memory (lane l: columns l, l + 32,
+//    ..., the same every row; no bank conflicts, no registers held across
+//    the rows: GPT-2's layer-norm gradient took 87 registers with them in
+//    registers, two blocks an SM).
 // A lane with at most kChainUnrollMax elements of its row runs each pass
 // unrolled, its loads in flight together. With column reductions the grid
-// is at most kChainColumnBlocks blocks; each adds its warps' sums in warp
-// order (shared memory) into row blockIdx.x of a [G, cols] partial array,
+// is at most kChainColumnBlocks blocks; each adds its warps' rows in warp
+// order into row blockIdx.x of a [G, cols] partial array,
 // and the second phase `_cols` adds each column's G partials in a fixed
 // order (lanes y, y + 8, ..., then the lanes in turn) and stores the
 // result rounded once: the same bits whatever the block schedule.
@@ -72,35 +75,61 @@ struct SharedByType {
   }
 };
 
-/// After the rows: the block's column partials into ${NAME}_cacc<r>, row
-/// `blockIdx.x` of a [G, K] array, its warps' accumulators added in warp
-/// order through shared memory (the lanes of every warp hold the same
-/// columns: C7 keeps a column reduction's rows to a warp each), one column
-/// reduction after another.
-std::string columnPartials(const std::vector<Acc> &cols) {
-  SharedByType sh;
-  std::string body;
+/// Bytes of one accumulator of C type `type`.
+int64_t accBytes(const std::string &type) {
+  if (type == "double" || type == "unsigned long long" || type == "long long")
+    return 8;
+  if (type == "__half" || type == "__nv_bfloat16")
+    return 2;
+  return 4;
+}
+
+/// The column accumulators: `cs<r>_`, [warps][K] in dynamic shared memory
+/// (each warp's lanes add its rows' values into its own row), set to the
+/// identity before the rows. Returns the declarations; `bytes` gets the
+/// dynamic shared memory they take (each array 16-byte aligned).
+std::string columnArrays(const std::vector<Acc> &cols, int64_t warps, int64_t k,
+                         int64_t &bytes) {
+  std::string s =
+      "  extern __shared__ __align__(16) float smem[];\n"
+      "  unsigned char *const cdyn_ = reinterpret_cast<unsigned char "
+      "*>(smem);\n";
+  bytes = 0;
   for (const Acc &a : cols) {
-    std::string A = accName(a), S = sh.name(a);
-    body += "  // " + A +
-            "\n"
-            "  for (int w_ = 0; w_ < (int)(blockDim.x >> 5); ++w_) {\n"
-            "    if ((int)(threadIdx.x >> 5) == w_) {\n#pragma unroll\n"
-            "      for (int j_ = 0; j_ < $NJ; ++j_) {\n"
-            "        const int c_ = (int)(threadIdx.x & 31) + j_ * 32;\n"
-            "        if (c_ < $K)\n"
-            "          " +
-            S + "[c_] = w_ == 0 ? c" + A + "[j_] : " + a.op + "(" + S +
-            "[c_], c" + A +
-            "[j_]);\n"
-            "      }\n    }\n    __syncthreads();\n  }\n"
-            "  for (int c_ = threadIdx.x; c_ < $K; c_ += blockDim.x)\n"
-            "    ${NAME}_c" +
-            A + "[blockIdx.x * $K + c_] = " + S +
-            "[c_];\n"
-            "  __syncthreads(); // the buffer is read before its next use\n";
+    std::string C = "c" + accName(a) + "_";
+    s += "  " + a.type + " *const " + C + " = reinterpret_cast<" + a.type +
+         " *>(cdyn_ + " + std::to_string(bytes) + ");\n" +
+         "  for (int i_ = threadIdx.x; i_ < " + std::to_string(warps * k) +
+         "; i_ += blockDim.x)\n    " + C + "[i_] = " + a.ident + ";\n";
+    bytes += (warps * k * accBytes(a.type) + 15) / 16 * 16;
   }
-  return sh.decls("[$K]") + body;
+  return s +
+         "  __syncthreads();\n"
+         "  const int cw_ = (int)(threadIdx.x >> 5) * $K; // the warp's row\n";
+}
+
+/// After the rows: the block's column partials into ${NAME}_cacc<r>, row
+/// `blockIdx.x` of a [G, K] array, its warps' rows added in warp order
+/// (the lanes of every warp hold the same columns: C7 keeps a column
+/// reduction's rows to a warp each).
+std::string columnPartials(const std::vector<Acc> &cols, int64_t warps) {
+  std::string body = "  __syncthreads(); // every warp's rows are added\n";
+  for (const Acc &a : cols) {
+    std::string A = accName(a), C = "c" + A + "_";
+    body += "  for (int c_ = threadIdx.x; c_ < $K; c_ += blockDim.x) {\n"
+            "    " +
+            a.type + " v_ = " + C +
+            "[c_];\n"
+            "    for (int w_ = 1; w_ < " +
+            std::to_string(warps) +
+            "; ++w_)\n"
+            "      v_ = " +
+            a.op + "(v_, " + C +
+            "[w_ * $K + c_]);\n"
+            "    ${NAME}_c" +
+            A + "[blockIdx.x * $K + c_] = v_;\n  }\n";
+  }
+  return body;
 }
 
 /// The second kernel, ${NAME}_cols: column c of every result the sum (max)
@@ -248,9 +277,11 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   }
   std::string domainStore = storeYields(f, x, "off", skip);
   x.resetScope();
-  for (auto [j, a] : llvm::enumerate(cols))
-    domainStore += "c" + accName(a) + "[j_] = " + a.op + "(c" + accName(a) +
-                   "[j_], " + a.load(colLocals[j]) + ");\n";
+  for (auto [j, a] : llvm::enumerate(cols)) {
+    std::string C = "c" + accName(a) + "_[cw_ + kk]";
+    domainStore +=
+        C + " = " + a.op + "(" + C + ", " + a.load(colLocals[j]) + ");\n";
+  }
   if (columns || rowYields.size() < f.getNumResults())
     body += rowPass(indent(domainStore, "      "));
   if (!rowYields.empty()) {
@@ -277,16 +308,13 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   if (columns) {
     vars.insert(vars.end(),
                 {{"NJ", nj}, {"G", std::to_string(ks.gridX)}, {"NAME", name}});
-    for (const Acc &a : cols)
-      colInit += "  " + a.type + " c" + accName(a) +
-                 "[$NJ];\n#pragma unroll\n" +
-                 "  for (int j_ = 0; j_ < $NJ; ++j_)\n    c" + accName(a) +
-                 "[j_] = " + a.ident + ";\n";
     // C7 keeps column reductions to rows a warp takes: the lanes of every
     // warp hold the same columns (columnPartials).
     static_assert(ops::kRowChainColumnMaxCols == kWarpRowMax,
                   "C7's column-reduction rows are a warp's rows");
-    colEnd = columnPartials(cols);
+    int64_t warps = ks.blockX / 32;
+    colInit = columnArrays(cols, warps, k, ks.sharedBytes);
+    colEnd = columnPartials(cols, warps);
     for (const Acc &a : cols)
       globals +=
           "__device__ " + a.type + " ${NAME}_c" + accName(a) + "[$G * $K];\n";

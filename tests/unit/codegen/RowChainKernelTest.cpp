@@ -175,29 +175,35 @@ TEST(FusionRowChain, ColumnSumsAddBlockPartialsInASecondPhase) {
       "chain_cols");
   EXPECT_EQ(ks.params, (Params{"in0", "out0", "out1", "out2"}));
   EXPECT_EQ(ks.blockX, 256);
-  EXPECT_EQ(ks.gridX, 256);
+  EXPECT_EQ(ks.gridX, 263); // a block a row of 8 rows (under 528)
   ASSERT_EQ(ks.then.size(), 1u);
   EXPECT_EQ(ks.then[0].suffix, "_cols");
   EXPECT_EQ(ks.then[0].gridX, 3); // 96 columns, 32 a block
   EXPECT_EQ(ks.then[0].blockX, 256);
-  // Per lane, its 3 columns' sums in registers, added in the store pass.
-  EXPECT_TRUE(contains(ks.source, "float cacc2[3];"));
-  EXPECT_TRUE(contains(ks.source, "cacc2[j_] = SumOp()(cacc2[j_], "));
-  EXPECT_TRUE(contains(ks.source, "cacc3[j_] = SumOp()(cacc3[j_], "));
-  // The warps in order, then the block's row of partials; one shared
-  // buffer (both accumulate in float) for one reduction after the other.
+  // Per warp, its rows' column sums in its row of a [8, 96] array in
+  // dynamic shared memory (one per reduction), added in the store pass;
+  // no registers held across the rows.
+  EXPECT_EQ(ks.sharedBytes, 2 * 8 * 96 * 4);
+  EXPECT_TRUE(contains(ks.source, "float *const cacc2_ = "
+                                  "reinterpret_cast<float *>(cdyn_ + 0);"));
+  EXPECT_TRUE(contains(ks.source, "float *const cacc3_ = "
+                                  "reinterpret_cast<float *>(cdyn_ + 3072);"));
   EXPECT_TRUE(
-      contains(ks.source, "__device__ float chain_cols_cacc2[256 * 96];"));
-  EXPECT_EQ(count(ks.source, "__shared__ float csh0_[96];"), 1u);
-  EXPECT_TRUE(contains(ks.source, "csh0_[c_] = w_ == 0 ? cacc2[j_] : "
-                                  "SumOp()(csh0_[c_], cacc2[j_]);"));
-  EXPECT_TRUE(contains(ks.source,
-                       "chain_cols_cacc3[blockIdx.x * 96 + c_] = csh0_[c_];"));
+      contains(ks.source, "cacc2_[cw_ + kk] = SumOp()(cacc2_[cw_ + kk], "));
+  EXPECT_TRUE(
+      contains(ks.source, "cacc3_[cw_ + kk] = SumOp()(cacc3_[cw_ + kk], "));
+  EXPECT_FALSE(contains(ks.source, "float cacc2["));
+  // The warps in order, then the block's row of partials.
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float chain_cols_cacc2[263 * 96];"));
+  EXPECT_TRUE(contains(ks.source, "v_ = SumOp()(v_, cacc2_[w_ * 96 + c_]);"));
+  EXPECT_TRUE(
+      contains(ks.source, "chain_cols_cacc3[blockIdx.x * 96 + c_] = v_;"));
   // The second phase: lanes over the partials, the mean divided by the
   // rows, each result rounded once.
   size_t phase = ks.source.find("chain_cols_cols(");
   ASSERT_NE(phase, std::string::npos);
-  EXPECT_LT(ks.source.find("for (int b_ = ty; b_ < 256; b_ += 8)\n", phase),
+  EXPECT_LT(ks.source.find("for (int b_ = ty; b_ < 263; b_ += 8)\n", phase),
             std::string::npos);
   EXPECT_EQ(count(ks.source, "__shared__ float csh0_[8][33];"), 1u);
   EXPECT_TRUE(contains(ks.source, "acc3 / 2100.0f"));
