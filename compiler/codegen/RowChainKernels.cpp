@@ -134,7 +134,8 @@ std::string columnPartials(const std::vector<Acc> &cols, int64_t warps) {
 
 /// The second kernel, ${NAME}_cols: column c of every result the sum (max)
 /// of its G partials, blocks of 32 columns x 8 lanes, lane y adding
-/// partials y, y + 8, ... in turn, then the lanes in order: a fixed order,
+/// partials y, y + 8, ... in turn (unrolled by 8: 8 loads in flight, not a
+/// chain of G / 8 L2 latencies), then the lanes in order: a fixed order,
 /// so the result does not depend on timing. Stored rounded once. One
 /// column reduction after another (a shared buffer per type).
 std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
@@ -152,7 +153,8 @@ std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
                  "[c_] = " + FusionExpr::toStorage(y, "res" + R) + ";\n";
     body += "  {\n  " + a.type + " " + A + " = " + a.ident +
             ";\n"
-            "  if (c_ < $K)\n    for (int b_ = ty; b_ < $G; b_ += 8)\n"
+            "  if (c_ < $K)\n#pragma unroll 8\n"
+            "    for (int b_ = ty; b_ < $G; b_ += 8)\n"
             "      " +
             A + " = " + a.op + "(" + A + ", ${NAME}_c" + A +
             "[b_ * $K + c_]);\n"
