@@ -72,16 +72,17 @@ Backend resolveBackend(Backend requested) {
 
 Session::Session(const std::string &artifactPath, SessionOptions options)
     : backend_(resolveBackend(options.backend)),
-      overlapCollectives_(options.overlapCollectives) {
+      overlapCollectives_(options.overlapCollectives),
+      tuneMatmuls_(options.tuneMatmuls) {
   artifact_ = rt::readArtifact(artifactPath);
   init(options.communicator);
   startBackend(options.backend);
 }
 
 Session::Session(rt::Artifact artifact, SessionOptions options)
-    : artifact_(std::move(artifact)),
-      backend_(resolveBackend(options.backend)),
-      overlapCollectives_(options.overlapCollectives) {
+    : artifact_(std::move(artifact)), backend_(resolveBackend(options.backend)),
+      overlapCollectives_(options.overlapCollectives),
+      tuneMatmuls_(options.tuneMatmuls) {
   // What readArtifact checks of an artifact read from a file.
   artifact_.plan.validate();
   std::string defect = rt::metaDefect(artifact_.meta);
@@ -122,6 +123,7 @@ rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
   rt::cuda::CudaExecutorOptions o;
   o.comm = comm_;
   o.overlapCollectives = overlapCollectives_;
+  o.tuneMatmuls = tuneMatmuls_;
   return o;
 }
 

@@ -65,6 +65,11 @@ struct SessionOptions {
   /// its result is first needed. False: each at its place, in order.
   /// Same results either way.
   bool overlapCollectives = true;
+  /// CUDA: time cuBLASLt's candidate algorithms of each matmul shape
+  /// before the first step and keep the fastest
+  /// (CudaExecutorOptions::tuneMatmuls; bits may differ between
+  /// processes). The CPU backend ignores it.
+  bool tuneMatmuls = false;
 };
 
 class Session {
@@ -263,6 +268,7 @@ private:
   /// This rank's communicator (selfCommunicator() unsharded).
   rt::Communicator *comm_ = nullptr;
   bool overlapCollectives_ = true;
+  bool tuneMatmuls_ = false;
   /// Sharded arguments (meta "shard"): name -> full shape.
   std::map<std::string, rt::Shape> fullShapes_;
   /// How tensor parallelism splits a param or state tensor (meta "shard"

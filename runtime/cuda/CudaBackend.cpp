@@ -346,7 +346,6 @@ void CudaExecutor::Impl::prepareHostStep(int64_t k, Op &op) {
 
 /// Enqueues every prepared op on the stream (captured or not).
 void CudaExecutor::Impl::record(Timing *timed) {
-  float one = 1.0f, zero = 0.0f;
   size_t marks = 0;
   // A timing event on the compute stream; created on first use (timing
   // events, unlike the ops' own), kept for later profiled runs.
@@ -382,15 +381,7 @@ void CudaExecutor::Impl::record(Timing *timed) {
       break;
     case Op::Matmul: {
       MatmulOp &m = matmuls[op.matmul];
-      check(*lt,
-            lt->cublasLtMatmul(ltHandle, m.desc, &one,
-                               reinterpret_cast<const void *>(m.pa), m.a,
-                               reinterpret_cast<const void *>(m.pb), m.b, &zero,
-                               reinterpret_cast<const void *>(m.pc), m.c,
-                               reinterpret_cast<void *>(m.pc), m.c, &m.algo,
-                               reinterpret_cast<void *>(workspace),
-                               static_cast<size_t>(options.matmulWorkspaceBytes),
-                               reinterpret_cast<cudaStream_t>(stream)),
+      check(*lt, launchMatmul(m, m.algo, stream),
             op.where + ": cublasLtMatmul");
       break;
     }
@@ -569,6 +560,8 @@ CudaExecutor::run(const std::vector<const HostTensor *> &args,
                                   args[i]->byteSize(), x.stream),
            "uploading argument " + std::to_string(i));
   }
+  if (!x.tuneCandidates.empty())
+    x.tuneMatmulAlgos(); // before the graph captures the algorithms
   if (timeline) {
     // Timed op by op: outside the graph, as useGraph = false runs.
     x.record(&x.timing);

@@ -173,6 +173,13 @@ struct CudaExecutorOptions {
   bool useGraph = true;
   /// cuBLASLt workspace (a fixed buffer, so matmuls can be captured).
   int64_t matmulWorkspaceBytes = 32 << 20;
+  /// Before the first run, time up to kMatmulTuneCandidates of cuBLASLt's
+  /// heuristic algorithms for each matmul shape on the step's buffers and
+  /// keep the fastest (CudaMatmul.cpp), as torch.compile's max-autotune
+  /// does; false: the heuristic's first. The choice depends on timings, so
+  /// the bits of a tuned run may differ between processes (split-K sums in
+  /// another order); a run's choice stays for the executor's life.
+  bool tuneMatmuls = false;
   /// Device ordinal.
   int device = 0;
   /// This rank's communicator for a sharded plan's collectives (NCCL is

@@ -108,7 +108,11 @@ struct MatmulOp {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   CUdeviceptr pa = 0, pb = 0, pc = 0;
+  std::string key; ///< the shape key of algoCache
 };
+
+/// Most heuristic algorithms timed per matmul shape (tuneMatmuls).
+constexpr int kMatmulTuneCandidates = 8;
 
 } // namespace detail
 
@@ -149,6 +153,8 @@ struct CudaExecutor::Impl {
   std::map<std::string, CUfunction> functions;
   cublasLtHandle_t ltHandle = nullptr;
   std::map<std::string, cublasLtMatmulAlgo_t> algoCache; ///< by shape key
+  /// tuneMatmuls: the heuristic's algorithms by shape key, until tuned.
+  std::map<std::string, std::vector<cublasLtMatmulAlgo_t>> tuneCandidates;
   std::vector<MatmulOp> matmuls;
   std::vector<Op> ops;
   CUgraph graph = nullptr;
@@ -184,6 +190,12 @@ struct CudaExecutor::Impl {
   void prepareHostStep(int64_t k, Op &op);
   void prepareKernel(const PlanStep &s, Op &op);
   void prepareMatmul(const MatmulCall &call, Op &op);
+  /// Enqueues matmul `m` with algorithm `algo` on `s`.
+  cublasStatus_t launchMatmul(const MatmulOp &m,
+                              const cublasLtMatmulAlgo_t &algo, CUstream s);
+  /// tuneMatmuls: times each shape's candidates (CudaMatmul.cpp), sets
+  /// every matmul's algorithm to its shape's fastest, and forgets them.
+  void tuneMatmulAlgos();
   /// Collectives (CudaCollectives.cpp).
   void prepareCollective(int64_t k, Op &op);
   void prepareLocalShard(int64_t k);

@@ -82,7 +82,7 @@ LOW_FRACTION = 0.01
 # case's f32 result (the LOW_F32 case, on the CPU) than LOW_F32_SLACK
 # times the CPU's own 16-bit result is: as close to full precision as
 # the reference, give or take noise.
-LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2",
+LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2", "gpt2_bf16_tuned": "gpt2",
            "gpt2_bf16_nofuse": "gpt2_nofuse",
            "mlp_fp16_offload_optimizer": "mlp"}
 LOW_F32_SLACK = 1.5
@@ -99,6 +99,8 @@ CASES = [
     ("gpt2_bf16", "gpt2", ["--amp=bf16"], 2e-2, "low"),
     # No fusion: tells a fused kernel's rounding (or bug) from an op's.
     ("gpt2_bf16_nofuse", "gpt2", ["--amp=bf16", "--no-fuse"], 2e-2, "low"),
+    # The same step run with step-run --tune-matmuls (RUN_FLAGS).
+    ("gpt2_bf16_tuned", "gpt2", ["--amp=bf16"], 2e-2, "low"),
     ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),
     # T symbolic, three buckets; the batches' lengths (DYN_LENGTHS) pick
@@ -116,6 +118,8 @@ CASES = [
      "low"),
 ]
 TRAIN = ["--optimizer=adamw,lr=1e-3,eps=1e-4", "--clip=1.0"]
+# step-run flags of a case (its stepc flags are in CASES).
+RUN_FLAGS = {"gpt2_bf16_tuned": ["--tune-matmuls"]}
 
 
 def train_flags(flags):
@@ -219,8 +223,9 @@ def prepare(a):
         text = must([tool("tools", "step-run"), artifact, "--params",
                      os.path.join(d, "params"), "--inputs",
                      os.path.join(d, "batches"), "--steps", str(STEPS),
-                     "--backend=cpu", "--out", ref])
+                     "--backend=cpu", "--out", ref, *RUN_FLAGS.get(name, [])])
         cases.append({"name": name, "model": model, "flags": flags,
+                      "run_flags": RUN_FLAGS.get(name, []),
                       "bound": bound, "kind": kind,
                       "losses": losses_of(text),
                       "ref": store_blobs(ref, os.path.join(carry, "blobs"))})
@@ -344,7 +349,8 @@ def run_cases(a):
                           "--params", os.path.join(d, "params"), "--inputs",
                           os.path.join(d, "batches"), "--steps",
                           str(manifest["steps"]), f"--backend={a.backend}",
-                          "--out", out, "--trace", trace])
+                          "--out", out, "--trace", trace,
+                          *c.get("run_flags", [])])
         r = {"name": c["name"], "flags": c["flags"], "bound": c["bound"]}
         if code != 0:
             r.update(ok=False, error=text.strip()[-2000:])

@@ -30,6 +30,10 @@ BENCH_S=${BENCH_S:-300}
 # (default all; "none": none), to stay within the 8 files.
 SKIP_COMPILE=${SKIP_COMPILE:-}
 SKIP_TORCH=${SKIP_TORCH:-}
+# TUNED: folders run once more by StepJIT alone with step-run
+# --tune-matmuls (cuBLASLt's candidates timed, the fastest kept), into
+# bench-<tag>-tuned.json (one more file back each).
+TUNED=${TUNED:-}
 TRACES=${TRACES:-all}
 # NCU: kernel-name regexes (space-separated); after each benchmark, Nsight
 # Compute profiles the first launch matching each in one step of that
@@ -113,6 +117,18 @@ for dir in carry/gpt2-*/; do
       --inputs "$dir/inputs" --steps 1 --backend cuda \
       >> "$OUT/ncu-$tag.txt" 2>&1 || { stage "ncu $re failed"; status=1; }
   done
+  case " $TUNED " in
+    *" $tag "*)
+      stage "bench $tag --tune-matmuls"
+      PYTHONUNBUFFERED=1 timeout "$BENCH_S" python3 examples/gpt2/bench/bench.py \
+        --build build-gpu --prepared "$dir" --workdir "/tmp/bench-$tag-tuned" \
+        --skip-torch --step-run-flag=--tune-matmuls \
+        --out "$OUT/bench-$tag-tuned.json" --markdown "$OUT/bench.md" \
+        > "/tmp/bench-$tag-tuned.log" 2>&1 ||
+        { stage "tuned bench $tag failed"; tail -30 "/tmp/bench-$tag-tuned.log"; status=1; }
+      grep -E '^\| StepJIT' "/tmp/bench-$tag-tuned.log" | head -2
+      rm -rf "/tmp/bench-$tag-tuned/params" ;;
+  esac
   rm -rf "/tmp/bench-$tag/params" # 0.5 GB of drawn params
 done
 stage "done (status $status)"

@@ -202,6 +202,7 @@ struct Options {
   int prefetch = 2;
   int64_t steps = 1, checkpointEvery = 0;
   bool resume = false, noOverlap = false, profile = false;
+  bool tuneMatmuls = false;
   size_t profileTop = 20;
   double peakBandwidth = 0, peakFlops = 0; // GB/s, TFLOP/s; 0: unknown
 };
@@ -244,6 +245,7 @@ int run(const Options &o) {
   step::SessionOptions sessionOptions;
   sessionOptions.backend = step::backendFromName(o.backend);
   sessionOptions.overlapCollectives = !o.noOverlap;
+  sessionOptions.tuneMatmuls = o.tuneMatmuls;
   step::Session session(o.artifact, sessionOptions);
   // --tokens: step k reads batch k of the token file, so a resumed run
   // needs no position; batch folders are counted and cycled.
@@ -446,6 +448,10 @@ int main(int argc, char **argv) {
                  "the device's peak in TFLOP/s, for --profile's shares of "
                  "peak (H100 SXM dense bf16: 989)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--tune-matmuls", o.tuneMatmuls,
+               "CUDA: time cuBLASLt's candidate algorithms of each matmul "
+               "shape before the first step and keep the fastest (bits may "
+               "differ between runs; docs/runtime.md)");
   app.add_flag("--no-overlap", o.noOverlap,
                "run a sharded step's collectives in place, in plan order, "
                "instead of beside the compute steps (same results)");

@@ -225,6 +225,9 @@ def parse_args(argv):
                          "with --prepare it is recorded there), e.g. "
                          "--stepc-flag=--remat=max or "
                          "--stepc-flag=--buckets=T:512,1024")
+    ap.add_argument("--step-run-flag", action="append", metavar="FLAG",
+                    help="one more step-run flag for StepJIT's timed steps "
+                         "(repeatable), e.g. --step-run-flag=--tune-matmuls")
     ap.add_argument("--dynamic-context", action="store_true",
                     help="trace T as a symbol (gpt2-example "
                          "--dynamic-context; compile with "
@@ -647,7 +650,8 @@ def bench_prepared(args, prep, backend, device, work, step_run):
                       "--params", os.path.join(work, "params"),
                       "--inputs", os.path.join(args.prepared, "inputs"),
                       "--steps", str(total), "--backend", backend,
-                      "--trace", trace_file], "step-run")
+                      "--trace", trace_file, *(args.step_run_flag or [])],
+                     "step-run")
     losses = [float(v) for v in
               re.findall(r"^step \d+ loss = (\S+)$", out, re.MULTILINE)]
     if len(losses) != total:
@@ -665,6 +669,7 @@ def bench_prepared(args, prep, backend, device, work, step_run):
     persistent = 3 * 4 * n_params + prep["batch_bytes"]
     stepjit = stepjit_result(sj, persistent, losses[:-1])
     stepjit["compile_host"] = prep["compile_host"]
+    stepjit["step_run_flags"] = list(args.step_run_flag or [])
     # Measured on the device (step-run's trace, CUDA only): what the
     # executor allocated and what cuMemGetInfo says it took.
     stepjit["device_memory"] = trace.get("device_memory")

@@ -197,7 +197,9 @@ Artifact hostStepPlan() {
 /// bucketT > 0: the plan of bucket T = bucketT of a step with a symbolic
 /// dim T, which only an unused input y [T] (and the valid length len.T)
 /// has (docs/dynamic-shapes.md).
-Artifact carriedStepPlan(int64_t bucketT = 0) {
+/// `donateM`: m's update written into m's own buffer (a donated result,
+/// compiler/pipeline/Donation.cpp), as stepc plans a fused update.
+Artifact carriedStepPlan(int64_t bucketT = 0, bool donateM = false) {
   constexpr auto F32 = DType::F32;
   PlanBuilder p;
   int64_t w = p.argument("w", BufferKind::Param, F32, {2, 3});
@@ -211,7 +213,7 @@ Artifact carriedStepPlan(int64_t bucketT = 0) {
                                   {"inputs", {{"y", {"T"}}}}};
     p.artifact.meta["bucket"] = {{"T", bucketT}};
   }
-  int64_t m1 = p.transient(F32, {2, 3}, 0);
+  int64_t m1 = donateM ? m : p.transient(F32, {2, 3}, 0);
   int64_t w1 = p.transient(F32, {2, 3}, 32);
   int64_t wr = p.transient(F32, {1, 6}, 64);
   int64_t xr = p.transient(F32, {6, 1}, 96);
@@ -400,6 +402,20 @@ TEST_F(CudaDevice, MatchesCpuBackendWithGraphReplay) {
   }
 }
 
+// step-run --tune-matmuls: cuBLASLt's candidates timed before the first
+// run on the step's buffers; the results are the heuristic's, within the
+// same tolerance, and the graph replays the choice.
+TEST_F(CudaDevice, TunedMatmulsMatchCpuBackend) {
+  Artifact a = devicePlan();
+  CudaExecutorOptions o;
+  o.tuneMatmuls = true;
+  CudaExecutor gpu(a, o);
+  for (double shift : {0.0, 0.5}) {
+    std::vector<HostTensor> args = deviceArgs(shift);
+    expectClose(gpu.run(args), cpu::execute(a, args));
+  }
+}
+
 TEST_F(CudaDevice, MatchesCpuBackendWithoutGraph) {
   Artifact a = devicePlan();
   CudaExecutorOptions o;
@@ -554,6 +570,31 @@ TEST_F(CudaDevice, SessionKeepsParamsAndStateOnDevice) {
   for (const std::string &name : names)
     EXPECT_TRUE(loaded.get(name).bitwiseEqual(gpu.get(name))) << name;
   expectSame("after step 6");
+}
+
+// A donated update (the result is its argument's buffer): nothing to
+// commit, the next step reads the update in place, as the CPU backend
+// computes with its copy on write.
+TEST_F(CudaDevice, SessionWithADonatedUpdateMatchesCpuBackend) {
+  Artifact a = carriedStepPlan(0, /*donateM=*/true);
+  Session gpu(a, {Backend::Cuda}), cpu(a, {Backend::Cpu});
+  ASSERT_EQ(gpu.backend(), Backend::Cuda);
+  for (Session *s : {&gpu, &cpu}) {
+    s->set("w", seq23(0.5));
+    s->set("k", seq23(-0.25));
+  }
+  for (int n = 1; n <= 3; ++n) {
+    std::map<std::string, HostTensor> batch = {{"x", seq23(0.125 * n)}};
+    double g = gpu.step(batch), c = cpu.step(batch);
+    EXPECT_NEAR(g, c, 1e-5 * (1 + std::abs(c))) << "step " << n;
+  }
+  for (const char *name : {"w", "k", "m"}) {
+    const HostTensor &g = gpu.get(name), &c = cpu.get(name);
+    for (int64_t j = 0; j < c.numel(); ++j)
+      EXPECT_NEAR(g.getAsDouble(j), c.getAsDouble(j),
+                  1e-5 * (1 + std::abs(c.getAsDouble(j))))
+          << name << " element " << j;
+  }
 }
 
 // Steps alternating between two buckets: the params and state pass from
