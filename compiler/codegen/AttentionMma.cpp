@@ -285,17 +285,13 @@ static const char *kViews = R"(  extern __shared__ __align__(128) float smem[];
 $VALID)";
 
 // The forward's and launch 1's walk over query tiles: this block's next
-// tile, its rows, the keys it sees, and Q staged. A head's tiles are
-// consecutive items (blocks running together share its K and V in L2:
-// with a head's tiles spread across the grid, GPT-2 124M's gradient at
-// B = 16 read every head's K and V at once, 2.4x B = 8's time on an
-// H200), in decreasing order (under a causal mask the last see the most
-// keys).
+// tile (decreasing order across the grid: under a causal mask the last see
+// the most keys), its rows, the keys it sees, and Q staged.
 static const char *kQueryTile =
     R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
-    const long long b = w / $QTILES;
-    const int i0 = ($QTILES - 1 - (int)(w % $QTILES)) * 64;
+    const long long b = w % $SLICES;
+    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
     const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
     const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
@@ -485,10 +481,10 @@ static const char *kGradDkDv =
   float *Rb = reinterpret_cast<float *>(base_ + $OROW);
   for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
        w += gridDim.x) {
-    // A head's key tiles consecutive (as the query tiles), in increasing
-    // order: under a causal mask the first are seen by the most queries.
-    const long long b = w / $KTILES;
-    const int j0 = (int)(w % $KTILES) * 64;
+    // Key tiles in increasing order across the grid: under a causal mask
+    // the first are seen by the most queries.
+    const long long b = w % $SLICES;
+    const int j0 = (int)(w / $SLICES) * 64;
     const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
     const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *gr = $G_AT;
     // A key tile past the valid keys sees no query (its rows are 0).
