@@ -572,6 +572,18 @@ TEST_F(CudaDevice, SessionKeepsParamsAndStateOnDevice) {
   expectSame("after step 6");
 }
 
+/// The carried plans' params and state (w, k, m) of the two sessions within
+/// 1e-5 relative (f32 sums of a few terms, cuBLASLt's order).
+void expectSameParams(Session &gpu, Session &cpu) {
+  for (const char *name : {"w", "k", "m"}) {
+    const HostTensor &g = gpu.get(name), &c = cpu.get(name);
+    for (int64_t j = 0; j < c.numel(); ++j)
+      EXPECT_NEAR(g.getAsDouble(j), c.getAsDouble(j),
+                  1e-5 * (1 + std::abs(c.getAsDouble(j))))
+          << name << " element " << j;
+  }
+}
+
 // A donated update (the result is its argument's buffer): nothing to
 // commit, the next step reads the update in place, as the CPU backend
 // computes with its copy on write.
@@ -588,13 +600,7 @@ TEST_F(CudaDevice, SessionWithADonatedUpdateMatchesCpuBackend) {
     double g = gpu.step(batch), c = cpu.step(batch);
     EXPECT_NEAR(g, c, 1e-5 * (1 + std::abs(c))) << "step " << n;
   }
-  for (const char *name : {"w", "k", "m"}) {
-    const HostTensor &g = gpu.get(name), &c = cpu.get(name);
-    for (int64_t j = 0; j < c.numel(); ++j)
-      EXPECT_NEAR(g.getAsDouble(j), c.getAsDouble(j),
-                  1e-5 * (1 + std::abs(c.getAsDouble(j))))
-          << name << " element " << j;
-  }
+  expectSameParams(gpu, cpu);
 }
 
 // Steps alternating between two buckets: the params and state pass from
@@ -615,13 +621,7 @@ TEST_F(CudaDevice, BucketsHandParamsAndStateOverOnTheDevice) {
     EXPECT_NEAR(g, c, 1e-5 * (1 + std::abs(c))) << "step " << n;
   }
   EXPECT_EQ(gpu.bucketsUsed(), 2u);
-  for (const char *name : {"w", "k", "m"}) {
-    const HostTensor &g = gpu.get(name), &c = cpu.get(name);
-    for (int64_t j = 0; j < c.numel(); ++j)
-      EXPECT_NEAR(g.getAsDouble(j), c.getAsDouble(j),
-                  1e-5 * (1 + std::abs(c.getAsDouble(j))))
-          << name << " element " << j;
-  }
+  expectSameParams(gpu, cpu);
 }
 
 TEST_F(CudaDevice, RefusesStepsWithoutDeviceCode) {
