@@ -86,8 +86,9 @@ constexpr int64_t kExtendBytes = 64 * 1024;
 
 /// Column reductions join a chain (of rows of at most 1024 elements, C7:
 /// a warp a row, lane l adding columns l, l + 32, ...) while each lane
-/// keeps at most kMaxColumnAccs column accumulators in registers (two
-/// reductions of 768 columns: 48).
+/// has at most kMaxColumnAccs column accumulators (two reductions of 768
+/// columns: 48), which the kernel keeps in shared memory: 48 KiB for 8
+/// warps of 4-byte sums (RowChainKernels.cpp; C7's own cap is 96 KiB).
 constexpr int64_t kMaxColumnAccs = 48;
 
 /// Whether `op` is a column unit: a bare reduce_* over the leading dims

@@ -332,6 +332,11 @@ void Session::syncFromDevice() const {
 void Session::syncFromDevice(const std::string &name) const {
   if (!onDevice_.count(name))
     return;
+  if (deviceLost_)
+    throw Error("'" + name +
+                "': a step that failed had updated some params "
+                "and state in place on the device (donated updates, "
+                "docs/artifact.md); load_params or load them again");
 #ifdef STEP_HAVE_CUDA
   const rt::Plan &plan = artifact_.plan;
   // Every bucket has the session's arguments (addBucket).
@@ -345,6 +350,12 @@ void Session::syncFromDevice(const std::string &name) const {
 }
 
 void Session::replaceValues(std::map<std::string, HostTensor> values) {
+  // After a failed in-place step, new values for everything on the device
+  // make the session whole again; anything less throws below.
+  if (deviceLost_ &&
+      std::all_of(onDevice_.begin(), onDevice_.end(),
+                  [&](const std::string &n) { return values.count(n) > 0; }))
+    deviceLost_ = false;
   for (std::string name : std::set<std::string>(onDevice_))
     if (!values.count(name))
       syncFromDevice(name);
@@ -422,6 +433,10 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
       carry(*slot, plan);
     }
     executor = slot;
+    if (deviceLost_)
+      throw Error("step: a step that failed had updated some params and "
+                  "state in place on the device (donated updates, "
+                  "docs/artifact.md); load_params or load them again");
     // The params and state on the device (if any) are another bucket's
     // executor's: copied over on the device, else they come back to the
     // host, from where this one uploads them.
@@ -431,6 +446,10 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
         holder_->invalidateCarried();
       holder_.reset();
     }
+    // Donated updates write the params and state during the run: until the
+    // commit below, a failure leaves them neither the old values nor the
+    // new ones.
+    deviceLost_ = executor->updatesInPlace();
     results = executor->run(args, timeline);
   } else
 #endif
@@ -463,6 +482,7 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
 #ifdef STEP_HAVE_CUDA
   if (executor) {
     executor->commitCarried();
+    deviceLost_ = false;
     for (const auto &[arg, result] : executor->carried())
       carried[result] = true;
   }

@@ -15,8 +15,12 @@
 //
 // Failure is all-or-nothing: a step, load_params or set that throws leaves
 // every param and state tensor as it was (results are computed into
-// temporaries and committed only on success). save_params writes each file
-// atomically (temporary file + rename).
+// temporaries and committed only on success). The exception: on the GPU a
+// step whose updates are donated (written in place, docs/artifact.md) and
+// that fails once its run has begun leaves them partly updated; the
+// session then refuses get, save and step (naming the cause) until
+// load_params, load or set give every param and state a new value. save_params
+// writes each file atomically (temporary file + rename).
 //
 //   step::Session s("mlp.step");
 //   s.load_params("ckpt/");              // w.npy, b.npy, ... (state optional)
@@ -269,6 +273,10 @@ private:
   rt::Communicator *comm_ = nullptr;
   bool overlapCollectives_ = true;
   bool tuneMatmuls_ = false;
+  /// A CUDA step with donated updates failed after its run began: the
+  /// device's params and state are partly updated, so get, save and step
+  /// refuse until load_params, load or set replace all of them.
+  bool deviceLost_ = false;
   /// Sharded arguments (meta "shard"): name -> full shape.
   std::map<std::string, rt::Shape> fullShapes_;
   /// How tensor parallelism splits a param or state tensor (meta "shard"

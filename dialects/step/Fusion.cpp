@@ -478,6 +478,19 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
           " (a warp a row)";
     return std::nullopt;
   }
+  int64_t columnBytes = 0;
+  for (Operation *c : rc.columns) {
+    Type e = cast<RankedTensorType>(c->getResult(0).getType()).getElementType();
+    columnBytes += 8 * rc.cols * (e.getIntOrFloatBitWidth() > 32 ? 8 : 4);
+  }
+  if (columnBytes > kRowChainColumnSharedBytes) {
+    why = "has " + std::to_string(rc.columns.size()) +
+          " column reductions of " + std::to_string(rc.cols) +
+          " columns; their sums would take " + std::to_string(columnBytes) +
+          " bytes of shared memory, at most " +
+          std::to_string(kRowChainColumnSharedBytes);
+    return std::nullopt;
+  }
   for (Operation *c : rc.columns) {
     auto type = cast<RankedTensorType>(c->getOperand(0).getType());
     int64_t reduced = 1;

@@ -241,6 +241,11 @@ public:
   void setCarried(const std::vector<std::pair<size_t, size_t>> &pairs);
   /// The pairs setCarried kept, in the order given.
   const std::vector<std::pair<size_t, size_t>> &carried() const;
+  /// Whether a run writes a carried argument's buffer itself (a result
+  /// donated to it, compiler/pipeline/Donation.cpp): then a run that fails
+  /// may leave some arguments updated, and only commitCarried makes the
+  /// buffers whole again.
+  bool updatesInPlace() const;
 
   /// The device memory this executor holds now (see DeviceMemory).
   DeviceMemory memory() const;

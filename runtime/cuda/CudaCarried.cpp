@@ -60,6 +60,14 @@ const std::vector<std::pair<size_t, size_t>> &CudaExecutor::carried() const {
   return impl_->carried;
 }
 
+bool CudaExecutor::updatesInPlace() const {
+  const Impl &x = *impl_;
+  for (auto [arg, r] : x.carried)
+    if (x.ptrOf[x.plan.arguments[arg]] == x.ptrOf[x.plan.results[r]])
+      return true;
+  return false;
+}
+
 void CudaExecutor::commitCarried() {
   Impl &x = *impl_;
   const Plan &plan = x.plan;

@@ -153,8 +153,12 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
   layout(&m.c, l.c);
   std::string &key = m.key;
   key = std::string(dtypeName(a.dtype));
-  for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, int64_t(l.transA),
-                    int64_t(l.transB)})
+  // Everything the algorithm's validity may depend on (a tuned pick, split-K
+  // say, is applied to every matmul of the key): strides and the operands'
+  // 16-byte alignment.
+  for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, l.b.stride, l.c.stride,
+                    int64_t(l.transA), int64_t(l.transB),
+                    int64_t((m.pa | m.pb | m.pc) & 15u)})
     key += "," + std::to_string(v);
   key += std::string(",") + matmulEpilogueName(call.epilogue) + "," +
          std::to_string(call.bias >= 0 ? int64_t(16 + biasAlign) : int64_t(0));
@@ -200,9 +204,15 @@ CudaExecutor::Impl::launchMatmul(const MatmulOp &m,
 void CudaExecutor::Impl::tuneMatmulAlgos() {
   constexpr int kTuneLaunches = 3;
   CUevent start = nullptr, stop = nullptr;
-  ck(d->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  ck(d->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  auto destroy = [&] {
+    if (start)
+      d->cuEventDestroy(start);
+    if (stop)
+      d->cuEventDestroy(stop);
+  };
   try {
+    ck(d->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+    ck(d->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
     for (auto &[key, algos] : tuneCandidates) {
       const MatmulOp *m = nullptr; // the shape's first matmul
       for (const MatmulOp &x : matmuls)
@@ -243,12 +253,10 @@ void CudaExecutor::Impl::tuneMatmulAlgos() {
           x.algo = *pick;
     }
   } catch (...) {
-    d->cuEventDestroy(start);
-    d->cuEventDestroy(stop);
+    destroy();
     throw;
   }
-  d->cuEventDestroy(start);
-  d->cuEventDestroy(stop);
+  destroy();
   tuneCandidates.clear();
 }
 

@@ -34,6 +34,7 @@ import argparse
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -315,7 +316,8 @@ def judge(want, got, want_losses, losses, kind, flags, bound, f32=None):
         over = {k: e for k, e in errs.items() if not e <= bound}
         to_f32 = {k: (rel_err(got[k], f32[k]), rel_err(want[k], f32[k]))
                   for k in over if f32 is not None and k in f32 and k in got}
-        backstop = all(k in to_f32 and
+        backstop = all(k in to_f32 and math.isfinite(to_f32[k][0]) and
+                       math.isfinite(to_f32[k][1]) and
                        to_f32[k][0] <= LOW_F32_SLACK * to_f32[k][1]
                        for k in over)
         ok = (loss_err <= LOW_LOSS[amp] and fraction <= LOW_FRACTION and

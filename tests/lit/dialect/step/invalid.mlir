@@ -2759,3 +2759,25 @@ func.func @fusion_c7_column_wide(%x: tensor<4x2048xf32>) -> (tensor<4xf32>, tens
   }
   return %r#0, %r#1 : tensor<4xf32>, tensor<2048xf32>
 }
+
+// -----
+
+// Column sums live in shared memory (8 warps x 1024 columns x 4 bytes
+// each): four column reductions of 1024 columns take 128 KiB, over C7's
+// 96 KiB.
+func.func @fusion_c7_column_shared_bytes(%x: tensor<4x1024xf32>) -> (tensor<4xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>) {
+  // expected-error @+1 {{'step.fusion' op C7: has 4 column reductions of 1024 columns; their sums would take 131072 bytes of shared memory, at most 98304}}
+  %r:5 = step.fusion "row_chain" (%x) : (tensor<4x1024xf32>) -> (tensor<4xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>) {
+  ^bb0(%a: tensor<4x1024xf32>):
+    %m = step.reduce_max %a dims = [1] : tensor<4x1024xf32> -> tensor<4xf32>
+    %e = step.exp %a : tensor<4x1024xf32>
+    %n = step.neg %a : tensor<4x1024xf32>
+    %q = step.mul %a, %a : tensor<4x1024xf32>
+    %c1 = step.reduce_sum %a dims = [0] : tensor<4x1024xf32> -> tensor<1024xf32>
+    %c2 = step.reduce_sum %e dims = [0] : tensor<4x1024xf32> -> tensor<1024xf32>
+    %c3 = step.reduce_sum %n dims = [0] : tensor<4x1024xf32> -> tensor<1024xf32>
+    %c4 = step.reduce_sum %q dims = [0] : tensor<4x1024xf32> -> tensor<1024xf32>
+    step.yield %m, %c1, %c2, %c3, %c4 : tensor<4xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>
+  }
+  return %r#0, %r#1, %r#2, %r#3, %r#4 : tensor<4xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>
+}
