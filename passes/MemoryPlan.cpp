@@ -112,6 +112,26 @@ struct MemoryPlanPass : impl::MemoryPlanBase<MemoryPlanPass> {
 
 } // namespace
 
+std::map<int64_t, int64_t> donatedArguments(Operation *op) {
+  std::map<int64_t, int64_t> pairs;
+  if (auto d = op->getAttrOfType<DenseI64ArrayAttr>("step.donated"))
+    for (size_t i = 0; i + 1 < d.asArrayRef().size(); i += 2)
+      pairs[d.asArrayRef()[i]] = d.asArrayRef()[i + 1];
+  return pairs;
+}
+
+void setDonatedArguments(Operation *op,
+                         const std::map<int64_t, int64_t> &pairs) {
+  if (pairs.empty()) {
+    op->removeAttr("step.donated");
+    return;
+  }
+  SmallVector<int64_t> flat;
+  for (auto [result, arg] : pairs)
+    flat.append({result, arg});
+  op->setAttr("step.donated", DenseI64ArrayAttr::get(op->getContext(), flat));
+}
+
 FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
                                bool annotate) {
   Block &body = f.getBody().front();
@@ -135,10 +155,7 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
         continue;
       }
     }
-    llvm::SmallDenseSet<int64_t> donated;
-    if (auto d = op.getAttrOfType<DenseI64ArrayAttr>("step.donated"))
-      for (size_t i = 0; i + 1 < d.asArrayRef().size(); i += 2)
-        donated.insert(d.asArrayRef()[i]);
+    std::map<int64_t, int64_t> donated = donatedArguments(&op);
     for (Value r : op.getResults()) {
       auto type = dyn_cast<RankedTensorType>(r.getType());
       if (!type || !type.hasStaticShape())

@@ -10,6 +10,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <map>
+
 namespace mlir::step {
 
 struct ArenaPlan {
@@ -26,6 +28,14 @@ struct ArenaPlan {
 /// Fails (with an error on the op) on a result of non-static type.
 FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
                                bool annotate);
+
+/// `step.donated` (compiler/pipeline/Donation.cpp): the results of `op`
+/// written into a function argument's buffer, result index -> argument
+/// number. The memory plan gives them no arena bytes (offset -1).
+std::map<int64_t, int64_t> donatedArguments(Operation *op);
+/// Sets `op`'s step.donated to `pairs`; empty: removes it.
+void setDonatedArguments(Operation *op,
+                         const std::map<int64_t, int64_t> &pairs);
 
 } // namespace mlir::step
 

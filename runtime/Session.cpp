@@ -322,6 +322,13 @@ bool Session::handOver(const std::shared_ptr<rt::cuda::CudaExecutor> &to,
 }
 #endif
 
+void Session::requireDeviceWhole(const std::string &what) const {
+  if (deviceLost_)
+    throw Error(what + ": a step that failed had updated some params and "
+                       "state in place on the device (donated updates, "
+                       "docs/artifact.md); load_params or load them again");
+}
+
 void Session::syncFromDevice() const {
   while (!onDevice_.empty()) {
     std::string name = *onDevice_.begin(); // erased by the call
@@ -332,11 +339,7 @@ void Session::syncFromDevice() const {
 void Session::syncFromDevice(const std::string &name) const {
   if (!onDevice_.count(name))
     return;
-  if (deviceLost_)
-    throw Error("'" + name +
-                "': a step that failed had updated some params "
-                "and state in place on the device (donated updates, "
-                "docs/artifact.md); load_params or load them again");
+  requireDeviceWhole("'" + name + "'");
 #ifdef STEP_HAVE_CUDA
   const rt::Plan &plan = artifact_.plan;
   // Every bucket has the session's arguments (addBucket).
@@ -433,10 +436,7 @@ double Session::step(const std::map<std::string, HostTensor> &rawBatch,
       carry(*slot, plan);
     }
     executor = slot;
-    if (deviceLost_)
-      throw Error("step: a step that failed had updated some params and "
-                  "state in place on the device (donated updates, "
-                  "docs/artifact.md); load_params or load them again");
+    requireDeviceWhole("step");
     // The params and state on the device (if any) are another bucket's
     // executor's: copied over on the device, else they come back to the
     // host, from where this one uploads them.

@@ -277,6 +277,8 @@ private:
   /// device's params and state are partly updated, so get, save and step
   /// refuse until load_params, load or set replace all of them.
   bool deviceLost_ = false;
+  /// Throws, naming `what`, while deviceLost_.
+  void requireDeviceWhole(const std::string &what) const;
   /// Sharded arguments (meta "shard"): name -> full shape.
   std::map<std::string, rt::Shape> fullShapes_;
   /// How tensor parallelism splits a param or state tensor (meta "shard"

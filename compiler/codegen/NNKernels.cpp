@@ -524,21 +524,21 @@ static const char *kEmbeddingScan =
           bits &= bits - 1;
 )";
 
-/// The sorted kernel's launch 2: work item w is row v = w / $CB, columns
-/// [c * 256, c * 256 + 256) for c = w % $CB, a column a thread. The run's
+/// The sorted kernel's launch 2: work item w is row v = w / $COLS, columns
+/// [c * 256, c * 256 + 256) for c = w % $COLS, a column a thread. The run's
 /// keys go through shared memory 256 at a time (one coalesced load) and
 /// 16 positions' elements are loaded before the first of them is added,
 /// so that 16 loads a thread are in flight instead of one key's and then
-/// one element's: a frequent token's run is the work of $CB blocks, not
+/// one element's: a frequent token's run is the work of $COLS blocks, not
 /// of one (a byte text's ' ' holds a sixth of GPT-2's 8192 positions:
 /// its row took 0.4 ms hit by hit on an H200, 0.34 ms with 8 loads in
 /// flight in one block). Each column adds in increasing position order,
 /// so the bits are those of one hit at a time.
 static const char *kEmbeddingRows =
     R"(  __shared__ unsigned run_[256]; // a chunk of row v's run
-  for (long long w = blockIdx.x; w < (long long)$V * $CB; w += gridDim.x) {
-    const long long v = w / $CB;
-    const int j = (int)(w % $CB) * 256 + (int)threadIdx.x;
+  for (long long w = blockIdx.x; w < (long long)$V * $COLS; w += gridDim.x) {
+    const long long v = w / $COLS;
+    const int j = (int)(w % $COLS) * 256 + (int)threadIdx.x;
     const bool live_ = j < $D;
     float acc = 0.0f;
     const int beg = ${NAME}_start[v], end = ${NAME}_start[v + 1];
@@ -656,7 +656,6 @@ static KernelSource emitEmbeddingGrad(ops::EmbeddingGradOp op,
       {"P", std::to_string(p)},
       {"D", std::to_string(dimD)},
       {"COLS", std::to_string(colBlocks)},
-      {"CB", std::to_string(colBlocks)},
       {"STORE1", fromF(e, "acc")},
       {"G", toF(e, "in1[pos * " + std::to_string(dimD) + " + j]")},
       {"STORE", fromF(e, "acc[q]")}};

@@ -5,6 +5,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
 #include "passes/Activations.h"
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "runtime/FiniteGuard.h"
 
@@ -214,21 +215,17 @@ rt::Artifact buildArtifact(func::FuncOp f) {
     for (Value v : op.getOperands())
       step.operands.push_back(bufferOf.lookup(v));
     // Results written into an argument's buffer (Donation.cpp).
-    std::map<int64_t, int64_t> donatedTo;
-    if (auto d = op.getAttrOfType<DenseI64ArrayAttr>("step.donated"))
-      for (size_t k = 0; k + 1 < d.asArrayRef().size(); k += 2) {
-        int64_t arg = d.asArrayRef()[k + 1];
-        if (arg < 0 || arg >= static_cast<int64_t>(plan.arguments.size()))
-          throw rt::Error(opString(&op) + ": step.donated names argument " +
-                          std::to_string(arg) + " of " +
-                          std::to_string(plan.arguments.size()));
-        donatedTo[d.asArrayRef()[k]] = plan.arguments[arg];
-      }
+    std::map<int64_t, int64_t> donated = ops::donatedArguments(&op);
     for (auto [i, r] : llvm::enumerate(op.getResults())) {
-      if (auto it = donatedTo.find(static_cast<int64_t>(i));
-          it != donatedTo.end()) {
-        bufferOf[r] = it->second;
-        step.results.push_back(it->second);
+      if (auto it = donated.find(static_cast<int64_t>(i));
+          it != donated.end()) {
+        if (it->second < 0 ||
+            it->second >= static_cast<int64_t>(plan.arguments.size()))
+          throw rt::Error(opString(&op) + ": step.donated names argument " +
+                          std::to_string(it->second) + " of " +
+                          std::to_string(plan.arguments.size()));
+        bufferOf[r] = plan.arguments[it->second];
+        step.results.push_back(bufferOf[r]);
         continue;
       }
       rt::BufferDesc d;
@@ -254,20 +251,15 @@ rt::Artifact planArtifact(ModuleOp module, const std::string &func,
     // Donation (Donation.cpp): marked on the writing ops for the memory
     // plan, which gives those results no arena bytes, and for
     // buildArtifact; marks of an earlier call go first.
-    f.walk([](Operation *op) { op->removeAttr("step.donated"); });
+    f.walk([](Operation *op) { ops::setDonatedArguments(op, {}); });
     std::map<Operation *, std::map<int64_t, int64_t>> marks;
     if (donate)
       for (auto [value, arg] : donatedResults(f)) {
         auto r = cast<OpResult>(value);
         marks[r.getOwner()][r.getResultNumber()] = arg;
       }
-    for (auto &[op, pairs] : marks) {
-      SmallVector<int64_t> flat;
-      for (auto [result, arg] : pairs)
-        flat.append({result, arg});
-      op->setAttr("step.donated",
-                  DenseI64ArrayAttr::get(module.getContext(), flat));
-    }
+    for (auto &[op, pairs] : marks)
+      ops::setDonatedArguments(op, pairs);
   }
   PassManager pm(module.getContext());
   ops::MemoryPlanOptions options;

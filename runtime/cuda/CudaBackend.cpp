@@ -90,10 +90,11 @@ CUdeviceptr CudaExecutor::Impl::alloc(int64_t bytes, const std::string &what) {
   return p;
 }
 
-CUevent CudaExecutor::Impl::event() {
+CUevent CudaExecutor::Impl::event(bool timing) {
   CUevent e = nullptr;
-  // No timing: a timing event would make every wait on it costlier.
-  ck(d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  // No timing unless asked: it would make every wait on it costlier.
+  ck(d->cuEventCreate(&e, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+     "cuEventCreate");
   events.push_back(e);
   return e;
 }
@@ -350,12 +351,8 @@ void CudaExecutor::Impl::record(Timing *timed) {
   // A timing event on the compute stream; created on first use (timing
   // events, unlike the ops' own), kept for later profiled runs.
   auto mark = [&] {
-    if (marks == timed->events.size()) {
-      CUevent e = nullptr;
-      ck(d->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
-      timed->events.push_back(e);
-      events.push_back(e); // destroyed with the others
-    }
+    if (marks == timed->events.size())
+      timed->events.push_back(event(/*timing=*/true));
     ck(d->cuEventRecord(timed->events[marks], stream), "cuEventRecord");
     ++marks;
   };

@@ -181,7 +181,9 @@ struct CudaExecutor::Impl {
   CUdeviceptr alloc(int64_t bytes, const std::string &what);
   /// Throws allocationError's message for a failed allocation.
   void checkAlloc(CUresult r, const std::string &what, int64_t bytes) const;
-  CUevent event();
+  /// An event destroyed with the executor; `timing`: one that
+  /// cuEventElapsedTime can read (the ops' own have no timing).
+  CUevent event(bool timing = false);
   void init();
   void allocate();
   bool prepareStep(int64_t k, Op &op);

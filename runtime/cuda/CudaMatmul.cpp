@@ -203,60 +203,46 @@ CudaExecutor::Impl::launchMatmul(const MatmulOp &m,
 
 void CudaExecutor::Impl::tuneMatmulAlgos() {
   constexpr int kTuneLaunches = 3;
-  CUevent start = nullptr, stop = nullptr;
-  auto destroy = [&] {
-    if (start)
-      d->cuEventDestroy(start);
-    if (stop)
-      d->cuEventDestroy(stop);
-  };
-  try {
-    ck(d->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    ck(d->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    for (auto &[key, algos] : tuneCandidates) {
-      const MatmulOp *m = nullptr; // the shape's first matmul
-      for (const MatmulOp &x : matmuls)
-        if (x.key == key) {
-          m = &x;
-          break;
-        }
-      if (!m)
-        continue;
-      float best = 0;
-      const cublasLtMatmulAlgo_t *pick = nullptr;
-      for (const cublasLtMatmulAlgo_t &algo : algos) {
-        if (launchMatmul(*m, algo, stream) != CUBLAS_STATUS_SUCCESS)
-          continue; // an algorithm that refuses this call is not a choice
-        std::vector<float> ms;
-        for (int i = 0; i < kTuneLaunches; ++i) {
-          ck(d->cuEventRecord(start, stream), "cuEventRecord");
-          cublasStatus_t st = launchMatmul(*m, algo, stream);
-          ck(d->cuEventRecord(stop, stream), "cuEventRecord");
-          ck(d->cuStreamSynchronize(stream), "tuning a matmul");
-          float t = 0;
-          ck(d->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
-          if (st != CUBLAS_STATUS_SUCCESS)
-            break;
-          ms.push_back(t);
-        }
-        if (ms.size() != kTuneLaunches)
-          continue;
-        std::sort(ms.begin(), ms.end());
-        if (!pick || ms[kTuneLaunches / 2] < best)
-          best = ms[kTuneLaunches / 2], pick = &algo;
+  CUevent start = event(/*timing=*/true), stop = event(/*timing=*/true);
+  for (auto &[key, algos] : tuneCandidates) {
+    const MatmulOp *m = nullptr; // the shape's first matmul
+    for (const MatmulOp &x : matmuls)
+      if (x.key == key) {
+        m = &x;
+        break;
       }
-      if (!pick)
-        continue; // keeps the heuristic's first
-      algoCache[key] = *pick;
-      for (MatmulOp &x : matmuls)
-        if (x.key == key)
-          x.algo = *pick;
+    if (!m)
+      continue;
+    float best = 0;
+    const cublasLtMatmulAlgo_t *pick = nullptr;
+    for (const cublasLtMatmulAlgo_t &algo : algos) {
+      if (launchMatmul(*m, algo, stream) != CUBLAS_STATUS_SUCCESS)
+        continue; // an algorithm that refuses this call is not a choice
+      std::vector<float> ms;
+      for (int i = 0; i < kTuneLaunches; ++i) {
+        ck(d->cuEventRecord(start, stream), "cuEventRecord");
+        cublasStatus_t st = launchMatmul(*m, algo, stream);
+        ck(d->cuEventRecord(stop, stream), "cuEventRecord");
+        ck(d->cuStreamSynchronize(stream), "tuning a matmul");
+        float t = 0;
+        ck(d->cuEventElapsedTime(&t, start, stop), "cuEventElapsedTime");
+        if (st != CUBLAS_STATUS_SUCCESS)
+          break;
+        ms.push_back(t);
+      }
+      if (ms.size() != kTuneLaunches)
+        continue;
+      std::sort(ms.begin(), ms.end());
+      if (!pick || ms[kTuneLaunches / 2] < best)
+        best = ms[kTuneLaunches / 2], pick = &algo;
     }
-  } catch (...) {
-    destroy();
-    throw;
+    if (!pick)
+      continue; // keeps the heuristic's first
+    algoCache[key] = *pick;
+    for (MatmulOp &x : matmuls)
+      if (x.key == key)
+        x.algo = *pick;
   }
-  destroy();
   tuneCandidates.clear();
 }
 
