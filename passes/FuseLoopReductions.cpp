@@ -11,7 +11,9 @@
 // ([B*T, 2304]), each written by one kernel and read back whole by the
 // next (50 and 38 MB per layer in bf16 at B = 8). step-fuse cannot: it
 // forms reductions before loops and a reduction's prologue may only hold
-// ops that nothing else reads.
+// ops that nothing else reads. A bare elementwise op (step-fuse leaves a
+// single op unfused: GELU's backward is one step.gelu_grad) counts as a
+// loop of one op.
 //
 // Guarantees: results are unchanged (the new body holds clones of the very
 // ops it replaces; the interpreter and the CPU backend run them op by op,
@@ -28,14 +30,14 @@
 // order.
 //
 // Algorithm, per function's top-level block, in program order: for each
-// loop fusion L whose results have N elements, the reductions after it are
-// tried in program order: a bare reduce_sum/mean/max, or a reduction fusion
-// whose roots are all reduce_*, qualifies when its roots read N elements,
-// it reads a result of L, all its operands exist at L, nothing but views
-// lies between or the results of the reductions taken from behind other
-// ops come to at most kBetweenBytes with its own, and its roots
-// have the shape and dims of the first one taken (siblings). Then one
-// fusion at L (other readers of L's results, wherever they were, still
+// loop fusion or bare single-result elementwise op L whose results have N
+// elements, the reductions after it are tried in program order: a bare
+// reduce_sum/mean/max, or a reduction fusion whose roots are all reduce_*,
+// qualifies when its roots read N elements, it reads a result of L, all its
+// operands exist at L, nothing but views lies between or the results of the
+// reductions taken from behind other ops come to at most kBetweenBytes with its
+// own, and its roots have the shape and dims of the first one taken (siblings).
+// Then one fusion at L (other readers of L's results, wherever they were, still
 // follow it): L's body, the reductions' bodies
 // reading L's values, CSE; it yields L's results that anything else reads
 // and the reductions' results. Cost: O(N) ops scanned per loop (bounded by
@@ -117,18 +119,20 @@ public:
   explicit LoopReductionFuser(Block &block) : block_(block) {}
 
   void run() {
-    SmallVector<FusionOp> loops;
+    SmallVector<Operation *> loops;
     for (Operation &op : block_)
       if (auto f = dyn_cast<FusionOp>(op);
-          f && f.getKind() == kLoopFusion && f.getNumResults() > 0)
-        loops.push_back(f);
-    for (FusionOp loop : loops)
+          (f && f.getKind() == kLoopFusion && f.getNumResults() > 0) ||
+          (fusionRole(&op) == FusionRole::Elementwise &&
+           op.getNumResults() == 1))
+        loops.push_back(&op);
+    for (Operation *loop : loops)
       tryLoop(loop);
   }
 
 private:
-  void tryLoop(FusionOp loop) {
-    int64_t n = numel(loop.getResult(0).getType());
+  void tryLoop(Operation *loop) {
+    int64_t n = numel(loop->getResult(0).getType());
     if (n <= 0)
       return;
     llvm::SmallPtrSet<Value, 4> results(loop->result_begin(),
@@ -169,7 +173,7 @@ private:
   /// Whether reduction unit `op` (roots `roots`) may join `loop`: its
   /// roots read `n` elements and are siblings of `key` (and of each
   /// other), and every operand exists at the loop.
-  bool fits(Operation *op, ArrayRef<Operation *> roots, FusionOp loop,
+  bool fits(Operation *op, ArrayRef<Operation *> roots, Operation *loop,
             int64_t n, const std::optional<RootKey> &key) {
     RootKey first = keyOf(roots.front());
     if (numel(roots.front()->getOperand(0).getType()) != n ||
@@ -180,7 +184,7 @@ private:
         return false;
     for (Value v : op->getOperands()) {
       Operation *d = v.getDefiningOp();
-      if (d && d != loop.getOperation() && !d->isBeforeInBlock(loop))
+      if (d && d != loop && !d->isBeforeInBlock(loop))
         return false;
     }
     return true;

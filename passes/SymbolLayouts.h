@@ -479,8 +479,8 @@ public:
   static bool isSameShape(Operation *op) {
     return isElementwiseUnary(op) ||
            isa<CompareOp, SelectOp, CastOp, GeluOp, StopGradientOp, SoftmaxOp,
-               LogSoftmaxOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp>(
-               op);
+               LogSoftmaxOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
+               GeluGradOp>(op);
   }
 
   static bool isElementwiseUnary(Operation *op) {

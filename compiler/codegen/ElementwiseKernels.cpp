@@ -92,7 +92,30 @@ static std::optional<ElementwiseSpec> unarySpec(mlir::Operation *op) {
 // step.<binary>
 //===----------------------------------------------------------------------===//
 
+/// step.gelu_grad: a0 the gradient, a1 gelu's input; the CPU kernel's f32
+/// operations in its order (runtime/cpu/Elementwise.cpp).
+static ElementwiseSpec geluGradSpec(ops::GeluGradOp op) {
+  ElementwiseSpec spec;
+  if (op.getApproximate() == ops::GeluApproximation::Tanh)
+    spec.body =
+        "      const float xs = a1 * a1;\n"
+        "      const float t = tanhf(0.7978845608028654f * (a1 + 0.044715f * "
+        "(xs * a1)));\n"
+        "      const float dl = 0.5f * (1.0f + t);\n"
+        "      const float dr = 0.5f * a1 * (1.0f - t * t) * "
+        "(0.7978845608028654f * (1.0f + 0.134145f * xs));\n"
+        "      r0 = a0 * (dl + dr);\n";
+  else
+    spec.body = "      const float cdf = 0.5f * (1.0f + erff(a1 * "
+                "0.70710678118654752f));\n"
+                "      r0 = a0 * (cdf + a1 * (0.3989422804014327f * "
+                "expf(a1 * a1 * -0.5f)));\n";
+  return spec;
+}
+
 static std::optional<ElementwiseSpec> binarySpec(mlir::Operation *op) {
+  if (auto g = mlir::dyn_cast<ops::GeluGradOp>(op))
+    return geluGradSpec(g);
   bool isAdd = mlir::isa<ops::AddOp>(op), isSub = mlir::isa<ops::SubOp>(op),
        isMul = mlir::isa<ops::MulOp>(op), isDiv = mlir::isa<ops::DivOp>(op),
        isMax = mlir::isa<ops::MaxOp>(op), isMin = mlir::isa<ops::MinOp>(op),

@@ -114,6 +114,11 @@ std::optional<cpu::BinaryOp> binaryKindOf(Operation &op) {
       .Case([](ops::MaxOp) { return cpu::BinaryOp::Max; })
       .Case([](ops::MinOp) { return cpu::BinaryOp::Min; })
       .Case([](ops::PowOp) { return cpu::BinaryOp::Pow; })
+      .Case([](ops::GeluGradOp g) {
+        return g.getApproximate() == ops::GeluApproximation::Tanh
+                   ? cpu::BinaryOp::GeluGradTanh
+                   : cpu::BinaryOp::GeluGradErf;
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 

@@ -31,7 +31,7 @@ nlohmann::json attributeToJson(StringRef name, Attribute attr,
       return ops::stringifyComparisonDirection(
                  static_cast<ops::ComparisonDirection>(v))
           .str();
-    if (isa<ops::GeluOp>(op) && name == "approximate")
+    if (isa<ops::GeluOp, ops::GeluGradOp>(op) && name == "approximate")
       return ops::stringifyGeluApproximation(
                  static_cast<ops::GeluApproximation>(v))
           .str();

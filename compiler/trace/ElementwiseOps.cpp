@@ -219,6 +219,19 @@ Tensor gelu(const Tensor &x, GeluApprox approximate, SourceLoc loc) {
   return Tensor(&g, g.create<ops::GeluOp>(loc, "gelu", v.getType(), v, approx));
 }
 
+Tensor gelu_grad(const Tensor &grad, const Tensor &x, GeluApprox approximate,
+                 SourceLoc loc) {
+  GraphState &g = graphOfOperands("gelu_grad", {grad, x}, loc);
+  DType dtype = resultType({grad, x});
+  if (!isFloat(dtype))
+    dtype = DType::F32;
+  std::vector<mlir::Value> v = unify(g, "gelu_grad", {grad, x}, dtype, loc);
+  auto approx = approximate == GeluApprox::Tanh ? ops::GeluApproximation::Tanh
+                                                : ops::GeluApproximation::None;
+  return Tensor(&g, g.create<ops::GeluGradOp>(loc, "gelu_grad", v[0].getType(),
+                                              v[0], v[1], approx));
+}
+
 Tensor cast(const Tensor &x, DType dtype, SourceLoc loc) {
   GraphState &g = graphOf("cast", {x}, loc);
   return Tensor(&g, castTo(g, x.value(), dtype, loc, "cast"));

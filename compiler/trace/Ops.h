@@ -111,6 +111,10 @@ Tensor sin(const Tensor &x, SourceLoc loc = {});
 Tensor cos(const Tensor &x, SourceLoc loc = {});
 Tensor gelu(const Tensor &x, GeluApprox approximate = GeluApprox::None,
             SourceLoc loc = {});
+/// torch.ops.aten.gelu_backward(grad, x, approximate): grad * gelu'(x),
+/// broadcast and promoted as mul (integers compute in f32).
+Tensor gelu_grad(const Tensor &grad, const Tensor &x,
+                 GeluApprox approximate = GeluApprox::None, SourceLoc loc = {});
 /// x.to(dtype): step.cast, or x itself when the dtype already matches.
 Tensor cast(const Tensor &x, DType dtype, SourceLoc loc = {});
 /// x.detach(): the same values (step.stop_gradient, any dtype); autodiff

@@ -11,8 +11,8 @@ namespace mlir::step {
 FusionRole fusionRole(Operation *op) {
   if (isa<NegOp, AbsOp, ReluOp, ExpOp, LogOp, TanhOp, SigmoidOp, SqrtOp,
           RsqrtOp, ErfOp, SinOp, CosOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
-          MaxOp, MinOp, PowOp, CompareOp, SelectOp, CastOp, DropoutOp,
-          StopGradientOp>(op))
+          MaxOp, MinOp, PowOp, GeluGradOp, CompareOp, SelectOp, CastOp,
+          DropoutOp, StopGradientOp>(op))
     return FusionRole::Elementwise;
   if (isa<BroadcastInDimOp, ReshapeOp, IotaOp>(op))
     return FusionRole::View;

@@ -61,6 +61,45 @@ def Step_GeluOp : Step_Op<"gelu", [Pure, InferTypeOpInterface]>,
   let extraClassDeclaration = inferDecl;
 }
 
+def Step_GeluGradOp : Step_Op<"gelu_grad", [Pure, InferTypeOpInterface]> {
+  let summary = "the gradient of step.gelu";
+  let description = [{
+    `torch.ops.aten.gelu_backward(grad, x, approximate=...)`: `grad` times
+    the derivative of `gelu(x)` with the same `approximate`; with `none`,
+    `0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)`; with
+    `tanh`, the derivative of `0.5 x (1 + tanh(u))`,
+    `u = sqrt(2 / pi) (x + 0.044715 x^3)`. f16/bf16 compute in f32 and round
+    once (PyTorch's GeluBackward). The VJP of `step.gelu` emits it, and
+    `step-fuse` folds one into the matmul that computes its `grad` as
+    cuBLASLt's DGELU epilogue (docs/fusion.md).
+
+    C1: `grad` and `x` have the same element type and rank.
+    C2: each dimension is equal, or dynamic in one of them; the result
+        takes the static size.
+
+    ```mlir
+    %dx = step.gelu_grad %g, %x approximate tanh : tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins Step_FloatTensor:$grad, Step_FloatTensor:$x,
+                       Step_GeluApproximation:$approximate);
+  let results = (outs Step_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $x `approximate` $approximate attr-dict `:` "
+                       "custom<SameTypes>(type($grad), type($x))";
+  let extraClassDeclaration = [{
+    static ::mlir::LogicalResult inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
+        ::mlir::OpaqueProperties, ::mlir::RegionRange,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::step::inferElementwiseType(
+          loc, getOperationName(), operands[0].getType(),
+          operands[1].getType(), /*resultElement=*/nullptr, inferred,
+          "grad", "x");
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Binary
 //===----------------------------------------------------------------------===//

@@ -194,57 +194,67 @@ FailureOr<Grads> cosVJP(OpBuilder &b, Operation *op, Value grad,
 }
 
 //===----------------------------------------------------------------------===//
-// step.gelu: PyTorch's GeluBackward kernel for both approximations
+// step.gelu: step.gelu_grad; step.gelu_grad: its derivatives, expanded
 //===----------------------------------------------------------------------===//
 
 FailureOr<Grads> geluVJP(OpBuilder &b, Operation *op, Value grad,
                          ArrayRef<bool>) {
+  auto gelu = cast<GeluOp>(op);
+  // One op (PyTorch's GeluBackward): f16/bf16 computed in f32 and rounded
+  // once, a fused kernel of a few instructions per element, and cuBLASLt's
+  // DGELU epilogue when the gradient comes from a matmul (step-fuse).
+  return Grads{b.create<GeluGradOp>(op->getLoc(), grad, gelu.getOperand(),
+                                    gelu.getApproximate())
+                   .getResult()};
+}
+
+/// gelu_grad(g, x) = g * d(x), d = gelu'(x): the gradient of `g` is
+/// grad * d = gelu_grad(grad, x), that of `x` is grad * g * d'(x), with d'
+/// written out in ops (second order; f16/bf16 in f32, rounded once).
+FailureOr<Grads> geluGradVJP(OpBuilder &b, Operation *op, Value grad,
+                             ArrayRef<bool> needed) {
+  auto gg = cast<GeluGradOp>(op);
+  Location loc = op->getLoc();
+  Grads grads(2);
+  if (needed[0])
+    grads[0] = b.create<GeluGradOp>(loc, grad, gg.getX(), gg.getApproximate());
+  if (!needed[1])
+    return grads;
   if (failed(requireStaticShapes(op)))
     return failure();
-  auto gelu = cast<GeluOp>(op);
-  // f16/bf16: the formula in f32, rounded once at the end, as PyTorch's
-  // GeluBackward computes in float for half types (and its constants in
-  // f32: bf16 would round beta to 0.797 and kappa to 0.0447). One rounding
-  // instead of one per op is also a fused kernel of a few instructions per
-  // element instead of ~17 roundings.
-  Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(grad.getType());
   Type elem = type.getElementType();
   bool narrow = elem.isF16() || elem.isBF16();
   Type f32 = b.getF32Type();
-  Value x = narrow ? castTo(b, loc, gelu.getOperand(), f32) : gelu.getOperand();
-  if (narrow)
-    grad = castTo(b, loc, grad, f32);
-  auto finish = [&](Value dx) {
-    return Grads{narrow ? castTo(b, loc, dx, elem) : dx};
-  };
+  auto wide = [&](Value v) { return narrow ? castTo(b, loc, v, f32) : v; };
+  Value x = wide(gg.getX());
   Arith a(b, loc, narrow ? type.clone(f32) : Type(type));
-  // One op per statement (see vjp::Arith).
   Value half = a.c(0.5), one = a.c(1.0);
-  if (gelu.getApproximate() == GeluApproximation::None) {
-    // cdf = 0.5 (1 + erf(x / sqrt 2)); pdf = exp(-x^2 / 2) / sqrt(2 pi).
+  Value second; // d'(x)
+  if (gg.getApproximate() == GeluApproximation::None) {
+    // d = Phi(x) + x phi(x), d' = 2 phi(x) - x^2 phi(x) = phi(x) (2 - x^2).
     Value alpha = a.c(M_2_SQRTPI * M_SQRT1_2 * 0.5), minusHalf = a.c(-0.5);
-    Value erf = a.op<ErfOp>(a.mul(x, a.c(M_SQRT1_2)));
-    Value cdf = a.mul(half, a.add(one, erf));
-    Value gauss = a.op<ExpOp>(a.mul(a.mul(x, x), minusHalf));
-    Value pdf = a.mul(alpha, gauss);
-    Value dydx = a.add(cdf, a.mul(x, pdf));
-    return finish(a.mul(grad, dydx));
+    Value xSq = a.mul(x, x);
+    Value pdf = a.mul(alpha, a.op<ExpOp>(a.mul(xSq, minusHalf)));
+    second = a.mul(pdf, a.sub(a.c(2.0), xSq));
+  } else {
+    // gelu = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3):
+    // d = 0.5 (1 + t) + 0.5 x s u', s = 1 - t^2, u' = beta (1 + 3 kappa x^2);
+    // d' = s u' + 0.5 x (s' u' + s u''), s' = -2 t s u', u'' = 6 beta kappa x.
+    const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+    Value xSq = a.mul(x, x);
+    Value u = a.mul(a.c(beta), a.add(x, a.mul(a.c(kappa), a.mul(xSq, x))));
+    Value t = a.op<TanhOp>(u);
+    Value s = a.sub(one, a.mul(t, t));
+    Value du = a.mul(a.c(beta), a.add(one, a.mul(a.c(3.0 * kappa), xSq)));
+    Value ddu = a.mul(a.c(6.0 * beta * kappa), x);
+    Value ds = a.mul(a.mul(a.c(-2.0), t), a.mul(s, du));
+    Value inner = a.add(a.mul(ds, du), a.mul(s, ddu));
+    second = a.add(a.mul(s, du), a.mul(a.mul(half, x), inner));
   }
-  // inner = beta (x + kappa x^3); d/dx [0.5 x (1 + tanh(inner))].
-  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
-  Value cBeta = a.c(beta), cKappa = a.c(kappa), cKappa3 = a.c(3.0 * kappa);
-  Value xSq = a.mul(x, x);
-  Value xCube = a.mul(xSq, x);
-  Value inner = a.mul(cBeta, a.add(x, a.mul(cKappa, xCube)));
-  Value t = a.op<TanhOp>(inner);
-  Value left = a.mul(half, x);
-  Value right = a.add(one, t);
-  Value leftDerivative = a.mul(half, right);
-  Value tanhDerivative = a.sub(one, a.mul(t, t));
-  Value innerDerivative = a.mul(cBeta, a.add(one, a.mul(cKappa3, xSq)));
-  Value rightDerivative = a.mul(a.mul(left, tanhDerivative), innerDerivative);
-  return finish(a.mul(grad, a.add(leftDerivative, rightDerivative)));
+  Value dx = a.mul(a.mul(wide(grad), wide(gg.getGrad())), second);
+  grads[1] = narrow ? castTo(b, loc, dx, elem) : dx;
+  return grads;
 }
 
 //===----------------------------------------------------------------------===//
@@ -367,6 +377,7 @@ void registerElementwiseRules(llvm::StringMap<VJPRule> &rules) {
   rules[SinOp::getOperationName()] = sinVJP;
   rules[CosOp::getOperationName()] = cosVJP;
   rules[GeluOp::getOperationName()] = geluVJP;
+  rules[GeluGradOp::getOperationName()] = geluGradVJP;
   rules[SelectOp::getOperationName()] = selectVJP;
   rules[CastOp::getOperationName()] = castVJP;
 }

@@ -176,6 +176,9 @@ static const char *binaryName(BinaryOp op) {
   case BinaryOp::Max: return "max";
   case BinaryOp::Min: return "min";
   case BinaryOp::Pow: return "pow";
+  case BinaryOp::GeluGradTanh:
+  case BinaryOp::GeluGradErf:
+    return "gelu_grad";
   }
   return "binary";
 }
@@ -200,6 +203,27 @@ static float binaryFloat(BinaryOp op, float a, float b) {
     return a < b ? a : b;
   case BinaryOp::Pow:
     return std::pow(a, b);
+  case BinaryOp::GeluGradTanh: {
+    // d/dx [0.5 x (1 + tanh(u))], u = beta (x + kappa x^3): one f32 op at a
+    // time in the order of PyTorch's GeluBackward (and of the expansion
+    // step.gelu's VJP emitted before this op), so the bits are the same.
+    const float beta = 0.7978845608028654f, kappa = 0.044715f;
+    float xSq = b * b;
+    float xCube = xSq * b;
+    float t = std::tanh(beta * (b + kappa * xCube));
+    float left = 0.5f * b;
+    float leftDerivative = 0.5f * (1.0f + t);
+    float tanhDerivative = 1.0f - t * t;
+    float innerDerivative = beta * (1.0f + 0.134145f * xSq); // 3 kappa
+    float rightDerivative = left * tanhDerivative * innerDerivative;
+    return a * (leftDerivative + rightDerivative);
+  }
+  case BinaryOp::GeluGradErf: {
+    // Phi(x) + x phi(x).
+    float cdf = 0.5f * (1.0f + std::erf(b * 0.70710678118654752f));
+    float pdf = 0.3989422804014327f * std::exp(b * b * -0.5f);
+    return a * (cdf + b * pdf);
+  }
   }
   return a;
 }
@@ -236,6 +260,8 @@ static void binaryInt(BinaryOp op, const I *a, const I *b, I *y, int64_t n) {
       y[i] = x < z ? x : z;
       break;
     case BinaryOp::Pow:
+    case BinaryOp::GeluGradTanh:
+    case BinaryOp::GeluGradErf:
       break; // rejected before the loop
     }
   }
@@ -261,6 +287,8 @@ static void binaryF32(BinaryOp op, const float *a, const float *b, float *y,
     STEP_BINARY_CASE(Max)
     STEP_BINARY_CASE(Min)
     STEP_BINARY_CASE(Pow)
+    STEP_BINARY_CASE(GeluGradTanh)
+    STEP_BINARY_CASE(GeluGradErf)
 #undef STEP_BINARY_CASE
   }
 }
@@ -281,8 +309,10 @@ HostTensor binary(BinaryOp op, const HostTensor &a, const HostTensor &b) {
              binaryFloat(op, loadF(t, a.raw(), i), loadF(t, b.raw(), i)));
     return y;
   }
-  if (op == BinaryOp::Pow)
-    fail(name, "pow needs a float type (f32, f16 or bf16), found " +
+  if (op == BinaryOp::Pow || op == BinaryOp::GeluGradTanh ||
+      op == BinaryOp::GeluGradErf)
+    fail(name, std::string(name) +
+                   " needs a float type (f32, f16 or bf16), found " +
                    typeStr(a));
   if (!isInteger(t))
     fail(name, "operands must be f32, f16, bf16, i32 or i64, found " +

@@ -193,6 +193,11 @@ const std::map<std::string, OpInfo> &opTable() {
     add("max", 2, 2, binaryFn<BinaryOp::Max>);
     add("min", 2, 2, binaryFn<BinaryOp::Min>);
     add("pow", 2, 2, binaryFn<BinaryOp::Pow>);
+    add("gelu_grad", 2, 2, [](const Ctx &c) {
+      bool tanh = c.word("approximate", {"none", "tanh"}) == 1;
+      return one(binary(tanh ? BinaryOp::GeluGradTanh : BinaryOp::GeluGradErf,
+                        c.in[0], c.in[1]));
+    });
     add("compare", 2, 2, [](const Ctx &c) {
       static const CompareOp kinds[] = {CompareOp::EQ, CompareOp::NE,
                                         CompareOp::LT, CompareOp::LE,

@@ -1,8 +1,9 @@
 //===- FusionChunks.cpp - Loop fusions in cache-sized chunks --------------===//
 //
 // The CPU backend runs a fusion's body op by op on the unfused kernels
-// (EvalStep.cpp), each op over whole tensors: a GELU backward of twenty ops
-// on 4 MB tensors moves ~250 MB through memory. For a body of elementwise
+// (EvalStep.cpp), each op over whole tensors: a chain of twenty ops (as
+// GELU's backward was, written out) on 4 MB tensors moves ~250 MB through
+// memory. For a body of elementwise
 // ops and views whose results all have N elements (a loop fusion), this
 // runs the same kernels on chunks of kChunk elements instead, so every
 // N-element value exists one chunk at a time, in cache, and main memory
@@ -45,12 +46,12 @@ constexpr int64_t kMinChunksPerThread = 16;
 
 bool isElementwise(const std::string &op) {
   static const std::set<std::string> ops = {
-      "step.neg",    "step.exp",     "step.log",     "step.tanh",
-      "step.sigmoid", "step.relu",   "step.sqrt",    "step.rsqrt",
-      "step.abs",    "step.erf",     "step.sin",     "step.cos",
-      "step.gelu",   "step.add",     "step.sub",     "step.mul",
-      "step.div",    "step.max",     "step.min",     "step.pow",
-      "step.compare", "step.select", "step.cast"};
+      "step.neg",       "step.exp",     "step.log",    "step.tanh",
+      "step.sigmoid",   "step.relu",    "step.sqrt",   "step.rsqrt",
+      "step.abs",       "step.erf",     "step.sin",    "step.cos",
+      "step.gelu",      "step.add",     "step.sub",    "step.mul",
+      "step.div",       "step.max",     "step.min",    "step.pow",
+      "step.gelu_grad", "step.compare", "step.select", "step.cast"};
   return ops.count(op) > 0;
 }
 

@@ -35,10 +35,21 @@ enum class UnaryOp {
 /// neg/abs/relu accept f32/f16/bf16/i32/i64; the rest need a float type.
 HostTensor unary(UnaryOp op, const HostTensor &x);
 
-enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow };
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Pow,
+  GeluGradTanh,
+  GeluGradErf
+};
 /// a and b have the same dtype and shape (no implicit broadcasting). Integer
 /// div truncates toward zero and throws on division by zero; pow needs floats.
-/// max/min propagate NaN (torch.maximum/minimum).
+/// max/min propagate NaN (torch.maximum/minimum). GeluGrad*: step.gelu_grad,
+/// a the incoming gradient, b gelu's input (floats only).
 HostTensor binary(BinaryOp op, const HostTensor &a, const HostTensor &b);
 
 enum class CompareOp { EQ, NE, LT, LE, GT, GE };

@@ -45,7 +45,9 @@ and rstd), over rows of 768 (a warp each) and 1500 (a block each). And a
 loop whose result a sum reads (step-fuse-loop-reductions: one reduction
 kernel storing the loop's value where it reads each element) in the split
 column, one-pass column and row kernels: every element of the stored
-value must be written (the outputs are poisoned with NaN before each run).
+value must be written (the outputs are poisoned with NaN before each run);
+the same with a bare step.gelu_grad as the loop (GPT-2's GELU backward and
+the bias gradient).
 
 Usage: cuda_emulation_reduce.py --stepc STEPC --cxx CXX
 """
@@ -317,6 +319,45 @@ def loop_reduction_case(name, k, m, dims):
                 outputs=["bf16", "bf16"], ref=ref, fuse=True)
 
 
+def dgelu_tanh(x):
+    """gelu'(x), tanh form, in the dtype of x (op by op as the kernels)."""
+    one, half = x.dtype.type(1), x.dtype.type(0.5)
+    beta, kappa = x.dtype.type(0.7978845608028654), x.dtype.type(0.044715)
+    t = np.tanh(beta * (x + kappa * (x * x * x)))
+    inner = beta * (one + x.dtype.type(0.134145) * (x * x))
+    return half * (one + t) + half * x * (one - t * t) * inner
+
+
+def gelu_grad_reduction_case(name, k, m, dims):
+    """GPT-2's GELU backward and bias gradient: g = gelu_grad(a, b) (tanh,
+    bf16 in f32, rounded once) stored and summed over `dims` by one kernel
+    (step-fuse-loop-reductions takes the bare op as a loop of one). g
+    against float64 (a half ulp, and 1e-5 |a| (1 + |b|) where 1 + tanh
+    cancels); the sum against the sum of g computed in f32 and rounded."""
+    x = shape_t([k, m], "bf16")
+    r = shape_t([m] if dims == [0] else [k], "bf16")
+    mlir = f"""module {{
+  func.func @forward(%a: {x} {{step.kind = "input", step.name = "a"}}, %b: {x} {{step.kind = "input", step.name = "b"}}) -> ({x} {{step.name = "g"}}, {r} {{step.name = "s"}}) {{
+    %g = step.gelu_grad %a, %b approximate tanh : {x}
+    %s = step.reduce_sum %g dims = {dims} : {x} -> {r}
+    return %g, %s : {x}, {r}
+  }}
+}}
+"""
+
+    def ref(ins):
+        a, b = ins
+        exact = a * dgelu_tanh(b)
+        stored = rounded(a.astype(np.float32) *
+                         dgelu_tanh(b.astype(np.float32)), "bf16")
+        ax = dims[0]
+        return ([exact, stored.sum(ax)],
+                [np.abs(a) * (1 + np.abs(b)), np.abs(stored).sum(ax)])
+    return dict(name=name, mlir=mlir, inputs=[([k, m], "bf16"),
+                                              ([k, m], "bf16")],
+                outputs=["bf16", "bf16"], ref=ref, fuse=True)
+
+
 def layer_norm_case(name, m, k, dt):
     """step.layer_norm over rows of k (eps 1e-5), weight and bias of the
     operand's type."""
@@ -465,6 +506,10 @@ def cases():
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))
     out.append(loop_reduction_case("loop_colsum_100x100", 100, 100, [0]))
     out.append(loop_reduction_case("loop_rowsum_77x768", 77, 768, [1]))
+    out.append(gelu_grad_reduction_case("gelu_grad_colsum_2500x64", 2500, 64,
+                                        [0]))
+    out.append(gelu_grad_reduction_case("gelu_grad_rowsum_77x768", 77, 768,
+                                        [1]))
     out.append(softmax_case("softmax_9x2000_f32", 9, 2000, "f32"))
     return out
 

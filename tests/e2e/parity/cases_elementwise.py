@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from .harness import (ALL, Case, EXACT, FLOATS, HALVES, INF, INTS, NAN, NP,
                       NUMS, REL, TORCH, T_CAST, T_IEEE, T_MOVE, T_TRANS16,
-                      T_TRANS32, ULP, WHY_GELU32, as_f64, from_torch,
+                      T_TRANS32, ULP, WHY_GELU32, Tol, as_f64, from_torch,
                       gelu16_tol, gen, ilist, opmath, rng_for, shape_str,
                       store, to_torch, trans_tol, ttype)
 
@@ -42,6 +42,17 @@ SPECIAL_F = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-40, -1e-40,
              3e-5, -3e-5, 1e30, -1e30, 88.0, -88.0, 100.0, -100.0, 2.0, 1e4]
 SPECIAL_I = {"i32": [-2**31, 2**31 - 1, 0, -1, 1, 7, -7],
              "i64": [-2**63, 2**63 - 1, 0, -1, 1, 2**40, -2**40]}
+
+
+def gelu_grad16_tol(g, x, dt):
+    """f16/bf16 gelu_grad: both sides compute g * gelu'(x) in f32 and round
+    once; 1 + erf (1 + tanh) cancels for x << 0, so each side's absolute
+    error is about |g| |x| 2^-24: 1 ulp, or at most max|g| max|x| 2^-23."""
+    def most(a):
+        v = as_f64(a, dt)
+        return float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
+    return Tol("ulp", gelu_grad16_tol.__doc__, n=1,
+               abs_err=most(g) * most(x) * 2.0 ** -23)
 
 
 def unary_case(name, op, dt, x, ref, tol, attr=""):
@@ -79,6 +90,25 @@ def elementwise_cases():
             tol = GELU32 if dt == "f32" else T_TRANS16
             cases.append(unary_case(nm, "gelu", dt, store(SPECIAL_F, dt), fn,
                                     tol, " approximate " + approx))
+    # step.gelu_grad against aten.gelu_backward (the op of gelu's VJP).
+    # Tolerances as gelu's: 1 + erf (1 + tanh) cancels for x << 0 in both.
+    for approx in ("none", "tanh"):
+        fn = (lambda g, x, a=approx:
+              torch.ops.aten.gelu_backward(g, x, approximate=a))
+        for dt in FLOATS:
+            for shape in [(4, 7), (64, 33)] + ([(), (0, 5)] if dt == "f32" else []):
+                nm = "binary.gelu_grad_%s.%s.%s" % (approx, dt, shape_str(shape))
+                r = rng_for(nm)
+                g = gen(r, shape, dt, scale=2)
+                x = gen(r, shape, dt, scale=3)
+                (want,) = opmath(fn, [(g, dt), (x, dt)], [dt])
+                tol = GELU32 if dt == "f32" else gelu_grad16_tol(g, x, dt)
+                t = ttype(shape, dt)
+                cases.append(Case(
+                    nm, [(g, dt), (x, dt)],
+                    "%%r0 = step.gelu_grad %%a0, %%a1 approximate %s : %s"
+                    % (approx, t), [(shape, dt)], [want], [tol],
+                    elementwise=True))
 
     # binary
     def bin_ref(op):

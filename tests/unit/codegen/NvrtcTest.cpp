@@ -213,6 +213,8 @@ func.func @f(%a: tensor<8x32xT>, %b: tensor<8x32xT>, %i: tensor<8xi64>,
   %38:3 = step.attention_grad %q, %q, %q, %q valid %t causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<i64> -> tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>
   %39:2 = step.attention_lse %q, %q, %q valid %t causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<i64> -> tensor<2x8x16xT>, tensor<2x8xf32>
   %40:3 = step.attention_grad %q, %q, %q, %q valid %t saved(%39#0, %39#1 : tensor<2x8x16xT>, tensor<2x8xf32>) causal : tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<i64> -> tensor<2x8x16xT>, tensor<2x8x16xT>, tensor<2x8x16xT>
+  %41 = step.gelu_grad %a, %b approximate tanh : tensor<8x32xT>
+  %42 = step.gelu_grad %a, %b approximate none : tensor<8x32xT>
   return
 }
 )";
@@ -233,7 +235,7 @@ TEST(Nvrtc, EveryOpFamilyCompilesInEveryFloatType) {
     Parsed p = parse(allOps(t));
     ASSERT_TRUE(p.module);
     std::vector<KernelSource> kernels = emitFunctionKernels(p.func());
-    EXPECT_EQ(kernels.size(), 41u) << t;
+    EXPECT_EQ(kernels.size(), 43u) << t;
     CompileStats stats;
     std::vector<CompiledKernel> out = compileKernels(kernels, opts, &stats);
     for (const CompiledKernel &k : out)

@@ -250,6 +250,30 @@ INSTANTIATE_TEST_SUITE_P(Elementwise, GradCheckBinary,
                          ::testing::Values("add", "sub", "mul", "div", "max",
                                            "min", "pow"));
 
+// step.gelu_grad (the second-order rule): both operands, x over [-3, 3]
+// where gelu' bends most.
+TEST(GradCheckElementwise, GeluGrad) {
+  for (const char *approx : {"none", "tanh"})
+    for (uint64_t seed : kSeeds) {
+      Shape shape = randomShape(seed);
+      std::string t = tensorType(shape);
+      SCOPED_TRACE(std::string(approx) + " seed " + std::to_string(seed));
+      std::string text =
+          "func.func @f(%g: " + t +
+          " {step.kind = \"param\", step.name = \"g\"}, %x: " + t +
+          " {step.kind = \"param\", step.name = \"x\"}) -> " + t +
+          " {\n  %y = step.gelu_grad %g, %x approximate " + approx + " : " + t +
+          "\n  return %y : " + t + "\n}\n";
+      GradCheckOptions o;
+      o.seed = seed;
+      EXPECT_EQ(checkGradients(text,
+                               {{"g", uniform(shape, seed)},
+                                {"x", uniform(shape, seed + 100, -3, 3)}},
+                               o),
+                2 * rt::numElements(shape));
+    }
+}
+
 TEST(GradCheckElementwise, SameParamInBothOperands) {
   // y = x * x and x / x: the two cotangents are summed.
   for (const char *op : {"mul", "div", "pow"}) {

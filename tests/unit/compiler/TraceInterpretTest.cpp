@@ -79,6 +79,26 @@ TEST(TraceInterpret, UnaryMath) {
   expectNear(r[5], {2}, {0, 1});
 }
 
+// gelu_grad(g, x) = g gelu'(x): at x = 0, g / 2; a scalar-shaped grad
+// broadcasts and i32 promotes to f32 as in mul.
+TEST(TraceInterpret, GeluGrad) {
+  Graph g;
+  Tensor x = g.input("x", {2});
+  Tensor s = g.input("s", {}, DType::I32);
+  std::vector<Tensor> outs = {gelu_grad(x, x),
+                              gelu_grad(s, x, GeluApprox::Tanh)};
+  EXPECT_EQ(countOps(g, "step.gelu_grad"), 2);
+  auto r = runExtras(g, outs,
+                     {{"x", tensor(DType::F32, {2}, {0, 1})},
+                      {"s", tensor(DType::I32, {}, {2})}});
+  double pdf1 = std::exp(-0.5) / std::sqrt(2 * std::acos(-1.0));
+  expectNear(r[0], {2}, {0, 0.5 * (1 + std::erf(1 / std::sqrt(2.0))) + pdf1});
+  double beta = std::sqrt(2 / std::acos(-1.0)), t = std::tanh(beta * 1.044715);
+  double d1 = 0.5 * (1 + t) + 0.5 * (1 - t * t) * beta * (1 + 3 * 0.044715);
+  EXPECT_EQ(r[1].dtype(), DType::F32);
+  expectNear(r[1], {2}, {1, 2 * d1});
+}
+
 TEST(TraceInterpret, StopGradientIsIdentity) {
   Graph g;
   Tensor x = g.input("x", {3});

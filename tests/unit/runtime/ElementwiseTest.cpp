@@ -125,6 +125,47 @@ TEST(Unary, ZeroSizeAndDeterminism) {
                   .bitwiseEqual(unary(UnaryOp::GeluErf, x)));
 }
 
+// step.gelu_grad: g * gelu'(x), the derivative written out here in double
+// (Phi(x) + x phi(x); for tanh, 0.5 (1 + t) + 0.5 x (1 - t^2) u'), apart from
+// the kernel's f32 formula. Half types compute in f32 and round once: the
+// result is the f32 result rounded to the type.
+TEST(Binary, GeluGradIsTheGradientTimesGelusDerivative) {
+  const std::vector<double> g = {1, 2, -0.5, 1, 3, -1, 0.25},
+                            x = {0, 1, -1, 2, -3, 0.5, 4};
+  std::vector<double> erfWant, tanhWant;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double v = x[i];
+    double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+    double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+    erfWant.push_back(g[i] * (cdf + v * pdf));
+    double beta = std::sqrt(2 / M_PI), k = 0.044715;
+    double t = std::tanh(beta * (v + k * v * v * v));
+    double du = beta * (1 + 3 * k * v * v);
+    tanhWant.push_back(g[i] * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * du));
+  }
+  Shape s = {static_cast<int64_t>(x.size())};
+  for (auto [op, want] : {std::pair{BinaryOp::GeluGradErf, erfWant},
+                          std::pair{BinaryOp::GeluGradTanh, tanhWant}}) {
+    HostTensor f32 = binary(op, make(DType::F32, s, g), make(DType::F32, s, x));
+    // f32: a few ulp (tanh, erf and exp of float), and where 1 + erf
+    // (1 + tanh) cancels (x = -3, g = 3) an absolute |g| |x| 2^-24 = 5e-7.
+    expectValues(f32, DType::F32, s, want, 1e-6);
+    for (DType t : {DType::F16, DType::BF16}) {
+      SCOPED_TRACE(dtypeName(t));
+      HostTensor once(t, s);
+      for (int64_t i = 0; i < once.numel(); ++i)
+        once.setFromDouble(i, f32.getAsDouble(i));
+      EXPECT_TRUE(binary(op, make(t, s, g), make(t, s, x)).bitwiseEqual(once));
+    }
+  }
+  EXPECT_ERROR(binary(BinaryOp::GeluGradTanh, HostTensor(DType::I32, {2}),
+                      HostTensor(DType::I32, {2})),
+               {"step.gelu_grad", "float type", "i32 [2]"});
+  EXPECT_ERROR(binary(BinaryOp::GeluGradErf, HostTensor(DType::F32, {2}),
+                      HostTensor(DType::F32, {3})),
+               {"step.gelu_grad"});
+}
+
 TEST(Binary, FloatArithmetic) {
   const std::vector<double> a = {1.5, -2, 3, 0.5}, b = {0.5, 4, -1.5, 2};
   const std::vector<std::pair<BinaryOp, std::vector<double>>> cases = {

@@ -46,6 +46,16 @@ func.func @gelu(%x: tensor<8xf16>) {
   return
 }
 
+// CHECK-LABEL: func.func @gelu_grad
+// CHECK-SAME: (%[[G:.+]]: tensor<8xbf16>, %[[X:.+]]: tensor<8xbf16>)
+func.func @gelu_grad(%g: tensor<8xbf16>, %x: tensor<8xbf16>) {
+  // CHECK-NEXT: step.gelu_grad %[[G]], %[[X]] approximate none : tensor<8xbf16>{{$}}
+  %0 = "step.gelu_grad"(%g, %x) <{approximate = 0 : i32}> : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+  // CHECK-NEXT: step.gelu_grad %[[G]], %[[X]] approximate tanh : tensor<8xbf16>{{$}}
+  %1 = "step.gelu_grad"(%g, %x) <{approximate = 1 : i32}> : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @binary
 // CHECK-SAME: (%[[A:.+]]: tensor<2x3xf32>, %[[B:.+]]: tensor<2x3xf32>, %[[D:.+]]: tensor<?x3xi64>, %[[E:.+]]: tensor<2x3xi64>)
 func.func @binary(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %d: tensor<?x3xi64>, %e: tensor<2x3xi64>) {

@@ -620,6 +620,36 @@ func.func @gelu_approximation_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 //===----------------------------------------------------------------------===//
+// step.gelu_grad
+//===----------------------------------------------------------------------===//
+
+func.func @gelu_grad_c1(%g: tensor<4xf32>, %x: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.gelu_grad' op operands have different element types (C1): grad 'tensor<4xf32>', x 'tensor<4xbf16>'; insert step.cast to convert one}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.gelu_grad"(%g, %x) <{approximate = 1 : i32}> : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gelu_grad_c2(%g: tensor<4xf32>, %x: tensor<5xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'step.gelu_grad' op dimension 0 differs (C2): grad 'tensor<4xf32>' has 4, x 'tensor<5xf32>' has 5; broadcast explicitly with step.broadcast_in_dim}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "step.gelu_grad"(%g, %x) <{approximate = 0 : i32}> : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gelu_grad_i32(%g: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'step.gelu_grad' op operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = step.gelu_grad %g, %g approximate none : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // step.compare
 //===----------------------------------------------------------------------===//
 

@@ -343,6 +343,23 @@ func.func @gelu(%f32: tensor<8x?xf32>, %f16: tensor<0xf16>, %bf16: tensor<bf16>)
 }
 
 //===----------------------------------------------------------------------===//
+// step.gelu_grad
+//===----------------------------------------------------------------------===//
+
+// A dynamic dim takes the other operand's static size (C2).
+// CHECK-LABEL: func.func @gelu_grad
+// CHECK-SAME: (%[[G:.+]]: tensor<8x?xf32>, %[[X:.+]]: tensor<?x3xf32>, %[[H:.+]]: tensor<bf16>)
+func.func @gelu_grad(%g: tensor<8x?xf32>, %x: tensor<?x3xf32>, %h: tensor<bf16>)
+    -> (tensor<8x3xf32>, tensor<bf16>) {
+  // CHECK-NEXT: %[[R0:.+]] = step.gelu_grad %[[G]], %[[X]] approximate tanh : tensor<8x?xf32>, tensor<?x3xf32>{{$}}
+  %0 = step.gelu_grad %g, %x approximate tanh : tensor<8x?xf32>, tensor<?x3xf32>
+  // CHECK-NEXT: %[[R1:.+]] = step.gelu_grad %[[H]], %[[H]] approximate none : tensor<bf16>{{$}}
+  %1 = step.gelu_grad %h, %h approximate none : tensor<bf16>
+  // CHECK-NEXT: return %[[R0]], %[[R1]]
+  return %0, %1 : tensor<8x3xf32>, tensor<bf16>
+}
+
+//===----------------------------------------------------------------------===//
 // step.compare
 //===----------------------------------------------------------------------===//
 

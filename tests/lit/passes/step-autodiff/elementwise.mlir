@@ -207,18 +207,12 @@ func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> 
 
 // -----
 
-// gelu (erf form): cdf + x * pdf from the operand, as PyTorch's kernel.
+// gelu (erf form): one step.gelu_grad of the incoming gradient and the
+// operand, as PyTorch's GeluBackward.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[X:.+]]: tensor<4xf32> {step.kind = "param", step.name = "x"}
 // CHECK: step.gelu %[[X]] approximate none
-// CHECK: %[[ERF:.+]] = step.erf
-// CHECK: %[[CDF:.+]] = step.mul %{{.+}}, %{{.+}}
-// CHECK: %[[XX:.+]] = step.mul %[[X]], %[[X]]
-// CHECK: %[[GAUSS:.+]] = step.exp
-// CHECK: %[[PDF:.+]] = step.mul %{{.+}}, %[[GAUSS]]
-// CHECK: %[[XPDF:.+]] = step.mul %[[X]], %[[PDF]]
-// CHECK: %[[D:.+]] = step.add %[[CDF]], %[[XPDF]]
-// CHECK: %[[G:.+]] = step.mul %{{.+}}, %[[D]]
+// CHECK: %[[G:.+]] = step.gelu_grad %{{.+}}, %[[X]] approximate none : tensor<4xf32>
 // CHECK-NEXT: return %{{.+}}, %[[G]]
 func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
   %g = step.gelu %x approximate none : tensor<4xf32>
@@ -228,24 +222,40 @@ func.func @forward(%x: tensor<4xf32> {step.kind = "param", step.name = "x"}) -> 
 
 // -----
 
-// gelu (tanh form) of bf16: the derivative in f32 (x and the gradient cast
-// up, constants and tanh in f32), rounded to bf16 once at the end, as
-// PyTorch's GeluBackward computes half types in float.
+// gelu (tanh form) of bf16: step.gelu_grad of bf16 (it computes in f32 and
+// rounds once, as PyTorch's GeluBackward for half types); no cast around it.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[X:.+]]: tensor<4xbf16> {step.kind = "param", step.name = "x"}
 // CHECK: step.gelu %[[X]] approximate tanh : tensor<4xbf16>
 // CHECK: %[[G16:.+]] = step.cast %{{.+}} : tensor<4xf32> -> tensor<4xbf16>
-// CHECK: %[[X32:.+]] = step.cast %[[X]] : tensor<4xbf16> -> tensor<4xf32>
-// CHECK-NEXT: %[[G32:.+]] = step.cast %[[G16]] : tensor<4xbf16> -> tensor<4xf32>
-// CHECK-NOT: bf16
-// CHECK: step.mul %[[X32]], %[[X32]] : tensor<4xf32>
-// CHECK: step.tanh %{{.+}} : tensor<4xf32>
-// CHECK: %[[D:.+]] = step.mul %[[G32]], %{{.+}} : tensor<4xf32>
-// CHECK-NEXT: %[[G:.+]] = step.cast %[[D]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT: %[[G:.+]] = step.gelu_grad %[[G16]], %[[X]] approximate tanh : tensor<4xbf16>
 // CHECK-NEXT: return %{{.+}}, %[[G]]
 func.func @forward(%x: tensor<4xbf16> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
   %g = step.gelu %x approximate tanh : tensor<4xbf16>
   %c = step.cast %g : tensor<4xbf16> -> tensor<4xf32>
+  %l = step.reduce_sum %c dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// gelu_grad (second order, tanh form, bf16): the gradient of `grad` is
+// another gelu_grad; that of `x` is grad * g * d'(x) written out in f32 from
+// x cast up (tanh of the inner term, never a gelu), rounded once to bf16.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME: %[[G:[^:]+]]: tensor<4xbf16> {step.kind = "param", step.name = "g"}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<4xbf16> {step.kind = "param", step.name = "x"}
+// CHECK: step.gelu_grad %[[G]], %[[X]] approximate tanh : tensor<4xbf16>
+// CHECK: %[[DG:.+]] = step.gelu_grad %{{.+}}, %[[X]] approximate tanh : tensor<4xbf16>
+// CHECK: step.cast %[[X]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: step.tanh %{{.+}} : tensor<4xf32>
+// CHECK-NOT: step.gelu
+// CHECK: %[[DX:.+]] = step.cast %{{.+}} : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT: return %{{.+}}, %[[DG]], %[[DX]]
+func.func @forward(%g: tensor<4xbf16> {step.kind = "param", step.name = "g"},
+                   %x: tensor<4xbf16> {step.kind = "param", step.name = "x"}) -> tensor<f32> {
+  %d = step.gelu_grad %g, %x approximate tanh : tensor<4xbf16>
+  %c = step.cast %d : tensor<4xbf16> -> tensor<4xf32>
   %l = step.reduce_sum %c dims = [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
