@@ -16,7 +16,10 @@
 // that lengthens no live bytes. Then five phases over the block in program
 // order (an op joins at most one group):
 //  1. matmul: matmul -> bias add -> relu/tanh-GELU, each the single user of
-//     the one before, become one cuBLASLt call with an epilogue.
+//     the one before, become one cuBLASLt call with an epilogue. With
+//     `gelu-epilogues`, also a tanh-GELU whose input is read later (the
+//     input is yielded: GELU_AUX), and matmul -> gelu_grad of its product
+//     -> the sum of that over the leading dims (DGELU_BGRAD).
 //  2. multi_tensor: optimizer updates of one op and attribute set (not
 //     LAMB: it needs per-tensor norms first) with their operands'
 //     prologues, chunked by `max-tensors` and 3 KB of kernel pointers; and
@@ -240,10 +243,49 @@ private:
   // Phase 1: matmul epilogues
   //===--------------------------------------------------------------------===//
 
+  /// Whether gelu-epilogues may fold a GELU into `mm` (cuBLASLt's aux
+  /// matrix): one matrix (a 2-d rhs, so the lhs's leading dims are rows)
+  /// whose last dim, the aux leading dim, is a multiple of 8.
+  bool auxFits(MatmulOp mm) {
+    return options.geluEpilogues &&
+           cast<RankedTensorType>(mm.getRhs().getType()).getRank() == 2 &&
+           !mm.getTransposeA() && mm.getType().hasStaticShape() &&
+           mm.getType().getShape().back() % 8 == 0;
+  }
+
+  /// gelu-epilogues' backward: gelu_grad(mm, x) (tanh) as DGELU, and a
+  /// reduce_sum of it over every dim but the last (the bias gradient) as
+  /// DGELU_BGRAD; the gradient is yielded for its other readers.
+  bool formDGeluGroup(MatmulOp mm) {
+    auto gg = dyn_cast<GeluGradOp>(*mm->getUsers().begin());
+    if (!gg || !isFree(gg) || !auxFits(mm) || gg.getGrad() != mm.getResult() ||
+        gg.getX() == mm.getResult() ||
+        gg.getApproximate() != GeluApproximation::Tanh)
+      return false;
+    Group g;
+    g.kind = kMatmulFusion;
+    g.ops.insert(mm);
+    g.ops.insert(gg);
+    int64_t rank = mm.getType().getRank();
+    for (Operation *user : gg->getUsers()) {
+      auto sum = dyn_cast<ReduceSumOp>(user);
+      if (sum && isFree(sum) &&
+          sum.getType().getElementType() == mm.getType().getElementType() &&
+          llvm::equal(sum.getDims(), llvm::seq<int64_t>(0, rank - 1))) {
+        g.ops.insert(sum);
+        break;
+      }
+    }
+    commit(std::move(g));
+    return true;
+  }
+
   void formMatmulGroups() {
     for (Operation &op : block) {
       auto mm = dyn_cast<MatmulOp>(op);
       if (!mm || !isFree(mm) || mm.getType().getRank() < 2 || !mm->hasOneUse())
+        continue;
+      if (formDGeluGroup(mm))
         continue;
       int64_t last = mm.getType().getRank() - 1;
       Group g;
@@ -270,6 +312,17 @@ private:
             (isa<ReluOp>(act) ||
              (gelu && gelu.getApproximate() == GeluApproximation::Tanh)))
           g.ops.insert(act);
+      } else if (auxFits(mm)) {
+        // GELU_AUX: the GELU joins and its input is yielded as well (the
+        // backward's gelu_grad reads it).
+        for (Operation *user : cur.getUsers()) {
+          auto gelu = dyn_cast<GeluOp>(user);
+          if (gelu && isFree(gelu) &&
+              gelu.getApproximate() == GeluApproximation::Tanh) {
+            g.ops.insert(gelu);
+            break;
+          }
+        }
       }
       if (g.ops.size() > 1)
         commit(std::move(g));
@@ -787,6 +840,7 @@ struct FusePass : impl::FuseBase<FusePass> {
     o.multiTensor = multiTensor;
     o.maxTensors = maxTensors;
     o.epilogues = epilogues;
+    o.geluEpilogues = geluEpilogues;
     o.rowOps = rowOps;
     for (auto f : getOperation().getOps<func::FuncOp>())
       if (!f.isExternal())

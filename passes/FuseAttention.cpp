@@ -451,9 +451,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 
 } // namespace
 
-void addFusionPasses(OpPassManager &pm) {
+void addFusionPasses(OpPassManager &pm, bool geluEpilogues) {
   pm.addPass(createFuseAttention());
-  pm.addPass(createFuse());
+  FuseOptions fuse;
+  fuse.geluEpilogues = geluEpilogues;
+  pm.addPass(createFuse(fuse));
   pm.addPass(createFuseLoss());
   pm.addPass(createFuseRowChains());
   pm.addPass(createFuseLoopReductions());

@@ -31,17 +31,18 @@
 //
 // Algorithm, per function's top-level block, in program order: for each
 // loop fusion or bare single-result elementwise op L whose results have N
-// elements, the reductions after it are tried in program order: a bare
-// reduce_sum/mean/max, or a reduction fusion whose roots are all reduce_*,
-// qualifies when its roots read N elements, it reads a result of L, all its
-// operands exist at L, nothing but views lies between or the results of the
-// reductions taken from behind other ops come to at most kBetweenBytes with its
-// own, and its roots have the shape and dims of the first one taken (siblings).
-// Then one fusion at L (other readers of L's results, wherever they were, still
-// follow it): L's body, the reductions' bodies
-// reading L's values, CSE; it yields L's results that anything else reads
-// and the reductions' results. Cost: O(N) ops scanned per loop (bounded by
-// kWindow) plus one merge per loop merged.
+// elements, the kWindow ops after it are tried in program order, then the
+// readers of L's results beyond them: a bare reduce_sum/mean/max, or a
+// reduction fusion whose roots are all reduce_*, qualifies when its roots
+// read N elements, it reads a result of L, all its operands exist at L,
+// nothing but views lies between or the results of the reductions taken
+// from behind other ops come to at most kBetweenBytes with its own, and
+// its roots have the shape and dims of the first one taken (siblings).
+// Then one fusion at L (other readers of L's results, wherever they were,
+// still follow it): L's body, the reductions' bodies reading L's values,
+// CSE; it yields L's results that anything else reads and the reductions'
+// results. Cost: O(kWindow + readers of L) per loop plus one merge per
+// loop merged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,8 +145,8 @@ private:
     int64_t moved = 0;
     bool onlyViews = true;
     int scanned = 0;
-    for (Operation *op = loop->getNextNode(); op && scanned < kWindow;
-         op = op->getNextNode(), ++scanned) {
+    Operation *op = loop->getNextNode();
+    for (; op && scanned < kWindow; op = op->getNextNode(), ++scanned) {
       SmallVector<Operation *> roots = rootsOf(op);
       bool readsLoop = llvm::any_of(
           op->getOperands(), [&](Value v) { return results.contains(v); });
@@ -160,6 +161,32 @@ private:
       }
       if (!isa<ReshapeOp, StopGradientOp>(op))
         onlyViews = false;
+    }
+    // Past the window, only the loop's own readers: step-fuse outlines a
+    // reduction at its last epilogue op, which can be far (a bias
+    // gradient's cast to f32 read by the clipping norm sits by the
+    // optimizer). Each is moved up over other ops, within the byte budget.
+    if (op) {
+      SmallVector<Operation *> far;
+      for (Value r : loop->getResults())
+        for (Operation *user : r.getUsers())
+          if (Operation *u = block_.findAncestorOpInBlock(*user);
+              u && (u == op || op->isBeforeInBlock(u)) &&
+              !llvm::is_contained(far, u))
+            far.push_back(u);
+      llvm::sort(far, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *u : far) {
+        SmallVector<Operation *> roots = rootsOf(u);
+        int64_t bytes = roots.empty() ? 0 : resultBytes(u);
+        if (!roots.empty() && fits(u, roots, loop, n, key) &&
+            bytes <= kBetweenBytes - moved) {
+          key = keyOf(roots.front());
+          taken.push_back(u);
+          moved += bytes;
+        }
+      }
     }
     if (taken.empty())
       return;

@@ -22,7 +22,8 @@ namespace mlir::step {
 /// feed one another, and their loop, in one kernel), then
 /// step-fuse-loop-reductions (a loop and the reductions of its results in
 /// one kernel).
-void addFusionPasses(OpPassManager &pm);
+/// `geluEpilogues`: step-fuse's gelu-epilogues option.
+void addFusionPasses(OpPassManager &pm, bool geluEpilogues = false);
 
 } // namespace mlir::step
 

@@ -263,6 +263,8 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
            "values smaller than this stay on the device">,
     Option<"fuse", "fuse", "bool", "true",
            "measure the plan after step-fuse (as the pipeline will run it)">,
+    Option<"geluEpilogues", "gelu-epilogues", "bool", "false",
+           "the step-fuse option of the same name, for that measurement">,
     Option<"alignment", "alignment", "int64_t", "256",
            "byte alignment of the memory plan measured">,
   ];
@@ -381,6 +383,8 @@ def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
     Option<"fuse", "fuse", "bool", "true",
            "measure each candidate's plan after step-fuse (as the pipeline "
            "will run it)">,
+    Option<"geluEpilogues", "gelu-epilogues", "bool", "false",
+           "the step-fuse option of the same name, for that measurement">,
     Option<"alignment", "alignment", "int64_t", "256",
            "byte alignment of the memory plan measured">,
     Option<"exactLimit", "exact-limit", "int64_t", "6",
@@ -471,6 +475,11 @@ def Fuse : Pass<"step-fuse", "::mlir::ModuleOp"> {
            "space)">,
     Option<"epilogues", "epilogues", "bool", "true",
            "fold bias add and ReLU/GELU into matmuls">,
+    Option<"geluEpilogues", "gelu-epilogues", "bool", "false",
+           "with epilogues: a tanh GELU whose input is also read later "
+           "joins its matmul (cuBLASLt's GELU_AUX stores the input), and a "
+           "gelu_grad of a matmul's product joins it with the bias "
+           "gradient's reduce_sum (DGELU_BGRAD); off until run on a GPU">,
     Option<"rowOps", "row-ops", "bool", "true",
            "fuse prologues and epilogues into softmax, log_softmax, "
            "layer_norm and cross_entropy(_grad)">,

@@ -467,7 +467,7 @@ FailureOr<Measured> RematPass::measure(const ValueSet &recompute) {
   m.savedBytes = savedActivations(copy).bytes;
   if (fuse) {
     PassManager pm(f.getContext());
-    addFusionPasses(pm);
+    addFusionPasses(pm, geluEpilogues);
     if (failed(pm.run(*scratch)))
       return failure();
   }

@@ -268,6 +268,7 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
       remat.mode = m;
       remat.budget = m == "budget" ? options.remat.budget : 0;
       remat.fuse = options.fuse;
+      remat.geluEpilogues = options.geluEpilogues;
       pm->addPass(ops::createRemat(remat));
     };
     if (offloadFirst)
@@ -283,12 +284,13 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
       o.maxExposed = options.offload.maxExposed;
       o.minBytes = options.offload.minBytes;
       o.fuse = options.fuse;
+      o.geluEpilogues = options.geluEpilogues;
       pm->addPass(ops::createOffload(o));
     }
     if (offloadFirst)
       addRemat(mode);
     if (options.fuse)
-      ops::addFusionPasses(*pm);
+      ops::addFusionPasses(*pm, options.geluEpilogues);
     if (options.offloadOptimizer)
       pm->addPass(ops::createOffloadOptimizer());
     if (report)

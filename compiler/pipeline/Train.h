@@ -160,6 +160,11 @@ struct TrainOptions {
   /// Run step-fuse on @train_step (docs/fusion.md). Fusion never changes a
   /// result on the CPU; it decides which kernels run on a GPU.
   bool fuse = true;
+  /// step-fuse's gelu-epilogues: GPT-2's GELU forward stores its input from
+  /// the matmul (cuBLASLt GELU_AUX_BIAS) and its backward, with the bias
+  /// gradient, is the matmul's DGELU_BGRAD epilogue (docs/fusion.md). Off
+  /// by default until a GPU run has checked and timed it.
+  bool geluEpilogues = false;
   /// Run step-attention-stats: each attention saves its rows' log-sum-exp
   /// for its gradient (docs/training.md). Off: the gradient recomputes the
   /// statistics (stepc --no-attention-stats, for A/B timing).

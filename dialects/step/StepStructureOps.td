@@ -30,8 +30,10 @@ def Step_FusionOp : Step_Op<"fusion",
        several tensors combined by a scalar epilogue, run by one
        multi-tensor kernel;
      - `"matmul"`: one `matmul` with a bias add (`add` of a
-       `broadcast_in_dim` over the last dim) and/or a `relu`/`gelu`, run as
-       one cuBLASLt call with an epilogue;
+       `broadcast_in_dim` over the last dim) and/or a `relu`/`gelu` (the
+       `gelu`'s input may be a result too), or one `matmul` with a
+       `gelu_grad` of its product (and the sum of that over the leading
+       dims), run as one cuBLASLt call with an epilogue;
      - `"attention"`: one `attention`, `attention_lse` or `attention_grad`
        that reads its query, key, value (grad, saved out) rows through
        `slice`, `transpose` and `reshape` ops of the inputs, and writes its

@@ -99,6 +99,9 @@ struct Op {
 /// `matmul` fusion read by readMatmulFusion. Buffer ids of the outer plan.
 struct MatmulCall {
   int64_t lhs = -1, rhs = -1, result = -1, bias = -1;
+  /// GELU's input: stored by GELU_AUX*, read by DGELU* (-1: none); the
+  /// bias gradient DGELU_BGRAD writes (-1: none). Plan buffer ids.
+  int64_t aux = -1, biasGrad = -1;
   const nlohmann::json *attrs = nullptr; ///< the step.matmul's attributes
   MatmulEpilogue epilogue = MatmulEpilogue::None;
 };

@@ -1,8 +1,9 @@
 //===- CudaMatmul.cpp - step.matmul through cuBLASLt ----------------------===//
 //
 // A plain step.matmul or a `matmul` fusion (bias and/or ReLU/GELU epilogue,
-// MatmulEpilogue.h) prepared as one cuBLASLt call: descriptors and layouts
-// (matmulLayout), and the heuristic's algorithm, cached per shape key.
+// GELU's input stored for the backward, GELU's gradient and the bias
+// gradient; MatmulEpilogue.h) prepared as one cuBLASLt call: descriptors and
+// layouts (matmulLayout), and the heuristic's algorithm, cached per shape key.
 // With CudaExecutorOptions::tuneMatmuls, the heuristic's first
 // kMatmulTuneCandidates algorithms of each shape are timed on the step's
 // own buffers before the first run (one launch to warm up, then the median
@@ -42,6 +43,14 @@ cublasLtEpilogue_t ltEpilogue(MatmulEpilogue e) {
   case MatmulEpilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
   case MatmulEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU;
   case MatmulEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case MatmulEpilogue::GeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case MatmulEpilogue::GeluAuxBias:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case MatmulEpilogue::DGelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  case MatmulEpilogue::DGeluBgrad:
+    return CUBLASLT_EPILOGUE_DGELU_BGRAD;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -132,6 +141,48 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
     // The heuristic depends on the bias pointer's alignment: key on it.
     biasAlign = ptrOf[call.bias] & 15u;
   }
+  // GELU's input (stored by GELU_AUX*, read by DGELU*) has the result's
+  // layout: column-major n x m, leading dim n; DGELU_BGRAD's bias gradient
+  // (length n, the result's type) goes where a bias would come from.
+  uintptr_t auxAlign = 0;
+  if (call.aux >= 0) {
+    const BufferDesc &x = plan.buffers[call.aux];
+    if (x.dtype != c.dtype || x.shape != c.shape || l.batch != 1 ||
+        l.n % 8 != 0)
+      throw Error(op.where + ": GELU's input " + typeStr(x.dtype, x.shape) +
+                  " must be of the result's type " + typeStr(c.dtype, c.shape) +
+                  ", one matrix whose last dim "
+                  "is a multiple of 8 (cuBLASLt's aux leading dim)");
+    void *auxPtr = reinterpret_cast<void *>(ptrOf[call.aux]);
+    int64_t auxLd = l.n;
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &auxPtr,
+             sizeof(auxPtr)),
+         "EPILOGUE_AUX_POINTER");
+    ltck(lt->cublasLtMatmulDescSetAttribute(
+             m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+             sizeof(auxLd)),
+         "EPILOGUE_AUX_LD");
+    auxAlign = ptrOf[call.aux] & 15u;
+  }
+  if (call.biasGrad >= 0) {
+    const BufferDesc &g = plan.buffers[call.biasGrad];
+    if (g.dtype != c.dtype || g.shape != Shape{l.n})
+      throw Error(op.where + ": the bias gradient is " +
+                  typeStr(g.dtype, g.shape) + ", expected " +
+                  typeStr(c.dtype, Shape{l.n}));
+    void *gradPtr = reinterpret_cast<void *>(ptrOf[call.biasGrad]);
+    int32_t gradType = static_cast<int32_t>(type);
+    ltck(lt->cublasLtMatmulDescSetAttribute(m.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &gradPtr, sizeof(gradPtr)),
+         "BIAS_POINTER (gradient)");
+    ltck(lt->cublasLtMatmulDescSetAttribute(m.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                            &gradType, sizeof(gradType)),
+         "BIAS_DATA_TYPE (gradient)");
+    biasAlign = ptrOf[call.biasGrad] & 15u;
+  }
   auto layout = [&](cublasLtMatrixLayout_t *out, const MatrixLayout &ml) {
     ltck(lt->cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(ml.rows),
                                         static_cast<uint64_t>(ml.cols), ml.ld),
@@ -161,7 +212,10 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
                     int64_t((m.pa | m.pb | m.pc) & 15u)})
     key += "," + std::to_string(v);
   key += std::string(",") + matmulEpilogueName(call.epilogue) + "," +
-         std::to_string(call.bias >= 0 ? int64_t(16 + biasAlign) : int64_t(0));
+         std::to_string(call.bias >= 0 || call.biasGrad >= 0
+                            ? int64_t(16 + biasAlign)
+                            : int64_t(0)) +
+         "," + std::to_string(call.aux >= 0 ? int64_t(16 + auxAlign) : 0);
   if (auto it = algoCache.find(key); it != algoCache.end()) {
     m.algo = it->second;
     return;

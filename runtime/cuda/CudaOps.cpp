@@ -42,8 +42,12 @@ bool CudaExecutor::Impl::prepareStep(int64_t k, Op &op) {
       MatmulCall call;
       call.lhs = s.operands.at(f.lhs);
       call.rhs = s.operands.at(f.rhs);
-      call.result = s.results.at(0);
+      call.result = s.results.at(f.result);
       call.bias = f.bias >= 0 ? s.operands.at(f.bias) : -1;
+      call.aux = f.aux >= 0         ? s.operands.at(f.aux)
+                 : f.auxResult >= 0 ? s.results.at(f.auxResult)
+                                    : -1;
+      call.biasGrad = f.biasGrad >= 0 ? s.results.at(f.biasGrad) : -1;
       call.attrs = &f.matmul->attrs;
       call.epilogue = f.epilogue;
       prepareMatmul(call, op);

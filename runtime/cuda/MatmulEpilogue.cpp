@@ -1,11 +1,14 @@
 //===- MatmulEpilogue.cpp - A matmul fusion as one cuBLASLt call ----------===//
 //
 // Follows the data flow of the body from its one step.matmul: each value
-// must have exactly one user (or be the body's one result), and the chain
-// of users must be at most one bias add (its other operand a
-// broadcast_in_dim of a rank-1 argument along the last dim) followed by at
-// most one relu or tanh-GELU. Every body step must be on that chain, so a
-// body with a side computation is refused rather than half run. Built into
+// must have exactly one user (or be a body result), and the chain of users
+// must be at most one bias add (its other operand a broadcast_in_dim of a
+// rank-1 argument along the last dim) followed by at most one relu or
+// tanh-GELU, whose input may also be a result (GELU_AUX); or the product's
+// one user a tanh gelu_grad of an argument, whose result may also feed one
+// reduce_sum over the leading dims (DGELU, DGELU_BGRAD). Every body step
+// must be on that chain and every result accounted for, so a body with a
+// side computation is refused rather than half run. Built into
 // step_runtime on every machine (runtime/CMakeLists.txt), CUDA or not.
 //
 //===----------------------------------------------------------------------===//
@@ -24,6 +27,14 @@ const char *matmulEpilogueName(MatmulEpilogue e) {
   case MatmulEpilogue::ReluBias: return "relu_bias";
   case MatmulEpilogue::Gelu: return "gelu";
   case MatmulEpilogue::GeluBias: return "gelu_bias";
+  case MatmulEpilogue::GeluAux:
+    return "gelu_aux";
+  case MatmulEpilogue::GeluAuxBias:
+    return "gelu_aux_bias";
+  case MatmulEpilogue::DGelu:
+    return "dgelu";
+  case MatmulEpilogue::DGeluBgrad:
+    return "dgelu_bgrad";
   }
   return "none";
 }
@@ -43,9 +54,12 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     throw fail("the step's kind is not \"matmul\"");
   const Plan &body = *fusion.body;
   auto nbuf = static_cast<int64_t>(body.buffers.size());
-  if (body.results.size() != 1 || fusion.results.size() != 1)
-    throw fail("cuBLASLt gives one result, the fusion has " +
-               std::to_string(body.results.size()));
+  if (body.results.empty() || body.results.size() > 2 ||
+      fusion.results.size() != body.results.size())
+    throw fail("cuBLASLt gives one result (two with an aux output or a "
+               "bias gradient), the fusion has " +
+               std::to_string(body.results.size()) + " (its step " +
+               std::to_string(fusion.results.size()) + ")");
 
   // Users of each body buffer (one entry per operand slot) and its producer.
   std::vector<std::vector<size_t>> users(body.buffers.size());
@@ -64,7 +78,20 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
       producer[id] = static_cast<int64_t>(k);
     }
   }
-  checkId(body.results[0]);
+  for (int64_t id : body.results)
+    checkId(id);
+  auto resultIndex = [&](int64_t id) {
+    for (size_t i = 0; i < body.results.size(); ++i)
+      if (body.results[i] == id)
+        return static_cast<int>(i);
+    return -1;
+  };
+  auto stringAttr = [](const PlanStep &s, const char *name) {
+    if (s.attrs.is_object() && s.attrs.contains(name) &&
+        s.attrs[name].is_string())
+      return s.attrs[name].get<std::string>();
+    return std::string();
+  };
   auto argIndex = [&](int64_t id) {
     for (size_t i = 0; i < body.arguments.size(); ++i)
       if (body.arguments[i] == id)
@@ -99,20 +126,37 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
 
   std::vector<bool> onChain(body.steps.size(), false);
   onChain[matmulAt] = true;
-  bool bias = false, relu = false, gelu = false;
+  bool bias = false, relu = false, gelu = false, dgelu = false;
   int64_t cur = mm.results[0];
-  while (cur != body.results[0]) {
+  auto sameType = [&](size_t k) {
+    if (body.steps[k].results.size() != 1)
+      throw fail(describe(k) + " must give one result");
+    const BufferDesc &out = body.buffers[body.steps[k].results[0]];
+    if (out.dtype != product.dtype || out.shape != product.shape)
+      throw fail(describe(k) + " changes the type of the product");
+  };
+  auto requireTanh = [&](const PlanStep &s) {
+    std::string approx = stringAttr(s, "approximate");
+    if (approx != "tanh")
+      throw fail(s.op.substr(5) + " with approximate = \"" +
+                 (approx.empty() ? std::string("none") : approx) +
+                 "\"; cuBLASLt's GELU epilogues are the tanh approximation");
+  };
+  while (resultIndex(cur) < 0 || users[cur].size() == 1) {
+    // The one user that continues the chain: the only one, or (GELU_AUX)
+    // the gelu reading a value that is also a result.
     if (users[cur].size() != 1)
       throw fail("body buffer '" + body.buffers[cur].name + "' has " +
                  std::to_string(users[cur].size()) +
                  " uses; an intermediate value needs exactly one");
     size_t k = users[cur][0];
     const PlanStep &s = body.steps[k];
-    if (s.results.size() != 1)
-      throw fail(describe(k) + " must give one result");
-    const BufferDesc &out = body.buffers[s.results[0]];
-    if (out.dtype != product.dtype || out.shape != product.shape)
-      throw fail(describe(k) + " changes the type of the product");
+    if (dgelu)
+      break; // the bias gradient's reduce_sum, read below
+    if (resultIndex(cur) >= 0 && s.op != "step.gelu")
+      throw fail("'" + body.buffers[cur].name + "' is a result and read by " +
+                 describe(k) + "; only GELU's input may be both");
+    sameType(k);
     if (s.op == "step.add" && s.operands.size() == 2) {
       if (bias)
         throw fail("a second add (" + describe(k) + ")");
@@ -156,34 +200,77 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
       if (relu || gelu)
         throw fail("a second activation (" + describe(k) + ")");
       if (s.op == "step.gelu") {
-        std::string approx;
-        if (s.attrs.is_object() && s.attrs.contains("approximate") &&
-            s.attrs["approximate"].is_string())
-          approx = s.attrs["approximate"].get<std::string>();
-        if (approx != "tanh")
-          throw fail("gelu with approximate = \"" +
-                     (approx.empty() ? std::string("none") : approx) +
-                     "\"; cuBLASLt's GELU epilogue is the tanh approximation");
+        requireTanh(s);
         gelu = true;
+        f.auxResult = resultIndex(cur); // GELU_AUX: its input is stored too
       } else {
         relu = true;
       }
+    } else if (s.op == "step.gelu_grad" && s.operands.size() == 2 &&
+               cur == mm.results[0] && s.operands[0] == cur) {
+      requireTanh(s);
+      f.aux = argIndex(s.operands[1]);
+      const BufferDesc &x = body.buffers[s.operands[1]];
+      if (f.aux < 0 || x.dtype != product.dtype || x.shape != product.shape)
+        throw fail(std::string("gelu_grad's input must be a fusion operand "
+                               "of the product's type, found ") +
+                   dtypeName(x.dtype) + " " + shapeToString(x.shape));
+      dgelu = true;
     } else {
       throw fail(describe(k) + " cannot be a cuBLASLt epilogue");
     }
     onChain[k] = true;
     cur = s.results[0];
   }
-  if (!users[cur].empty())
+  f.result = resultIndex(cur);
+  if (f.result < 0)
+    throw fail("the chain ends in '" + body.buffers[cur].name +
+               "', which is not a result");
+  if (dgelu && !users[cur].empty()) {
+    // DGELU_BGRAD: the gradient's one other reader sums it over the rows.
+    size_t k = users[cur][0];
+    const PlanStep &s = body.steps[k];
+    const BufferDesc &g = body.buffers[s.results.empty() ? cur : s.results[0]];
+    std::vector<int64_t> dims, leading;
+    for (size_t d = 0; d + 1 < product.shape.size(); ++d)
+      leading.push_back(static_cast<int64_t>(d));
+    if (s.attrs.is_object() && s.attrs.contains("dims")) {
+      try {
+        dims = s.attrs["dims"].get<std::vector<int64_t>>();
+      } catch (const nlohmann::json::exception &) {
+        throw fail("reduce_sum's dims is not a list of integers");
+      }
+    }
+    if (users[cur].size() != 1 || s.op != "step.reduce_sum" ||
+        s.results.size() != 1 || dims != leading ||
+        g.shape != Shape{product.shape.back()} || g.dtype != product.dtype ||
+        !users[s.results[0]].empty() || resultIndex(s.results[0]) < 0)
+      throw fail("the gradient's other reader, " + describe(k) +
+                 ", is not a reduce_sum over every dim but the last into a "
+                 "result of the product's element type (the bias "
+                 "gradient)");
+    f.biasGrad = resultIndex(s.results[0]);
+    onChain[k] = true;
+  } else if (!users[cur].empty()) {
     throw fail("the result '" + body.buffers[cur].name +
                "' is also used inside the body");
+  }
   for (size_t k = 0; k < body.steps.size(); ++k)
     if (!onChain[k])
       throw fail(describe(k) + " does not feed the result through the "
                  "epilogue chain");
+  size_t accounted = 1 + (f.auxResult >= 0) + (f.biasGrad >= 0);
+  if (accounted != body.results.size())
+    throw fail("a result is not the chain's end, GELU's input or the bias "
+               "gradient");
 
-  if (relu)
+  if (dgelu)
+    f.epilogue =
+        f.biasGrad >= 0 ? MatmulEpilogue::DGeluBgrad : MatmulEpilogue::DGelu;
+  else if (relu)
     f.epilogue = bias ? MatmulEpilogue::ReluBias : MatmulEpilogue::Relu;
+  else if (gelu && f.auxResult >= 0)
+    f.epilogue = bias ? MatmulEpilogue::GeluAuxBias : MatmulEpilogue::GeluAux;
   else if (gelu)
     f.epilogue = bias ? MatmulEpilogue::GeluBias : MatmulEpilogue::Gelu;
   else

@@ -18,10 +18,27 @@ namespace step::rt::cuda {
 
 /// What cuBLASLt applies to the product before storing it. Bias is added
 /// first, then the activation (CUBLASLT_EPILOGUE_RELU_BIAS, _GELU_BIAS);
-/// Gelu is the tanh approximation, the only GELU cuBLASLt has.
-enum class MatmulEpilogue { None, Bias, Relu, ReluBias, Gelu, GeluBias };
+/// Gelu is the tanh approximation, the only GELU cuBLASLt has. GeluAux*
+/// also store the activation's input (CUBLASLT_EPILOGUE_GELU_AUX[_BIAS]:
+/// training keeps it for the backward); DGelu multiplies the product by
+/// GELU's derivative at an aux input (step.gelu_grad of the product,
+/// CUBLASLT_EPILOGUE_DGELU) and DGeluBgrad also sums that over the rows
+/// (the bias gradient, CUBLASLT_EPILOGUE_DGELU_BGRAD).
+enum class MatmulEpilogue {
+  None,
+  Bias,
+  Relu,
+  ReluBias,
+  Gelu,
+  GeluBias,
+  GeluAux,
+  GeluAuxBias,
+  DGelu,
+  DGeluBgrad
+};
 
-/// "none", "bias", "relu", "relu_bias", "gelu", "gelu_bias".
+/// "none", "bias", "relu", "relu_bias", "gelu", "gelu_bias", "gelu_aux",
+/// "gelu_aux_bias", "dgelu", "dgelu_bgrad".
 const char *matmulEpilogueName(MatmulEpilogue e);
 
 /// Whether `step` is a step.fusion of kind "matmul" (whatever its body).
@@ -33,8 +50,13 @@ struct FusedMatmul {
   /// points into the fusion step's body, which must outlive this.
   const PlanStep *matmul = nullptr;
   /// The fusion operands (indices into the step's operands) that are the
-  /// matmul's lhs and rhs, and its bias (-1 without a bias).
-  int lhs = -1, rhs = -1, bias = -1;
+  /// matmul's lhs and rhs, its bias (-1 without a bias) and DGelu's aux
+  /// input, GELU's input (-1 unless DGelu*).
+  int lhs = -1, rhs = -1, bias = -1, aux = -1;
+  /// The fusion results (indices into the step's results): D, GELU's input
+  /// stored by GeluAux* (else -1), the bias gradient of DGeluBgrad (else
+  /// -1).
+  int result = 0, auxResult = -1, biasGrad = -1;
   MatmulEpilogue epilogue = MatmulEpilogue::None;
 };
 
@@ -43,9 +65,14 @@ struct FusedMatmul {
 /// the operands swapped) with `b` a rank-1 body argument of the result's
 /// last dim broadcast along that dim, optionally followed by `relu` or
 /// `gelu` with approximate = "tanh"; the last value is the one result and
-/// every other value has exactly one use. Throws rt::Error naming `where`
-/// and what does not fit (a different op, an erf GELU, a bias over another
-/// dim, an intermediate used twice or returned, dtypes that differ).
+/// every other value has exactly one use, except that the value a tanh
+/// `gelu` reads may also be a result (GeluAux*). Or: the step.matmul
+/// followed by `gelu_grad(product, x)` (tanh; `x` a body argument of the
+/// product's type), its result a body result, optionally also read by one
+/// `reduce_sum` over every dim but the last whose result is a body result
+/// (DGelu, DGeluBgrad). Throws rt::Error naming `where` and what does not
+/// fit (a different op, an erf GELU, a bias over another dim, an
+/// intermediate used twice or returned, dtypes that differ).
 FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where);
 
 } // namespace step::rt::cuda

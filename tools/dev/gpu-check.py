@@ -84,7 +84,7 @@ LOW_FRACTION = 0.01
 # times the CPU's own 16-bit result is: as close to full precision as
 # the reference, give or take noise.
 LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2", "gpt2_bf16_tuned": "gpt2",
-           "gpt2_bf16_nofuse": "gpt2_nofuse",
+           "gpt2_bf16_nofuse": "gpt2_nofuse", "gpt2_bf16_gelu_epi": "gpt2",
            "mlp_fp16_offload_optimizer": "mlp"}
 LOW_F32_SLACK = 1.5
 
@@ -102,6 +102,11 @@ CASES = [
     ("gpt2_bf16_nofuse", "gpt2", ["--amp=bf16", "--no-fuse"], 2e-2, "low"),
     # The same step run with step-run --tune-matmuls (RUN_FLAGS).
     ("gpt2_bf16_tuned", "gpt2", ["--amp=bf16"], 2e-2, "low"),
+    # GELU's forward and backward as cuBLASLt epilogues (GELU_AUX_BIAS,
+    # DGELU_BGRAD): stepc --gelu-epilogues, not yet run on a GPU.
+    ("gpt2_gelu_epi", "gpt2", ["--gelu-epilogues"], 1e-4, "f32"),
+    ("gpt2_bf16_gelu_epi", "gpt2", ["--amp=bf16", "--gelu-epilogues"], 2e-2,
+     "low"),
     ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),
     # T symbolic, three buckets; the batches' lengths (DYN_LENGTHS) pick

@@ -10,6 +10,7 @@
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
 //         [--guard-finite] [--no-attention-stats] [--no-donate]
+//         [--gelu-epilogues]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -69,7 +70,7 @@ struct Options {
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false, noAttentionStats = false;
-  bool noDonate = false;
+  bool noDonate = false, geluEpilogues = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -142,6 +143,7 @@ nlohmann::json reportJson(const Options &o,
           {"amp", o.amp},
           {"attention_stats", !o.noAttentionStats},
           {"donate", !o.noDonate},
+          {"gelu_epilogues", o.geluEpilogues},
           {"loss_scale", o.lossScale},
           {"passes", passes},
           {"fusions", fusions},
@@ -330,6 +332,11 @@ int main(int argc, char **argv) {
                "plan the updated params and state apart from their buffers "
                "(copied there after each step) instead of in place "
                "(docs/artifact.md; for A/B timing)");
+  app.add_flag("--gelu-epilogues", o.geluEpilogues,
+               "fold a tanh GELU and its gradient into cuBLASLt epilogues "
+               "(GELU_AUX_BIAS stores GELU's input; DGELU_BGRAD computes its "
+               "gradient and the bias gradient); not yet run on a GPU, off by "
+               "default (docs/fusion.md)");
   app.add_option("--dot", o.dot,
                  "also write the compiled function as a Graphviz graph, "
                  "fusion groups as clusters (dot -Tsvg FILE.dot)");
@@ -378,6 +385,7 @@ int main(int argc, char **argv) {
     train.clipNorm = o.clip;
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
+  train.geluEpilogues = o.geluEpilogues;
   train.attentionStats = !o.noAttentionStats;
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;
@@ -443,7 +451,7 @@ int main(int argc, char **argv) {
     mlir::PassManager pm(&ctx);
     pm.addPass(mlir::createCanonicalizerPass());
     if (!o.noFuse)
-      mlir::step::addFusionPasses(pm);
+      mlir::step::addFusionPasses(pm, o.geluEpilogues);
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

@@ -148,6 +148,120 @@ TEST(MatmulEpilogue, ActivationsWithAndWithoutBias) {
   EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::GeluBias), "gelu_bias");
 }
 
+TEST(MatmulEpilogue, GeluAuxStoresGelusInputInEitherResultOrder) {
+  for (bool bias : {false, true})
+    for (bool auxFirst : {false, true}) {
+      Body b;
+      int64_t biasArg;
+      int64_t pre = matmul(b, &biasArg);
+      if (bias)
+        pre = addBias(b, pre, biasArg);
+      int64_t g = b.step("gelu", {{"approximate", "tanh"}}, {pre}, F, {4, 16});
+      FusedMatmul f =
+          readMatmulFusion(b.fusion(auxFirst ? std::vector<int64_t>{pre, g}
+                                             : std::vector<int64_t>{g, pre}),
+                           "x");
+      EXPECT_EQ(f.epilogue,
+                bias ? MatmulEpilogue::GeluAuxBias : MatmulEpilogue::GeluAux);
+      EXPECT_EQ(f.result, auxFirst ? 1 : 0);
+      EXPECT_EQ(f.auxResult, auxFirst ? 0 : 1);
+      EXPECT_EQ(f.bias, bias ? 2 : -1);
+      EXPECT_EQ(f.aux, -1);
+      EXPECT_EQ(f.biasGrad, -1);
+    }
+  EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::GeluAuxBias),
+               "gelu_aux_bias");
+}
+
+/// dy [2, 4, 8] (argument 0) times w [16, 8] transposed (argument 1), the
+/// GELU input x [2, 4, 16] (argument 2): gelu_grad(dy w^T, x).
+int64_t dgelu(Body &b, const char *approx = "tanh") {
+  int64_t dy = b.arg(F, {2, 4, 8}), w = b.arg(F, {16, 8});
+  int64_t x = b.arg(F, {2, 4, 16});
+  int64_t mm =
+      b.step("matmul", {{"transpose_b", true}}, {dy, w}, F, {2, 4, 16});
+  return b.step("gelu_grad", {{"approximate", approx}}, {mm, x}, F, {2, 4, 16});
+}
+
+TEST(MatmulEpilogue, DGeluAndItsBiasGradientInEitherResultOrder) {
+  Body plain;
+  FusedMatmul f = readMatmulFusion(plain.fusion({dgelu(plain)}), "x");
+  EXPECT_EQ(f.epilogue, MatmulEpilogue::DGelu);
+  EXPECT_EQ(f.lhs, 0);
+  EXPECT_EQ(f.rhs, 1);
+  EXPECT_EQ(f.aux, 2);
+  EXPECT_EQ(f.result, 0);
+  EXPECT_EQ(f.biasGrad, -1);
+  EXPECT_EQ(f.bias, -1);
+  for (bool gradFirst : {true, false}) {
+    Body b;
+    int64_t g = dgelu(b);
+    int64_t db = b.step("reduce_sum", {{"dims", {0, 1}}}, {g}, F, {16});
+    FusedMatmul d =
+        readMatmulFusion(b.fusion(gradFirst ? std::vector<int64_t>{g, db}
+                                            : std::vector<int64_t>{db, g}),
+                         "x");
+    EXPECT_EQ(d.epilogue, MatmulEpilogue::DGeluBgrad);
+    EXPECT_EQ(d.aux, 2);
+    EXPECT_EQ(d.result, gradFirst ? 0 : 1);
+    EXPECT_EQ(d.biasGrad, gradFirst ? 1 : 0);
+  }
+  EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::DGeluBgrad), "dgelu_bgrad");
+}
+
+TEST(MatmulEpilogue, DGeluFormsCuBlasLtCannotRunAreRefused) {
+  {
+    Body b;
+    expectRefused(b.fusion({dgelu(b, "none")}), "tanh approximation");
+  }
+  { // the product as gelu_grad's input, not its gradient
+    Body b;
+    int64_t dy = b.arg(F, {4, 8}), w = b.arg(F, {8, 16}), g = b.arg(F, {4, 16});
+    int64_t mm = b.step("matmul", nullptr, {dy, w}, F, {4, 16});
+    int64_t r =
+        b.step("gelu_grad", {{"approximate", "tanh"}}, {g, mm}, F, {4, 16});
+    expectRefused(b.fusion({r}), "cannot be a cuBLASLt epilogue");
+  }
+  { // GELU's input computed in the body
+    Body b;
+    int64_t dy = b.arg(F, {4, 8}), w = b.arg(F, {8, 16}), x = b.arg(F, {4, 16});
+    int64_t mm = b.step("matmul", nullptr, {dy, w}, F, {4, 16});
+    int64_t nx = b.step("neg", nullptr, {x}, F, {4, 16});
+    int64_t r =
+        b.step("gelu_grad", {{"approximate", "tanh"}}, {mm, nx}, F, {4, 16});
+    expectRefused(b.fusion({r}), "must be a fusion operand");
+  }
+  { // a bias add before it
+    Body b;
+    int64_t bias;
+    int64_t mm = matmul(b, &bias);
+    int64_t pre = addBias(b, mm, bias);
+    int64_t x = b.arg(F, {4, 16});
+    int64_t r =
+        b.step("gelu_grad", {{"approximate", "tanh"}}, {pre, x}, F, {4, 16});
+    expectRefused(b.fusion({r}), "cannot be a cuBLASLt epilogue");
+  }
+  { // a sum over another dim
+    Body b;
+    int64_t g = dgelu(b);
+    int64_t s = b.step("reduce_sum", {{"dims", {0, 2}}}, {g}, F, {4});
+    expectRefused(b.fusion({g, s}), "every dim but the last");
+  }
+  { // read twice in the body
+    Body b;
+    int64_t g = dgelu(b);
+    int64_t s = b.step("reduce_sum", {{"dims", {0, 1}}}, {g}, F, {16});
+    b.step("neg", nullptr, {g}, F, {2, 4, 16});
+    expectRefused(b.fusion({g, s}), "every dim but the last");
+  }
+  { // the gradient not returned
+    Body b;
+    int64_t g = dgelu(b);
+    int64_t s = b.step("reduce_sum", {{"dims", {0, 1}}}, {g}, F, {16});
+    expectRefused(b.fusion({s}), "not a result");
+  }
+}
+
 TEST(MatmulEpilogue, OperandsInAnyArgumentOrderAndBatched) {
   // bias first, then rhs, then a batched lhs [2, 4, 8].
   Body b;
@@ -232,12 +346,20 @@ TEST(MatmulEpilogue, AnIntermediateWithTwoUsesIsRefused) {
   expectRefused(b.fusion({r}), "has 2 uses");
 }
 
-TEST(MatmulEpilogue, TwoResultsAreRefused) {
+TEST(MatmulEpilogue, AProductAlsoReturnedBeforeReluIsRefused) {
   Body b;
   int64_t bias;
   int64_t mm = matmul(b, &bias);
   int64_t r = b.step("relu", nullptr, {mm}, F, {4, 16});
-  expectRefused(b.fusion({mm, r}), "one result");
+  expectRefused(b.fusion({mm, r}), "only GELU's input may be both");
+}
+
+TEST(MatmulEpilogue, ThreeResultsAreRefused) {
+  Body b;
+  int64_t bias;
+  int64_t mm = matmul(b, &bias);
+  int64_t r = b.step("relu", nullptr, {mm}, F, {4, 16});
+  expectRefused(b.fusion({mm, r, r}), "one result (two with");
 }
 
 TEST(MatmulEpilogue, ASideComputationIsRefused) {

@@ -154,3 +154,68 @@ func.func @packed(%q: tensor<16x6xbf16>, %k: tensor<16x6xbf16>) -> (tensor<16x12
   %s = step.reduce_sum %g dims = [0] : tensor<16x12xbf16> -> tensor<12xbf16>
   return %g, %s : tensor<16x12xbf16>, tensor<12xbf16>
 }
+
+// -----
+
+// A bare elementwise op is a loop of one: GELU's backward (one
+// step.gelu_grad, which step-fuse leaves unfused) and the bias gradient.
+// CHECK-LABEL: func.func @bare_gelu_grad
+// CHECK-NEXT: %[[F:.+]]:2 = step.fusion "reduction"(%arg0, %arg1)
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: %[[G:.+]] = step.gelu_grad
+// CHECK-NEXT: %[[S:.+]] = step.reduce_sum %[[G]] dims = [0]
+// CHECK-NEXT: step.yield %[[G]], %[[S]]
+// CHECK: step.matmul %[[F]]#0
+func.func @bare_gelu_grad(%g: tensor<64x48xbf16>, %x: tensor<64x48xbf16>, %w: tensor<48x16xbf16>) -> (tensor<64x16xbf16>, tensor<48xbf16>) {
+  %d = step.gelu_grad %g, %x approximate tanh : tensor<64x48xbf16>
+  %s = step.reduce_sum %d dims = [0] : tensor<64x48xbf16> -> tensor<48xbf16>
+  %m = step.matmul %d, %w : tensor<64x48xbf16>, tensor<48x16xbf16> -> tensor<64x16xbf16>
+  return %m, %s : tensor<64x16xbf16>, tensor<48xbf16>
+}
+
+// -----
+
+// A reader of the loop past the 16 ops scanned after it (step-fuse put the
+// sum and its cast where the cast was, by the optimizer: --clip) still
+// joins, its 192 bytes within the allowance; an op past the window that
+// does not read the loop stays where it is.
+// (The last exp and its sum, within the window, become one too.)
+// CHECK-LABEL: func.func @far_reader
+// CHECK-NEXT: %[[F:.+]] = step.fusion "reduction"(%arg0, %arg1)
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: step.gelu_grad
+// CHECK-NEXT: step.reduce_sum
+// CHECK-NEXT: step.cast
+// CHECK-NEXT: step.yield
+// CHECK-NEXT: }
+// CHECK-COUNT-16: step.exp
+// CHECK-NEXT: %[[O:.+]] = step.fusion "reduction"
+// CHECK: return %[[O]], %[[F]]
+func.func @far_reader(%g: tensor<64x48xbf16>, %x: tensor<64x48xbf16>, %y: tensor<64x48xf32>) -> (tensor<48xf32>, tensor<48xf32>) {
+  %d = step.gelu_grad %g, %x approximate tanh : tensor<64x48xbf16>
+  %e0 = step.exp %y : tensor<64x48xf32>
+  %e1 = step.exp %e0 : tensor<64x48xf32>
+  %e2 = step.exp %e1 : tensor<64x48xf32>
+  %e3 = step.exp %e2 : tensor<64x48xf32>
+  %e4 = step.exp %e3 : tensor<64x48xf32>
+  %e5 = step.exp %e4 : tensor<64x48xf32>
+  %e6 = step.exp %e5 : tensor<64x48xf32>
+  %e7 = step.exp %e6 : tensor<64x48xf32>
+  %e8 = step.exp %e7 : tensor<64x48xf32>
+  %e9 = step.exp %e8 : tensor<64x48xf32>
+  %e10 = step.exp %e9 : tensor<64x48xf32>
+  %e11 = step.exp %e10 : tensor<64x48xf32>
+  %e12 = step.exp %e11 : tensor<64x48xf32>
+  %e13 = step.exp %e12 : tensor<64x48xf32>
+  %e14 = step.exp %e13 : tensor<64x48xf32>
+  %e15 = step.exp %e14 : tensor<64x48xf32>
+  %e16 = step.exp %e15 : tensor<64x48xf32>
+  %o = step.reduce_sum %e16 dims = [0] : tensor<64x48xf32> -> tensor<48xf32>
+  %b = step.fusion "reduction"(%d) : (tensor<64x48xbf16>) -> tensor<48xf32> {
+  ^bb0(%v: tensor<64x48xbf16>):
+    %0 = step.reduce_sum %v dims = [0] : tensor<64x48xbf16> -> tensor<48xbf16>
+    %1 = step.cast %0 : tensor<48xbf16> -> tensor<48xf32>
+    step.yield %1 : tensor<48xf32>
+  }
+  return %o, %b : tensor<48xf32>, tensor<48xf32>
+}
