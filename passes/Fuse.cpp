@@ -57,6 +57,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/FuseCost.h"
+#include "passes/FuseMatmul.h"
 #include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
@@ -243,90 +244,16 @@ private:
   // Phase 1: matmul epilogues
   //===--------------------------------------------------------------------===//
 
-  /// Whether gelu-epilogues may fold a GELU into `mm` (cuBLASLt's aux
-  /// matrix): one matrix (a 2-d rhs, so the lhs's leading dims are rows)
-  /// whose last dim, the aux leading dim, is a multiple of 8.
-  bool auxFits(MatmulOp mm) {
-    return options.geluEpilogues &&
-           cast<RankedTensorType>(mm.getRhs().getType()).getRank() == 2 &&
-           !mm.getTransposeA() && mm.getType().hasStaticShape() &&
-           mm.getType().getShape().back() % 8 == 0;
-  }
-
-  /// gelu-epilogues' backward: gelu_grad(mm, x) (tanh) as DGELU, and a
-  /// reduce_sum of it over every dim but the last (the bias gradient) as
-  /// DGELU_BGRAD; the gradient is yielded for its other readers.
-  bool formDGeluGroup(MatmulOp mm) {
-    auto gg = dyn_cast<GeluGradOp>(*mm->getUsers().begin());
-    if (!gg || !isFree(gg) || !auxFits(mm) || gg.getGrad() != mm.getResult() ||
-        gg.getX() == mm.getResult() ||
-        gg.getApproximate() != GeluApproximation::Tanh)
-      return false;
-    Group g;
-    g.kind = kMatmulFusion;
-    g.ops.insert(mm);
-    g.ops.insert(gg);
-    int64_t rank = mm.getType().getRank();
-    for (Operation *user : gg->getUsers()) {
-      auto sum = dyn_cast<ReduceSumOp>(user);
-      if (sum && isFree(sum) &&
-          sum.getType().getElementType() == mm.getType().getElementType() &&
-          llvm::equal(sum.getDims(), llvm::seq<int64_t>(0, rank - 1))) {
-        g.ops.insert(sum);
-        break;
-      }
-    }
-    commit(std::move(g));
-    return true;
-  }
-
   void formMatmulGroups() {
-    for (Operation &op : block) {
-      auto mm = dyn_cast<MatmulOp>(op);
-      if (!mm || !isFree(mm) || mm.getType().getRank() < 2 || !mm->hasOneUse())
-        continue;
-      if (formDGeluGroup(mm))
-        continue;
-      int64_t last = mm.getType().getRank() - 1;
-      Group g;
-      g.kind = kMatmulFusion;
-      g.ops.insert(mm);
-      Value cur = mm.getResult();
-      auto add = dyn_cast<AddOp>(*cur.getUsers().begin());
-      if (add && isFree(add)) {
-        Value other = add.getLhs() == cur ? add.getRhs() : add.getLhs();
-        auto bc = other.getDefiningOp<BroadcastInDimOp>();
-        if (bc && isFree(bc) && other != cur &&
-            bc.getOperand().getType().getRank() == 1 &&
-            bc.getBroadcastDimensions().size() == 1 &&
-            bc.getBroadcastDimensions()[0] == last) {
-          g.ops.insert(add);
-          (usersIn(bc, g) ? g.ops : g.dups).insert(bc);
-          cur = add.getResult();
-        }
-      }
-      if (cur.hasOneUse()) {
-        Operation *act = *cur.getUsers().begin();
-        auto gelu = dyn_cast<GeluOp>(act);
-        if (isFree(act) &&
-            (isa<ReluOp>(act) ||
-             (gelu && gelu.getApproximate() == GeluApproximation::Tanh)))
-          g.ops.insert(act);
-      } else if (auxFits(mm)) {
-        // GELU_AUX: the GELU joins and its input is yielded as well (the
-        // backward's gelu_grad reads it).
-        for (Operation *user : cur.getUsers()) {
-          auto gelu = dyn_cast<GeluOp>(user);
-          if (gelu && isFree(gelu) &&
-              gelu.getApproximate() == GeluApproximation::Tanh) {
-            g.ops.insert(gelu);
-            break;
-          }
-        }
-      }
-      if (g.ops.size() > 1)
-        commit(std::move(g));
-    }
+    mlir::step::formMatmulGroups(
+        block, options.geluEpilogues, [&](Operation *op) { return isFree(op); },
+        [&](MatmulGroup m) {
+          Group g;
+          g.kind = kMatmulFusion;
+          g.ops = std::move(m.ops);
+          g.dups = std::move(m.dups);
+          commit(std::move(g));
+        });
   }
 
   //===--------------------------------------------------------------------===//
