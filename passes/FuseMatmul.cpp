@@ -40,11 +40,15 @@ struct MatmulGrouper {
       return g;
     g.ops.insert(mm);
     g.ops.insert(gg);
+    // The sum joins only when the gradient has another reader (cuBLASLt
+    // writes D either way, so D must be a result) and gives the vector
+    // itself (no kept dims).
     int64_t rank = mm.getType().getRank();
     for (Operation *user : gg->getUsers()) {
       auto sum = dyn_cast<ReduceSumOp>(user);
-      if (sum && isFree(sum) &&
+      if (sum && isFree(sum) && !gg->hasOneUse() &&
           sum.getType().getElementType() == mm.getType().getElementType() &&
+          sum.getType().getRank() == 1 &&
           llvm::equal(sum.getDims(), llvm::seq<int64_t>(0, rank - 1))) {
         g.ops.insert(sum);
         break;

@@ -27,11 +27,12 @@ struct MatmulGroup {
 /// the last dim) -> relu or tanh-GELU, each the single user of the one
 /// before; with `geluEpilogues` also a tanh-GELU whose input is read later
 /// (GELU_AUX: the input is yielded) and matmul -> tanh gelu_grad of the
-/// product -> the reduce_sum of that over every dim but the last
-/// (DGELU[_BGRAD]), where cuBLASLt's aux matrix fits (one rhs matrix, the
-/// lhs not transposed, a static last dim that is a multiple of 8). Each
-/// group of two or more ops goes to `commit` at once (so `isFree` sees
-/// it for the next matmul). Cost: O(users) per matmul.
+/// product -> the reduce_sum of that over every dim but the last, into a
+/// vector, when the gradient has other readers too (DGELU[_BGRAD]), where
+/// cuBLASLt's aux matrix fits (one rhs matrix, the lhs not transposed, a static
+/// last dim that is a multiple of 8). Each group of two or more ops goes to
+/// `commit` at once (so `isFree` sees it for the next matmul). Cost: O(users)
+/// per matmul.
 void formMatmulGroups(Block &block, bool geluEpilogues,
                       llvm::function_ref<bool(Operation *)> isFree,
                       llvm::function_ref<void(MatmulGroup)> commit);

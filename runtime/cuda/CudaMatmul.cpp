@@ -116,34 +116,39 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
              m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
          "EPILOGUE");
   }
-  if (call.bias >= 0) {
-    const BufferDesc &bias = plan.buffers[call.bias];
-    if (bias.dtype != c.dtype || bias.shape != Shape{l.n})
-      throw Error(op.where + ": the bias is " +
-                  typeStr(bias.dtype, bias.shape) + ", expected " +
+  // The bias (read) or DGELU_BGRAD's bias gradient (written): n elements of
+  // the result's type through BIAS_POINTER. The heuristic depends on the
+  // pointer's alignment: key on it.
+  auto setBiasVector = [&](int64_t id, const char *what) {
+    const BufferDesc &v = plan.buffers[id];
+    if (v.dtype != c.dtype || v.shape != Shape{l.n})
+      throw Error(op.where + ": the " + what + " is " +
+                  typeStr(v.dtype, v.shape) + ", expected " +
                   typeStr(c.dtype, Shape{l.n}));
-    const void *biasPtr = reinterpret_cast<const void *>(ptrOf[call.bias]);
-    int32_t biasType = static_cast<int32_t>(type);
-    int64_t biasStride = 0;
+    void *ptr = reinterpret_cast<void *>(ptrOf[id]);
+    int32_t vectorType = static_cast<int32_t>(type);
     ltck(lt->cublasLtMatmulDescSetAttribute(
-             m.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
-             sizeof(biasPtr)),
+             m.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof(ptr)),
          "BIAS_POINTER");
-    ltck(lt->cublasLtMatmulDescSetAttribute(
-             m.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-             sizeof(biasType)),
+    ltck(lt->cublasLtMatmulDescSetAttribute(m.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                            &vectorType, sizeof(vectorType)),
          "BIAS_DATA_TYPE");
+    biasAlign = ptrOf[id] & 15u;
+  };
+  if (call.bias >= 0) {
+    setBiasVector(call.bias, "bias");
+    int64_t biasStride = 0;
     if (l.batch > 1)
       ltck(lt->cublasLtMatmulDescSetAttribute(
                m.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
                sizeof(biasStride)),
            "BIAS_BATCH_STRIDE");
-    // The heuristic depends on the bias pointer's alignment: key on it.
-    biasAlign = ptrOf[call.bias] & 15u;
   }
+  if (call.biasGrad >= 0)
+    setBiasVector(call.biasGrad, "bias gradient");
   // GELU's input (stored by GELU_AUX*, read by DGELU*) has the result's
-  // layout: column-major n x m, leading dim n; DGELU_BGRAD's bias gradient
-  // (length n, the result's type) goes where a bias would come from.
+  // layout: column-major n x m, leading dim n.
   uintptr_t auxAlign = 0;
   if (call.aux >= 0) {
     const BufferDesc &x = plan.buffers[call.aux];
@@ -164,24 +169,6 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
              sizeof(auxLd)),
          "EPILOGUE_AUX_LD");
     auxAlign = ptrOf[call.aux] & 15u;
-  }
-  if (call.biasGrad >= 0) {
-    const BufferDesc &g = plan.buffers[call.biasGrad];
-    if (g.dtype != c.dtype || g.shape != Shape{l.n})
-      throw Error(op.where + ": the bias gradient is " +
-                  typeStr(g.dtype, g.shape) + ", expected " +
-                  typeStr(c.dtype, Shape{l.n}));
-    void *gradPtr = reinterpret_cast<void *>(ptrOf[call.biasGrad]);
-    int32_t gradType = static_cast<int32_t>(type);
-    ltck(lt->cublasLtMatmulDescSetAttribute(m.desc,
-                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                            &gradPtr, sizeof(gradPtr)),
-         "BIAS_POINTER (gradient)");
-    ltck(lt->cublasLtMatmulDescSetAttribute(m.desc,
-                                            CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                            &gradType, sizeof(gradType)),
-         "BIAS_DATA_TYPE (gradient)");
-    biasAlign = ptrOf[call.biasGrad] & 15u;
   }
   auto layout = [&](cublasLtMatrixLayout_t *out, const MatrixLayout &ml) {
     ltck(lt->cublasLtMatrixLayoutCreate(out, type, static_cast<uint64_t>(ml.rows),

@@ -219,3 +219,42 @@ func.func @far_reader(%g: tensor<64x48xbf16>, %x: tensor<64x48xbf16>, %y: tensor
   }
   return %o, %b : tensor<48xf32>, tensor<48xf32>
 }
+
+// -----
+
+// Past the window, a reader that also reads a value made after the loop
+// stays where it is (the fusion sits at the loop).
+// (The last exp, a loop of one, joins the reduction within its window.)
+// CHECK-LABEL: func.func @far_reader_late_operand
+// CHECK-NEXT: %[[D:.+]] = step.gelu_grad
+// CHECK-COUNT-16: step.exp
+// CHECK-NEXT: %[[R:.+]] = step.fusion "reduction"(%{{.+}}, %[[D]])
+// CHECK: return %[[D]], %[[R]]
+func.func @far_reader_late_operand(%g: tensor<64x48xbf16>, %x: tensor<64x48xbf16>, %y: tensor<64x48xf32>) -> (tensor<64x48xbf16>, tensor<48xf32>) {
+  %d = step.gelu_grad %g, %x approximate tanh : tensor<64x48xbf16>
+  %e0 = step.exp %y : tensor<64x48xf32>
+  %e1 = step.exp %e0 : tensor<64x48xf32>
+  %e2 = step.exp %e1 : tensor<64x48xf32>
+  %e3 = step.exp %e2 : tensor<64x48xf32>
+  %e4 = step.exp %e3 : tensor<64x48xf32>
+  %e5 = step.exp %e4 : tensor<64x48xf32>
+  %e6 = step.exp %e5 : tensor<64x48xf32>
+  %e7 = step.exp %e6 : tensor<64x48xf32>
+  %e8 = step.exp %e7 : tensor<64x48xf32>
+  %e9 = step.exp %e8 : tensor<64x48xf32>
+  %e10 = step.exp %e9 : tensor<64x48xf32>
+  %e11 = step.exp %e10 : tensor<64x48xf32>
+  %e12 = step.exp %e11 : tensor<64x48xf32>
+  %e13 = step.exp %e12 : tensor<64x48xf32>
+  %e14 = step.exp %e13 : tensor<64x48xf32>
+  %e15 = step.exp %e14 : tensor<64x48xf32>
+  %e16 = step.exp %e15 : tensor<64x48xf32>
+  %b = step.fusion "reduction"(%d, %e16) : (tensor<64x48xbf16>, tensor<64x48xf32>) -> tensor<48xf32> {
+  ^bb0(%v: tensor<64x48xbf16>, %u: tensor<64x48xf32>):
+    %0 = step.cast %v : tensor<64x48xbf16> -> tensor<64x48xf32>
+    %1 = step.mul %0, %u : tensor<64x48xf32>
+    %2 = step.reduce_sum %1 dims = [0] : tensor<64x48xf32> -> tensor<48xf32>
+    step.yield %2 : tensor<48xf32>
+  }
+  return %d, %b : tensor<64x48xbf16>, tensor<48xf32>
+}

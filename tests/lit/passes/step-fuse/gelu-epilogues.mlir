@@ -111,3 +111,29 @@ func.func @other_sum(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %h: tensor<4x16
   %s = step.reduce_sum %d dims = [1] : tensor<4x16xf32> -> tensor<4xf32>
   return %d, %s : tensor<4x16xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The sum with kept dims ([1, 16], not the bias vector cuBLASLt writes),
+// and a gradient read only by its sum (no D to store: cuBLASLt writes D
+// either way): DGELU, each sum a reduction of its own.
+// CHECK-LABEL: func.func @sums_left_out
+// CHECK: %[[F:.+]] = step.fusion "matmul"
+// CHECK-NOT: step.reduce_sum
+// CHECK: step.yield %{{.+}} : tensor<4x16xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: step.reduce_sum %[[F]] dims = [0] keepdim
+// CHECK-NEXT: %[[G:.+]] = step.fusion "matmul"
+// CHECK-NOT: step.reduce_sum
+// CHECK: step.yield %{{.+}} : tensor<4x16xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: step.reduce_sum %[[G]] dims = [0] :
+func.func @sums_left_out(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %h: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<1x16xf32>, tensor<16xf32>) {
+  %m = step.matmul %dy, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %d = step.gelu_grad %m, %h approximate tanh : tensor<4x16xf32>
+  %s = step.reduce_sum %d dims = [0] keepdim : tensor<4x16xf32> -> tensor<1x16xf32>
+  %m2 = step.matmul %dy, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %d2 = step.gelu_grad %m2, %h approximate tanh : tensor<4x16xf32>
+  %s2 = step.reduce_sum %d2 dims = [0] : tensor<4x16xf32> -> tensor<16xf32>
+  return %d, %s, %s2 : tensor<4x16xf32>, tensor<1x16xf32>, tensor<16xf32>
+}
