@@ -3,6 +3,7 @@
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
+//              [--gelu-epilogues]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
 //              [--offload=none|auto|all[,...]] [--offload-optimizer]
 //   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
@@ -133,6 +134,9 @@ int main(int argc, char **argv) {
   app.add_option("--out", out, "also write the JSON here");
   bool noFuse = false;
   app.add_flag("--no-fuse", noFuse, "compile without step-fuse (as stepc)");
+  bool geluEpilogues = false;
+  app.add_flag("--gelu-epilogues", geluEpilogues,
+               "GELU and its gradient in cuBLASLt epilogues (as stepc)");
   std::string amp;
   app.add_option("--amp", amp, "bf16 | fp16 (as stepc); default off");
   std::string bucket;
@@ -176,6 +180,7 @@ int main(int argc, char **argv) {
       options.clipNorm = clip;
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
+    options.geluEpilogues = geluEpilogues;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
     options.offload = step::OffloadOptions::parse(offload);
@@ -262,6 +267,7 @@ int main(int argc, char **argv) {
         {"kernel_launches", launches},
         {"bytes_per_step", {{"read", bytesRead}, {"written", bytesWritten}}},
         {"fused", !noFuse},
+        {"gelu_epilogues", geluEpilogues},
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},
