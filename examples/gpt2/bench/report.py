@@ -176,7 +176,8 @@ def markdown(report):
 # Inductor's `triton_*_fused_<aten ops>`), so the split is approximate: a
 # kernel that fuses a layer norm into a residual add counts as layer norm
 # on both sides; bias gradients, GELU and the parameters' bf16 casts are
-# "other" on both.
+# "other" on both (but matmul on StepJIT's side with stepc --gelu-epilogues,
+# where cuBLASLt computes GELU, its gradient and the MLP's bias gradient).
 CATEGORIES = ("matmul", "attention", "loss", "layer norm", "optimizer",
               "embedding", "other")
 _STEPJIT_WORDS = (
