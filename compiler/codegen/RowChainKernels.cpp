@@ -50,6 +50,9 @@ namespace step::codegen::detail {
 
 namespace ops = mlir::step;
 
+static_assert(kWarpRowsPerBlock == ops::kRowChainWarps,
+              "C7's shared-memory cap counts kRowChainWarps warps a block");
+
 namespace {
 
 /// "acc<r>": the accumulator local that `a.result` reads.

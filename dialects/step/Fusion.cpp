@@ -481,7 +481,8 @@ std::optional<RowChain> analyzeRowChain(Block &body, std::string &why) {
   int64_t columnBytes = 0;
   for (Operation *c : rc.columns) {
     Type e = cast<RankedTensorType>(c->getResult(0).getType()).getElementType();
-    columnBytes += 8 * rc.cols * (e.getIntOrFloatBitWidth() > 32 ? 8 : 4);
+    columnBytes +=
+        kRowChainWarps * rc.cols * (e.getIntOrFloatBitWidth() > 32 ? 8 : 4);
   }
   if (columnBytes > kRowChainColumnSharedBytes) {
     why = "has " + std::to_string(rc.columns.size()) +

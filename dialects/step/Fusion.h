@@ -76,10 +76,13 @@ inline constexpr const char *kRowChainFusion = "row_chain";
 /// most kRowChainColumnMaxCols elements.
 inline constexpr int64_t kRowChainColumnMaxCols = 1024;
 /// The most bytes a row_chain's column sums take in its kernel's shared
-/// memory (RowChainKernels.cpp: 8 warps x cols accumulators of 4 bytes, 8
-/// for 64-bit types, per column reduction): 96 KiB, under the 99 KiB an
-/// sm_86/sm_89 block may take (sm_80: 163, sm_90: 227).
+/// memory (RowChainKernels.cpp: kRowChainWarps x cols accumulators of 4
+/// bytes, 8 for 64-bit types, per column reduction): 96 KiB, under the 99
+/// KiB an sm_86/sm_89 block may take (sm_80: 163, sm_90: 227).
 inline constexpr int64_t kRowChainColumnSharedBytes = 96 * 1024;
+/// Warps (rows) of a row_chain block with column reductions: codegen's
+/// kWarpRowsPerBlock, which RowChainKernels.cpp asserts equal.
+inline constexpr int64_t kRowChainWarps = 8;
 struct RowChain {
   llvm::SmallVector<int64_t> domain; ///< D, the shape every reduction reads
   int64_t lead = 0;                  ///< leading dims of D: a row's index

@@ -248,9 +248,10 @@ FailureOr<Grads> geluGradVJP(OpBuilder &b, Operation *op, Value grad,
     Value s = a.sub(one, a.mul(t, t));
     Value du = a.mul(a.c(beta), a.add(one, a.mul(a.c(3.0 * kappa), xSq)));
     Value ddu = a.mul(a.c(6.0 * beta * kappa), x);
-    Value ds = a.mul(a.mul(a.c(-2.0), t), a.mul(s, du));
+    Value sdu = a.mul(s, du);
+    Value ds = a.mul(a.mul(a.c(-2.0), t), sdu);
     Value inner = a.add(a.mul(ds, du), a.mul(s, ddu));
-    second = a.add(a.mul(s, du), a.mul(a.mul(half, x), inner));
+    second = a.add(sdu, a.mul(a.mul(half, x), inner));
   }
   Value dx = a.mul(a.mul(wide(grad), wide(gg.getGrad())), second);
   grads[1] = narrow ? castTo(b, loc, dx, elem) : dx;

@@ -3,11 +3,11 @@
 // The CPU backend runs a fusion's body op by op on the unfused kernels
 // (EvalStep.cpp), each op over whole tensors: a chain of twenty ops (as
 // GELU's backward was, written out) on 4 MB tensors moves ~250 MB through
-// memory. For a body of elementwise
-// ops and views whose results all have N elements (a loop fusion), this
-// runs the same kernels on chunks of kChunk elements instead, so every
-// N-element value exists one chunk at a time, in cache, and main memory
-// sees each input and result once, as the GPU's fused kernel does.
+// memory. For a body of elementwise ops and views whose results all have
+// N elements (a loop fusion), this runs the same kernels on chunks of
+// kChunk elements instead, so every N-element value exists one chunk at a
+// time, in cache, and main memory sees each input and result once, as the
+// GPU's fused kernel does.
 //
 // Guarantee: the same bits as op by op. An elementwise kernel computes
 // element i from element i of its operands alone (dropout, whose mask

@@ -31,6 +31,7 @@ void CudaExecutor::setCarried(
   x.carriedArgument.assign(plan.arguments.size(), false);
   x.carriedResult.assign(plan.results.size(), false);
   x.carriedCurrent = false;
+  x.carriedInPlace = false;
   for (auto [arg, r] : pairs) {
     if (arg >= plan.arguments.size() || r >= plan.results.size())
       throw Error("setCarried: argument " + std::to_string(arg) +
@@ -53,6 +54,7 @@ void CudaExecutor::setCarried(
     x.carried.emplace_back(arg, r);
     x.carriedArgument[arg] = true;
     x.carriedResult[r] = true;
+    x.carriedInPlace |= res == a;
   }
 }
 
@@ -60,13 +62,7 @@ const std::vector<std::pair<size_t, size_t>> &CudaExecutor::carried() const {
   return impl_->carried;
 }
 
-bool CudaExecutor::updatesInPlace() const {
-  const Impl &x = *impl_;
-  for (auto [arg, r] : x.carried)
-    if (x.ptrOf[x.plan.arguments[arg]] == x.ptrOf[x.plan.results[r]])
-      return true;
-  return false;
-}
+bool CudaExecutor::updatesInPlace() const { return impl_->carriedInPlace; }
 
 void CudaExecutor::commitCarried() {
   Impl &x = *impl_;

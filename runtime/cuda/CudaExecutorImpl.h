@@ -169,6 +169,9 @@ struct CudaExecutor::Impl {
   /// index pairs, and by index whether an argument or result is carried.
   std::vector<std::pair<size_t, size_t>> carried;
   std::vector<bool> carriedArgument, carriedResult;
+  /// Whether a carried result is its argument's own buffer (a donated
+  /// update, written in place by the run): CudaExecutor::updatesInPlace.
+  bool carriedInPlace = false;
   /// Whether the carried arguments' device buffers hold their current
   /// values (commitCarried ran and no invalidateCarried since), so run()
   /// uploads none of them.

@@ -219,16 +219,11 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
                                             m.c, pref, wanted, results, &found);
   lt->cublasLtMatmulPreferenceDestroy(pref);
   ltck(st, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1) {
-    bool gelu = call.aux >= 0; // only stepc --gelu-epilogues makes these
+  if (found < 1) // an aux matrix: only stepc --gelu-epilogues makes one
     throw Error(op.where + ": cuBLASLt has no algorithm for " +
                 typeStr(a.dtype, a.shape) + " x " + typeStr(b.dtype, b.shape) +
-                (call.epilogue == MatmulEpilogue::None
-                     ? std::string()
-                     : std::string(" with the ") +
-                           matmulEpilogueName(call.epilogue) + " epilogue") +
-                (gelu ? "; compile without --gelu-epilogues" : ""));
-  }
+                " with the " + matmulEpilogueName(call.epilogue) + " epilogue" +
+                (call.aux >= 0 ? "; compile without --gelu-epilogues" : ""));
   m.algo = algoCache[key] = results[0].algo;
   if (found > 1)
     for (int i = 0; i < found; ++i)

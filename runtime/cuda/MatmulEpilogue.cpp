@@ -15,7 +15,7 @@
 
 #include "runtime/cuda/MatmulEpilogue.h"
 
-#include <map>
+#include <numeric>
 
 namespace step::rt::cuda {
 
@@ -91,6 +91,17 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
         s.attrs[name].is_string())
       return s.attrs[name].get<std::string>();
     return std::string();
+  };
+  auto intsAttr = [&](const PlanStep &s, const char *name) {
+    std::vector<int64_t> v;
+    if (s.attrs.is_object() && s.attrs.contains(name)) {
+      try {
+        v = s.attrs[name].get<std::vector<int64_t>>();
+      } catch (const nlohmann::json::exception &) {
+        throw fail(std::string(name) + " is not a list of integers");
+      }
+    }
+    return v;
   };
   auto argIndex = [&](int64_t id) {
     for (size_t i = 0; i < body.arguments.size(); ++i)
@@ -173,16 +184,9 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
         throw fail("the bias broadcast must have one operand and one use");
       const BufferDesc &b = body.buffers[bc.operands[0]];
       int64_t rank = static_cast<int64_t>(product.shape.size());
-      std::vector<int64_t> dims;
-      if (bc.attrs.is_object() && bc.attrs.contains("broadcast_dimensions")) {
-        try {
-          dims = bc.attrs["broadcast_dimensions"].get<std::vector<int64_t>>();
-        } catch (const nlohmann::json::exception &) {
-          throw fail("broadcast_dimensions is not a list of integers");
-        }
-      }
       if (b.shape.size() != 1 || b.shape[0] != product.shape.back() ||
-          dims != std::vector<int64_t>{rank - 1})
+          intsAttr(bc, "broadcast_dimensions") !=
+              std::vector<int64_t>{rank - 1})
         throw fail("the bias must be a rank-1 tensor of the last dim (" +
                    std::to_string(product.shape.back()) +
                    ") broadcast along that dim, found " +
@@ -230,21 +234,18 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     // DGELU_BGRAD: the gradient's one other reader sums it over the rows.
     size_t k = users[cur][0];
     const PlanStep &s = body.steps[k];
-    const BufferDesc &g = body.buffers[s.results.empty() ? cur : s.results[0]];
-    std::vector<int64_t> dims, leading;
-    for (size_t d = 0; d + 1 < product.shape.size(); ++d)
-      leading.push_back(static_cast<int64_t>(d));
-    if (s.attrs.is_object() && s.attrs.contains("dims")) {
-      try {
-        dims = s.attrs["dims"].get<std::vector<int64_t>>();
-      } catch (const nlohmann::json::exception &) {
-        throw fail("reduce_sum's dims is not a list of integers");
-      }
-    }
-    if (users[cur].size() != 1 || s.op != "step.reduce_sum" ||
-        s.results.size() != 1 || dims != leading ||
-        g.shape != Shape{product.shape.back()} || g.dtype != product.dtype ||
-        !users[s.results[0]].empty() || resultIndex(s.results[0]) < 0)
+    std::vector<int64_t> leading(product.shape.size() - 1);
+    std::iota(leading.begin(), leading.end(), int64_t(0));
+    auto isBiasGradient = [&] {
+      if (users[cur].size() != 1 || s.op != "step.reduce_sum" ||
+          s.results.size() != 1 || intsAttr(s, "dims") != leading)
+        return false;
+      const BufferDesc &g = body.buffers[s.results[0]];
+      return g.shape == Shape{product.shape.back()} &&
+             g.dtype == product.dtype && users[s.results[0]].empty() &&
+             resultIndex(s.results[0]) >= 0;
+    };
+    if (!isBiasGradient())
       throw fail("the gradient's other reader, " + describe(k) +
                  ", is not a reduce_sum over every dim but the last into a "
                  "result of the product's element type (the bias "

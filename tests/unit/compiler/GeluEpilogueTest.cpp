@@ -19,8 +19,6 @@
 #include "dialects/step/StepOps.h"
 #include "runtime/cuda/MatmulEpilogue.h"
 
-#include "mlir/Parser/Parser.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -52,16 +50,15 @@ TEST_P(GeluEpilogues, SameBitsAndOneCuBlasLtCallEachWay) {
   Model model = gpt2Model();
   auto ctx = makeContext();
   auto build = [&](bool fuse, bool gelu) {
-    auto m = mlir::parseSourceString<ModuleOp>(model.mlir, ctx.get());
-    EXPECT_TRUE(m);
     TrainOptions t;
     t.optimizer = OptimizerOptions::parse("adamw,lr=1e-2");
     t.clipNorm = 0.5;
     t.amp = AmpOptions::parse(amp, "", "auto");
     t.fuse = fuse;
     t.geluEpilogues = gelu;
-    EXPECT_TRUE(mlir::succeeded(buildTrainStep(*m, t)));
-    return m;
+    BuiltStep b = buildStep(ctx.get(), model, t);
+    EXPECT_TRUE(b.module) << b.errors;
+    return std::move(b.module);
   };
   OwningOpRef<ModuleOp> ref = build(false, false), plain = build(true, false),
                         gelu = build(true, true);
