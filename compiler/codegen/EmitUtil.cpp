@@ -369,9 +369,13 @@ std::string paramList(mlir::Operation *op, KernelSource &ks,
   return s;
 }
 
-std::string signature(const KernelSource &ks, const std::string &params) {
-  return "extern \"C\" __global__ void __launch_bounds__(" +
-         std::to_string(ks.blockX) + ") " + ks.name + "(" + params + ")";
+std::string signature(const KernelSource &ks, const std::string &params,
+                      int minBlocks) {
+  std::string bounds = std::to_string(ks.blockX);
+  if (minBlocks > 0)
+    bounds += ", " + std::to_string(minBlocks);
+  return "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " +
+         ks.name + "(" + params + ")";
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {

@@ -115,6 +115,17 @@ constexpr int64_t kChainColumnBlocks = 528;
 /// Most elements a thread takes of a row_chain row for its passes to be
 /// unrolled (a warp row of up to 1024 elements: 32).
 constexpr int64_t kChainUnrollMax = 32;
+/// Most registers a thread of an unrolled row_chain kernel gives to the
+/// row's elements of inputs that several passes read (loaded once a row
+/// instead of once a pass): GPT-2's layer-norm gradient keeps x (f32) and
+/// the output gradient (bf16), 24 elements a lane each at width 768.
+constexpr int64_t kChainCacheMax = 64;
+/// Such a kernel with column reductions: blocks resident an SM (its
+/// launch bounds; 80 registers a thread for GPT-2's, ptxas sm_90) and the
+/// grid, one wave of them on 132 SMs (528 blocks, two waves at three an
+/// SM, would give the second wave's SMs one block each).
+constexpr int kChainCachedBlocksPerSM = 3;
+constexpr int64_t kChainCachedColumnBlocks = 3 * 132;
 RowMapping rowMapping(int64_t rows, int64_t k, int64_t maxBlock = 256);
 
 /// How a column reduction (the innermost dim kept: `m` outputs, each the
@@ -146,8 +157,11 @@ constexpr int64_t kColumnMinChunk = 128;
 /// "out<j>") and fills `ks.params` with the names in that order.
 std::string paramList(mlir::Operation *op, KernelSource &ks,
                       PreludeNeeds &needs, bool restrict);
-/// `extern "C" __global__ void __launch_bounds__(block) name(params)`.
-std::string signature(const KernelSource &ks, const std::string &params);
+/// `extern "C" __global__ void __launch_bounds__(block) name(params)`;
+/// with `minBlocks`, `__launch_bounds__(block, minBlocks)` (ptxas keeps
+/// the registers to what that many resident blocks an SM allow).
+std::string signature(const KernelSource &ks, const std::string &params,
+                      int minBlocks = 0);
 
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);

@@ -20,9 +20,15 @@
 //    the rows: GPT-2's layer-norm gradient took 87 registers with them in
 //    registers, two blocks an SM).
 // A lane with at most kChainUnrollMax elements of its row runs each pass
-// unrolled, its loads in flight together. With column reductions the grid
-// is at most kChainColumnBlocks blocks; each adds its warps' rows in warp
-// order into row blockIdx.x of a [G, cols] partial array,
+// unrolled, its loads in flight together; then the inputs that two or
+// more passes read at the element are loaded once a row into per-lane
+// register arrays rc<n>_[NJ] (the most-read first, up to kChainCacheMax
+// registers; found from a first emission's pass code) that every pass
+// reads instead of memory. With column reductions the grid
+// is at most kChainColumnBlocks blocks (kChainCachedColumnBlocks, with
+// launch bounds for three blocks an SM, when rows are cached); each adds
+// its warps' rows in warp order into row blockIdx.x of a [G, cols]
+// partial array,
 // and the second phase `_cols` adds each column's G partials in a fixed
 // order (lanes y, y + 8, ..., then the lanes in turn) and stores the
 // result rounded once: the same bits whatever the block schedule.
@@ -32,10 +38,11 @@
 // replaces stores; a column reduction sums in another order than the
 // column kernel it replaces (f32 rounding differs, not the result's
 // type). Cost: one launch (two with column reductions: the second reads
-// G x cols partials); the row is read once per stage and
-// once for the stores (a warp's row of 768 f32 is 3 KB, so the passes
-// after the first read L1/L2, not DRAM); per-element values a stage needs
-// are recomputed in each pass that needs them (ALU work, no memory).
+// G x cols partials); a cached input is read from memory once a row, any
+// other once per pass that reads it (a warp's row of 768 f32 is 3 KB, so
+// the passes after the first read L1/L2, not DRAM); per-element values a
+// stage needs are recomputed in each pass that needs them (ALU work, no
+// memory); emission runs twice when some input is cached.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusionKernels.h"
@@ -180,14 +187,24 @@ std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
          sh.decls("[8][33]") + body + "}\n";
 }
 
-} // namespace
+/// One emission of a row_chain kernel: the kernel, and the code of each
+/// pass over the row (the stages', then the stores') for choosing the
+/// inputs to keep in registers.
+struct ChainEmission {
+  KernelSource ks;
+  std::vector<std::string> passes;
+  int64_t perLane = 0; ///< elements of a row a lane takes
+  bool unrolled = false;
+};
 
-KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
-  std::string why;
-  std::optional<ops::RowChain> rc = ops::analyzeRowChain(f.getBlock(), why);
-  if (!rc)
-    throw rt::Error("codegen: a row_chain fusion whose body " + why);
+/// The row_chain kernel of `f`, the inputs numbered in `cached` loaded
+/// into registers once per row (unrolled passes only: arrays indexed by
+/// the unrolled j_ are registers) and read from there by every pass.
+ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
+                        const std::string &name,
+                        const std::vector<unsigned> &cached) {
   int64_t m = rc->rows, k = rc->cols;
+  ChainEmission em;
 
   KernelSource ks;
   ks.name = name;
@@ -200,7 +217,9 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   ks.gridX = rowMap.grid;
   bool columns = !rc->columns.empty();
   if (columns) // every block adds a partial per column: fewer blocks
-    ks.gridX = std::min<int64_t>(ks.gridX, kChainColumnBlocks);
+    ks.gridX =
+        std::min<int64_t>(ks.gridX, cached.empty() ? kChainColumnBlocks
+                                                   : kChainCachedColumnBlocks);
   // A lane's elements of its row: kk = lane + j * NTH for j < NJ, the
   // same columns every row. With few enough, each pass over the row is
   // unrolled, so a lane's loads are all in flight at once (rather than one
@@ -209,7 +228,17 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
           perLane = (k + nth - 1) / nth;
   std::string nj = std::to_string(perLane);
   bool unrolled = perLane <= kChainUnrollMax;
+  em.perLane = perLane;
+  em.unrolled = unrolled;
+  // The cached inputs: rc<n>_[j_] holds in<n> at the lane's j_-th element,
+  // bound at the start of every pass's scope.
+  mlir::Block &blk = f.getBlock();
+  auto bindCached = [&] {
+    for (unsigned n : cached)
+      x.bind(blk.getArgument(n), "off", "rc" + std::to_string(n) + "_[j_]");
+  };
   auto rowPass = [&](const std::string &inner) {
+    em.passes.push_back(inner);
     std::string head =
         unrolled ? "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
                        "; ++j_) {\n"
@@ -226,12 +255,31 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   vars.insert(vars.end(), {{"I", I}, {"K", std::to_string(k)}});
 
   std::string shared, body;
+  if (!cached.empty()) { // one load of each cached input per row
+    std::string decls, loads;
+    for (unsigned n : cached) {
+      mlir::Value a = blk.getArgument(n);
+      needs.add(elemOf(a.getType()));
+      std::string R = "rc" + std::to_string(n) + "_",
+                  T = FusionExpr::localType(a);
+      decls += "    " + T + " " + R + "[" + nj + "];\n";
+      loads +=
+          "      " + R + "[j_] = live_ && kk < $K ? " +
+          FusionExpr::toLocal(a, "in" + std::to_string(n) + "[base + kk]") +
+          " : (" + T + ")0;\n";
+    }
+    body += "    // the row's elements of the inputs every pass reads\n" +
+            decls + "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
+            "; ++j_) {\n      const $I kk = $TID + j_ * $NTH;\n" + loads +
+            "    }\n";
+  }
   unsigned r = 0; // accumulators numbered across stages
   for (auto [s, roots] : llvm::enumerate(rc->stages)) {
     std::vector<Acc> accs;
     for (mlir::Operation *root : roots)
       accs.push_back(accumulatorOf(root, k, r + accs.size()));
     // The pass: prologues at the element read, named before use.
+    bindCached();
     std::vector<std::string> locals;
     for (const Acc &a : accs)
       locals.push_back(x.valueAt(a.root->getOperand(0), "off"));
@@ -275,6 +323,7 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   skip = rowYields;
   std::vector<Acc> cols;
   std::vector<std::string> colLocals;
+  bindCached();
   for (mlir::Operation *c : rc->columns) {
     cols.push_back(accumulatorOf(c, m, r + cols.size()));
     colLocals.push_back(x.valueAt(c->getOperand(0), "off"));
@@ -326,11 +375,52 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
     colKernel = columnTotals(f, cols, params);
     ks.then.push_back({"_cols", (k + 31) / 32, 256, 0});
   }
-  ks.source = prelude(needs) + subst(globals, vars) + signature(ks, params) +
-              " {\n" + x.takeHoisted("  ") + shared +
-              subst(colInit + head + body + "  }\n" + colEnd, vars) + "}\n" +
-              subst(colKernel, vars);
-  return ks;
+  int minBlocks = columns && !cached.empty() ? kChainCachedBlocksPerSM : 0;
+  ks.source = prelude(needs) + subst(globals, vars) +
+              signature(ks, params, minBlocks) + " {\n" + x.takeHoisted("  ") +
+              shared + subst(colInit + head + body + "  }\n" + colEnd, vars) +
+              "}\n" + subst(colKernel, vars);
+  em.ks = std::move(ks);
+  return em;
+}
+
+/// The inputs worth a register copy of the lane's row elements: those that
+/// two or more passes read at the element (their code has `in<n>[off]`),
+/// most-read first, while their elements fit kChainCacheMax registers a
+/// thread. Unrolled passes only.
+std::vector<unsigned> inputsToCache(ops::FusionOp f, const ChainEmission &em) {
+  if (!em.unrolled || em.perLane == 0)
+    return {};
+  std::vector<std::pair<int, unsigned>> reads; // (-passes, input)
+  for (unsigned n = 0; n < f.getBlock().getNumArguments(); ++n) {
+    std::string load = "in" + std::to_string(n) + "[off]";
+    int passes = 0;
+    for (const std::string &p : em.passes)
+      passes += p.find(load) != std::string::npos;
+    if (passes >= 2)
+      reads.push_back({-passes, n});
+  }
+  std::sort(reads.begin(), reads.end());
+  std::vector<unsigned> cached;
+  for (auto [negPasses, n] : reads)
+    if (int64_t(cached.size() + 1) * em.perLane <= kChainCacheMax)
+      cached.push_back(n);
+  std::sort(cached.begin(), cached.end());
+  return cached;
+}
+
+} // namespace
+
+KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
+  std::string why;
+  std::optional<ops::RowChain> rc = ops::analyzeRowChain(f.getBlock(), why);
+  if (!rc)
+    throw rt::Error("codegen: a row_chain fusion whose body " + why);
+  ChainEmission plain = emitChain(f, &*rc, name, {});
+  std::vector<unsigned> cached = inputsToCache(f, plain);
+  if (cached.empty())
+    return std::move(plain.ks);
+  return emitChain(f, &*rc, name, cached).ks;
 }
 
 } // namespace step::codegen::detail

@@ -187,7 +187,7 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     the forward stores them)."""
     s, tq, tk, d, dv = shape
     src = open(path).read()
-    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    sig = re.search(r"void __launch_bounds__\((\d+)(?:, \d+)?\) (\w+)\(([^)]*)\)", src)
     block, name = sig.group(1), sig.group(2)
     params = [re.match(r"(const )?(.+?) \*(?:__restrict__ )?(\w+)",
                        p.strip()).groups() for p in sig.group(3).split(",")]

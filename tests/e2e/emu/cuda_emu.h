@@ -348,7 +348,7 @@ inline void stepLdm2T(unsigned (&r)[2], const void *row) {
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__
 #define smem emuShared
 

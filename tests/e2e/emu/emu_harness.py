@@ -48,7 +48,7 @@ def single_kernel(stepc, name, mlir, tmp, fuse):
         sys.exit(f"FAIL {name}: expected one kernel, got "
                  f"{[os.path.basename(k) for k in kernels]}")
     src = open(kernels[0]).read()
-    sig = re.search(r"void __launch_bounds__\((\d+)\) (\w+)\(([^)]*)\)", src)
+    sig = re.search(r"void __launch_bounds__\((\d+)(?:, \d+)?\) (\w+)\(([^)]*)\)", src)
     params = [re.match(r"(const )?(.+?) \*(?:__restrict__ )?(\w+)", p.strip())
               .groups() for p in sig.group(3).split(",")]
     return kernels[0], src, int(sig.group(1)), sig.group(2), params

@@ -71,11 +71,27 @@ TEST(FusionRowChain, LayerNormBackwardIsOneRowKernelInThreeStages) {
   EXPECT_TRUE(contains(ks.source, "// stage 2"));
   EXPECT_FALSE(contains(ks.source, "// stage 3"));
   EXPECT_EQ(count(ks.source, "rowReduce<true>("), 4u);
-  // Four passes over the row, each unrolled over a lane's 3 elements.
+  // Four passes over the row, each unrolled over a lane's 3 elements,
+  // after one loop loading the lane's elements of x and dy (read by three
+  // and four passes) into registers: every pass reads them there, and no
+  // pass reads x or dy from memory.
   EXPECT_EQ(count(ks.source, "#pragma unroll\n    for (int j_ = 0; j_ < 3; "
                              "++j_) {\n      const int kk = (int)(threadIdx.x "
                              "& 31) + j_ * 32;"),
-            4u);
+            5u);
+  EXPECT_TRUE(contains(ks.source, "    float rc0_[3];\n    float rc2_[3];\n"));
+  EXPECT_TRUE(contains(ks.source,
+                       "rc0_[j_] = live_ && kk < 96 ? in0[base + kk] : "
+                       "(float)0;\n      rc2_[j_] = live_ && kk < 96 ? "
+                       "__bfloat162float(in2[base + kk]) : (float)0;\n"));
+  EXPECT_EQ(count(ks.source, "in0[off]"), 0u);
+  EXPECT_EQ(count(ks.source, "in2[off]"), 0u);
+  EXPECT_EQ(count(ks.source, " = rc0_[j_];"), 3u); // stages 0, 1; the stores
+  size_t preload = ks.source.find("float rc0_[3];");
+  ASSERT_NE(preload, std::string::npos);
+  EXPECT_LT(preload, ks.source.find("// stage 0"));
+  // No column reduction: the launch bounds name no blocks an SM.
+  EXPECT_TRUE(contains(ks.source, "__launch_bounds__(256) chain_ln("));
   // rsqrt(var + eps) once per row, between the variance and stage 2.
   size_t var = ks.source.find("const float res2 = acc2 / 96.0f;");
   size_t rsqrt = ks.source.find("1.0f / sqrtf(");
@@ -121,11 +137,14 @@ TEST(FusionRowChain, LongRowsTakeABlockEach) {
   EXPECT_EQ(ks.gridX, 5);
   EXPECT_EQ(count(ks.source, "rowReduce<false>("), 2u);
   EXPECT_TRUE(contains(ks.source, "MaxNaNOp()(acc0, "));
-  // 12 elements a thread: the passes unrolled.
+  // 12 elements a thread: the passes unrolled, x read once into
+  // registers (both stages and the stores read it).
   EXPECT_EQ(count(ks.source, "for (int j_ = 0; j_ < 12; ++j_) {\n"
                              "      const int kk = (int)threadIdx.x + j_ * "
                              "(int)blockDim.x;"),
-            3u);
+            4u);
+  EXPECT_EQ(count(ks.source, "in0[base + kk]"), 1u);
+  EXPECT_EQ(count(ks.source, "in0[off]"), 0u);
   EXPECT_FALSE(contains(ks.source, "if (threadIdx.x == 0)")); // no row result
   expectCompiles(ks);
 }
@@ -209,6 +228,62 @@ TEST(FusionRowChain, ColumnSumsAddBlockPartialsInASecondPhase) {
   EXPECT_TRUE(contains(ks.source, "acc3 / 2100.0f"));
   EXPECT_TRUE(contains(ks.source, "out1[c_] = "));
   EXPECT_TRUE(contains(ks.source, "out2[c_] = __float2bfloat16_rn("));
+  // x, read by both stages and the stores, is loaded once into registers;
+  // with that the kernel asks ptxas for registers enough for three blocks
+  // an SM.
+  EXPECT_EQ(count(ks.source, "in0[base + kk]"), 1u);
+  EXPECT_TRUE(contains(ks.source, "__launch_bounds__(256, 3) chain_cols("));
+  expectCompiles(ks);
+}
+
+TEST(FusionRowChain, CachedRowsWithColumnSumsRunOneWaveOfThreeBlocksAnSM) {
+  // 8192 rows of 96 (1024 blocks of 8 warps): a column reduction caps the
+  // grid, at 3 x 132 blocks when the row's inputs are kept in registers.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<8192x96xf32>",
+          R"(step.fusion "row_chain" (%x) : (tensor<8192x96xf32>) -> (tensor<8192x96xf32>, tensor<96xf32>) {
+  ^bb0(%a: tensor<8192x96xf32>):
+    %0 = step.reduce_mean %a dims = [1] : tensor<8192x96xf32> -> tensor<8192xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<8192xf32> -> tensor<8192x96xf32>
+    %2 = step.sub %a, %1 : tensor<8192x96xf32>
+    %3 = step.reduce_sum %2 dims = [0] : tensor<8192x96xf32> -> tensor<96xf32>
+    step.yield %2, %3 : tensor<8192x96xf32>, tensor<96xf32>
+  })",
+          {"tensor<8192x96xf32>", "tensor<96xf32>"}),
+      "chain_wave");
+  EXPECT_EQ(ks.gridX, 396);
+  EXPECT_TRUE(
+      contains(ks.source, "__device__ float chain_wave_cacc1[396 * 96];"));
+  EXPECT_TRUE(contains(ks.source, "__launch_bounds__(256, 3) chain_wave("));
+  EXPECT_EQ(count(ks.source, "in0[base + kk]"), 1u);
+  expectCompiles(ks);
+}
+
+TEST(FusionRowChain, RegistersForCachedRowsAreCapped) {
+  // Rows of 1024 (32 elements a lane): three inputs each read by the mean
+  // pass and the stores, but 64 registers hold two of them; the third
+  // (in2) is read from memory by both passes.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<16x1024xf32>, %y: tensor<16x1024xf32>, %z: "
+          "tensor<16x1024xf32>",
+          R"(step.fusion "row_chain" (%x, %y, %z) : (tensor<16x1024xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>) -> tensor<16x1024xf32> {
+  ^bb0(%a: tensor<16x1024xf32>, %b: tensor<16x1024xf32>, %c: tensor<16x1024xf32>):
+    %0 = step.mul %a, %b : tensor<16x1024xf32>
+    %1 = step.mul %0, %c : tensor<16x1024xf32>
+    %2 = step.reduce_sum %1 dims = [1] : tensor<16x1024xf32> -> tensor<16xf32>
+    %3 = step.broadcast_in_dim %2, dims = [0] : tensor<16xf32> -> tensor<16x1024xf32>
+    %4 = step.sub %1, %3 : tensor<16x1024xf32>
+    step.yield %4 : tensor<16x1024xf32>
+  })",
+          {"tensor<16x1024xf32>"}),
+      "chain_cap");
+  EXPECT_TRUE(
+      contains(ks.source, "    float rc0_[32];\n    float rc1_[32];\n"));
+  EXPECT_FALSE(contains(ks.source, "rc2_"));
+  EXPECT_EQ(count(ks.source, "in2[off]"), 2u);
+  EXPECT_TRUE(contains(ks.source, "__launch_bounds__(256) chain_cap("));
   expectCompiles(ks);
 }
 
