@@ -137,6 +137,9 @@ struct SharedRegions {
 /// Dynamic shared memory the tiled attention kernels may stage (sm_80
 /// allows 163 KB a block, sm_90 227 KB).
 constexpr int64_t kAttentionMaxShared = 160 * 1024;
+/// Most bytes of dS scratch the saved-dS gradient keeps (a module-scope
+/// array, AttentionMmaGrad.cpp); beyond it the gradient recomputes.
+constexpr int64_t kAttentionMaxScratch = int64_t(1) << 30;
 
 /// The fallbacks for a head too wide for 16-row tiles (AttentionOneRow.cpp):
 /// a block per query row, and a block per (batch, head) slice.
@@ -152,6 +155,16 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                                              const AttentionShape &a,
                                              bool causal,
                                              const std::string &name);
+
+/// The gradient entry points of the mma kernels (AttentionMmaGrad.cpp):
+/// sets `ks`'s source (after `src`, the helpers; each entry point opens
+/// with `views`), launches and shared memory for the recomputing form or,
+/// with `savedDs`, the one that stores dS for a dq launch. `vars` are
+/// emitAttentionMma's substitutions.
+void emitAttentionMmaGrad(
+    KernelSource &ks, const AttentionShape &a, bool causal, bool savedDs,
+    const std::string &src, const std::string &views, const std::string &params,
+    std::vector<std::pair<std::string, std::string>> vars);
 
 /// attention (`grad` false) or attention_grad (`grad`) on tensor cores
 /// (wmma, sm_80+): f16/bf16 with D and Dv multiples of 16; std::nullopt

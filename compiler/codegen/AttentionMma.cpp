@@ -214,39 +214,47 @@ static __device__ __forceinline__ void ${NAME}_abt(float (&acc)[8][4],
     }
   }
 }
+// acc (16 rows x N8 * 8 columns) += A B for one k-step of 16: A the
+// fragment (a0..a3), B rows 16 kk + [0, 16) of a staged tile whose row
+// 16 kk is at Bk (stride ld), read down its columns: the B fragments of
+// two n-tiles are one transposing ldmatrix (those rows x columns
+// 8 n + [0, 16) as four tiles).
+template <int N8>
+static __device__ __forceinline__ void
+${NAME}_abk(float (&acc)[N8][4], unsigned a0, unsigned a1, unsigned a2,
+            unsigned a3, const $T *Bk, int ld) {
+  const int l = threadIdx.x & 31;
+  const $T *p = Bk + (l & 15) * ld + (l >> 4) * 8;
+#pragma unroll
+  for (int n = 0; n < N8; n += 2) {
+    if (n + 1 < N8) {
+      unsigned b[4];
+      stepLdm4T(b, p + n * 8);
+      stepMma$MMA(acc[n], a0, a1, a2, a3, b[0], b[1]);
+      stepMma$MMA(acc[n + 1], a0, a1, a2, a3, b[2], b[3]);
+    } else { // an odd last n-tile: two tiles, lanes 0-15's addresses
+      unsigned b[2];
+      stepLdm2T(b, p + n * 8);
+      stepMma$MMA(acc[n], a0, a1, a2, a3, b[0], b[1]);
+    }
+  }
+}
 // acc (16 rows x N8 * 8 columns) += X B, X the 16 x 64 tile in the
 // accumulators x (rounded to the element type: the accumulators of
 // n-tiles 2kk and 2kk + 1 are the A fragment of k-step kk), B the 64
-// staged rows of Bh (stride ld), read down its columns: the B fragments
-// of two n-tiles are one transposing ldmatrix (rows 16 kk + [0, 16) x
-// columns 8 n + [0, 16) as four tiles). Each acc[n] adds its k-steps in
+// staged rows of Bh (stride ld). Each acc[n] adds its k-steps in
 // increasing order.
 template <int N8>
 static __device__ __forceinline__ void ${NAME}_ab(float (&acc)[N8][4],
                                                   const float (&x)[8][4],
                                                   const $T *Bh, int ld) {
-  const int l = threadIdx.x & 31;
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    const unsigned p0 = ${NAME}_pack(x[2 * kk][0], x[2 * kk][1]);
-    const unsigned p1 = ${NAME}_pack(x[2 * kk][2], x[2 * kk][3]);
-    const unsigned p2 = ${NAME}_pack(x[2 * kk + 1][0], x[2 * kk + 1][1]);
-    const unsigned p3 = ${NAME}_pack(x[2 * kk + 1][2], x[2 * kk + 1][3]);
-    const $T *p = Bh + (kk * 16 + (l & 15)) * ld + (l >> 4) * 8;
-#pragma unroll
-    for (int n = 0; n < N8; n += 2) {
-      if (n + 1 < N8) {
-        unsigned b[4];
-        stepLdm4T(b, p + n * 8);
-        stepMma$MMA(acc[n], p0, p1, p2, p3, b[0], b[1]);
-        stepMma$MMA(acc[n + 1], p0, p1, p2, p3, b[2], b[3]);
-      } else { // an odd last n-tile: two tiles, lanes 0-15's addresses
-        unsigned b[2];
-        stepLdm2T(b, p + n * 8);
-        stepMma$MMA(acc[n], p0, p1, p2, p3, b[0], b[1]);
-      }
-    }
-  }
+  for (int kk = 0; kk < 4; ++kk)
+    ${NAME}_abk<N8>(acc, ${NAME}_pack(x[2 * kk][0], x[2 * kk][1]),
+                    ${NAME}_pack(x[2 * kk][2], x[2 * kk][3]),
+                    ${NAME}_pack(x[2 * kk + 1][0], x[2 * kk + 1][1]),
+                    ${NAME}_pack(x[2 * kk + 1][2], x[2 * kk + 1][3]),
+                    Bh + kk * 16 * ld, ld);
 }
 // Accumulator tiles set to 0.
 template <int N8>
@@ -401,166 +409,6 @@ $LSESTORE    ${NAME}_store<$NV8>(o, $O_AT, $O_LD, r0, $TQ,
 }
 )";
 
-// attention_grad from the forward's saved result and log-sum-exp, launch 1:
-// per query tile the rows' statistics (lse as saved, dd = rowsum(g * out)
-// = rowsum(P * dP)) into the module-scope array, then dq += dS K over the
-// key tiles, dS = P * (dP - dd) * scale with P = exp(S * scale - lse).
-static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
-  $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
-  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
-  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
-$QUERY_TILE    const $T *gr = $G_AT, *out = $SO_AT;
-    ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $G_LD, $G_LD, $DV, 64,
-                  lq_ - i0)
-$FIRST_KEYS    unsigned qa[$ND][4], ga[$NV][4];
-    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
-    ${NAME}_frags<$NV>(ga, Gh + warp * 16 * $LDV, $LDV);
-    float d0 = 0.0f, d1 = 0.0f;
-    for (int x = t4; x < $DV; x += 4) {
-      const $T *gh = Gh + (warp * 16 + g) * $LDV + x;
-      if (r0 < lq_)
-        d0 += $TOF(gh[0]) * $TOF(out[(long long)r0 * $SO_LD + x]);
-      if (r1 < lq_)
-        d1 += $TOF(gh[8 * $LDV]) * $TOF(out[(long long)r1 * $SO_LD + x]);
-    }
-#pragma unroll
-    for (int o_ = 1; o_ < 4; o_ <<= 1) {
-      d0 += __shfl_xor_sync(0xffffffffu, d0, o_);
-      d1 += __shfl_xor_sync(0xffffffffu, d1, o_);
-    }
-    const float e0 = r0 < lq_ ? $SL_P[b * $TQ + r0] : 0.0f;
-    const float e1 = r1 < lq_ ? $SL_P[b * $TQ + r1] : 0.0f;
-    if (t4 == 0) {
-      if (r0 < $TQ) {
-        ${NAME}_stats[(b * $TQ + r0) * 2] = e0;
-        ${NAME}_stats[(b * $TQ + r0) * 2 + 1] = d0;
-      }
-      if (r1 < $TQ) {
-        ${NAME}_stats[(b * $TQ + r1) * 2] = e1;
-        ${NAME}_stats[(b * $TQ + r1) * 2 + 1] = d1;
-      }
-    }
-    const float f0 = e0 * $LOG2E, f1 = e1 * $LOG2E; // lse in the log2 domain
-    float dq[$ND8][4];
-    ${NAME}_zero<$ND8>(dq);
-$KEY_LOOP      float s[8][4], dp[8][4];
-      ${NAME}_abt<$ND>(s, qa, Kh, $LDT);  // S = Q K^T
-      ${NAME}_abt<$NV>(dp, ga, Vh, $LDV); // dP = G V^T
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int j = j0 + nt * 8 + 2 * t4 + e;
-          const float p0 = ${NAME}_SEES(r0, j)
-                               ? exp2f(s[nt][e] * $SCALE2 - f0)
-                               : 0.0f;
-          const float p1 = ${NAME}_SEES(r1, j)
-                               ? exp2f(s[nt][2 + e] * $SCALE2 - f1)
-                               : 0.0f;
-          s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
-          s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
-        }
-      ${NAME}_ab<$ND8>(dq, s, Kh, $LDT); // dq += dS K
-      stepCpAsyncWait();
-      __syncthreads(); // the next tile staged; this one free
-    }
-    ${NAME}_store<$ND8>(dq, $DQ_AT, $DQ_LD, r0, $TQ, 1.0f, 1.0f);
-  }
-}
-)";
-
-// Launch 2: per key tile (4 warps of 16 keys, the keys' K and V rows as A
-// fragments) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
-// P^T and dS^T with the queries' statistics of launch 1 (staged with
-// their tile), then dv += P^T G and dk += dS^T Q.
-static const char *kGradDkDv =
-    R"(  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
-  $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
-  $T *Qb = reinterpret_cast<$T *>(base_ + $OQ); // two buffers each
-  $T *Gb = reinterpret_cast<$T *>(base_ + $OG);
-  float *Rb = reinterpret_cast<float *>(base_ + $OROW);
-  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
-       w += gridDim.x) {
-    // Key tiles in increasing order across the grid: under a causal mask
-    // the first are seen by the most queries.
-    const long long b = w % $SLICES;
-    const int j0 = (int)(w / $SLICES) * 64;
-    const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
-    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *gr = $G_AT;
-    // A key tile past the valid keys sees no query (its rows are 0).
-    const int iStart = $CAUSAL ? j0 : 0, iEnd = j0 >= lk_ ? 0 : lq_;
-    __syncthreads(); // the previous item is done with shared memory
-    ${NAME}_ASYNC(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
-    ${NAME}_ASYNC(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64, lk_ - j0)
-    if (iStart < iEnd) {
-      ${NAME}_ASYNC(Qb, $LDT, q + (long long)iStart * $Q_LD, $Q_LD, $D, 64,
-                    lq_ - iStart)
-      ${NAME}_ASYNC(Gb, $LDV, gr + (long long)iStart * $G_LD, $G_LD, $DV, 64,
-                    lq_ - iStart)
-      ${NAME}_ROWS(Rb, iStart)
-    }
-    stepCpAsyncWait();
-    __syncthreads();
-    unsigned ka[$ND][4], va[$NV][4];
-    ${NAME}_frags<$ND>(ka, Kh + warp * 16 * $LDT, $LDT);
-    ${NAME}_frags<$NV>(va, Vh + warp * 16 * $LDV, $LDV);
-    float dk[$ND8][4], dv[$NV8][4];
-    ${NAME}_zero<$ND8>(dk);
-    ${NAME}_zero<$NV8>(dv);
-    for (int i0 = iStart, buf = 0; i0 < iEnd; i0 += 64, buf ^= 1) {
-      const $T *Qh = Qb + buf * 64 * $LDT, *Gh = Gb + buf * 64 * $LDV;
-      const float *rowL = Rb + buf * 128, *rowD = rowL + 64;
-      if (i0 + 64 < iEnd) { // the next query tile, while this one is used
-        ${NAME}_ASYNC(Qb + (buf ^ 1) * 64 * $LDT, $LDT,
-                      q + (long long)(i0 + 64) * $Q_LD, $Q_LD, $D, 64,
-                      lq_ - i0 - 64)
-        ${NAME}_ASYNC(Gb + (buf ^ 1) * 64 * $LDV, $LDV,
-                      gr + (long long)(i0 + 64) * $G_LD, $G_LD, $DV, 64,
-                      lq_ - i0 - 64)
-        ${NAME}_ROWS(Rb + (buf ^ 1) * 128, i0 + 64)
-      }
-      float s[8][4], dp[8][4];
-      ${NAME}_abt<$ND>(s, ka, Qh, $LDT);  // S^T = K Q^T
-      ${NAME}_abt<$NV>(dp, va, Gh, $LDV); // dP^T = V G^T
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
-          // Every exponential, then the mask as a select.
-          const float x0 = exp2f(s[nt][e] * $SCALE2 - rowL[x]);
-          const float x1 = exp2f(s[nt][2 + e] * $SCALE2 - rowL[x]);
-          const float p0 = ${NAME}_SEES(i, c0) ? x0 : 0.0f;
-          const float p1 = ${NAME}_SEES(i, c1) ? x1 : 0.0f;
-          s[nt][e] = p0;
-          s[nt][2 + e] = p1;
-          dp[nt][e] = p0 * (dp[nt][e] - rowD[x]) * $SCALE;
-          dp[nt][2 + e] = p1 * (dp[nt][2 + e] - rowD[x]) * $SCALE;
-        }
-      ${NAME}_ab<$NV8>(dv, s, Gh, $LDV);  // dv += P^T G
-      ${NAME}_ab<$ND8>(dk, dp, Qh, $LDT); // dk += dS^T Q
-      stepCpAsyncWait();
-      __syncthreads(); // the next tile staged; this one free
-    }
-    ${NAME}_store<$ND8>(dk, $DK_AT, $DK_LD, c0, $TK, 1.0f, 1.0f);
-    ${NAME}_store<$NV8>(dv, $DV_AT, $DV_LD, c0, $TK, 1.0f, 1.0f);
-  }
-}
-)";
-
-// Launch 2's staging of the 64 queries' statistics from i0 (lse in the
-// log2 domain, then dd; zeros past the valid rows), by the first 64
-// threads.
-static const char *kRows =
-    R"(#define ${NAME}_ROWS(dst, i0)                                          \
-  if (threadIdx.x < 64) {                                                    \
-    const bool in_ = (i0) + (int)threadIdx.x < lq_;                         \
-    const long long r_ = (b * $TQ + (i0) + threadIdx.x) * 2;                 \
-    (dst)[threadIdx.x] = in_ ? ${NAME}_stats[r_] * $LOG2E : 0.0f;            \
-    (dst)[64 + threadIdx.x] = in_ ? ${NAME}_stats[r_ + 1] : 0.0f;            \
-  }
-)";
-
 std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                                              const AttentionShape &a,
                                              bool causal,
@@ -586,10 +434,6 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
   int64_t oQ = r.add(qBytes), oG = gradOp ? r.add(vBytes) : 0;
   int64_t oK = r.add(2 * qBytes), oV = r.add(2 * vBytes);
   int64_t firstBytes = r.bytes;
-  SharedRegions r2;
-  int64_t oK2 = r2.add(qBytes), oV2 = r2.add(vBytes);
-  int64_t oQ2 = r2.add(2 * qBytes), oG2 = r2.add(2 * vBytes);
-  int64_t oRow = r2.add(2 * 2 * tile * 4);
   int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
   auto grid = [](int64_t items) {
     return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
@@ -600,8 +444,6 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
   ks.blockX = 128;
   ks.gridX = grid(a.slices * qTiles);
   ks.sharedBytes = firstBytes;
-  if (gradOp)
-    ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r2.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
@@ -634,7 +476,6 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
       {"OG", s(oG)},
       {"OK", s(oK)},
       {"OV", s(oV)},
-      {"OROW", s(oRow)},
       {"STATS", s(std::max<int64_t>(a.slices * a.tq * 2, 1))},
       {"CAUSAL", causal ? "true" : "false"},
       {"SCALE", litF(a.scale)},
@@ -666,23 +507,8 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
         src + signature(ks, params) + " {\n" + views + subst(kForward, vars);
     return ks;
   }
-  KernelSource second = ks;
-  second.name = name + "_dkdv";
-  auto vars2 = vars;
-  for (auto &[key, value] : vars2) {
-    if (key == "OQ")
-      value = s(oQ2);
-    else if (key == "OG")
-      value = s(oG2);
-    else if (key == "OK")
-      value = s(oK2);
-    else if (key == "OV")
-      value = s(oV2);
-  }
-  ks.source = src + subst("__device__ float ${NAME}_stats[$STATS];\n", vars) +
-              subst(kRows, vars) + signature(ks, params) + " {\n" + views +
-              subst(kGradDq, vars) + signature(second, params) + " {\n" +
-              views + subst(kGradDkDv, vars2);
+  emitAttentionMmaGrad(ks, a, causal, gradOp->hasAttr(mlir::step::kSavedDsAttr),
+                       src, views, params, std::move(vars));
   return ks;
 }
 

@@ -139,8 +139,10 @@ struct ReportInstrumentation : PassInstrumentation {
 
 } // namespace
 
-LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
-                             std::vector<PassRecord> *report) {
+/// buildTrainStep's passes.
+static LogicalResult runTrainPasses(ModuleOp module,
+                                    const TrainOptions &options,
+                                    std::vector<PassRecord> *report) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   func::registerInlinerExtension(registry);
@@ -319,6 +321,17 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
       report->resize(records);
   }
   return memoryPasses(false)->run(module);
+}
+
+LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
+                             std::vector<PassRecord> *report) {
+  if (failed(runTrainPasses(module, options, report)))
+    return failure();
+  if (options.attentionSavedDs) // read by the CUDA kernels' emitter only
+    module.walk([](ops::AttentionGradOp g) {
+      g->setAttr(ops::kSavedDsAttr, UnitAttr::get(g.getContext()));
+    });
+  return success();
 }
 
 nlohmann::json describeFusions(func::FuncOp func) {

@@ -169,6 +169,11 @@ struct TrainOptions {
   /// for its gradient (docs/training.md). Off: the gradient recomputes the
   /// statistics (stepc --no-attention-stats, for A/B timing).
   bool attentionStats = true;
+  /// Mark every attention_grad `step.saved_ds`: its CUDA kernels store dS
+  /// once (the dk/dv launch) for a dq launch instead of computing the
+  /// scores twice (stepc --attention-saved-ds; docs/codegen.md). Off by
+  /// default until a GPU run has timed it.
+  bool attentionSavedDs = false;
   /// Bucket size per symbolic dim (step-pad-dynamic, docs/dynamic-shapes.md);
   /// a symbol left out is padded to its maximum. Ignored by static models.
   std::map<std::string, int64_t> buckets;

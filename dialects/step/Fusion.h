@@ -123,6 +123,10 @@ struct StridedView {
 
 /// attention, attention_lse or attention_grad.
 bool isAttentionOp(Operation *op);
+/// The unit attribute that asks the CUDA kernels of a step.attention_grad
+/// to store dS for a dq launch instead of recomputing the scores
+/// (TrainOptions::attentionSavedDs; compiler/codegen/AttentionMmaGrad.cpp).
+inline constexpr llvm::StringLiteral kSavedDsAttr = "step.saved_ds";
 /// Whether operand `i` of an attention op is a tensor of rows read through
 /// a view (query, key, value, grad, saved out); the valid length and the
 /// saved log-sum-exp are read as they are.

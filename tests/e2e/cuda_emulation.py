@@ -29,7 +29,10 @@ inputs cut to L rows, rows >= L exactly 0. A training step's forward is
 attention_lse (step-attention-stats), whose log-sum-exp is checked too,
 and its gradient takes the saved result and log-sum-exp (the reference's,
 rounded as stored); hand-written models of attention_grad alone check the
-kernels' own statistics pass.
+kernels' own statistics pass. With stepc --attention-saved-ds (GPT-2 at D =
+64, T = 70 and 130; valid lengths at D = 64 causal and 48/32 not) the
+gradient is three launches: statistics, dk/dv storing dS, and dq from dS
+(every such compile must have a kernel with a `_dq` launch, and no other).
 
 GPT-2's attention kernels are those of step-fuse-attention's fusions: q,
 k and v strided views of the packed projection, the results written as
@@ -262,6 +265,8 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     launches = [(grid_a, block, f"{name}({call})")]
     if name + "_dkdv(" in src:
         launches.append((2, block, f"{name}_dkdv({call})"))
+    if name + "_dq(" in src:  # the saved-dS form's third launch
+        launches.append((3, block, f"{name}_dq({call})"))
     main_cpp = harness(elem, inputs, outputs, launches)
     for i, length in enumerate(lengths):
         n_ok = tq if length is None else max(0, min(length, tq))
@@ -349,9 +354,13 @@ def main():
                             width // heads), True, (None,)))
         # fp16 AMP too, on D = 64: the f16 mma.sync kernels. T = 130: the
         # causal mma kernels' off-diagonal tiles, seen whole (no mask).
+        # --attention-saved-ds: the gradient's dk/dv launch stores dS for a
+        # third launch computing dq (causal T = 70 and 130; below, valid
+        # lengths causal and not).
+        saved_ds = ["--train", "--amp=bf16", "--attention-saved-ds"]
         flags = {models[1][0]: (["--train"], ["--train", "--amp=bf16"],
-                                ["--train", "--amp=fp16"]),
-                 models[3][0]: (["--train", "--amp=bf16"],)}
+                                ["--train", "--amp=fp16"], saved_ds),
+                 models[3][0]: (["--train", "--amp=bf16"], saved_ds)}
         for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32),
                       (2, 20, 24, 144, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
@@ -381,6 +390,9 @@ def main():
                 f.write(padded(s, t, d, dv, causal))
             lengths = (t, 37, 65, 1, 0, t + 30) if t > 64 else (t, 5, 0)
             models.append((path, (s, t, t, d, dv), causal, lengths))
+            if d in (64, 48):
+                flags[path] = (["--train"], ["--train", "--amp=bf16"],
+                               saved_ds)
         # Training steps above give the gradient the forward's saved
         # statistics (step-attention-stats); these are attention_grad alone,
         # whose kernels make their own pass over the keys: CUDA cores and
@@ -400,17 +412,22 @@ def main():
                 # Attention kernels, of the op or of an attention fusion
                 # (step-fuse-attention: GPT-2's heads read in place, q and
                 # k strided views of the one packed projection).
-                in_place = 0
+                in_place = dq_launches = 0
                 for f in sorted(glob.glob(os.path.join(dump, "*.cu"))):
                     text = open(f).read()
                     if "// step.port q " not in text:
                         continue
                     grad = "// step.port dq " in text
+                    dq_launches += "_dq(" in text
                     qk = re.findall(r"^// step\.port [qk] (\w+) ", text, re.M)
                     in_place += len(set(qk)) == 1
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
                     run_kernel(args, f, grad, shape, causal, work, lengths)
+                if ("--attention-saved-ds" in compile_flags) != (
+                        dq_launches > 0):
+                    sys.exit(f"FAIL {model} {compile_flags}: {dq_launches} "
+                             f"attention kernels with a dq launch")
                 if ("gpt2_" in model or "packed_" in model) and in_place < 2:
                     sys.exit(f"FAIL {model} {compile_flags}: {in_place} "
                              f"attention kernels read q and k in place")

@@ -3,7 +3,7 @@
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
-//              [--gelu-epilogues]
+//              [--gelu-epilogues] [--attention-saved-ds]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
 //              [--offload=none|auto|all[,...]] [--offload-optimizer]
 //   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
@@ -137,6 +137,9 @@ int main(int argc, char **argv) {
   bool geluEpilogues = false;
   app.add_flag("--gelu-epilogues", geluEpilogues,
                "GELU and its gradient in cuBLASLt epilogues (as stepc)");
+  bool attentionSavedDs = false;
+  app.add_flag("--attention-saved-ds", attentionSavedDs,
+               "attention's gradient stores dS for its dq launch (as stepc)");
   std::string amp;
   app.add_option("--amp", amp, "bf16 | fp16 (as stepc); default off");
   std::string bucket;
@@ -181,6 +184,7 @@ int main(int argc, char **argv) {
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
     options.geluEpilogues = geluEpilogues;
+    options.attentionSavedDs = attentionSavedDs;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
     options.offload = step::OffloadOptions::parse(offload);
@@ -268,6 +272,7 @@ int main(int argc, char **argv) {
         {"bytes_per_step", {{"read", bytesRead}, {"written", bytesWritten}}},
         {"fused", !noFuse},
         {"gelu_epilogues", geluEpilogues},
+        {"attention_saved_ds", attentionSavedDs},
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},

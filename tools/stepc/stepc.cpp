@@ -10,7 +10,7 @@
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
 //         [--guard-finite] [--no-attention-stats] [--no-donate]
-//         [--gelu-epilogues]
+//         [--gelu-epilogues] [--attention-saved-ds]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -70,7 +70,7 @@ struct Options {
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false, noAttentionStats = false;
-  bool noDonate = false, geluEpilogues = false;
+  bool noDonate = false, geluEpilogues = false, attentionSavedDs = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -144,6 +144,7 @@ nlohmann::json reportJson(const Options &o,
           {"attention_stats", !o.noAttentionStats},
           {"donate", !o.noDonate},
           {"gelu_epilogues", o.geluEpilogues},
+          {"attention_saved_ds", o.attentionSavedDs},
           {"loss_scale", o.lossScale},
           {"passes", passes},
           {"fusions", fusions},
@@ -337,6 +338,11 @@ int main(int argc, char **argv) {
                "(GELU_AUX_BIAS stores GELU's input; DGELU_BGRAD computes its "
                "gradient and the bias gradient); not yet run on a GPU, off by "
                "default (docs/fusion.md)");
+  app.add_flag("--attention-saved-ds", o.attentionSavedDs,
+               "attention's gradient stores dS once (its dk/dv launch) for a "
+               "dq launch instead of computing the scores twice: 2 bytes a "
+               "visible score of module memory; not yet timed on a GPU, off "
+               "by default (docs/codegen.md)");
   app.add_option("--dot", o.dot,
                  "also write the compiled function as a Graphviz graph, "
                  "fusion groups as clusters (dot -Tsvg FILE.dot)");
@@ -386,6 +392,7 @@ int main(int argc, char **argv) {
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
   train.geluEpilogues = o.geluEpilogues;
+  train.attentionSavedDs = o.attentionSavedDs;
   train.attentionStats = !o.noAttentionStats;
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;

@@ -270,6 +270,45 @@ func.func @f(%q: Q, %l: tensor<i64>) -> (Q, tensor<2x70xf32>, Q) {
   }
 }
 
+TEST(NNKernels, AttentionGradWithSavedDsStoresDsForADqLaunch) {
+  // step.saved_ds (stepc --attention-saved-ds): statistics, dk/dv storing
+  // each visible dS^T tile (causal, 70 rows: 2 query tiles see 1 + 2 key
+  // tiles, 3 tiles a slice), then dq from the stored tiles.
+  Parsed p = parse(R"(
+func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x70xf32>) -> tensor<2x70x16xbf16> {
+  %r:3 = step.attention_grad %q, %q, %q, %o saved(%o, %lse : tensor<2x70x16xbf16>, tensor<2x70xf32>) causal {step.saved_ds} : tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16> -> tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16>
+  return %r#0 : tensor<2x70x16xbf16>
+}
+)");
+  ASSERT_TRUE(p.module);
+  auto ks = emitKernel(&p.func().getBody().front().front(), "sd");
+  ASSERT_TRUE(ks);
+  ASSERT_EQ(ks->then.size(), 2u);
+  EXPECT_EQ(ks->then[0].suffix, "_dkdv");
+  EXPECT_EQ(ks->then[1].suffix, "_dq");
+  EXPECT_EQ(ks->gridX, (2 * 70 + 31) / 32); // 32 rows a block
+  EXPECT_EQ(ks->sharedBytes, 0);
+  EXPECT_EQ(ks->then[1].gridX, 2 * 2);
+  // Two K tiles (rows of 16 + 8) and two dS tiles (rows of 64 + 8).
+  EXPECT_EQ(ks->then[1].sharedBytes, 2 * 64 * 24 * 2 + 2 * 64 * 72 * 2);
+  EXPECT_TRUE(contains(ks->source, "__device__ uint4 sd_ds[3072];"));
+  EXPECT_TRUE(contains(ks->source,
+                       "(true ? (it) * ((it) + 1) / 2 + (jt) : (it) * 2 + "
+                       "(jt))"));
+  // The dk/dv launch stores dS^T between its two products; launch 1 only
+  // the statistics (no dq product), launch 3 dq.
+  size_t dv = ks->source.find("sd_ab<2>(dv, s, Gh, 24);");
+  size_t store = ks->source.find("*reinterpret_cast<unsigned *>(ds_ + nt * 8)");
+  size_t dk = ks->source.find("sd_ab<2>(dk, dp, Qh, 24);");
+  ASSERT_NE(store, std::string::npos);
+  EXPECT_LT(dv, store);
+  EXPECT_LT(store, dk);
+  EXPECT_FALSE(contains(ks->source, "sd_ab<2>(dq, s, Kh"));
+  EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(128) sd_dq("));
+  EXPECT_TRUE(contains(ks->source, "sd_abk<2>(dq, a[0], a[1], a[2], a[3]"));
+  expectCubinsForSm80AndSm90(*ks);
+}
+
 TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
   auto ks = attentionGrad("tensor<2x4x16x8xf32>", "tensor<2x4x24x8xf32>",
                           "tensor<2x4x24x12xf32>", "tensor<2x4x16x12xf32>",

@@ -1,0 +1,371 @@
+//===- AttentionMmaGrad.cpp - attention_grad on register-level tiles -----===//
+//
+// The gradient kernels of AttentionMma.cpp (same tiles, same helpers:
+// mma.sync m16n8k16 from ldmatrix fragments, cp.async double buffers),
+// from the forward's saved result and log-sum-exp, in one of two forms:
+//
+//   recompute (default)  launch 1 per query tile: the rows' statistics
+//                        (lse as saved, dd = rowsum(g * out)) into a
+//                        module-scope array, then S = Q K^T, dP = G V^T,
+//                        dS and dq += dS K over the key tiles; launch 2 per
+//                        key tile: S^T, dP^T, P^T and dS^T again, dv += P^T G
+//                        and dk += dS^T Q. The scores are computed twice:
+//                        seven tile products per (query, key) tile pair.
+//   saved dS             (the op's `step.saved_ds` attribute, stepc
+//                        --attention-saved-ds) launch 1 only the statistics
+//                        (4 lanes a row, the same sums as above); launch 2
+//                        as above and it also stores each dS^T tile rounded
+//                        to the element type (the values launch 1 would
+//                        round before its dq product) into a module-scope
+//                        scratch of 64 x 64 tiles, key-major, only the
+//                        tiles a causal mask lets be seen; launch 3 per
+//                        query tile: dq += dS K with dS's A fragments read
+//                        from the staged tile by transposing ldmatrix.
+//                        Five tile products a pair, plus 2 bytes a visible
+//                        score written and read back (GPT-2 124M, B = 8:
+//                        96 slices x 136 tiles x 8 KB = 107 MB a layer,
+//                        about 27 us each way at 4 TB/s, against the two
+//                        products of 64 x 64 x 64 a pair saved).
+//
+// Both give the same dk and dv bits; dq differs only where S^T = K Q^T and
+// S = Q K^T round differently in the tensor cores (the same products).
+// Summation orders are fixed (deterministic).
+//
+// Cost: recompute 3.5x the forward's FLOPs (causal: half), saved dS 2.5x
+// and 4 bytes a visible score; the scratch lives as long as the module.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/AttentionKernels.h"
+
+#include <algorithm>
+
+namespace step::codegen::detail {
+
+// attention_grad from the forward's saved result and log-sum-exp, launch 1:
+// per query tile the rows' statistics (lse as saved, dd = rowsum(g * out)
+// = rowsum(P * dP)) into the module-scope array, then dq += dS K over the
+// key tiles, dS = P * (dP - dd) * scale with P = exp(S * scale - lse).
+static const char *kGradDq = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
+  $T *Gh = reinterpret_cast<$T *>(base_ + $OG);
+  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
+  $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
+$QUERY_TILE    const $T *gr = $G_AT, *out = $SO_AT;
+    ${NAME}_ASYNC(Gh, $LDV, gr + (long long)i0 * $G_LD, $G_LD, $DV, 64,
+                  lq_ - i0)
+$FIRST_KEYS    unsigned qa[$ND][4], ga[$NV][4];
+    ${NAME}_frags<$ND>(qa, Qh + warp * 16 * $LDT, $LDT);
+    ${NAME}_frags<$NV>(ga, Gh + warp * 16 * $LDV, $LDV);
+    float d0 = 0.0f, d1 = 0.0f;
+    for (int x = t4; x < $DV; x += 4) {
+      const $T *gh = Gh + (warp * 16 + g) * $LDV + x;
+      if (r0 < lq_)
+        d0 += $TOF(gh[0]) * $TOF(out[(long long)r0 * $SO_LD + x]);
+      if (r1 < lq_)
+        d1 += $TOF(gh[8 * $LDV]) * $TOF(out[(long long)r1 * $SO_LD + x]);
+    }
+#pragma unroll
+    for (int o_ = 1; o_ < 4; o_ <<= 1) {
+      d0 += __shfl_xor_sync(0xffffffffu, d0, o_);
+      d1 += __shfl_xor_sync(0xffffffffu, d1, o_);
+    }
+    const float e0 = r0 < lq_ ? $SL_P[b * $TQ + r0] : 0.0f;
+    const float e1 = r1 < lq_ ? $SL_P[b * $TQ + r1] : 0.0f;
+    if (t4 == 0) {
+      if (r0 < $TQ) {
+        ${NAME}_stats[(b * $TQ + r0) * 2] = e0;
+        ${NAME}_stats[(b * $TQ + r0) * 2 + 1] = d0;
+      }
+      if (r1 < $TQ) {
+        ${NAME}_stats[(b * $TQ + r1) * 2] = e1;
+        ${NAME}_stats[(b * $TQ + r1) * 2 + 1] = d1;
+      }
+    }
+    const float f0 = e0 * $LOG2E, f1 = e1 * $LOG2E; // lse in the log2 domain
+    float dq[$ND8][4];
+    ${NAME}_zero<$ND8>(dq);
+$KEY_LOOP      float s[8][4], dp[8][4];
+      ${NAME}_abt<$ND>(s, qa, Kh, $LDT);  // S = Q K^T
+      ${NAME}_abt<$NV>(dp, ga, Vh, $LDV); // dP = G V^T
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int j = j0 + nt * 8 + 2 * t4 + e;
+          const float p0 = ${NAME}_SEES(r0, j)
+                               ? exp2f(s[nt][e] * $SCALE2 - f0)
+                               : 0.0f;
+          const float p1 = ${NAME}_SEES(r1, j)
+                               ? exp2f(s[nt][2 + e] * $SCALE2 - f1)
+                               : 0.0f;
+          s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
+          s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
+        }
+      ${NAME}_ab<$ND8>(dq, s, Kh, $LDT); // dq += dS K
+      stepCpAsyncWait();
+      __syncthreads(); // the next tile staged; this one free
+    }
+    ${NAME}_store<$ND8>(dq, $DQ_AT, $DQ_LD, r0, $TQ, 1.0f, 1.0f);
+  }
+}
+)";
+
+// Launch 2: per key tile (4 warps of 16 keys, the keys' K and V rows as A
+// fragments) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
+// P^T and dS^T with the queries' statistics of launch 1 (staged with
+// their tile), then dv += P^T G and dk += dS^T Q.
+static const char *kGradDkDv =
+    R"(  $T *Kh = reinterpret_cast<$T *>(base_ + $OK);
+  $T *Vh = reinterpret_cast<$T *>(base_ + $OV);
+  $T *Qb = reinterpret_cast<$T *>(base_ + $OQ); // two buffers each
+  $T *Gb = reinterpret_cast<$T *>(base_ + $OG);
+  float *Rb = reinterpret_cast<float *>(base_ + $OROW);
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $KTILES;
+       w += gridDim.x) {
+    // Key tiles in increasing order across the grid: under a causal mask
+    // the first are seen by the most queries.
+    const long long b = w % $SLICES;
+    const int j0 = (int)(w / $SLICES) * 64;
+    const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
+    const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *gr = $G_AT;
+    // A key tile past the valid keys sees no query (its rows are 0).
+    const int iStart = $CAUSAL ? j0 : 0, iEnd = j0 >= lk_ ? 0 : lq_;
+    __syncthreads(); // the previous item is done with shared memory
+    ${NAME}_ASYNC(Kh, $LDT, k + (long long)j0 * $K_LD, $K_LD, $D, 64, lk_ - j0)
+    ${NAME}_ASYNC(Vh, $LDV, v + (long long)j0 * $V_LD, $V_LD, $DV, 64, lk_ - j0)
+    if (iStart < iEnd) {
+      ${NAME}_ASYNC(Qb, $LDT, q + (long long)iStart * $Q_LD, $Q_LD, $D, 64,
+                    lq_ - iStart)
+      ${NAME}_ASYNC(Gb, $LDV, gr + (long long)iStart * $G_LD, $G_LD, $DV, 64,
+                    lq_ - iStart)
+      ${NAME}_ROWS(Rb, iStart)
+    }
+    stepCpAsyncWait();
+    __syncthreads();
+    unsigned ka[$ND][4], va[$NV][4];
+    ${NAME}_frags<$ND>(ka, Kh + warp * 16 * $LDT, $LDT);
+    ${NAME}_frags<$NV>(va, Vh + warp * 16 * $LDV, $LDV);
+    float dk[$ND8][4], dv[$NV8][4];
+    ${NAME}_zero<$ND8>(dk);
+    ${NAME}_zero<$NV8>(dv);
+    for (int i0 = iStart, buf = 0; i0 < iEnd; i0 += 64, buf ^= 1) {
+      const $T *Qh = Qb + buf * 64 * $LDT, *Gh = Gb + buf * 64 * $LDV;
+      const float *rowL = Rb + buf * 128, *rowD = rowL + 64;
+      if (i0 + 64 < iEnd) { // the next query tile, while this one is used
+        ${NAME}_ASYNC(Qb + (buf ^ 1) * 64 * $LDT, $LDT,
+                      q + (long long)(i0 + 64) * $Q_LD, $Q_LD, $D, 64,
+                      lq_ - i0 - 64)
+        ${NAME}_ASYNC(Gb + (buf ^ 1) * 64 * $LDV, $LDV,
+                      gr + (long long)(i0 + 64) * $G_LD, $G_LD, $DV, 64,
+                      lq_ - i0 - 64)
+        ${NAME}_ROWS(Rb + (buf ^ 1) * 128, i0 + 64)
+      }
+      float s[8][4], dp[8][4];
+      ${NAME}_abt<$ND>(s, ka, Qh, $LDT);  // S^T = K Q^T
+      ${NAME}_abt<$NV>(dp, va, Gh, $LDV); // dP^T = V G^T
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
+          // Every exponential, then the mask as a select.
+          const float x0 = exp2f(s[nt][e] * $SCALE2 - rowL[x]);
+          const float x1 = exp2f(s[nt][2 + e] * $SCALE2 - rowL[x]);
+          const float p0 = ${NAME}_SEES(i, c0) ? x0 : 0.0f;
+          const float p1 = ${NAME}_SEES(i, c1) ? x1 : 0.0f;
+          s[nt][e] = p0;
+          s[nt][2 + e] = p1;
+          dp[nt][e] = p0 * (dp[nt][e] - rowD[x]) * $SCALE;
+          dp[nt][2 + e] = p1 * (dp[nt][2 + e] - rowD[x]) * $SCALE;
+        }
+      ${NAME}_ab<$NV8>(dv, s, Gh, $LDV);  // dv += P^T G
+$DSSTORE      ${NAME}_ab<$ND8>(dk, dp, Qh, $LDT); // dk += dS^T Q
+      stepCpAsyncWait();
+      __syncthreads(); // the next tile staged; this one free
+    }
+    ${NAME}_store<$ND8>(dk, $DK_AT, $DK_LD, c0, $TK, 1.0f, 1.0f);
+    ${NAME}_store<$NV8>(dv, $DV_AT, $DV_LD, c0, $TK, 1.0f, 1.0f);
+  }
+}
+)";
+
+// Launch 2's staging of the 64 queries' statistics from i0 (lse in the
+// log2 domain, then dd; zeros past the valid rows), by the first 64
+// threads.
+static const char *kRows =
+    R"(#define ${NAME}_ROWS(dst, i0)                                          \
+  if (threadIdx.x < 64) {                                                    \
+    const bool in_ = (i0) + (int)threadIdx.x < lq_;                         \
+    const long long r_ = (b * $TQ + (i0) + threadIdx.x) * 2;                 \
+    (dst)[threadIdx.x] = in_ ? ${NAME}_stats[r_] * $LOG2E : 0.0f;            \
+    (dst)[64 + threadIdx.x] = in_ ? ${NAME}_stats[r_ + 1] : 0.0f;            \
+  }
+)";
+
+// The saved-dS form. Launch 1: per query row (4 lanes a row, 8 rows a
+// warp) its lse as saved and dd = rowsum(g * out), summed as launch 1 of
+// the recomputing form sums it (lane t4 the columns t4, t4 + 4, ..., then
+// two shuffles), into the module-scope array.
+static const char *kGradStats =
+    R"(  for (long long w0 = (long long)blockIdx.x * 32;
+       w0 < (long long)$SLICES * $TQ; w0 += (long long)gridDim.x * 32) {
+    const long long w = w0 + (threadIdx.x >> 2);
+    const bool live = w < (long long)$SLICES * $TQ;
+    const long long b = live ? w / $TQ : 0;
+    const int r = live ? (int)(w - b * $TQ) : 0;
+    const $T *gr = $G_AT, *out = $SO_AT;
+    float d = 0.0f;
+    if (live && r < lq_)
+      for (int x = t4; x < $DV; x += 4)
+        d += $TOF(gr[(long long)r * $G_LD + x]) *
+             $TOF(out[(long long)r * $SO_LD + x]);
+#pragma unroll
+    for (int o_ = 1; o_ < 4; o_ <<= 1) // every lane: convergent
+      d += __shfl_xor_sync(0xffffffffu, d, o_);
+    if (live && t4 == 0) {
+      ${NAME}_stats[(b * $TQ + r) * 2] = r < lq_ ? $SL_P[b * $TQ + r] : 0.0f;
+      ${NAME}_stats[(b * $TQ + r) * 2 + 1] = d;
+    }
+  }
+}
+)";
+
+// Launch 2's store of the tile's dS^T (this warp's keys c0 and c1 = c0 +
+// 8, the 64 queries from i0; rounded as the dq product would round it)
+// into tile (i0 / 64, j0 / 64) of its slice, key-major.
+static const char *kDsStore = R"(      {
+        $T *ds_ = reinterpret_cast<$T *>(${NAME}_ds) +
+                  (b * $DSTILES + ${NAME}_TILE(i0 >> 6, j0 >> 6)) * 4096LL +
+                  (warp * 16 + g) * 64 + 2 * t4;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          *reinterpret_cast<unsigned *>(ds_ + nt * 8) =
+              ${NAME}_pack(dp[nt][0], dp[nt][1]);
+          *reinterpret_cast<unsigned *>(ds_ + 512 + nt * 8) =
+              ${NAME}_pack(dp[nt][2], dp[nt][3]);
+        }
+      }
+)";
+
+// Launch 3: per query tile (decreasing, as launch 1 of the recomputing
+// form), dq += dS K over the key tiles it sees, the dS tile and the K tile
+// double-buffered. A fragment of k-step kk (this warp's 16 queries x keys
+// 16 kk + [0, 16)) from the key-major tile: transposing ldmatrix of the
+// 8 x 8 tiles (keys + 0 / + 8) x (queries + 0 / + 8), lane l giving row
+// l % 8 of tile l / 8.
+static const char *kGradDqFromDs =
+    R"(  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
+  $T *Db = reinterpret_cast<$T *>(base_ + $ODS);
+  const int l = threadIdx.x & 31;
+  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
+       w += gridDim.x) {
+    const long long b = w % $SLICES;
+    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
+    const int r0 = i0 + warp * 16 + g;
+    const $T *k = $K_AT;
+    const $T *ds = reinterpret_cast<const $T *>(${NAME}_ds) +
+                   (b * $DSTILES + ${NAME}_TILE(i0 >> 6, 0)) * 4096LL;
+    const int kEnd = i0 >= lq_ ? 0 : $CAUSAL ? min(lk_, i0 + 64) : lk_;
+    __syncthreads(); // the previous item is done with shared memory
+    if (kEnd > 0) {
+      ${NAME}_ASYNC(Kb, $LDT, k, $K_LD, $D, 64, lk_)
+      ${NAME}_ASYNC(Db, 72, ds, 64, 64, 64, 64)
+    }
+    stepCpAsyncWait();
+    __syncthreads();
+    float dq[$ND8][4];
+    ${NAME}_zero<$ND8>(dq);
+    for (int j0 = 0, buf = 0; j0 < kEnd; j0 += 64, buf ^= 1) {
+      const $T *Kh = Kb + buf * 64 * $LDT, *Dh = Db + buf * 64 * 72;
+      if (j0 + 64 < kEnd) {
+        ${NAME}_ASYNC(Kb + (buf ^ 1) * 64 * $LDT, $LDT,
+                      k + (long long)(j0 + 64) * $K_LD, $K_LD, $D, 64,
+                      lk_ - j0 - 64)
+        ${NAME}_ASYNC(Db + (buf ^ 1) * 64 * 72, 72,
+                      ds + ((j0 >> 6) + 1) * 4096LL, 64, 64, 64, 64)
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        unsigned a[4];
+        stepLdm4T(a, Dh + (kk * 16 + ((l >> 4) << 3) + (l & 7)) * 72 +
+                         warp * 16 + ((l >> 3) & 1) * 8);
+        ${NAME}_abk<$ND8>(dq, a[0], a[1], a[2], a[3], Kh + kk * 16 * $LDT,
+                          $LDT); // dq += dS K
+      }
+      stepCpAsyncWait();
+      __syncthreads(); // the next tiles staged; these free
+    }
+    ${NAME}_store<$ND8>(dq, $DQ_AT, $DQ_LD, r0, $TQ, 1.0f, 1.0f);
+  }
+}
+)";
+
+void emitAttentionMmaGrad(
+    KernelSource &ks, const AttentionShape &a, bool causal, bool savedDs,
+    const std::string &src, const std::string &views, const std::string &params,
+    std::vector<std::pair<std::string, std::string>> vars) {
+  constexpr int64_t tile = 64;
+  int64_t ldt = a.d + 8, ldv = a.dv + 8;
+  int64_t qBytes = tile * ldt * 2, vBytes = tile * ldv * 2;
+  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
+  // Causal: query tile i sees key tiles 0..i, packed row after row.
+  int64_t dsTiles = causal ? qTiles * (qTiles + 1) / 2 : qTiles * kTiles;
+  if (savedDs && a.slices * dsTiles * tile * tile * 2 > kAttentionMaxScratch)
+    savedDs = false;
+  auto grid = [](int64_t items) {
+    return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
+  };
+  auto s = [](int64_t v) { return std::to_string(v); };
+  // Launch 2: K and V staged once, Q and G twice, the queries' statistics.
+  SharedRegions r2;
+  int64_t oK2 = r2.add(qBytes), oV2 = r2.add(vBytes);
+  int64_t oQ2 = r2.add(2 * qBytes), oG2 = r2.add(2 * vBytes);
+  int64_t oRow = r2.add(2 * 2 * tile * 4);
+  // Launch 3: K and the dS tile, twice each.
+  SharedRegions r3;
+  int64_t oK3 = r3.add(2 * qBytes), oDs = r3.add(2 * tile * 72 * 2);
+  vars.insert(vars.end(),
+              {{"OROW", s(oRow)},
+               {"DSTILES", s(dsTiles)},
+               {"ODS", s(oDs)},
+               {"DSVEC", s(std::max<int64_t>(a.slices * dsTiles * 512, 1))}});
+  vars.push_back({"DSSTORE", savedDs ? subst(kDsStore, vars) : ""});
+  auto with = [&](std::initializer_list<std::pair<const char *, int64_t>> kv) {
+    auto v = vars;
+    for (auto [key, value] : kv)
+      for (auto &[k, x] : v)
+        if (k == key)
+          x = s(value);
+    return v;
+  };
+  auto vars2 = with({{"OQ", oQ2}, {"OG", oG2}, {"OK", oK2}, {"OV", oV2}});
+  auto vars3 = with({{"OK", oK3}});
+
+  std::string globals = "__device__ float ${NAME}_stats[$STATS];\n";
+  if (savedDs)
+    globals += "__device__ uint4 ${NAME}_ds[$DSVEC]; // 8 elements each\n"
+               "#define ${NAME}_TILE(it, jt) \\\n"
+               "  ($CAUSAL ? (it) * ((it) + 1) / 2 + (jt) : (it) * $KTILES + "
+               "(jt))\n";
+  KernelSource second = ks, third = ks;
+  second.name = ks.name + "_dkdv";
+  third.name = ks.name + "_dq";
+  ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r2.bytes});
+  std::string first;
+  if (savedDs) {
+    ks.gridX = grid((a.slices * a.tq + 31) / 32);
+    ks.sharedBytes = 0;
+    ks.then.push_back({"_dq", grid(a.slices * qTiles), 128, r3.bytes});
+    first = subst(kGradStats, vars);
+  } else {
+    first = subst(kGradDq, vars);
+  }
+  ks.source = src + subst(globals, vars) + subst(kRows, vars) +
+              signature(ks, params) + " {\n" + views + first +
+              signature(second, params) + " {\n" + views +
+              subst(kGradDkDv, vars2);
+  if (savedDs)
+    ks.source +=
+        signature(third, params) + " {\n" + views + subst(kGradDqFromDs, vars3);
+}
+
+} // namespace step::codegen::detail
