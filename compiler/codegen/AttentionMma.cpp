@@ -22,6 +22,8 @@
 //   grad, 2      per key tile: K and V rows as A fragments; per query tile
 //                that sees it S^T = K Q^T, dP^T = V G^T, P^T and dS^T with
 //                the queries' statistics, dv += P^T G, dk += dS^T Q
+// (the gradient's entry points, and its saved-dS form, in
+// AttentionMmaGrad.cpp; this file the helpers and the forward).
 //
 // Fragments come from the staged tiles by `ldmatrix` (four 8 x 8 tiles a
 // warp instruction): a B operand is either a staged tile's rows (K for
