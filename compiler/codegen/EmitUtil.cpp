@@ -369,6 +369,18 @@ std::string paramList(mlir::Operation *op, KernelSource &ks,
   return s;
 }
 
+std::string indent(const std::string &code, const std::string &by) {
+  std::string out;
+  for (size_t at = 0; at < code.size();) {
+    size_t end = code.find('\n', at);
+    if (end == std::string::npos)
+      end = code.size();
+    out += by + code.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
 std::string signature(const KernelSource &ks, const std::string &params,
                       int minBlocks) {
   std::string bounds = std::to_string(ks.blockX);

@@ -43,6 +43,9 @@ std::optional<KernelSource> emitShapeFamily(mlir::Operation *op,
 std::optional<KernelSource> emitReduceFamily(mlir::Operation *op,
                                              const std::string &name);
 
+/// Rows of a split column kernel whose vector loads are issued together
+/// before any of them is used (ColumnCode::vecLoads).
+constexpr int kColumnBatch = 4;
 /// One root of a split column kernel: its accumulator's C type, identity
 /// and combining functor ("SumOp()", "MaxNaNOp()", "MaxOp()").
 struct ColumnRoot {
@@ -56,6 +59,15 @@ struct ColumnCode {
   /// Per row, before the element loop: loads at `off4`, the flat index of
   /// the thread's first element of the row (a multiple of `col.vec`).
   std::string rowLoads;
+  /// Vector loads at `off4` that the kernel issues for kColumnBatch rows
+  /// at once before computing any of them (into `<name>_[u_]`), then binds
+  /// as `const <type> <name>` for each row's code: a row's stores cannot
+  /// hold back the next rows' loads. Each: the local's name, its C type,
+  /// the expression it loads.
+  struct VecLoad {
+    std::string name, type, expr;
+  };
+  std::vector<VecLoad> vecLoads;
   /// Per element at flat index `off` (`e` its place among the thread's
   /// outputs): reads the element, combines it into each `acc<R>` (a
   /// reference to root R's accumulator of that output), may store values

@@ -65,28 +65,14 @@ static std::string canonical(mlir::Value v, const std::string &idx) {
   return numelOf(v) == 1 ? std::string("0") : idx;
 }
 
-static std::string indentLines(const std::string &code,
-                               const std::string &indent) {
-  std::string out;
-  size_t at = 0;
-  while (at < code.size()) {
-    size_t end = code.find('\n', at);
-    if (end == std::string::npos)
-      end = code.size();
-    out += indent + code.substr(at, end - at) + "\n";
-    at = end + 1;
-  }
-  return out;
-}
-
-std::string FusionExpr::takeCode(const std::string &indent) {
-  std::string s = indentLines(code_, indent);
+std::string FusionExpr::takeCode(const std::string &by) {
+  std::string s = indent(code_, by);
   code_.clear();
   return s;
 }
 
-std::string FusionExpr::takeHoisted(const std::string &indent) {
-  std::string s = indentLines(hoistedCode_, indent);
+std::string FusionExpr::takeHoisted(const std::string &by) {
+  std::string s = indent(hoistedCode_, by);
   hoistedCode_.clear();
   return s;
 }

@@ -79,18 +79,6 @@ bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of,
   return false;
 }
 
-std::string indent(const std::string &code, const std::string &by) {
-  std::string out;
-  for (size_t at = 0; at < code.size();) {
-    size_t end = code.find('\n', at);
-    if (end == std::string::npos)
-      end = code.size();
-    out += by + code.substr(at, end - at) + "\n";
-    at = end + 1;
-  }
-  return out;
-}
-
 //===----------------------------------------------------------------------===//
 // loop
 //===----------------------------------------------------------------------===//
@@ -423,9 +411,9 @@ static KernelSource emitReduceFusion(ops::FusionOp f, const std::string &name,
         continue; // read per element
       std::string vt = "Vec<" + std::string(cType(e)) + ", " + V + ">",
                   A = std::to_string(a);
-      colCode.rowLoads += "      const " + vt + " x" + A +
-                          " = reinterpret_cast<const " + vt + " *>(in" + A +
-                          ")[off4 / " + V + "];\n";
+      colCode.vecLoads.push_back({"x" + A, vt,
+                                  "reinterpret_cast<const " + vt + " *>(in" +
+                                      A + ")[off4 / " + V + "]"});
       x.bindStorage(arg, "off", "x" + A + ".v[e]");
       needs.vec = true;
     }

@@ -50,9 +50,6 @@ KernelSource emitRowChainFusion(mlir::step::FusionOp f,
 bool computedFrom(mlir::Value v, llvm::function_ref<bool(mlir::Value)> of,
                   llvm::function_ref<bool(mlir::Value)> stop = nullptr);
 
-/// `code` with every line prefixed by `by`.
-std::string indent(const std::string &code, const std::string &by);
-
 /// The kernel of a reduction fusion whose root is the row op `root`
 /// (softmax, log_softmax, layer_norm, cross_entropy, cross_entropy_grad);
 /// with `loss`, the cross_entropy of a cross_entropy_grad `root`'s logits

@@ -25,6 +25,10 @@
 //            adjacent outputs where the innermost kept run is a multiple
 //            of 4 (its row's 4 elements one vector load: 256 bytes a warp
 //            for bf16, against 64 with one output a thread), else V = 1.
+//            Where a fused kernel also stores per-element values, the
+//            vector loads of kColumnBatch rows are issued before any of
+//            the rows is computed (a row's stores would keep the next
+//            row's loads back); the rows are added in the same order.
 //            Fused and unfused column reductions share this kernel
 //            (splitColumnKernel), so their sums are the same bits.
 // softmax, log_softmax and layer_norm are row kernels: one block per row,
@@ -66,7 +70,10 @@ $ACCS  if (o4 < $M) {
 $OFFO      (void)r;
     }
     const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
-#pragma unroll 8
+$ROWS  }
+)";
+/// The rows of kColumnRows one at a time, unrolled by 8.
+static const char *kColumnRowLoop = R"(#pragma unroll 8
     for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
       long long off4 = base;
       $I r = kk;
@@ -76,7 +83,34 @@ $LOADS#pragma unroll
         const long long off = off4 + e;
 $REFS$ELEMENT      }
 $STORES    }
-  }
+)";
+/// The rows of kColumnRows $UB at a time: every vector load of the $UB
+/// rows first, then each row's elements in order (the same sums).
+static const char *kColumnRowBatches =
+    R"(    for ($I k0 = s * $CCHUNK + ty; k0 < end; k0 += 8 * $UB) {
+$BATCH_DECLS#pragma unroll
+      for (int u_ = 0; u_ < $UB; ++u_) {
+        const $I kk = k0 + 8 * u_;
+        if (kk >= end)
+          break;
+        long long off4 = base;
+        $I r = kk;
+$OFFK8        (void)r;
+$BATCH_LOADS      }
+#pragma unroll
+      for (int u_ = 0; u_ < $UB; ++u_) {
+        const $I kk = k0 + 8 * u_;
+        if (kk >= end)
+          break;
+        long long off4 = base;
+        $I r = kk;
+$OFFK8        (void)r;
+$LOADS$BATCH_BINDS#pragma unroll
+        for (int e = 0; e < $V; ++e) {
+          const long long off = off4 + e;
+$REFS$ELEMENT        }
+$STORES      }
+    }
 )";
 
 /// The 8 lanes' accumulators of root R combined in order into lane 0's,
@@ -112,6 +146,8 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
       {"CCHUNK", std::to_string(col.chunk)},
       {"OFFO", kept.offset("r", "base")},
       {"OFFK", red.offset("r", "off4")},
+      {"OFFK8", indent(red.offset("r", "off4"), "  ")},
+      {"UB", std::to_string(kColumnBatch)},
       {"LOADS", code.rowLoads},
       {"ELEMENT", code.element},
       {"STORES", code.rowStores}};
@@ -156,6 +192,36 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
     globals += subst("__device__ $ACC ${NAME}_partial$R[$CS * $M];\n", rv);
   }
   vars.insert(vars.end(), {{"ACCS", accs}, {"REFS", refs}});
+  std::string decls, loads, binds;
+  for (const ColumnCode::VecLoad &l : code.vecLoads) {
+    decls += "      " + l.type + " " + l.name + "_[" +
+             std::to_string(kColumnBatch) + "];\n";
+    loads += "        " + l.name + "_[u_] = " + l.expr + ";\n";
+    binds +=
+        "      const " + l.type + " " + l.name + " = " + l.name + "_[u_];\n";
+  }
+  vars.insert(
+      vars.end(),
+      {{"BATCH_DECLS", decls}, {"BATCH_LOADS", loads}, {"BATCH_BINDS", binds}});
+  // Rows without stores: the compiler's unrolled loop already issues the
+  // 8 rows' loads together (GPT-2's bias gradients, 32 registers).
+  if (code.vecLoads.empty() || code.rowStores.empty()) {
+    std::string rowLoads;
+    for (const ColumnCode::VecLoad &l : code.vecLoads)
+      rowLoads +=
+          "      const " + l.type + " " + l.name + " = " + l.expr + ";\n";
+    for (auto &[key, value] : vars)
+      if (key == "LOADS")
+        value = rowLoads + value;
+    vars.push_back({"ROWS", subst(kColumnRowLoop, vars)});
+  } else { // the row's code one level deeper
+    auto deeper = vars;
+    for (auto &[key, value] : deeper)
+      if (key == "LOADS" || key == "ELEMENT" || key == "STORES" ||
+          key == "REFS" || key == "BATCH_BINDS")
+        value = indent(value, "  ");
+    vars.push_back({"ROWS", subst(kColumnRowBatches, deeper)});
+  }
   ColumnKernelText text;
   text.globals = globals + subst("__device__ unsigned int "
                                  "${NAME}_ticket[$TILES];\n",
@@ -337,9 +403,10 @@ $OFFK      (void)r;
       needs.vec = true;
       std::string vt =
           "Vec<" + std::string(cType(e)) + ", " + std::to_string(col.vec) + ">";
-      code.rowLoads = "      const " + vt + " xv = reinterpret_cast<const " +
-                      vt + " *>(in0)[off4 / " + std::to_string(col.vec) +
-                      "];\n";
+      code.vecLoads.push_back({"xv", vt,
+                               "reinterpret_cast<const " + vt +
+                                   " *>(in0)[off4 / " +
+                                   std::to_string(col.vec) + "]"});
       x = loadOf("xv.v[e]");
     }
     code.element = "        acc0 = " + opName + "(acc0, " + x + ");\n";

@@ -311,7 +311,16 @@ TEST(FusionReduce, PrologueResultIsStoredWhereEachElementIsRead) {
       "red_store");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "out0", "out1"}));
   EXPECT_TRUE(contains(ks.source, "red_store_ticket")); // split column
-  size_t loop = ks.source.find("for (int kk = s * 72 + ty;");
+  // A row's stores would hold back the next rows' loads: the loads of 4
+  // rows go first (kColumnBatch), then each row is computed and stored.
+  size_t batch = ks.source.find("for (int k0 = s * 72 + ty; k0 < end; "
+                                "k0 += 8 * 4) {");
+  size_t loads = ks.source.find(
+      "x0_[u_] = reinterpret_cast<const Vec<float, 4> *>(in0)[off4 / 4];");
+  size_t loop = ks.source.find("const Vec<float, 4> x0 = x0_[u_];");
+  ASSERT_NE(batch, std::string::npos);
+  EXPECT_LT(batch, loads);
+  EXPECT_LT(loads, loop);
   size_t lane = ks.source.find("y0.v[e] = fs"); // the cast's bf16
   size_t store = ks.source.find(
       "reinterpret_cast<Vec<__nv_bfloat16, 4> *>(out0)[off4 / 4] = y0;");
