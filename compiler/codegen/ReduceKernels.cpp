@@ -72,6 +72,14 @@ $OFFO      (void)r;
     const $I end = (s + 1) * $CCHUNK < $K ? (s + 1) * $CCHUNK : $K;
 $ROWS  }
 )";
+/// Row u_ of a batch: its index kk (the batch ends at `end`) and off4.
+static const char *kColumnBatchRow = R"(        const $I kk = k0 + 8 * u_;
+        if (kk >= end)
+          break;
+        long long off4 = base;
+        $I r = kk;
+$OFFK8        (void)r;
+)";
 /// The rows of kColumnRows one at a time, unrolled by 8.
 static const char *kColumnRowLoop = R"(#pragma unroll 8
     for ($I kk = s * $CCHUNK + ty; kk < end; kk += 8) {
@@ -85,27 +93,16 @@ $REFS$ELEMENT      }
 $STORES    }
 )";
 /// The rows of kColumnRows $UB at a time: every vector load of the $UB
-/// rows first, then each row's elements in order (the same sums).
+/// rows first, then each row's elements in order (the same sums). Both
+/// loops open with kColumnBatchRow.
 static const char *kColumnRowBatches =
     R"(    for ($I k0 = s * $CCHUNK + ty; k0 < end; k0 += 8 * $UB) {
 $BATCH_DECLS#pragma unroll
       for (int u_ = 0; u_ < $UB; ++u_) {
-        const $I kk = k0 + 8 * u_;
-        if (kk >= end)
-          break;
-        long long off4 = base;
-        $I r = kk;
-$OFFK8        (void)r;
-$BATCH_LOADS      }
+$BATCH_ROW$BATCH_LOADS      }
 #pragma unroll
       for (int u_ = 0; u_ < $UB; ++u_) {
-        const $I kk = k0 + 8 * u_;
-        if (kk >= end)
-          break;
-        long long off4 = base;
-        $I r = kk;
-$OFFK8        (void)r;
-$LOADS$BATCH_BINDS#pragma unroll
+$BATCH_ROW$LOADS$BATCH_BINDS#pragma unroll
         for (int e = 0; e < $V; ++e) {
           const long long off = off4 + e;
 $REFS$ELEMENT        }
@@ -215,6 +212,7 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
         value = rowLoads + value;
     vars.push_back({"ROWS", subst(kColumnRowLoop, vars)});
   } else { // the row's code one level deeper
+    vars.push_back({"BATCH_ROW", subst(kColumnBatchRow, vars)});
     auto deeper = vars;
     for (auto &[key, value] : deeper)
       if (key == "LOADS" || key == "ELEMENT" || key == "STORES" ||
