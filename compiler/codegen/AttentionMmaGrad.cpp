@@ -32,7 +32,9 @@
 // Summation orders are fixed (deterministic).
 //
 // Cost: recompute 3.5x the forward's FLOPs (causal: half), saved dS 2.5x
-// and 4 bytes a visible score; the scratch lives as long as the module.
+// and 4 bytes of traffic a visible score (2 stored, 2 read back); the
+// scratch (2 bytes a visible score) lives as long as the module, outside
+// the memory plan.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/AttentionKernels.h"

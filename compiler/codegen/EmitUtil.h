@@ -120,10 +120,14 @@ constexpr int64_t kChainUnrollMax = 32;
 /// instead of once a pass): GPT-2's layer-norm gradient keeps x (f32) and
 /// the output gradient (bf16), 24 elements a lane each at width 768.
 constexpr int64_t kChainCacheMax = 64;
-/// Such a kernel with column reductions: blocks resident an SM (its
-/// launch bounds; 80 registers a thread for GPT-2's, ptxas sm_90) and the
-/// grid, one wave of them on 132 SMs (528 blocks, two waves at three an
-/// SM, would give the second wave's SMs one block each).
+/// Such a kernel with column reductions and at most kChainCachedForThree
+/// cached registers a thread: blocks resident an SM (its launch bounds,
+/// which cap a thread at 80 registers; GPT-2's takes 80 with 48 cached,
+/// ptxas sm_90, where two cached rows of 1024 would spill) and the grid,
+/// one wave of them on 132 SMs (528 blocks, two waves at three an SM,
+/// would give the second wave's SMs one block each). More cached: 528
+/// blocks and no bound.
+constexpr int64_t kChainCachedForThree = 48;
 constexpr int kChainCachedBlocksPerSM = 3;
 constexpr int64_t kChainCachedColumnBlocks = 3 * 132;
 RowMapping rowMapping(int64_t rows, int64_t k, int64_t maxBlock = 256);

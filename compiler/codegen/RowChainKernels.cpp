@@ -216,16 +216,19 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
   ks.blockX = rowMap.block;
   ks.gridX = rowMap.grid;
   bool columns = !rc->columns.empty();
-  if (columns) // every block adds a partial per column: fewer blocks
-    ks.gridX =
-        std::min<int64_t>(ks.gridX, cached.empty() ? kChainColumnBlocks
-                                                   : kChainCachedColumnBlocks);
   // A lane's elements of its row: kk = lane + j * NTH for j < NJ, the
   // same columns every row. With few enough, each pass over the row is
   // unrolled, so a lane's loads are all in flight at once (rather than one
   // DRAM latency per element) and its column accumulators are registers.
   int64_t nth = rowMap.perWarp ? 32 : rowMap.block,
           perLane = (k + nth - 1) / nth;
+  // Three blocks an SM where the cache leaves a thread enough registers.
+  int64_t cachedRegs = static_cast<int64_t>(cached.size()) * perLane;
+  bool threeAnSM =
+      columns && cachedRegs > 0 && cachedRegs <= kChainCachedForThree;
+  if (columns) // every block adds a partial per column: fewer blocks
+    ks.gridX = std::min<int64_t>(ks.gridX, threeAnSM ? kChainCachedColumnBlocks
+                                                     : kChainColumnBlocks);
   std::string nj = std::to_string(perLane);
   bool unrolled = perLane <= kChainUnrollMax;
   em.perLane = perLane;
@@ -375,7 +378,7 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
     colKernel = columnTotals(f, cols, params);
     ks.then.push_back({"_cols", (k + 31) / 32, 256, 0});
   }
-  int minBlocks = columns && !cached.empty() ? kChainCachedBlocksPerSM : 0;
+  int minBlocks = threeAnSM ? kChainCachedBlocksPerSM : 0;
   ks.source = prelude(needs) + subst(globals, vars) +
               signature(ks, params, minBlocks) + " {\n" + x.takeHoisted("  ") +
               shared + subst(colInit + head + body + "  }\n" + colEnd, vars) +

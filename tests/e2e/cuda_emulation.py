@@ -32,7 +32,8 @@ rounded as stored); hand-written models of attention_grad alone check the
 kernels' own statistics pass. With stepc --attention-saved-ds (GPT-2 at D =
 64, T = 70 and 130; valid lengths at D = 64 causal and 48/32 not) the
 gradient is three launches: statistics, dk/dv storing dS, and dq from dS
-(every such compile must have a kernel with a `_dq` launch, and no other).
+(every such compile must have a kernel with a `_dq` launch, and no other);
+also non-causal with Tq = 37, Tk = 83.
 
 GPT-2's attention kernels are those of step-fuse-attention's fusions: q,
 k and v strided views of the packed projection, the results written as
@@ -367,6 +368,9 @@ def main():
             with open(path, "w") as f:
                 f.write(noncausal(*shape))
             models.append((path, shape, False, (None,)))
+            if shape[3] == 48:  # Tq 37, Tk 83: dS tiles 1 x 2 a slice
+                flags[path] = (["--train"], ["--train", "--amp=bf16"],
+                               saved_ds)
         # Packed heads of D = 1280 (the one-row kernels, through ports), in
         # f32 (under --amp=bf16 the casts of the f32 param's heads would be
         # the attention's operands, not views).

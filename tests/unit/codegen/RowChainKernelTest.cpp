@@ -260,6 +260,32 @@ TEST(FusionRowChain, CachedRowsWithColumnSumsRunOneWaveOfThreeBlocksAnSM) {
   expectCompiles(ks);
 }
 
+TEST(FusionRowChain, ManyCachedRegistersKeepFourBlocksAnSM) {
+  // Rows of 1024 (32 elements a lane), x and y each read by two passes:
+  // 64 cached registers, more than three blocks an SM leave a thread with
+  // them (ptxas would spill), so the grid stays at 528 and the launch
+  // bounds name no blocks an SM.
+  KernelSource ks = firstKernel(
+      fusionFnN(
+          "%x: tensor<8192x1024xf32>, %y: tensor<8192x1024xf32>",
+          R"(step.fusion "row_chain" (%x, %y) : (tensor<8192x1024xf32>, tensor<8192x1024xf32>) -> (tensor<8192x1024xf32>, tensor<1024xf32>) {
+  ^bb0(%a: tensor<8192x1024xf32>, %b: tensor<8192x1024xf32>):
+    %0 = step.mul %a, %b : tensor<8192x1024xf32>
+    %1 = step.reduce_sum %0 dims = [1] : tensor<8192x1024xf32> -> tensor<8192xf32>
+    %2 = step.broadcast_in_dim %1, dims = [0] : tensor<8192xf32> -> tensor<8192x1024xf32>
+    %3 = step.sub %0, %2 : tensor<8192x1024xf32>
+    %4 = step.reduce_sum %3 dims = [0] : tensor<8192x1024xf32> -> tensor<1024xf32>
+    step.yield %3, %4 : tensor<8192x1024xf32>, tensor<1024xf32>
+  })",
+          {"tensor<8192x1024xf32>", "tensor<1024xf32>"}),
+      "chain_many");
+  EXPECT_TRUE(
+      contains(ks.source, "    float rc0_[32];\n    float rc1_[32];\n"));
+  EXPECT_EQ(ks.gridX, 528);
+  EXPECT_TRUE(contains(ks.source, "__launch_bounds__(256) chain_many("));
+  expectCompiles(ks);
+}
+
 TEST(FusionRowChain, RegistersForCachedRowsAreCapped) {
   // Rows of 1024 (32 elements a lane): three inputs each read by the mean
   // pass and the stores, but 64 registers hold two of them; the third
