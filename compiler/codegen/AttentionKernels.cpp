@@ -94,12 +94,6 @@ static __device__ __forceinline__ void ${NAME}_accumulate(
 }
 )";
 
-/// Blocks for a grid-stride loop over `items` tiles (at least 1, at most
-/// 65535).
-static int64_t tileGrid(int64_t items) {
-  return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
-}
-
 /// The substitutions both tiled CUDA-core kernels use: sizes, tile shape,
 /// the padded row strides (DP, DVP, TP), per-thread column blocks (DC,
 /// DVC), the staging loads of q, g, k, v and the store of `acc`.

@@ -13,6 +13,7 @@
 #include "dialects/step/Fusion.h"
 #include "dialects/step/StepOps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -122,6 +123,24 @@ inline std::string validLengths(const AttentionIO &io,
   }
   return "  const int lq_ = " + tq + ", lk_ = " + tk + ";\n";
 }
+
+/// Blocks for a grid-stride loop over `items` tiles (at least 1, at most
+/// 65535).
+inline int64_t tileGrid(int64_t items) {
+  return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
+}
+
+/// The register-level (mma) kernels' 64-row tiles of a head: staged rows
+/// padded by 8 elements (LDT for D, LDV for Dv), the bytes of a staged
+/// 64-row tile of each, and the query and key tiles of a slice.
+struct MmaTiles {
+  static constexpr int64_t kRows = 64;
+  int64_t ldt, ldv, qBytes, vBytes, qTiles, kTiles;
+  explicit MmaTiles(const AttentionShape &a)
+      : ldt(a.d + 8), ldv(a.dv + 8), qBytes(kRows * ldt * 2),
+        vBytes(kRows * ldv * 2), qTiles((a.tq + kRows - 1) / kRows),
+        kTiles((a.tk + kRows - 1) / kRows) {}
+};
 
 /// Byte offsets of a tiled kernel's shared-memory regions, each a
 /// multiple of 128 bytes.

@@ -427,25 +427,18 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
       (gradOp && (!gradOp.getOut() || a.d + a.dv > 160 ||
                   a.slices * a.tq * 8 > (int64_t(1) << 28))))
     return std::nullopt;
-  constexpr int64_t tile = 64;
-  int64_t ldt = a.d + 8, ldv = a.dv + 8;
-  int64_t qBytes = tile * ldt * 2, vBytes = tile * ldv * 2;
+  MmaTiles t(a);
   // Staged rows of Q (and G) once, K and V twice (the tile in use and the
-  // next); launch 2 the other way round, with the queries' statistics.
+  // next); the gradient's other launches lay out their own.
   SharedRegions r;
-  int64_t oQ = r.add(qBytes), oG = gradOp ? r.add(vBytes) : 0;
-  int64_t oK = r.add(2 * qBytes), oV = r.add(2 * vBytes);
-  int64_t firstBytes = r.bytes;
-  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
-  auto grid = [](int64_t items) {
-    return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
-  };
+  int64_t oQ = r.add(t.qBytes), oG = gradOp ? r.add(t.vBytes) : 0;
+  int64_t oK = r.add(2 * t.qBytes), oV = r.add(2 * t.vBytes);
 
   KernelSource ks;
   ks.name = name;
   ks.blockX = 128;
-  ks.gridX = grid(a.slices * qTiles);
-  ks.sharedBytes = firstBytes;
+  ks.gridX = tileGrid(a.slices * t.qTiles);
+  ks.sharedBytes = r.bytes;
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);
@@ -467,13 +460,13 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
       {"NV", s(a.dv / 16)},
       {"ND8", s(a.d / 8)},
       {"NV8", s(a.dv / 8)},
-      {"LDT", s(ldt)},
-      {"LDV", s(ldv)},
+      {"LDT", s(t.ldt)},
+      {"LDV", s(t.ldv)},
       {"TQ", tq},
       {"TK", s(a.tk)},
       {"SLICES", s(a.slices)},
-      {"QTILES", s(qTiles)},
-      {"KTILES", s(kTiles)},
+      {"QTILES", s(t.qTiles)},
+      {"KTILES", s(t.kTiles)},
       {"OQ", s(oQ)},
       {"OG", s(oG)},
       {"OK", s(oK)},

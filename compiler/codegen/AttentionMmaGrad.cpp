@@ -305,17 +305,13 @@ void emitAttentionMmaGrad(
     KernelSource &ks, const AttentionShape &a, bool causal, bool savedDs,
     const std::string &src, const std::string &views, const std::string &params,
     std::vector<std::pair<std::string, std::string>> vars) {
-  constexpr int64_t tile = 64;
-  int64_t ldt = a.d + 8, ldv = a.dv + 8;
-  int64_t qBytes = tile * ldt * 2, vBytes = tile * ldv * 2;
-  int64_t qTiles = (a.tq + tile - 1) / tile, kTiles = (a.tk + tile - 1) / tile;
+  const MmaTiles t(a);
+  const int64_t tile = MmaTiles::kRows, qBytes = t.qBytes, vBytes = t.vBytes;
   // Causal: query tile i sees key tiles 0..i, packed row after row.
-  int64_t dsTiles = causal ? qTiles * (qTiles + 1) / 2 : qTiles * kTiles;
+  int64_t dsTiles =
+      causal ? t.qTiles * (t.qTiles + 1) / 2 : t.qTiles * t.kTiles;
   if (savedDs && a.slices * dsTiles * tile * tile * 2 > kAttentionMaxScratch)
     savedDs = false;
-  auto grid = [](int64_t items) {
-    return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
-  };
   auto s = [](int64_t v) { return std::to_string(v); };
   // Launch 2: K and V staged once, Q and G twice, the queries' statistics.
   SharedRegions r2;
@@ -351,12 +347,12 @@ void emitAttentionMmaGrad(
   KernelSource second = ks, third = ks;
   second.name = ks.name + "_dkdv";
   third.name = ks.name + "_dq";
-  ks.then.push_back({"_dkdv", grid(a.slices * kTiles), 128, r2.bytes});
+  ks.then.push_back({"_dkdv", tileGrid(a.slices * t.kTiles), 128, r2.bytes});
   std::string first;
   if (savedDs) {
-    ks.gridX = grid((a.slices * a.tq + 31) / 32);
+    ks.gridX = tileGrid((a.slices * a.tq + 31) / 32);
     ks.sharedBytes = 0;
-    ks.then.push_back({"_dq", grid(a.slices * qTiles), 128, r3.bytes});
+    ks.then.push_back({"_dq", tileGrid(a.slices * t.qTiles), 128, r3.bytes});
     first = subst(kGradStats, vars);
   } else {
     first = subst(kGradDq, vars);

@@ -35,7 +35,7 @@ KernelSource emitAttentionOneRow(const AttentionIO &io,
   KernelSource ks;
   ks.name = name;
   ks.blockX = 128;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(rows, 1), 65535);
+  ks.gridX = tileGrid(rows);
   ks.sharedBytes = (tk + d) * 4;
   PreludeNeeds needs;
   needs.reduce = true;

@@ -133,13 +133,10 @@ std::optional<KernelSource> emitAttentionTensorCore(const AttentionIO &io,
   KernelSource ks;
   ks.name = name;
   ks.blockX = 256;
-  ks.gridX = std::min<int64_t>(std::max<int64_t>(a.slices * qTiles, 1), 65535);
+  ks.gridX = tileGrid(a.slices * qTiles);
   ks.sharedBytes = l.bytes;
   if (grad)
-    ks.then.push_back({"_dkdv",
-                       std::min<int64_t>(
-                           std::max<int64_t>(a.slices * kTiles, 1), 65535),
-                       256, l.bytes});
+    ks.then.push_back({"_dkdv", tileGrid(a.slices * kTiles), 256, l.bytes});
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(io.launched, ks, needs, /*restrict=*/true);

@@ -375,7 +375,7 @@ std::string indent(const std::string &code, const std::string &by) {
     size_t end = code.find('\n', at);
     if (end == std::string::npos)
       end = code.size();
-    out += by + code.substr(at, end - at) + "\n";
+    out += (end > at ? by : std::string()) + code.substr(at, end - at) + "\n";
     at = end + 1;
   }
   return out;

@@ -161,7 +161,8 @@ constexpr int64_t kColumnMinChunk = 128;
 /// "out<j>") and fills `ks.params` with the names in that order.
 std::string paramList(mlir::Operation *op, KernelSource &ks,
                       PreludeNeeds &needs, bool restrict);
-/// Each line of `code` prefixed by `by` (every line ends in a newline).
+/// Each non-empty line of `code` prefixed by `by` (every line ends in a
+/// newline; an empty line stays empty).
 std::string indent(const std::string &code, const std::string &by);
 /// `extern "C" __global__ void __launch_bounds__(block) name(params)`;
 /// with `minBlocks`, `__launch_bounds__(block, minBlocks)` (ptxas keeps

@@ -91,6 +91,15 @@ void FusionExpr::bindUniform(mlir::Value v, const std::string &local) {
   uniform_[v.getAsOpaquePointer()] = local;
 }
 
+std::set<unsigned> FusionExpr::takeArgReads(const std::string &idx) {
+  std::set<unsigned> reads;
+  if (auto it = argReads_.find(idx); it != argReads_.end()) {
+    reads = std::move(it->second);
+    argReads_.erase(it);
+  }
+  return reads;
+}
+
 void FusionExpr::resetScope() {
   memo_.clear();
   storage_.clear();
@@ -267,6 +276,7 @@ std::string FusionExpr::compute(mlir::Value v, const std::string &idx) {
          toLocal(v, "in" + std::to_string(arg.getArgNumber()) + "[" + idx +
                         "]") +
          ";");
+    argReads_[idx].insert(arg.getArgNumber());
     return local;
   }
   mlir::Operation *op = v.getDefiningOp();

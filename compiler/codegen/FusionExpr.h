@@ -58,6 +58,7 @@
 #include "mlir/IR/Value.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -116,6 +117,11 @@ public:
   void splitIndex(const std::string &idx, const std::string &row,
                   const std::string &col, int64_t width);
 
+  /// The block arguments the code computed since the last call read from
+  /// memory at `idx` (a bound or memoized value reads nothing); forgets
+  /// them.
+  std::set<unsigned> takeArgReads(const std::string &idx);
+
   /// Forgets every memoized value and binding (not the hoisted ones): call
   /// it when leaving the scope the taken code was placed in.
   void resetScope();
@@ -145,6 +151,7 @@ private:
   std::map<std::pair<void *, std::string>, std::string> memo_;
   std::map<std::pair<void *, std::string>, std::string> storage_;
   std::map<void *, std::string> hoisted_, uniform_;
+  std::map<std::string, std::set<unsigned>> argReads_; ///< by index
   /// Local -> the storage-typed variable it was rounded from (fresh names
   /// are unique, so this outlives resetScope).
   std::map<std::string, std::string> roundedStorage_;

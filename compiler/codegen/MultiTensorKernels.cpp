@@ -73,31 +73,17 @@ struct Segment {
   int64_t start = 0, blocks = 1;
 };
 
-std::string indentLines(const std::string &code, const std::string &indent) {
-  std::string out;
-  for (size_t at = 0; at < code.size();) {
-    size_t end = code.find('\n', at);
-    if (end == std::string::npos)
-      end = code.size();
-    out += (end > at ? indent : std::string()) + code.substr(at, end - at) +
-           "\n";
-    at = end + 1;
-  }
-  return out;
-}
-
 /// Runs leaves[k] in the blocks of segment k: a binary search over the
 /// segment starts, as nested ifs on literals.
 std::string dispatch(const std::vector<Segment> &segs,
                      const std::vector<std::string> &leaves, size_t lo,
-                     size_t hi, const std::string &indent) {
+                     size_t hi, const std::string &by) {
   if (hi - lo == 1)
-    return indentLines(leaves[lo], indent);
+    return indent(leaves[lo], by);
   size_t mid = (lo + hi) / 2;
-  return indent + "if (blockIdx.x < " + std::to_string(segs[mid].start) +
-         "u) {\n" + dispatch(segs, leaves, lo, mid, indent + "  ") + indent +
-         "} else {\n" + dispatch(segs, leaves, mid, hi, indent + "  ") +
-         indent + "}\n";
+  return by + "if (blockIdx.x < " + std::to_string(segs[mid].start) + "u) {\n" +
+         dispatch(segs, leaves, lo, mid, by + "  ") + by + "} else {\n" +
+         dispatch(segs, leaves, mid, hi, by + "  ") + by + "}\n";
 }
 
 /// Fusion inputs that `v` reads at its own flat index (through elementwise
@@ -253,7 +239,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
          std::to_string(seg.blocks) + " * blockDim.x) {\n";
     std::string inner;
     if (vec) {
-      L += indentLines(vectorLoads(fx, vecArgs), "  ");
+      L += indent(vectorLoads(fx, vecArgs), "  ");
       for (size_t r = 0; r < stores[u].size(); ++r)
         for (unsigned j : stores[u][r])
           L += "    Vec<" +
@@ -375,7 +361,7 @@ KernelSource emitNorms(ops::FusionOp fusion,
     L += "  for (" + I + " " + loopVar + " = c * " + CH + " + threadIdx.x; " +
          loopVar + " < end; " + loopVar + " += blockDim.x) {\n";
     if (vec) {
-      L += indentLines(vectorLoads(fx, vecArgs), "  ");
+      L += indent(vectorLoads(fx, vecArgs), "  ");
       L += "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n";
       L += inner + "const " + I + " i = v * 4 + e;\n" + inner + "(void)i;\n";
     }

@@ -131,6 +131,22 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
                                    const DimList &kept, const DimList &red,
                                    const std::string &I,
                                    const std::string &name) {
+  // The vector loads batched only where the row also stores: without
+  // stores the compiler's unrolled loop already issues the 8 rows' loads
+  // together (GPT-2's bias gradients, 32 registers).
+  bool batched = !code.vecLoads.empty() && !code.rowStores.empty();
+  std::string rowLoads, decls, loads, binds;
+  for (const ColumnCode::VecLoad &l : code.vecLoads) {
+    std::string at = "const " + l.type + " " + l.name + " = ";
+    if (!batched) {
+      rowLoads += "      " + at + l.expr + ";\n";
+      continue;
+    }
+    decls += "      " + l.type + " " + l.name + "_[" +
+             std::to_string(kColumnBatch) + "];\n";
+    loads += "        " + l.name + "_[u_] = " + l.expr + ";\n";
+    binds += "      " + at + l.name + "_[u_];\n";
+  }
   std::vector<std::pair<std::string, std::string>> vars = {
       {"I", I},
       {"M", std::to_string(m)},
@@ -145,7 +161,7 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
       {"OFFK", red.offset("r", "off4")},
       {"OFFK8", indent(red.offset("r", "off4"), "  ")},
       {"UB", std::to_string(kColumnBatch)},
-      {"LOADS", code.rowLoads},
+      {"LOADS", rowLoads + code.rowLoads},
       {"ELEMENT", code.element},
       {"STORES", code.rowStores}};
   // One shared buffer per accumulator type; the roots take turns.
@@ -189,27 +205,10 @@ ColumnKernelText splitColumnKernel(const ColumnCode &code,
     globals += subst("__device__ $ACC ${NAME}_partial$R[$CS * $M];\n", rv);
   }
   vars.insert(vars.end(), {{"ACCS", accs}, {"REFS", refs}});
-  std::string decls, loads, binds;
-  for (const ColumnCode::VecLoad &l : code.vecLoads) {
-    decls += "      " + l.type + " " + l.name + "_[" +
-             std::to_string(kColumnBatch) + "];\n";
-    loads += "        " + l.name + "_[u_] = " + l.expr + ";\n";
-    binds +=
-        "      const " + l.type + " " + l.name + " = " + l.name + "_[u_];\n";
-  }
   vars.insert(
       vars.end(),
       {{"BATCH_DECLS", decls}, {"BATCH_LOADS", loads}, {"BATCH_BINDS", binds}});
-  // Rows without stores: the compiler's unrolled loop already issues the
-  // 8 rows' loads together (GPT-2's bias gradients, 32 registers).
-  if (code.vecLoads.empty() || code.rowStores.empty()) {
-    std::string rowLoads;
-    for (const ColumnCode::VecLoad &l : code.vecLoads)
-      rowLoads +=
-          "      const " + l.type + " " + l.name + " = " + l.expr + ";\n";
-    for (auto &[key, value] : vars)
-      if (key == "LOADS")
-        value = rowLoads + value;
+  if (!batched) {
     vars.push_back({"ROWS", subst(kColumnRowLoop, vars)});
   } else { // the row's code one level deeper
     vars.push_back({"BATCH_ROW", subst(kColumnBatchRow, vars)});

@@ -23,7 +23,7 @@
 // unrolled, its loads in flight together; then the inputs that two or
 // more passes read at the element are loaded once a row into per-lane
 // register arrays rc<n>_[NJ] (the most-read first, up to kChainCacheMax
-// registers; found from a first emission's pass code) that every pass
+// registers; found from a first emission's reads) that every pass
 // reads instead of memory. With column reductions the grid
 // is at most kChainColumnBlocks blocks (kChainCachedColumnBlocks, with
 // launch bounds for three blocks an SM, when rows are cached); each adds
@@ -187,12 +187,12 @@ std::string columnTotals(ops::FusionOp f, const std::vector<Acc> &cols,
          sh.decls("[8][33]") + body + "}\n";
 }
 
-/// One emission of a row_chain kernel: the kernel, and the code of each
-/// pass over the row (the stages', then the stores') for choosing the
-/// inputs to keep in registers.
+/// One emission of a row_chain kernel: the kernel, and the inputs each
+/// pass over the row (the stages', then the stores') reads at the element,
+/// for choosing the inputs to keep in registers.
 struct ChainEmission {
   KernelSource ks;
-  std::vector<std::string> passes;
+  std::vector<std::set<unsigned>> passReads;
   int64_t perLane = 0; ///< elements of a row a lane takes
   bool unrolled = false;
 };
@@ -241,7 +241,7 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
       x.bind(blk.getArgument(n), "off", "rc" + std::to_string(n) + "_[j_]");
   };
   auto rowPass = [&](const std::string &inner) {
-    em.passes.push_back(inner);
+    em.passReads.push_back(x.takeArgReads("off"));
     std::string head =
         unrolled ? "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
                        "; ++j_) {\n"
@@ -388,18 +388,16 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
 }
 
 /// The inputs worth a register copy of the lane's row elements: those that
-/// two or more passes read at the element (their code has `in<n>[off]`),
-/// most-read first, while their elements fit kChainCacheMax registers a
-/// thread. Unrolled passes only.
+/// two or more passes read at the element, most-read first, while their
+/// elements fit kChainCacheMax registers a thread. Unrolled passes only.
 std::vector<unsigned> inputsToCache(ops::FusionOp f, const ChainEmission &em) {
   if (!em.unrolled || em.perLane == 0)
     return {};
   std::vector<std::pair<int, unsigned>> reads; // (-passes, input)
   for (unsigned n = 0; n < f.getBlock().getNumArguments(); ++n) {
-    std::string load = "in" + std::to_string(n) + "[off]";
     int passes = 0;
-    for (const std::string &p : em.passes)
-      passes += p.find(load) != std::string::npos;
+    for (const std::set<unsigned> &p : em.passReads)
+      passes += p.count(n);
     if (passes >= 2)
       reads.push_back({-passes, n});
   }
