@@ -451,10 +451,12 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 
 } // namespace
 
-void addFusionPasses(OpPassManager &pm, bool geluEpilogues) {
+void addFusionPasses(OpPassManager &pm, const FusionChoices &choices) {
   pm.addPass(createFuseAttention());
+  if (choices.bgradEpilogues)
+    pm.addPass(createFuseBiasGrad());
   FuseOptions fuse;
-  fuse.geluEpilogues = geluEpilogues;
+  fuse.geluEpilogues = choices.geluEpilogues;
   pm.addPass(createFuse(fuse));
   pm.addPass(createFuseLoss());
   pm.addPass(createFuseRowChains());

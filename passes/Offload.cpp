@@ -253,7 +253,7 @@ FailureOr<ArenaPlan> OffloadPass::measure(ArrayRef<const Candidate *> chosen) {
   apply(copy, chosen, &map);
   if (fuse) {
     PassManager pm(f.getContext());
-    addFusionPasses(pm, geluEpilogues);
+    addFusionPasses(pm, {geluEpilogues, bgradEpilogues});
     if (failed(pm.run(*scratch)))
       return failure();
   }

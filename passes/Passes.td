@@ -265,6 +265,8 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
            "measure the plan after step-fuse (as the pipeline will run it)">,
     Option<"geluEpilogues", "gelu-epilogues", "bool", "false",
            "the step-fuse option of the same name, for that measurement">,
+    Option<"bgradEpilogues", "bgrad-epilogues", "bool", "false",
+           "run step-fuse-bias-grad too, for that measurement">,
     Option<"alignment", "alignment", "int64_t", "256",
            "byte alignment of the memory plan measured">,
   ];
@@ -385,6 +387,8 @@ def Remat : Pass<"step-remat", "::mlir::ModuleOp"> {
            "will run it)">,
     Option<"geluEpilogues", "gelu-epilogues", "bool", "false",
            "the step-fuse option of the same name, for that measurement">,
+    Option<"bgradEpilogues", "bgrad-epilogues", "bool", "false",
+           "run step-fuse-bias-grad too, for that measurement">,
     Option<"alignment", "alignment", "int64_t", "256",
            "byte alignment of the memory plan measured">,
     Option<"exactLimit", "exact-limit", "int64_t", "6",
@@ -440,6 +444,35 @@ def FuseAttention : Pass<"step-fuse-attention", "::mlir::ModuleOp"> {
     %t = step.fusion "attention"(%qkv) : ... {
       ... the slice, reshape, transposes and the attention ...
     }
+    ```
+  }];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def FuseBiasGrad : Pass<"step-fuse-bias-grad", "::mlir::ModuleOp"> {
+  let summary = "A bias gradient no kernel makes on the way joins its weight gradient's matmul";
+  let description = [{
+    After step-fuse-attention, before step-fuse: a bare `reduce_sum` of a
+    matmul's 2-d operand over the contraction dim (or of the tensor that
+    operand reshapes, over its leading dims) into a vector of the matmul's
+    element type, where the summed value is made by a matmul, an
+    attention fusion or another op no generated kernel could sum on the
+    way, joins the matmul as one `step.fusion "matmul"`, which the CUDA
+    backend runs as one cuBLASLt call with the BGRADA (rhs) or BGRADB
+    (lhs) epilogue: GPT-2's q/k/v bias gradient no longer reads the
+    [B*T, 3C] gradient a second time (docs/fusion.md). The sum then reads
+    the matmul's operand, over the same elements in the same order; when
+    an op before the matmul reads the sum, the matmul moves up to it.
+    Off by default (stepc --bgrad-epilogues) until run on a GPU.
+
+    ```mlir
+    %s = step.reduce_sum %g dims = [0, 1] : tensor<8x64x96xbf16> -> tensor<96xbf16>
+    %g2 = step.reshape %g : tensor<8x64x96xbf16> -> tensor<512x96xbf16>
+    %dw = step.matmul %x, %g2 transpose_a : tensor<512x32xbf16>, tensor<512x96xbf16> -> tensor<32x96xbf16>
+    // becomes
+    %g2 = step.reshape %g : tensor<8x64x96xbf16> -> tensor<512x96xbf16>
+    %f:2 = step.fusion "matmul"(%x, %g2) { matmul, reduce_sum %g2 dims = [0] }
     ```
   }];
   let dependentDialects = ["::mlir::step::StepDialect",

@@ -467,7 +467,7 @@ FailureOr<Measured> RematPass::measure(const ValueSet &recompute) {
   m.savedBytes = savedActivations(copy).bytes;
   if (fuse) {
     PassManager pm(f.getContext());
-    addFusionPasses(pm, geluEpilogues);
+    addFusionPasses(pm, {geluEpilogues, bgradEpilogues});
     if (failed(pm.run(*scratch)))
       return failure();
   }

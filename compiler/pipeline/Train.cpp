@@ -271,6 +271,7 @@ static LogicalResult runTrainPasses(ModuleOp module,
       remat.budget = m == "budget" ? options.remat.budget : 0;
       remat.fuse = options.fuse;
       remat.geluEpilogues = options.geluEpilogues;
+      remat.bgradEpilogues = options.bgradEpilogues;
       pm->addPass(ops::createRemat(remat));
     };
     if (offloadFirst)
@@ -287,12 +288,14 @@ static LogicalResult runTrainPasses(ModuleOp module,
       o.minBytes = options.offload.minBytes;
       o.fuse = options.fuse;
       o.geluEpilogues = options.geluEpilogues;
+      o.bgradEpilogues = options.bgradEpilogues;
       pm->addPass(ops::createOffload(o));
     }
     if (offloadFirst)
       addRemat(mode);
     if (options.fuse)
-      ops::addFusionPasses(*pm, options.geluEpilogues);
+      ops::addFusionPasses(
+          *pm, {options.geluEpilogues, options.bgradEpilogues});
     if (options.offloadOptimizer)
       pm->addPass(ops::createOffloadOptimizer());
     if (report)

@@ -165,6 +165,11 @@ struct TrainOptions {
   /// gradient, is the matmul's DGELU_BGRAD epilogue (docs/fusion.md). Off
   /// by default until a GPU run has checked and timed it.
   bool geluEpilogues = false;
+  /// Run step-fuse-bias-grad: a bias gradient no kernel computes on the
+  /// way (GPT-2's q/k/v bias) is the weight gradient matmul's BGRADA or
+  /// BGRADB epilogue (docs/fusion.md). Off by default until a GPU run has
+  /// checked and timed it.
+  bool bgradEpilogues = false;
   /// Run step-attention-stats: each attention saves its rows' log-sum-exp
   /// for its gradient (docs/training.md). Off: the gradient recomputes the
   /// statistics (stepc --no-attention-stats, for A/B timing).

@@ -100,7 +100,8 @@ struct Op {
 struct MatmulCall {
   int64_t lhs = -1, rhs = -1, result = -1, bias = -1;
   /// GELU's input: stored by GELU_AUX*, read by DGELU* (-1: none); the
-  /// bias gradient DGELU_BGRAD writes (-1: none). Plan buffer ids.
+  /// bias gradient DGELU_BGRAD or BGRADA/BGRADB writes (-1: none). Plan
+  /// buffer ids.
   int64_t aux = -1, biasGrad = -1;
   const nlohmann::json *attrs = nullptr; ///< the step.matmul's attributes
   MatmulEpilogue epilogue = MatmulEpilogue::None;

@@ -51,6 +51,8 @@ cublasLtEpilogue_t ltEpilogue(MatmulEpilogue e) {
     return CUBLASLT_EPILOGUE_DGELU;
   case MatmulEpilogue::DGeluBgrad:
     return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  case MatmulEpilogue::BgradA: return CUBLASLT_EPILOGUE_BGRADA;
+  case MatmulEpilogue::BgradB: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -116,15 +118,15 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
              m.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
          "EPILOGUE");
   }
-  // The bias (read) or DGELU_BGRAD's bias gradient (written): n elements of
-  // the result's type through BIAS_POINTER. The heuristic depends on the
-  // pointer's alignment: key on it.
-  auto setBiasVector = [&](int64_t id, const char *what) {
+  // The bias (read) or the bias gradient (written): n elements of the
+  // result's type through BIAS_POINTER (BGRADB's: m, cuBLASLt's columns).
+  // The heuristic depends on the pointer's alignment: key on it.
+  auto setBiasVector = [&](int64_t id, const char *what, int64_t length) {
     const BufferDesc &v = plan.buffers[id];
-    if (v.dtype != c.dtype || v.shape != Shape{l.n})
+    if (v.dtype != c.dtype || v.shape != Shape{length})
       throw Error(op.where + ": the " + what + " is " +
                   typeStr(v.dtype, v.shape) + ", expected " +
-                  typeStr(c.dtype, Shape{l.n}));
+                  typeStr(c.dtype, Shape{length}));
     void *ptr = reinterpret_cast<void *>(ptrOf[id]);
     int32_t vectorType = static_cast<int32_t>(type);
     ltck(lt->cublasLtMatmulDescSetAttribute(
@@ -137,7 +139,7 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
     biasAlign = ptrOf[id] & 15u;
   };
   if (call.bias >= 0) {
-    setBiasVector(call.bias, "bias");
+    setBiasVector(call.bias, "bias", l.n);
     int64_t biasStride = 0;
     if (l.batch > 1)
       ltck(lt->cublasLtMatmulDescSetAttribute(
@@ -145,8 +147,15 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
                sizeof(biasStride)),
            "BIAS_BATCH_STRIDE");
   }
+  bool operandGrad = call.epilogue == MatmulEpilogue::BgradA ||
+                     call.epilogue == MatmulEpilogue::BgradB;
+  if (operandGrad && l.batch != 1)
+    throw Error(op.where + ": the " + matmulEpilogueName(call.epilogue) +
+                " epilogue sums one matrix; this matmul is a batch of " +
+                std::to_string(l.batch));
   if (call.biasGrad >= 0)
-    setBiasVector(call.biasGrad, "bias gradient");
+    setBiasVector(call.biasGrad, "bias gradient",
+                  call.epilogue == MatmulEpilogue::BgradB ? l.m : l.n);
   // GELU's input (stored by GELU_AUX*, read by DGELU*) has the result's
   // layout: column-major n x m, leading dim n.
   uintptr_t auxAlign = 0;
@@ -219,11 +228,13 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
                                             m.c, pref, wanted, results, &found);
   lt->cublasLtMatmulPreferenceDestroy(pref);
   ltck(st, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1) // an aux matrix: only stepc --gelu-epilogues makes one
+  if (found < 1) // an aux matrix or an operand's sum: stepc options
     throw Error(op.where + ": cuBLASLt has no algorithm for " +
                 typeStr(a.dtype, a.shape) + " x " + typeStr(b.dtype, b.shape) +
                 " with the " + matmulEpilogueName(call.epilogue) + " epilogue" +
-                (call.aux >= 0 ? "; compile without --gelu-epilogues" : ""));
+                (call.aux >= 0     ? "; compile without --gelu-epilogues"
+                 : operandGrad ? "; compile without --bgrad-epilogues"
+                               : ""));
   m.algo = algoCache[key] = results[0].algo;
   if (found > 1)
     for (int i = 0; i < found; ++i)

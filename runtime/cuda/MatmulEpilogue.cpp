@@ -6,7 +6,9 @@
 // rank-1 argument along the last dim) followed by at most one relu or
 // tanh-GELU, whose input may also be a result (GELU_AUX); or the product's
 // one user a tanh gelu_grad of an argument, whose result may also feed one
-// reduce_sum over the leading dims (DGELU, DGELU_BGRAD). Every body step
+// reduce_sum over the leading dims (DGELU, DGELU_BGRAD); or a product of two
+// matrices that is a result as it is, beside one reduce_sum of an operand
+// over the contraction dim (BGRADA, BGRADB). Every body step
 // must be on that chain and every result accounted for, so a body with a
 // side computation is refused rather than half run. Built into
 // step_runtime on every machine (runtime/CMakeLists.txt), CUDA or not.
@@ -35,6 +37,8 @@ const char *matmulEpilogueName(MatmulEpilogue e) {
     return "dgelu";
   case MatmulEpilogue::DGeluBgrad:
     return "dgelu_bgrad";
+  case MatmulEpilogue::BgradA: return "bgrada";
+  case MatmulEpilogue::BgradB: return "bgradb";
   }
   return "none";
 }
@@ -137,6 +141,47 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
 
   std::vector<bool> onChain(body.steps.size(), false);
   onChain[matmulAt] = true;
+  // BGRADA/BGRADB: a sum of an operand over the contraction dim, the bias
+  // gradient (step-fuse-bias-grad); the product is then a result as it is.
+  int64_t operandSum = -1;
+  for (size_t k = 0; k < body.steps.size(); ++k)
+    if (body.steps[k].op == "step.reduce_sum" &&
+        body.steps[k].operands.size() == 1 &&
+        (body.steps[k].operands[0] == mm.operands[0] ||
+         body.steps[k].operands[0] == mm.operands[1])) {
+      if (operandSum >= 0)
+        throw fail("a second sum of a matmul operand (" + describe(k) +
+                   "); cuBLASLt computes one bias gradient");
+      operandSum = static_cast<int64_t>(k);
+    }
+  if (operandSum >= 0) {
+    const PlanStep &s = body.steps[operandSum];
+    bool rhs = s.operands[0] == mm.operands[1];
+    const BufferDesc &in = body.buffers[s.operands[0]];
+    const char *flag = rhs ? "transpose_b" : "transpose_a";
+    bool transposed = mm.attrs.is_object() && mm.attrs.contains(flag) &&
+                      mm.attrs[flag].is_boolean() && mm.attrs[flag].get<bool>();
+    // The contraction dim of the summed operand: the rhs [k, n] ([n, k]
+    // transposed), the lhs [m, k] ([k, m] transposed).
+    int64_t kDim = rhs == transposed ? 1 : 0;
+    const BufferDesc *g =
+        s.results.size() == 1 ? &body.buffers[s.results[0]] : nullptr;
+    if (in.shape.size() != 2 || product.shape.size() != 2 || !g ||
+        intsAttr(s, "dims") != std::vector<int64_t>{kDim} ||
+        g->shape != Shape{in.shape[1 - kDim]} || g->dtype != product.dtype ||
+        !users[s.results[0]].empty() || resultIndex(s.results[0]) < 0)
+      throw fail(describe(operandSum) + " sums a matmul operand but is not "
+                 "a bias gradient: cuBLASLt's BGRADA/BGRADB sum a matrix "
+                 "operand over the contraction dim (" + std::to_string(kDim) +
+                 ") into a result vector of the product's type, found " +
+                 dtypeName(in.dtype) + " " + shapeToString(in.shape) + " -> " +
+                 (g ? std::string(dtypeName(g->dtype)) + " " +
+                          shapeToString(g->shape)
+                    : std::string("no single result")));
+    onChain[operandSum] = true;
+    f.biasGrad = resultIndex(s.results[0]);
+    f.epilogue = rhs ? MatmulEpilogue::BgradA : MatmulEpilogue::BgradB;
+  }
   bool bias = false, relu = false, gelu = false, dgelu = false;
   int64_t cur = mm.results[0];
   auto sameType = [&](size_t k) {
@@ -230,6 +275,9 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
   if (f.result < 0)
     throw fail("the chain ends in '" + body.buffers[cur].name +
                "', which is not a result");
+  if (operandSum >= 0 && cur != mm.results[0])
+    throw fail("cuBLASLt's BGRADA/BGRADB leave the product as it is, but "
+               "the body continues it into '" + body.buffers[cur].name + "'");
   if (dgelu && !users[cur].empty()) {
     // DGELU_BGRAD: the gradient's one other reader sums it over the rows.
     size_t k = users[cur][0];
@@ -265,6 +313,8 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     throw fail("a result is not the chain's end, GELU's input or the bias "
                "gradient");
 
+  if (operandSum >= 0)
+    return f; // BgradA or BgradB, set above
   if (dgelu)
     f.epilogue =
         f.biasGrad >= 0 ? MatmulEpilogue::DGeluBgrad : MatmulEpilogue::DGelu;

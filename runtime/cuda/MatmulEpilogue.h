@@ -34,11 +34,13 @@ enum class MatmulEpilogue {
   GeluAux,
   GeluAuxBias,
   DGelu,
-  DGeluBgrad
+  DGeluBgrad,
+  BgradA, ///< the bias gradient: the rhs (cuBLASLt's A) summed over k
+  BgradB  ///< the lhs (cuBLASLt's B) summed over k
 };
 
 /// "none", "bias", "relu", "relu_bias", "gelu", "gelu_bias", "gelu_aux",
-/// "gelu_aux_bias", "dgelu", "dgelu_bgrad".
+/// "gelu_aux_bias", "dgelu", "dgelu_bgrad", "bgrada", "bgradb".
 const char *matmulEpilogueName(MatmulEpilogue e);
 
 /// Whether `step` is a step.fusion of kind "matmul" (whatever its body).
@@ -54,8 +56,8 @@ struct FusedMatmul {
   /// input, GELU's input (-1 unless DGelu*).
   int lhs = -1, rhs = -1, bias = -1, aux = -1;
   /// The fusion results (indices into the step's results): D, GELU's input
-  /// stored by GeluAux* (else -1), the bias gradient of DGeluBgrad (else
-  /// -1).
+  /// stored by GeluAux* (else -1), the bias gradient of DGeluBgrad or
+  /// Bgrad* (else -1).
   int result = 0, auxResult = -1, biasGrad = -1;
   MatmulEpilogue epilogue = MatmulEpilogue::None;
 };
@@ -70,9 +72,13 @@ struct FusedMatmul {
 /// followed by `gelu_grad(product, x)` (tanh; `x` a body argument of the
 /// product's type), its result a body result, optionally also read by one
 /// `reduce_sum` over every dim but the last whose result is a body result
-/// (DGelu, DGeluBgrad). Throws rt::Error naming `where` and what does not
-/// fit (a different op, an erf GELU, a bias over another dim, an
-/// intermediate used twice or returned, dtypes that differ).
+/// (DGelu, DGeluBgrad). Or: the step.matmul of two matrices, its product a
+/// body result, and one `reduce_sum` of its rhs (BgradA) or lhs (BgradB)
+/// over the contraction dim into a rank-1 body result of the product's
+/// type (the bias gradient; stepc --bgrad-epilogues). Throws rt::Error
+/// naming `where` and what does not fit (a different op, an erf GELU, a
+/// bias over another dim, an intermediate used twice or returned, dtypes
+/// that differ).
 FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where);
 
 } // namespace step::rt::cuda

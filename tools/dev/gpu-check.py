@@ -85,7 +85,7 @@ LOW_FRACTION = 0.01
 # the reference, give or take noise.
 LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2", "gpt2_bf16_tuned": "gpt2",
            "gpt2_bf16_nofuse": "gpt2_nofuse", "gpt2_bf16_gelu_epi": "gpt2",
-           "gpt2_bf16_saved_ds": "gpt2",
+           "gpt2_bf16_saved_ds": "gpt2", "gpt2_bf16_bgrad_epi": "gpt2",
            "mlp_fp16_offload_optimizer": "mlp"}
 LOW_F32_SLACK = 1.5
 
@@ -107,6 +107,11 @@ CASES = [
     # DGELU_BGRAD): stepc --gelu-epilogues, not yet run on a GPU.
     ("gpt2_gelu_epi", "gpt2", ["--gelu-epilogues"], 1e-4, "f32"),
     ("gpt2_bf16_gelu_epi", "gpt2", ["--amp=bf16", "--gelu-epilogues"], 2e-2,
+     "low"),
+    # The q/k/v bias gradient in the weight gradient's cuBLASLt call
+    # (BGRADA): stepc --bgrad-epilogues, not yet run on a GPU.
+    ("gpt2_bgrad_epi", "gpt2", ["--bgrad-epilogues"], 1e-4, "f32"),
+    ("gpt2_bf16_bgrad_epi", "gpt2", ["--amp=bf16", "--bgrad-epilogues"], 2e-2,
      "low"),
     # attention's gradient in three launches, dS stored by the dk/dv one
     # for a dq one: stepc --attention-saved-ds (the mma kernels: bf16),

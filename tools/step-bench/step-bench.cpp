@@ -3,7 +3,7 @@
 //   step-bench MODEL.mlir --params DIR --inputs DIR [--optimizer=...]
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
-//              [--gelu-epilogues] [--attention-saved-ds]
+//              [--gelu-epilogues] [--bgrad-epilogues] [--attention-saved-ds]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
 //              [--offload=none|auto|all[,...]] [--offload-optimizer]
 //   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
@@ -137,6 +137,10 @@ int main(int argc, char **argv) {
   bool geluEpilogues = false;
   app.add_flag("--gelu-epilogues", geluEpilogues,
                "GELU and its gradient in cuBLASLt epilogues (as stepc)");
+  bool bgradEpilogues = false;
+  app.add_flag("--bgrad-epilogues", bgradEpilogues,
+               "a lone bias gradient in its weight gradient's cuBLASLt call "
+               "(as stepc)");
   bool attentionSavedDs = false;
   app.add_flag("--attention-saved-ds", attentionSavedDs,
                "attention's gradient stores dS for its dq launch (as stepc)");
@@ -184,6 +188,7 @@ int main(int argc, char **argv) {
     options.gradAccum = gradAccum;
     options.fuse = !noFuse;
     options.geluEpilogues = geluEpilogues;
+    options.bgradEpilogues = bgradEpilogues;
     options.attentionSavedDs = attentionSavedDs;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
@@ -272,6 +277,7 @@ int main(int argc, char **argv) {
         {"bytes_per_step", {{"read", bytesRead}, {"written", bytesWritten}}},
         {"fused", !noFuse},
         {"gelu_epilogues", geluEpilogues},
+        {"bgrad_epilogues", bgradEpilogues},
         {"attention_saved_ds", attentionSavedDs},
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},

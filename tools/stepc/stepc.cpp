@@ -10,7 +10,7 @@
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
 //         [--guard-finite] [--no-attention-stats] [--no-donate]
-//         [--gelu-epilogues] [--attention-saved-ds]
+//         [--gelu-epilogues] [--bgrad-epilogues] [--attention-saved-ds]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -71,6 +71,7 @@ struct Options {
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false, noAttentionStats = false;
   bool noDonate = false, geluEpilogues = false, attentionSavedDs = false;
+  bool bgradEpilogues = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -144,6 +145,7 @@ nlohmann::json reportJson(const Options &o,
           {"attention_stats", !o.noAttentionStats},
           {"donate", !o.noDonate},
           {"gelu_epilogues", o.geluEpilogues},
+          {"bgrad_epilogues", o.bgradEpilogues},
           {"attention_saved_ds", o.attentionSavedDs},
           {"loss_scale", o.lossScale},
           {"passes", passes},
@@ -338,6 +340,11 @@ int main(int argc, char **argv) {
                "(GELU_AUX_BIAS stores GELU's input; DGELU_BGRAD computes its "
                "gradient and the bias gradient); not yet run on a GPU, off by "
                "default (docs/fusion.md)");
+  app.add_flag("--bgrad-epilogues", o.bgradEpilogues,
+               "a bias gradient that no kernel computes on the way (GPT-2's "
+               "q/k/v bias) joins its weight gradient's matmul as cuBLASLt's "
+               "BGRADA/BGRADB epilogue (step-fuse-bias-grad); not yet run on "
+               "a GPU, off by default (docs/fusion.md)");
   app.add_flag("--attention-saved-ds", o.attentionSavedDs,
                "attention's gradient stores dS once (its dk/dv launch) for a "
                "dq launch instead of computing the scores twice: 2 bytes a "
@@ -392,6 +399,7 @@ int main(int argc, char **argv) {
   train.gradAccum = o.gradAccum;
   train.fuse = !o.noFuse;
   train.geluEpilogues = o.geluEpilogues;
+  train.bgradEpilogues = o.bgradEpilogues;
   train.attentionSavedDs = o.attentionSavedDs;
   train.attentionStats = !o.noAttentionStats;
   train.guardFinite = o.guardFinite;
@@ -458,7 +466,7 @@ int main(int argc, char **argv) {
     mlir::PassManager pm(&ctx);
     pm.addPass(mlir::createCanonicalizerPass());
     if (!o.noFuse)
-      mlir::step::addFusionPasses(pm, o.geluEpilogues);
+      mlir::step::addFusionPasses(pm, {o.geluEpilogues, o.bgradEpilogues});
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

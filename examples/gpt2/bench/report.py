@@ -177,7 +177,8 @@ def markdown(report):
 # kernel that fuses a layer norm into a residual add counts as layer norm
 # on both sides; bias gradients, GELU and the parameters' bf16 casts are
 # "other" on both (but matmul on StepJIT's side with stepc --gelu-epilogues,
-# where cuBLASLt computes GELU, its gradient and the MLP's bias gradient).
+# where cuBLASLt computes GELU, its gradient and the MLP's bias gradient,
+# and with --bgrad-epilogues, where it computes the q/k/v bias gradient).
 CATEGORIES = ("matmul", "attention", "loss", "layer norm", "optimizer",
               "embedding", "other")
 _STEPJIT_WORDS = (

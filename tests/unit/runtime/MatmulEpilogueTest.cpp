@@ -2,7 +2,7 @@
 //
 // runtime/cuda/MatmulEpilogue.h on hand-built fusion bodies: every form
 // step-fuse produces (matmul, + bias in either add order, + relu or tanh
-// GELU, batched) gives its epilogue and the fusion operands that feed
+// GELU, batched; step-fuse-bias-grad's sum of an operand) gives its epilogue and the fusion operands that feed
 // cuBLASLt; every body cuBLASLt cannot run as one call is refused with a
 // message saying why. Pure: runs without CUDA.
 //
@@ -259,6 +259,100 @@ TEST(MatmulEpilogue, DGeluFormsCuBlasLtCannotRunAreRefused) {
     int64_t g = dgelu(b);
     int64_t s = b.step("reduce_sum", {{"dims", {0, 1}}}, {g}, F, {16});
     expectRefused(b.fusion({s}), "not a result");
+  }
+}
+
+/// A weight gradient's matmul of lhs (k x m, or m x k untransposed) and rhs
+/// (k x n, or n x k transposed) and the sum of one operand over k: the
+/// product (result 0) and the sum (result 1) of `summed` over `dims`.
+struct OperandSum {
+  int64_t product, sum;
+};
+OperandSum operandSum(Body &b, bool ta, bool tb, bool rhs,
+                      std::vector<int64_t> dims, DType sumType = F) {
+  const int64_t m = 4, n = 8, k = 16;
+  int64_t x = b.arg(F, ta ? Shape{k, m} : Shape{m, k});
+  int64_t g = b.arg(F, tb ? Shape{n, k} : Shape{k, n});
+  int64_t mm = b.step("matmul", {{"transpose_a", ta}, {"transpose_b", tb}},
+                      {x, g}, F, {m, n});
+  int64_t sum = b.step("reduce_sum", {{"dims", dims}}, {rhs ? g : x}, sumType,
+                       {rhs ? n : m});
+  return {mm, sum};
+}
+
+TEST(MatmulEpilogue, AnOperandsSumOverKIsBgradAOrBgradB) {
+  // The rhs's sum (a vector of n): BGRADA; the lhs's (of m): BGRADB; each
+  // operand transposed or not, the results in either order.
+  struct Case {
+    bool ta, tb, rhs;
+    int64_t dim;
+    MatmulEpilogue want;
+  };
+  for (Case c : {Case{true, false, true, 0, MatmulEpilogue::BgradA},
+                 Case{false, true, true, 1, MatmulEpilogue::BgradA},
+                 Case{true, false, false, 0, MatmulEpilogue::BgradB},
+                 Case{false, false, false, 1, MatmulEpilogue::BgradB}})
+    for (bool sumFirst : {false, true}) {
+      Body b;
+      OperandSum o = operandSum(b, c.ta, c.tb, c.rhs, {c.dim});
+      FusedMatmul f = readMatmulFusion(
+          b.fusion(sumFirst ? std::vector<int64_t>{o.sum, o.product}
+                            : std::vector<int64_t>{o.product, o.sum}),
+          "x");
+      EXPECT_EQ(f.epilogue, c.want) << c.ta << c.tb << c.rhs;
+      EXPECT_EQ(f.lhs, 0);
+      EXPECT_EQ(f.rhs, 1);
+      EXPECT_EQ(f.result, sumFirst ? 1 : 0);
+      EXPECT_EQ(f.biasGrad, sumFirst ? 0 : 1);
+      EXPECT_EQ(f.bias, -1);
+      EXPECT_EQ(f.aux, -1);
+    }
+  EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::BgradA), "bgrada");
+  EXPECT_STREQ(matmulEpilogueName(MatmulEpilogue::BgradB), "bgradb");
+}
+
+TEST(MatmulEpilogue, OperandSumsCuBlasLtCannotRunAreRefused) {
+  { // over the other dim: a vector of k, not of n
+    Body b;
+    int64_t x = b.arg(F, {16, 4}), g = b.arg(F, {16, 8});
+    int64_t mm =
+        b.step("matmul", {{"transpose_a", true}}, {x, g}, F, {4, 8});
+    int64_t s = b.step("reduce_sum", {{"dims", {1}}}, {g}, F, {16});
+    expectRefused(b.fusion({mm, s}), "not a bias gradient");
+  }
+  { // into another element type than the product's
+    Body b;
+    OperandSum o = operandSum(b, true, false, true, {0}, DType::BF16);
+    expectRefused(b.fusion({o.product, o.sum}), "not a bias gradient");
+  }
+  { // the sum read again in the body instead of returned
+    Body b;
+    OperandSum o = operandSum(b, true, false, true, {0});
+    int64_t neg = b.step("neg", nullptr, {o.sum}, F, {8});
+    expectRefused(b.fusion({o.product, neg}), "not a bias gradient");
+  }
+  { // both operands summed: cuBLASLt has one bias pointer
+    Body b;
+    OperandSum o = operandSum(b, true, false, true, {0});
+    b.step("reduce_sum", {{"dims", {0}}}, {0}, F, {4});
+    expectRefused(b.fusion({o.product, o.sum}), "a second sum");
+  }
+  { // the product continued by a bias add
+    Body b;
+    OperandSum o = operandSum(b, true, false, true, {0});
+    int64_t bias = b.arg(F, {8});
+    int64_t bc = b.step("broadcast_in_dim", {{"broadcast_dimensions", {1}}},
+                        {bias}, F, {4, 8});
+    int64_t y = b.step("add", nullptr, {o.product, bc}, F, {4, 8});
+    expectRefused(b.fusion({y, o.sum}), "leave the product as it is");
+  }
+  { // a batch of matrices
+    Body b;
+    int64_t x = b.arg(F, {2, 16, 4}), g = b.arg(F, {2, 16, 8});
+    int64_t mm =
+        b.step("matmul", {{"transpose_a", true}}, {x, g}, F, {2, 4, 8});
+    int64_t s = b.step("reduce_sum", {{"dims", {1}}}, {g}, F, {2, 8});
+    expectRefused(b.fusion({mm, s}), "not a bias gradient");
   }
 }
 

@@ -1,0 +1,206 @@
+//===- FuseBiasGrad.cpp - step-fuse-bias-grad: bias gradients in cuBLASLt -===//
+//
+// step-fuse-bias-grad folds a bias gradient that no generated kernel can
+// compute on the way into the weight gradient's matmul, as one
+// `step.fusion "matmul"` that the CUDA backend runs as one cuBLASLt call
+// with the BGRADA (the sum of the rhs over the contraction) or BGRADB (of
+// the lhs) epilogue: the gradient is read once for both. A bias gradient
+// whose gradient an elementwise or row op makes is left to the passes
+// that sum it inside that op's kernel (GPT-2's output projections: the
+// layer-norm gradient's row chain; its MLP: the GELU backward's loop
+// reduction); one made by a matmul or an attention kernel (GPT-2's q/k/v
+// bias: the attention gradient writes the [B*T, 3C] gradient) was read
+// again by a reduction kernel of its own. It runs after
+// step-fuse-attention and before step-fuse, which then places the sum's
+// readers (AMP's cast to f32) with the optimizer's kernels as usual.
+//
+// Guarantees: results are unchanged. The fusion holds the matmul and a
+// reduce_sum of the very elements the replaced sum added, in the same
+// order: a sum of X over its leading dims becomes the sum over dim 0 of
+// the matmul's reshape of X to [rows, last], which the row-major walk of
+// every backend visits identically. The block stays in SSA order: the
+// fusion sits at the matmul, or, when an op between the sum and the
+// matmul reads the sum, the matmul (with a reshape of its operand) moves
+// up to the sum, where its operands already exist. Deterministic:
+// matmuls in program order, each operand's sums by position.
+//
+// Algorithm, per function's top-level block: for each bare step.matmul
+// of 2-d operands with static shapes, the rhs then the lhs: a bare
+// reduce_sum of that operand over its contraction dim (the rhs's rows
+// unless transpose_b, the lhs's columns unless transpose_a), or, when the
+// operand is a reshape of X merging X's leading dims into its rows, a
+// bare reduce_sum of X over every dim but the last; into a rank-1 tensor
+// of the matmul's element type (cuBLASLt writes the bias gradient in the
+// result's type); of a value that a block argument, a matmul, an
+// attention fusion or another op of no fusion role makes (through views).
+// The first such sum (program order) whose readers follow the matmul, or
+// that precedes it with the matmul's operands there, joins. At most one
+// sum per matmul (cuBLASLt has one bias pointer). Cost: O(users of the
+// two operands) per matmul; the graph loses one op per fusion.
+//
+// Off unless asked (stepc --bgrad-epilogues): the epilogue has not yet
+// run on a GPU. What cuBLASLt offers for each layout is only known there;
+// the runtime names this option when the heuristic finds no algorithm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/FusionMerge.h"
+#include "passes/Passes.h"
+
+#include "dialects/step/Fusion.h"
+
+#include "llvm/ADT/Sequence.h"
+
+namespace mlir::step {
+#define GEN_PASS_DEF_FUSEBIASGRAD
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// A bias-gradient sum that may join a matmul.
+struct SumCandidate {
+  ReduceSumOp sum;
+  Value operand; ///< the matmul operand the sum reads in the fusion
+  int64_t kDim;  ///< that operand's contraction dim
+};
+
+/// Whether `v` (through views) is made by an op whose kernel could also
+/// sum it: an elementwise, view, reduction or row op, or a loop, reduction
+/// or row_chain fusion of them.
+bool madeByFusableKernel(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def && isa<ReshapeOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  if (!def)
+    return false;
+  if (auto f = dyn_cast<FusionOp>(def))
+    return f.getKind() == kLoopFusion || f.getKind() == kReductionFusion ||
+           f.getKind() == kRowChainFusion;
+  return fusionRole(def) != FusionRole::None;
+}
+
+class BiasGradFuser {
+public:
+  explicit BiasGradFuser(Block &block) : block_(block) {}
+
+  void run() {
+    SmallVector<MatmulOp> matmuls;
+    for (Operation &op : block_)
+      if (auto mm = dyn_cast<MatmulOp>(op))
+        matmuls.push_back(mm);
+    for (MatmulOp mm : matmuls)
+      tryMatmul(mm);
+  }
+
+private:
+  void tryMatmul(MatmulOp mm) {
+    auto lt = cast<RankedTensorType>(mm.getLhs().getType());
+    auto rt = cast<RankedTensorType>(mm.getRhs().getType());
+    auto ct = cast<RankedTensorType>(mm.getType());
+    if (lt.getRank() != 2 || rt.getRank() != 2 || !lt.hasStaticShape() ||
+        !rt.hasStaticShape() || !ct.hasStaticShape())
+      return;
+    // The rhs [k, n] (or [n, k]) gives a vector of n: BGRADA; the lhs [m,
+    // k] (or [k, m]) one of m: BGRADB.
+    std::optional<SumCandidate> c = find(
+        mm, mm.getRhs(), mm.getTransposeB() ? 1 : 0, ct.getShape()[1]);
+    if (!c)
+      c = find(mm, mm.getLhs(), mm.getTransposeA() ? 0 : 1, ct.getShape()[0]);
+    if (!c)
+      return;
+    if (!readersFollow(c->sum, mm)) {
+      // Up to the sum: a reshape of an operand made after it comes along.
+      for (Value v : mm->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && c->sum->isBeforeInBlock(d))
+          d->moveBefore(c->sum);
+      mm->moveAfter(c->sum);
+    }
+    OpBuilder b(mm);
+    b.setInsertionPointAfter(mm);
+    auto sum = b.create<ReduceSumOp>(c->sum.getLoc(), c->operand,
+                                     b.getDenseI64ArrayAttr({c->kDim}), false);
+    c->sum.getResult().replaceAllUsesWith(sum.getResult());
+    c->sum.erase();
+    fuseUnits({mm.getOperation(), sum.getOperation()}, mm, kMatmulFusion);
+  }
+
+  /// The first bare sum of `operand` over `kDim` (or of the tensor it
+  /// reshapes, over that tensor's leading dims) into a vector of `length`
+  /// elements of the matmul's type, of a value no fusable kernel makes,
+  /// that can sit with `mm`.
+  std::optional<SumCandidate> find(MatmulOp mm, Value operand, int64_t kDim,
+                                   int64_t length) {
+    Type elem = mm.getType().getElementType();
+    SmallVector<SumCandidate> found;
+    auto collect = [&](Value summed, ArrayRef<int64_t> dims) {
+      if (madeByFusableKernel(summed))
+        return;
+      for (Operation *user : summed.getUsers()) {
+        auto sum = dyn_cast<ReduceSumOp>(user);
+        if (!sum || sum->getBlock() != &block_ || sum.getDims() != dims ||
+            sum.getKeepdim())
+          continue;
+        auto t = cast<RankedTensorType>(sum.getType());
+        if (t.getRank() != 1 || t.getShape()[0] != length ||
+            t.getElementType() != elem ||
+            !(readersFollow(sum, mm) || canHoist(mm, sum)))
+          continue;
+        found.push_back({sum, operand, kDim});
+      }
+    };
+    collect(operand, {kDim});
+    // A sum over the leading dims of X, where the matmul reads X's rows.
+    if (auto view = operand.getDefiningOp<ReshapeOp>(); view && kDim == 0) {
+      Value x = view.getOperand();
+      auto xt = cast<RankedTensorType>(x.getType());
+      auto ot = cast<RankedTensorType>(operand.getType());
+      if (xt.getRank() >= 2 && xt.getShape().back() == ot.getShape()[1])
+        collect(x, llvm::to_vector(llvm::seq<int64_t>(0, xt.getRank() - 1)));
+    }
+    if (found.empty())
+      return std::nullopt;
+    return *llvm::min_element(found, [](const auto &a, const auto &b) {
+      return a.sum->isBeforeInBlock(b.sum);
+    });
+  }
+
+  /// Whether every reader of `sum` comes after `mm` (the fusion sits at
+  /// the matmul).
+  bool readersFollow(ReduceSumOp sum, MatmulOp mm) {
+    for (Operation *user : sum->getUsers()) {
+      Operation *u = block_.findAncestorOpInBlock(*user);
+      if (!u || !mm->isBeforeInBlock(u))
+        return false;
+    }
+    return true;
+  }
+
+  /// Whether `mm` may move up to just after `sum`: the sum comes first and
+  /// each operand exists there, or is a reshape (moved along) of a value
+  /// that does.
+  bool canHoist(MatmulOp mm, ReduceSumOp sum) {
+    if (!sum->isBeforeInBlock(mm))
+      return false;
+    auto existsAt = [&](Value v) {
+      Operation *d = v.getDefiningOp();
+      return !d || d == sum || d->isBeforeInBlock(sum);
+    };
+    return llvm::all_of(mm->getOperands(), [&](Value v) {
+      auto view = v.getDefiningOp<ReshapeOp>();
+      return existsAt(v) || (view && existsAt(view.getOperand()));
+    });
+  }
+
+  Block &block_;
+};
+
+struct FuseBiasGradPass : impl::FuseBiasGradBase<FuseBiasGradPass> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (!f.isExternal())
+        BiasGradFuser(f.getBody().front()).run();
+  }
+};
+
+} // namespace
+} // namespace mlir::step
