@@ -35,7 +35,9 @@
 // attention fusion or another op of no fusion role makes (through views).
 // The first such sum (program order) whose readers follow the matmul, or
 // that precedes it with the matmul's operands there, joins. At most one
-// sum per matmul (cuBLASLt has one bias pointer). Cost: O(users of the
+// sum per matmul (cuBLASLt has one bias pointer); not to a matmul whose
+// product step-fuse would give an epilogue (a bias add, an activation),
+// whose operands are one value, or with an empty operand or product. Cost: O(users of the
 // two operands) per matmul; the graph loses one op per fusion.
 //
 // Off unless asked (stepc --bgrad-epilogues): the epilogue has not yet
@@ -44,6 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FuseMatmul.h"
 #include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
@@ -97,8 +100,15 @@ private:
     auto lt = cast<RankedTensorType>(mm.getLhs().getType());
     auto rt = cast<RankedTensorType>(mm.getRhs().getType());
     auto ct = cast<RankedTensorType>(mm.getType());
+    // Matrices only; an operand read twice (lhs == rhs) would leave the
+    // runtime no way to tell which the sum is of; an empty one makes no
+    // cuBLASLt call; an unread product would leave a fusion without its
+    // matmul; one with an epilogue of its own keeps it (step-fuse).
     if (lt.getRank() != 2 || rt.getRank() != 2 || !lt.hasStaticShape() ||
-        !rt.hasStaticShape() || !ct.hasStaticShape())
+        !rt.hasStaticShape() || !ct.hasStaticShape() ||
+        mm.getLhs() == mm.getRhs() || lt.getNumElements() == 0 ||
+        rt.getNumElements() == 0 || ct.getNumElements() == 0 ||
+        mm->use_empty() || hasProductEpilogue(mm))
       return;
     // The rhs [k, n] (or [n, k]) gives a vector of n: BGRADA; the lhs [m,
     // k] (or [k, m]) one of m: BGRADB.
@@ -115,7 +125,7 @@ private:
           d->moveBefore(c->sum);
       mm->moveAfter(c->sum);
     }
-    OpBuilder b(mm);
+    OpBuilder b(mm->getContext());
     b.setInsertionPointAfter(mm);
     auto sum = b.create<ReduceSumOp>(c->sum.getLoc(), c->operand,
                                      b.getDenseI64ArrayAttr({c->kDim}), false);
@@ -137,8 +147,7 @@ private:
         return;
       for (Operation *user : summed.getUsers()) {
         auto sum = dyn_cast<ReduceSumOp>(user);
-        if (!sum || sum->getBlock() != &block_ || sum.getDims() != dims ||
-            sum.getKeepdim())
+        if (!sum || sum->getBlock() != &block_ || sum.getDims() != dims)
           continue;
         auto t = cast<RankedTensorType>(sum.getType());
         if (t.getRank() != 1 || t.getShape()[0] != length ||
@@ -183,7 +192,7 @@ private:
       return false;
     auto existsAt = [&](Value v) {
       Operation *d = v.getDefiningOp();
-      return !d || d == sum || d->isBeforeInBlock(sum);
+      return !d || d->isBeforeInBlock(sum);
     };
     return llvm::all_of(mm->getOperands(), [&](Value v) {
       auto view = v.getDefiningOp<ReshapeOp>();

@@ -119,4 +119,12 @@ void formMatmulGroups(Block &block, bool geluEpilogues,
   }
 }
 
+bool hasProductEpilogue(MatmulOp mm) {
+  if (mm.getType().getRank() < 2 || !mm->hasOneUse())
+    return false;
+  MatmulGrouper grouper{/*geluEpilogues=*/true,
+                        [](Operation *) { return true; }};
+  return grouper.dgelu(mm).ops.size() > 1 || grouper.forward(mm).ops.size() > 1;
+}
+
 } // namespace mlir::step

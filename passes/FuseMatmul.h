@@ -37,6 +37,12 @@ void formMatmulGroups(Block &block, bool geluEpilogues,
                       llvm::function_ref<bool(Operation *)> isFree,
                       llvm::function_ref<void(MatmulGroup)> commit);
 
+/// Whether formMatmulGroups could fold an op after `mm`'s product into its
+/// call (a bias add, an activation, a gelu_grad), with either setting of
+/// gelu-epilogues and every op free: step-fuse-bias-grad leaves such a
+/// matmul to it.
+bool hasProductEpilogue(MatmulOp mm);
+
 } // namespace mlir::step
 
 #endif // STEP_PASSES_FUSEMATMUL_H

@@ -78,6 +78,11 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
   if (l.k == 0 && call.epilogue != MatmulEpilogue::None && c.bytes() != 0)
     throw Error(op.where + ": a matmul fusion with an empty contraction "
                 "(K = 0) and an epilogue; run it with --backend=cpu");
+  if ((call.epilogue == MatmulEpilogue::BgradA ||
+       call.epilogue == MatmulEpilogue::BgradB) &&
+      (l.m == 0 || l.n == 0 || l.k == 0))
+    throw Error(op.where + ": a bias gradient of an empty matmul operand; "
+                "run it with --backend=cpu");
   if (l.m == 0 || l.n == 0 || l.k == 0) { // an empty sum is zero
     op.kind = Op::Zero;
     op.dst = ptrOf[call.result];

@@ -154,6 +154,9 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
                    "); cuBLASLt computes one bias gradient");
       operandSum = static_cast<int64_t>(k);
     }
+  if (operandSum >= 0 && mm.operands[0] == mm.operands[1])
+    throw fail("the matmul reads one operand twice; a sum of it could be "
+               "either side's bias gradient");
   if (operandSum >= 0) {
     const PlanStep &s = body.steps[operandSum];
     bool rhs = s.operands[0] == mm.operands[1];

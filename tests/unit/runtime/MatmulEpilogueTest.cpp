@@ -312,13 +312,21 @@ TEST(MatmulEpilogue, AnOperandsSumOverKIsBgradAOrBgradB) {
 }
 
 TEST(MatmulEpilogue, OperandSumsCuBlasLtCannotRunAreRefused) {
-  { // over the other dim: a vector of k, not of n
+  { // over the other dim of a square rhs: a vector of the right length
+    // (n = k = 8), but of the rows' sums, not the columns'
     Body b;
-    int64_t x = b.arg(F, {16, 4}), g = b.arg(F, {16, 8});
+    int64_t x = b.arg(F, {8, 4}), g = b.arg(F, {8, 8});
     int64_t mm =
         b.step("matmul", {{"transpose_a", true}}, {x, g}, F, {4, 8});
-    int64_t s = b.step("reduce_sum", {{"dims", {1}}}, {g}, F, {16});
+    int64_t s = b.step("reduce_sum", {{"dims", {1}}}, {g}, F, {8});
     expectRefused(b.fusion({mm, s}), "not a bias gradient");
+  }
+  { // one operand read twice: either side's sum
+    Body b;
+    int64_t g = b.arg(F, {8, 8});
+    int64_t mm = b.step("matmul", {{"transpose_a", true}}, {g, g}, F, {8, 8});
+    int64_t s = b.step("reduce_sum", {{"dims", {0}}}, {g}, F, {8});
+    expectRefused(b.fusion({mm, s}), "reads one operand twice");
   }
   { // into another element type than the product's
     Body b;

@@ -119,11 +119,89 @@ func.func @made_by_matmul(%x: tensor<16x4xf32>, %a: tensor<16x2xf32>, %b: tensor
 
 // -----
 
+// The lhs [m, k] untransposed (dy x with weights [out, in] used as x W^T's
+// gradient seen from the other side): its sum over dim 1, a vector of m.
+// CHECK-LABEL: func.func @lhs_untransposed
+// CHECK-NEXT: step.fusion "matmul"(%arg0, %arg1)
+// CHECK: step.matmul
+// CHECK-NEXT: step.reduce_sum %{{.+}} dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+func.func @lhs_untransposed(%dy: tensor<8x16xf32>, %x: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %dy dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+  %dw = step.matmul %dy, %x : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %dw, %s : tensor<8x4xf32>, tensor<8xf32>
+}
+
+// -----
+
+// More refusals, each in its own function: an lhs made from the sum
+// itself (hoisting the matmul to the sum cannot put the reshape before
+// it); one operand read twice (which side's sum?); the other dim of a
+// square rhs (a vector of the right length, the wrong sums); a reshape
+// that does not merge leading dims (X [16, 8] read as [8, 16]); a product
+// with a bias add of its own (step-fuse folds that into the call); an
+// unread product.
+// CHECK-LABEL: func.func @refused_cycle
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_cycle(%g: tensor<8x8xf32>) -> (tensor<1x8xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [0] : tensor<8x8xf32> -> tensor<8xf32>
+  %n = step.neg %s : tensor<8xf32>
+  %l = step.reshape %s : tensor<8xf32> -> tensor<1x8xf32>
+  %dw = step.matmul %l, %g : tensor<1x8xf32>, tensor<8x8xf32> -> tensor<1x8xf32>
+  return %dw, %n : tensor<1x8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @refused_same_operand
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_same_operand(%g: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [1] : tensor<8x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %g, %g : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  return %dw, %s : tensor<8x8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @refused_other_dim
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_other_dim(%x: tensor<8x4xf32>, %g: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [1] : tensor<8x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %x, %g transpose_a : tensor<8x4xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  return %dw, %s : tensor<4x8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @refused_reshape
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_reshape(%x: tensor<8x4xf32>, %g: tensor<16x8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %g2 = step.reshape %g : tensor<16x8xf32> -> tensor<8x16xf32>
+  %dw = step.matmul %x, %g2 transpose_a : tensor<8x4xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return %dw, %s : tensor<4x16xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @refused_product_epilogue
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_product_epilogue(%x: tensor<16x4xf32>, %g: tensor<16x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %x, %g transpose_a : tensor<16x4xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %bb = step.broadcast_in_dim %b, dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %y = step.add %dw, %bb : tensor<4x8xf32>
+  return %y, %s : tensor<4x8xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @refused_unread
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @refused_unread(%x: tensor<16x4xf32>, %g: tensor<16x8xf32>) -> tensor<8xf32> {
+  %s = step.reduce_sum %g dims = [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %x, %g transpose_a : tensor<16x4xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<8xf32>
+}
+
+// -----
+
 // Refused, each for its reason: the sum of a gradient an elementwise op
 // makes (step-fuse-loop-reductions sums it in that op's kernel); the sum
 // read before the matmul while the matmul's lhs is made after the sum (by
 // more than a view); a sum over the other dim (not the contraction: a
-// vector of k); keepdim; a sum already in a fusion; a batched matmul (3-d
+// vector of k); keepdim (not a vector); a sum already in a fusion (the
+// operand's reader is the fusion, not a bare sum); a batched matmul (3-d
 // operands); a sum of the operand's f32 cast (another tensor than the one
 // the matmul reads).
 // CHECK-LABEL: func.func @refused
