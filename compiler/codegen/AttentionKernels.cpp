@@ -630,4 +630,24 @@ std::optional<KernelSource> emitAttentionFamily(mlir::Operation *op,
   return emitAttention(io, name);
 }
 
+std::vector<std::pair<std::string, std::string>>
+itemPlacement(int64_t slices, int64_t tiles, int64_t sliceBytes) {
+  int64_t group = sliceBytes > 0
+                      ? std::max<int64_t>(1, kAttentionL2Bytes / sliceBytes)
+                      : slices;
+  std::string n = std::to_string(slices);
+  if (group >= slices)
+    return {{"ITEM_PRE", ""}, {"ITEM_B", "w % " + n}, {"ITEM_RANK", "w / " + n}};
+  std::string g = std::to_string(group), per = std::to_string(group * tiles);
+  return {{"ITEM_PRE",
+           "    // slices " + g + " at a time (their rows fit L2 together), "
+           "tile rank first\n"
+           "    const long long grp_ = w / " + per + ", s0_ = grp_ * " + g +
+               ";\n"
+               "    const long long n_ = " + n + " - s0_ < " + g + " ? " + n +
+               " - s0_ : " + g + ", r_ = w - grp_ * " + per + ";\n"},
+          {"ITEM_B", "s0_ + r_ % n_"},
+          {"ITEM_RANK", "r_ / n_"}};
+}
+
 } // namespace step::codegen::detail

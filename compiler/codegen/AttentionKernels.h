@@ -130,6 +130,26 @@ inline int64_t tileGrid(int64_t items) {
   return std::min<int64_t>(std::max<int64_t>(items, 1), 65535);
 }
 
+/// Bytes of the rows one slice's tiles stream (the other side's K and V,
+/// or Q and G) that the register-level gradient kernels keep together in
+/// L2: half the 50 MB of an H100's or H200's. On the H200 (2026-11-27
+/// profiles) GPT-2 124M's gradient at B = 8, 96 slices of 256 KB (24 MiB)
+/// in flight, took 3.62 ms; at B = 16, 48 MiB, 2.3-2.4x that, where the
+/// forward, streaming as many bytes, took twice B = 8's time.
+constexpr int64_t kAttentionL2Bytes = 24 << 20;
+
+/// The statements of a tiled kernel's grid-stride loop that place work
+/// item `w` of `slices` x `tiles` items: `b`, its slice, and the tile's
+/// rank in the walk's order (0 first), as the substitutions ITEM_PRE (the
+/// statements before `b`), ITEM_B and ITEM_RANK. Items go tile rank
+/// first, slice second (the heaviest causal tiles of every slice first),
+/// in groups of as many slices as `sliceBytes` each fit
+/// kAttentionL2Bytes (all slices at once when they fit, or when
+/// `sliceBytes` is 0: `b = w % slices`, rank `w / slices`), so the blocks
+/// running together share their slices' rows in L2.
+std::vector<std::pair<std::string, std::string>>
+itemPlacement(int64_t slices, int64_t tiles, int64_t sliceBytes);
+
 /// The register-level (mma) kernels' 64-row tiles of a head: staged rows
 /// padded by 8 elements (LDT for D, LDV for Dv), the bytes of a staged
 /// 64-row tile of each, and the query and key tiles of a slice.

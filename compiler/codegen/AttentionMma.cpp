@@ -300,8 +300,8 @@ $VALID)";
 static const char *kQueryTile =
     R"(  for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
-    const long long b = w % $SLICES;
-    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
+$ITEM_PRE    const long long b = $ITEM_B;
+    const int i0 = ($QTILES - 1 - (int)($ITEM_RANK)) * 64;
     const int r0 = i0 + warp * 16 + g, r1 = r0 + 8; // this thread's rows
     const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT;
     // Causal (top-left): key j is visible to query i iff j <= i; a tile
@@ -490,6 +490,11 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                        : ""},
       {"VALID", validLengths(io, a)}};
   for (auto &v : io.vars())
+    vars.push_back(std::move(v));
+  // The gradient's launch 1 streams each slice's K and V rows; the forward
+  // as well, but it took twice B = 8's time at B = 16: no grouping there.
+  for (auto &v : itemPlacement(a.slices, t.qTiles,
+                               gradOp ? a.tk * (a.d + a.dv) * 2 : 0))
     vars.push_back(std::move(v));
   for (auto [key, snippet] : {std::pair{"QUERY_TILE", kQueryTile},
                               {"FIRST_KEYS", kFirstKeys},

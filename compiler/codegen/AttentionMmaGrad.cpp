@@ -125,8 +125,8 @@ static const char *kGradDkDv =
        w += gridDim.x) {
     // Key tiles in increasing order across the grid: under a causal mask
     // the first are seen by the most queries.
-    const long long b = w % $SLICES;
-    const int j0 = (int)(w / $SLICES) * 64;
+$ITEM_PRE    const long long b = $ITEM_B;
+    const int j0 = (int)($ITEM_RANK) * 64;
     const int c0 = j0 + warp * 16 + g, c1 = c0 + 8; // this thread's keys
     const $T *q = $Q_AT, *k = $K_AT, *v = $V_AT, *gr = $G_AT;
     // A key tile past the valid keys sees no query (its rows are 0).
@@ -260,8 +260,8 @@ static const char *kGradDqFromDs =
   const int l = threadIdx.x & 31;
   for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
-    const long long b = w % $SLICES;
-    const int i0 = ($QTILES - 1 - (int)(w / $SLICES)) * 64;
+$ITEM_PRE    const long long b = $ITEM_B;
+    const int i0 = ($QTILES - 1 - (int)($ITEM_RANK)) * 64;
     const int r0 = i0 + warp * 16 + g;
     const $T *k = $K_AT;
     const $T *ds = reinterpret_cast<const $T *>(${NAME}_ds) +
@@ -337,6 +337,15 @@ void emitAttentionMmaGrad(
   };
   auto vars2 = with({{"OQ", oQ2}, {"OG", oG2}, {"OK", oK2}, {"OV", oV2}});
   auto vars3 = with({{"OK", oK3}});
+  // Launch 2 streams each slice's Q and G rows, launch 3 its K rows.
+  auto place = [](auto &v, std::vector<std::pair<std::string, std::string>> p) {
+    for (auto &[key, value] : p)
+      for (auto &[k, x] : v)
+        if (k == key)
+          x = value;
+  };
+  place(vars2, itemPlacement(a.slices, t.kTiles, a.tq * (a.d + a.dv) * 2));
+  place(vars3, itemPlacement(a.slices, t.qTiles, a.tk * a.d * 2));
 
   std::string globals = "__device__ float ${NAME}_stats[$STATS];\n";
   if (savedDs)
