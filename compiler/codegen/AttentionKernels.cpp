@@ -636,18 +636,20 @@ itemPlacement(int64_t slices, int64_t tiles, int64_t sliceBytes) {
                       ? std::max<int64_t>(1, kAttentionL2Bytes / sliceBytes)
                       : slices;
   std::string n = std::to_string(slices);
-  if (group >= slices)
+  if (group >= slices || tiles < 1)
     return {{"ITEM_PRE", ""}, {"ITEM_B", "w % " + n}, {"ITEM_RANK", "w / " + n}};
+  // wg_: the group, ws_: its first slice, wn_: its slices, wr_: the item's
+  // place in it (names no macro of the kernels declares).
   std::string g = std::to_string(group), per = std::to_string(group * tiles);
   return {{"ITEM_PRE",
            "    // slices " + g + " at a time (their rows fit L2 together), "
            "tile rank first\n"
-           "    const long long grp_ = w / " + per + ", s0_ = grp_ * " + g +
+           "    const long long wg_ = w / " + per + ", ws_ = wg_ * " + g +
                ";\n"
-               "    const long long n_ = " + n + " - s0_ < " + g + " ? " + n +
-               " - s0_ : " + g + ", r_ = w - grp_ * " + per + ";\n"},
-          {"ITEM_B", "s0_ + r_ % n_"},
-          {"ITEM_RANK", "r_ / n_"}};
+               "    const long long wn_ = " + n + " - ws_ < " + g + " ? " + n +
+               " - ws_ : " + g + ", wr_ = w - wg_ * " + per + ";\n"},
+          {"ITEM_B", "ws_ + wr_ % wn_"},
+          {"ITEM_RANK", "wr_ / wn_"}};
 }
 
 } // namespace step::codegen::detail

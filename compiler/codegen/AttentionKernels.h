@@ -132,10 +132,14 @@ inline int64_t tileGrid(int64_t items) {
 
 /// Bytes of the rows one slice's tiles stream (the other side's K and V,
 /// or Q and G) that the register-level gradient kernels keep together in
-/// L2: half the 50 MB of an H100's or H200's. On the H200 (2026-11-27
-/// profiles) GPT-2 124M's gradient at B = 8, 96 slices of 256 KB (24 MiB)
-/// in flight, took 3.62 ms; at B = 16, 48 MiB, 2.3-2.4x that, where the
-/// forward, streaming as many bytes, took twice B = 8's time.
+/// L2: about half the 50 MB of an H100's or H200's. On the H200
+/// (2026-11-27 profiles) GPT-2 124M's gradient at B = 8, 96 slices of 256
+/// KiB (24 MiB, exactly this: one group, the plain walk) in flight, took
+/// 3.62 ms; at B = 16, 48 MiB, 2.3-2.4x that, where the forward,
+/// streaming as many bytes, took twice B = 8's time. The per-row
+/// statistics launch 2 also reads (8 bytes a query row) are left out of
+/// the estimate, so B = 8 stays at one group (codegen.attention_item_order
+/// checks that shape).
 constexpr int64_t kAttentionL2Bytes = 24 << 20;
 
 /// The statements of a tiled kernel's grid-stride loop that place work

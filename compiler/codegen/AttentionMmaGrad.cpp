@@ -112,7 +112,8 @@ $KEY_LOOP      float s[8][4], dp[8][4];
 )";
 
 // Launch 2: per key tile (4 warps of 16 keys, the keys' K and V rows as A
-// fragments) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
+// fragments; key tiles in increasing order, within each group of slices
+// when itemPlacement groups them) over the query tiles that see it: S^T = K Q^T, dP^T = V G^T,
 // P^T and dS^T with the queries' statistics of launch 1 (staged with
 // their tile), then dv += P^T G and dk += dS^T Q.
 static const char *kGradDkDv =
@@ -327,25 +328,23 @@ void emitAttentionMmaGrad(
                {"ODS", s(oDs)},
                {"DSVEC", s(std::max<int64_t>(a.slices * dsTiles * 512, 1))}});
   vars.push_back({"DSSTORE", savedDs ? subst(kDsStore, vars) : ""});
-  auto with = [&](std::initializer_list<std::pair<const char *, int64_t>> kv) {
+  // `vars` with the shared-memory offsets of a launch and the placement of
+  // its items: launch 2 streams each slice's Q and G rows, launch 3 its K.
+  auto with = [&](std::initializer_list<std::pair<const char *, int64_t>> kv,
+                  std::vector<std::pair<std::string, std::string>> more) {
     auto v = vars;
     for (auto [key, value] : kv)
-      for (auto &[k, x] : v)
-        if (k == key)
-          x = s(value);
-    return v;
-  };
-  auto vars2 = with({{"OQ", oQ2}, {"OG", oG2}, {"OK", oK2}, {"OV", oV2}});
-  auto vars3 = with({{"OK", oK3}});
-  // Launch 2 streams each slice's Q and G rows, launch 3 its K rows.
-  auto place = [](auto &v, std::vector<std::pair<std::string, std::string>> p) {
-    for (auto &[key, value] : p)
+      more.push_back({key, s(value)});
+    for (auto &[key, value] : more)
       for (auto &[k, x] : v)
         if (k == key)
           x = value;
+    return v;
   };
-  place(vars2, itemPlacement(a.slices, t.kTiles, a.tq * (a.d + a.dv) * 2));
-  place(vars3, itemPlacement(a.slices, t.qTiles, a.tk * a.d * 2));
+  auto vars2 = with({{"OQ", oQ2}, {"OG", oG2}, {"OK", oK2}, {"OV", oV2}},
+                    itemPlacement(a.slices, t.kTiles, a.tq * (a.d + a.dv) * 2));
+  auto vars3 =
+      with({{"OK", oK3}}, itemPlacement(a.slices, t.qTiles, a.tk * a.d * 2));
 
   std::string globals = "__device__ float ${NAME}_stats[$STATS];\n";
   if (savedDs)

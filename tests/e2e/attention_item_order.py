@@ -14,8 +14,11 @@ them into a host program with the host compiler and runs them over every
 w. It checks that every (slice, tile) is taken exactly once, that a group
 holds only its own consecutive slices, that within a group the tiles go
 in the kernel's order (query tiles decreasing, key tiles increasing), and
-that small shapes keep the ungrouped walk (b = w % slices). The loop
-bodies themselves run on the emulator in codegen.cuda_emulation.
+that GPT-2 124M's B = 8 shape (96 slices, exactly the 24 MiB) keeps the
+plain walk (b = w % slices). Shapes: 256 slices (groups with a partial
+last one), with saved dS (whose dq launch streams K only), and Tq != Tk,
+Dv != D (each launch's own rows). The loop bodies themselves run on the
+emulator in codegen.cuda_emulation.
 
 Usage: attention_item_order.py --stepc STEPC --cxx CXX
 """
@@ -32,15 +35,21 @@ LOOP = re.compile(
     re.S)
 
 
-def model(b, h, t, d, saved_ds):
-    x = f"tensor<{b}x{h}x{t}x{d}xbf16>"
-    arg = ", ".join(f'%{n}: {x} {{step.kind = "input", step.name = "{n}"}}'
-                    for n in "qkvgo")
+def model(b, h, tq, tk, d, dv, saved_ds):
+    """attention_grad of q [b, h, tq, d], k [.., tk, d], v [.., tk, dv], from
+    the saved output and log-sum-exp; causal where tq == tk."""
+    q, k = f"tensor<{b}x{h}x{tq}x{d}xbf16>", f"tensor<{b}x{h}x{tk}x{d}xbf16>"
+    v, o = f"tensor<{b}x{h}x{tk}x{dv}xbf16>", f"tensor<{b}x{h}x{tq}x{dv}xbf16>"
+    lse = f"tensor<{b}x{h}x{tq}xf32>"
+    args = ", ".join(f'%{n}: {t} {{step.kind = "input", step.name = "{n}"}}'
+                     for n, t in (("q", q), ("k", k), ("v", v), ("g", o),
+                                  ("o", o), ("l", lse)))
+    causal = " causal" if tq == tk else ""
     attr = " {step.saved_ds}" if saved_ds else ""
     return f"""module {{
-  func.func @forward({arg}, %l: tensor<{b}x{h}x{t}xf32> {{step.kind = "input", step.name = "l"}}) -> ({x}, {x}, {x}) {{
-    %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g saved(%o, %l : {x}, tensor<{b}x{h}x{t}xf32>) causal{attr} : {x}, {x}, {x}, {x} -> {x}, {x}, {x}
-    return %dq, %dk, %dv : {x}, {x}, {x}
+  func.func @forward({args}) -> ({q}, {k}, {v}) {{
+    %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g saved(%o, %l : {o}, {lse}){causal}{attr} : {q}, {k}, {v}, {o} -> {q}, {k}, {v}
+    return %dq, %dk, %dv : {q}, {k}, {v}
   }}
 }}
 """
@@ -71,10 +80,10 @@ def loops(args, work, tag, shape, saved_ds):
 
 def check_program(found):
     """A host program running each loop's placing statements over every w."""
-    parts = ["#include <cstdio>", "#include <vector>",
-             "using std::min;", "int main() {", "  int bad = 0;"]
+    parts = ["#include <cstdio>", "#include <vector>", "int main() {",
+             "  int bad = 0;"]
     for n, (slices, tiles, body, tile_line, which) in enumerate(found):
-        group = re.search(r"s0_ = grp_ \* (\d+)", body)
+        group = re.search(r"ws_ = wg_ \* (\d+)", body)
         g = int(group.group(1)) if group else slices
         step = -1 if which == "i" else 1
         parts.append(f"""  {{ // loop {n}: {slices} slices x {tiles} tiles, groups of {g}
@@ -121,28 +130,35 @@ def main():
     ap.add_argument("--cxx", required=True)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        # 256 slices of T = 1024, D = 64: Q and G (K and V) rows 256 KB a
+        # 256 slices of T = 1024, D = 64: Q and G (K and V) rows 256 KiB a
         # slice, groups of 96 (96, 96, 64); with saved dS the dq launch
-        # streams K only, 128 KB a slice: groups of 192 (192, 64).
-        big = loops(args, work, "big", (64, 4, 1024, 64), False)
-        big_ds = loops(args, work, "big_ds", (64, 4, 1024, 64), True)
-        # 32 slices: everything fits, the plain walk.
-        small = loops(args, work, "small", (8, 4, 1024, 64), False)
-        expect = [("big", big, [96, 96]), ("big_ds", big_ds, [96, 192]),
-                  ("small", small, [])]
-        for tag, found, groups in expect:
+        # streams K only, 128 KiB a slice: groups of 192 (192, 64).
+        big = loops(args, work, "big", (64, 4, 1024, 1024, 64, 64), False)
+        big_ds = loops(args, work, "big_ds", (64, 4, 1024, 1024, 64, 64),
+                       True)
+        # Tq 512, Tk 1024, Dv 32 (not causal): launch 1 streams K and V,
+        # 1024 x 96 x 2 bytes a slice (groups of 128), the dk/dv launch Q
+        # and G, 512 x 96 x 2 (256 fit: the plain walk).
+        wide = loops(args, work, "wide", (64, 4, 512, 1024, 64, 32), False)
+        # GPT-2 124M at B = 8: 96 slices of exactly 256 KiB fill the 24 MiB:
+        # the plain walk, kernels byte for byte as before grouping.
+        gpt2 = loops(args, work, "gpt2_b8", (8, 12, 1024, 1024, 64, 64), False)
+        expect = [("big", big, [96, 96], 256), ("big_ds", big_ds, [96, 192], 256),
+                  ("wide", wide, [128], 256), ("gpt2_b8", gpt2, [], 96)]
+        for tag, found, groups, slices in expect:
             got = sorted(int(m.group(1)) for _, _, body, _, _ in found
-                         for m in [re.search(r"s0_ = grp_ \* (\d+)", body)]
+                         for m in [re.search(r"ws_ = wg_ \* (\d+)", body)]
                          if m)
             if len(found) != 2 or got != sorted(groups):
                 sys.exit(f"FAIL {tag}: {len(found)} tile loops, groups {got}, "
                          f"expected 2 loops, groups {sorted(groups)}")
-            if not groups and any("w % 32" not in body for _, _, body, _, _
-                                  in found):
-                sys.exit(f"FAIL {tag}: the ungrouped walk is not b = w % 32")
+            plain = [body for _, _, body, _, _ in found if "wg_" not in body]
+            if any(f"b = w % {slices};" not in body for body in plain):
+                sys.exit(f"FAIL {tag}: an ungrouped walk is not "
+                         f"b = w % {slices}")
         src = os.path.join(work, "order.cpp")
         with open(src, "w") as f:
-            f.write(check_program(big + big_ds + small))
+            f.write(check_program(big + big_ds + wide + gpt2))
         exe = os.path.join(work, "order")
         subprocess.run([args.cxx, "-std=c++17", "-O1", src, "-o", exe],
                        check=True)
