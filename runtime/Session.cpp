@@ -14,6 +14,7 @@
 #include "runtime/Session.h"
 #include "runtime/SessionUtil.h"
 
+#include "runtime/CacheFiles.h"
 #include "runtime/FiniteGuard.h"
 #include "runtime/cpu/Executor.h"
 #include "runtime/cpu/Kernels.h"
@@ -73,7 +74,8 @@ Backend resolveBackend(Backend requested) {
 Session::Session(const std::string &artifactPath, SessionOptions options)
     : backend_(resolveBackend(options.backend)),
       overlapCollectives_(options.overlapCollectives),
-      tuneMatmuls_(options.tuneMatmuls) {
+      tuneMatmuls_(options.tuneMatmuls),
+      tuneCache_(std::move(options.tuneCache)) {
   artifact_ = rt::readArtifact(artifactPath);
   init(options.communicator);
   startBackend(options.backend);
@@ -82,7 +84,8 @@ Session::Session(const std::string &artifactPath, SessionOptions options)
 Session::Session(rt::Artifact artifact, SessionOptions options)
     : artifact_(std::move(artifact)), backend_(resolveBackend(options.backend)),
       overlapCollectives_(options.overlapCollectives),
-      tuneMatmuls_(options.tuneMatmuls) {
+      tuneMatmuls_(options.tuneMatmuls),
+      tuneCache_(std::move(options.tuneCache)) {
   // What readArtifact checks of an artifact read from a file.
   artifact_.plan.validate();
   std::string defect = rt::metaDefect(artifact_.meta);
@@ -124,6 +127,10 @@ rt::cuda::CudaExecutorOptions Session::cudaOptions() const {
   o.comm = comm_;
   o.overlapCollectives = overlapCollectives_;
   o.tuneMatmuls = tuneMatmuls_;
+  if (tuneMatmuls_ && tuneCache_ != "none")
+    o.tuneCache = tuneCache_.empty()
+                      ? rt::defaultCacheDir() + "/cublaslt-tuned.json"
+                      : tuneCache_;
   return o;
 }
 

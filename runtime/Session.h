@@ -72,8 +72,14 @@ struct SessionOptions {
   /// CUDA: time cuBLASLt's candidate algorithms of each matmul shape
   /// before the first step and keep the fastest
   /// (CudaExecutorOptions::tuneMatmuls; bits may differ between
-  /// processes). The CPU backend ignores it.
+  /// processes unless tuneCache keeps the picks). The CPU backend ignores
+  /// it.
   bool tuneMatmuls = false;
+  /// With tuneMatmuls, the file that keeps the picks across processes
+  /// (runtime/cuda/MatmulTuneCache.h; a later run on the same device and
+  /// cuBLASLt takes them untimed, so its bits match): empty,
+  /// <rt::defaultCacheDir()>/cublaslt-tuned.json; "none": no file.
+  std::string tuneCache = {};
 };
 
 class Session {
@@ -273,6 +279,7 @@ private:
   rt::Communicator *comm_ = nullptr;
   bool overlapCollectives_ = true;
   bool tuneMatmuls_ = false;
+  std::string tuneCache_; ///< SessionOptions::tuneCache
   /// A CUDA step with donated updates failed after its run began: the
   /// device's params and state are partly updated, so get, save and step
   /// refuse until load_params, load or set replace all of them.

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Nvrtc.h"
 
+#include "runtime/CacheFiles.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -22,7 +23,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -40,14 +40,6 @@ static void check(nvrtcResult r, const char *what) {
   if (r != NVRTC_SUCCESS)
     throw rt::Error(std::string("NVRTC: ") + what + " failed: " +
                     nvrtcGetErrorString(r));
-}
-
-std::string defaultCacheDir() {
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return (fs::path(x) / "stepjit").string();
-  if (const char *h = std::getenv("HOME"); h && *h)
-    return (fs::path(h) / ".cache" / "stepjit").string();
-  return (fs::temp_directory_path() / "stepjit").string();
 }
 
 std::string nvrtcVersionString() {
@@ -84,26 +76,6 @@ static std::string readFile(const fs::path &p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-/// Writes `bytes` to `p` through a uniquely named temporary in the same
-/// directory and a rename, which is atomic on POSIX file systems.
-static void writeAtomically(const fs::path &p, const std::string &bytes) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  fs::path tmp = p;
-  tmp += ".tmp" + std::to_string(rng());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out)
-      throw rt::Error("kernel cache: cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw rt::Error("kernel cache: cannot rename into " + p.string());
-  }
 }
 
 namespace {
@@ -179,7 +151,7 @@ compileKernels(const std::vector<KernelSource> &kernels,
                const NvrtcOptions &options, CompileStats *stats) {
   auto start = std::chrono::steady_clock::now();
   fs::path cacheDir =
-      options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
+      options.cacheDir.empty() ? rt::defaultCacheDir() : options.cacheDir;
   std::error_code ec;
   fs::create_directories(cacheDir, ec);
   bool cacheOk = !ec;
@@ -225,7 +197,7 @@ compileKernels(const std::vector<KernelSource> &kernels,
         ++compiled;
         if (cacheOk) {
           try {
-            writeAtomically(file, job.result);
+            rt::writeFileAtomically(file.string(), job.result, "kernel cache");
           } catch (const rt::Error &) {
             // A read-only cache only costs recompilation.
           }

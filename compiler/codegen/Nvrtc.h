@@ -33,7 +33,7 @@ struct NvrtcOptions {
   std::vector<std::string> archs = {"sm_80", "sm_90"};
   /// Virtual architecture of the PTX fallback; empty: no PTX.
   std::string ptxArch = "compute_80";
-  /// Empty: defaultCacheDir().
+  /// Empty: rt::defaultCacheDir() (runtime/CacheFiles.h).
   std::string cacheDir;
   /// Compile threads; 0: std::thread::hardware_concurrency().
   unsigned threads = 0;
@@ -53,9 +53,6 @@ struct CompileStats {
   int64_t cacheHits = 0; ///< pairs read from the cache
   double seconds = 0;    ///< wall time of compileKernels
 };
-
-/// $XDG_CACHE_HOME/stepjit, else $HOME/.cache/stepjit.
-std::string defaultCacheDir();
 
 /// "major.minor" of the linked NVRTC.
 std::string nvrtcVersionString();

@@ -8,6 +8,7 @@
 #include "compiler/pipeline/PlanBuilder.h"
 #include "dialects/step/StepOps.h"
 #include "passes/Passes.h"
+#include "runtime/CacheFiles.h"
 #include "runtime/Npy.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -30,14 +31,6 @@ namespace fs = std::filesystem;
 namespace {
 /// Bumped whenever the compiler's output for the same input changes.
 constexpr const char *kFormatTag = "stepjit-jit-3";
-
-std::string defaultRoot() {
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return (fs::path(xdg) / "stepjit").string();
-  const char *home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "stepjit")
-      .string();
-}
 
 /// Every option that changes the compiled step, as text.
 std::string optionsText(const TrainOptions &t, bool kernels) {
@@ -263,7 +256,7 @@ rt::Artifact compileBuckets(const std::string &modelMlir,
 Jit::Jit(ModelFn model, JitOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   if (options_.cacheDir.empty())
-    options_.cacheDir = defaultRoot();
+    options_.cacheDir = rt::defaultCacheDir();
 }
 
 Jit::~Jit() = default;

@@ -178,8 +178,13 @@ struct CudaExecutorOptions {
   /// keep the fastest (CudaMatmul.cpp), as torch.compile's max-autotune
   /// does; false: the heuristic's first. The choice depends on timings, so
   /// the bits of a tuned run may differ between processes (split-K sums in
-  /// another order); a run's choice stays for the executor's life.
+  /// another order) unless tuneCache keeps the choice; a run's choice
+  /// stays for the executor's life.
   bool tuneMatmuls = false;
+  /// With tuneMatmuls: the file of picks kept across processes
+  /// (MatmulTuneCache.h): a shape found there for this device and cuBLASLt
+  /// is not timed again, and the new picks are added. Empty: none.
+  std::string tuneCache;
   /// Device ordinal.
   int device = 0;
   /// This rank's communicator for a sharded plan's collectives (NCCL is

@@ -202,9 +202,12 @@ struct CudaExecutor::Impl {
   /// Enqueues matmul `m` with algorithm `algo` on `s`.
   cublasStatus_t launchMatmul(const MatmulOp &m,
                               const cublasLtMatmulAlgo_t &algo, CUstream s);
-  /// tuneMatmuls: times each shape's candidates (CudaMatmul.cpp), sets
-  /// every matmul's algorithm to its shape's fastest, and forgets them.
+  /// tuneMatmuls: times each shape's candidates (CudaMatmul.cpp), or takes
+  /// options.tuneCache's pick, sets every matmul's algorithm to its
+  /// shape's fastest, and forgets them.
   void tuneMatmulAlgos();
+  /// The device and cuBLASLt a tuned pick is valid for (MatmulTuneCache).
+  std::string tuneScope() const;
   /// Collectives (CudaCollectives.cpp).
   void prepareCollective(int64_t k, Op &op);
   void prepareLocalShard(int64_t k);

@@ -12,13 +12,19 @@
 // SMs idle (GPT-2's 768 x 768 weight gradient, K = 8192: 375 TFLOP/s on
 // an H200). The matmuls write only their own results (transients, which
 // the run writes again before any read), so tuning changes no value. Cost:
-// at most 8 x 4 launches per shape, once.
+// at most 8 x 4 launches per shape, once. With CudaExecutorOptions::
+// tuneCache the picks persist (MatmulTuneCache.h): a shape picked before
+// on this device and cuBLASLt takes that pick after one launch that
+// checks cuBLASLt still accepts it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaExecutorImpl.h"
+#include "runtime/cuda/MatmulTuneCache.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 namespace step::rt::cuda {
@@ -260,8 +266,34 @@ CudaExecutor::Impl::launchMatmul(const MatmulOp &m,
       reinterpret_cast<cudaStream_t>(s));
 }
 
+std::string CudaExecutor::Impl::tuneScope() const {
+  char name[256] = {};
+  ck(d->cuDeviceGetName(name, sizeof name - 1, device), "cuDeviceGetName");
+  int major = 0, minor = 0;
+  ck(d->cuDeviceGetAttribute(
+         &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+     "cuDeviceGetAttribute");
+  ck(d->cuDeviceGetAttribute(
+         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+     "cuDeviceGetAttribute");
+  return std::string(name) + ", sm_" + std::to_string(major) +
+         std::to_string(minor) + ", cuBLASLt " +
+         std::to_string(lt->cublasLtGetVersion());
+}
+
 void CudaExecutor::Impl::tuneMatmulAlgos() {
   constexpr int kTuneLaunches = 3;
+  static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(MatmulTuneCache::Algo),
+                "cuBLASLt's algorithm is 8 words");
+  std::optional<MatmulTuneCache> cache;
+  if (!options.tuneCache.empty() && !tuneCandidates.empty())
+    cache.emplace(options.tuneCache, tuneScope());
+  auto setPick = [&](const std::string &key, const cublasLtMatmulAlgo_t &a) {
+    algoCache[key] = a;
+    for (MatmulOp &x : matmuls)
+      if (x.key == key)
+        x.algo = a;
+  };
   CUevent start = event(/*timing=*/true), stop = event(/*timing=*/true);
   for (auto &[key, algos] : tuneCandidates) {
     const MatmulOp *m = nullptr; // the shape's first matmul
@@ -272,6 +304,15 @@ void CudaExecutor::Impl::tuneMatmulAlgos() {
       }
     if (!m)
       continue;
+    if (std::optional<MatmulTuneCache::Algo> kept =
+            cache ? cache->find(key) : std::nullopt) {
+      cublasLtMatmulAlgo_t a;
+      std::memcpy(&a, kept->data(), sizeof a);
+      if (launchMatmul(*m, a, stream) == CUBLAS_STATUS_SUCCESS) {
+        setPick(key, a);
+        continue;
+      } // refused (another build's pick): timed below, and replaced
+    }
     float best = 0;
     const cublasLtMatmulAlgo_t *pick = nullptr;
     for (const cublasLtMatmulAlgo_t &algo : algos) {
@@ -297,12 +338,16 @@ void CudaExecutor::Impl::tuneMatmulAlgos() {
     }
     if (!pick)
       continue; // keeps the heuristic's first
-    algoCache[key] = *pick;
-    for (MatmulOp &x : matmuls)
-      if (x.key == key)
-        x.algo = *pick;
+    setPick(key, *pick);
+    if (cache) {
+      MatmulTuneCache::Algo bytes;
+      std::memcpy(bytes.data(), pick, sizeof bytes);
+      cache->put(key, bytes);
+    }
   }
   tuneCandidates.clear();
+  if (cache)
+    cache->save();
 }
 
 } // namespace step::rt::cuda

@@ -203,6 +203,7 @@ struct Options {
   int64_t steps = 1, checkpointEvery = 0;
   bool resume = false, noOverlap = false, profile = false;
   bool tuneMatmuls = false;
+  std::string tuneCache;
   size_t profileTop = 20;
   double peakBandwidth = 0, peakFlops = 0; // GB/s, TFLOP/s; 0: unknown
 };
@@ -246,6 +247,7 @@ int run(const Options &o) {
   sessionOptions.backend = step::backendFromName(o.backend);
   sessionOptions.overlapCollectives = !o.noOverlap;
   sessionOptions.tuneMatmuls = o.tuneMatmuls;
+  sessionOptions.tuneCache = o.tuneCache;
   step::Session session(o.artifact, sessionOptions);
   // --tokens: step k reads batch k of the token file, so a resumed run
   // needs no position; batch folders are counted and cycled.
@@ -450,8 +452,15 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--tune-matmuls", o.tuneMatmuls,
                "CUDA: time cuBLASLt's candidate algorithms of each matmul "
-               "shape before the first step and keep the fastest (bits may "
-               "differ between runs; docs/runtime.md)");
+               "shape before the first step and keep the fastest (kept on "
+               "disk for later runs: --tune-cache; docs/runtime.md)");
+  app.add_option("--tune-cache", o.tuneCache,
+                 "with --tune-matmuls: the file that keeps the picks for "
+                 "later runs on this device and cuBLASLt, which take them "
+                 "untimed and so compute the same bits (default: "
+                 "stepjit/cublaslt-tuned.json in $XDG_CACHE_HOME or "
+                 "~/.cache; none: no file)")
+      ->needs("--tune-matmuls");
   app.add_flag("--no-overlap", o.noOverlap,
                "run a sharded step's collectives in place, in plan order, "
                "instead of beside the compute steps (same results)");

@@ -19,6 +19,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
 namespace step::rt::cuda {
 namespace {
 using test::make;
@@ -413,6 +417,40 @@ TEST_F(CudaDevice, TunedMatmulsMatchCpuBackend) {
   for (double shift : {0.0, 0.5}) {
     std::vector<HostTensor> args = deviceArgs(shift);
     expectClose(gpu.run(args), cpu::execute(a, args));
+  }
+}
+
+// --tune-cache: the first tuned executor writes its picks; a second one on
+// the same file takes them without timing and computes the first's bits.
+TEST_F(CudaDevice, TunedPicksAreKeptForTheNextRun) {
+  Artifact a = devicePlan();
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("step-tune-cache-" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(path);
+  CudaExecutorOptions o;
+  o.tuneMatmuls = true;
+  o.tuneCache = path.string();
+  std::vector<HostTensor> args = deviceArgs(0.25), first, second;
+  {
+    CudaExecutor gpu(a, o);
+    first = gpu.run(args);
+  }
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "cuBLASLt offered one algorithm for every shape: "
+                    "nothing was tuned, nothing kept";
+  {
+    CudaExecutor gpu(a, o);
+    second = gpu.run(args);
+  }
+  std::filesystem::remove(path);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    ASSERT_EQ(first[i].byteSize(), second[i].byteSize());
+    EXPECT_EQ(std::memcmp(first[i].raw(), second[i].raw(),
+                          first[i].byteSize()),
+              0)
+        << "result " << i;
   }
 }
 
