@@ -1,9 +1,9 @@
-//===- CacheFiles.h - Where StepJIT's caches live, and how they are written ===//
+//===- CacheFiles.h - Where StepJIT's caches live --------------*- C++ -*-===//
 //
 // One cache root for the NVRTC kernel cache (compiler/codegen/Nvrtc.h), the
 // JIT's artifacts (compiler/jit/Jit.h) and the CUDA backend's tuned matmul
-// algorithms (runtime/cuda/MatmulTuneCache.h), and one way to replace a
-// cache file so a reader never sees half of it.
+// algorithms (runtime/cuda/MatmulTuneCache.h). Their files are replaced
+// with rt::writeFileAtomic (runtime/Npy.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_RUNTIME_CACHEFILES_H
@@ -14,14 +14,9 @@
 namespace step::rt {
 
 /// $XDG_CACHE_HOME/stepjit, else $HOME/.cache/stepjit, else stepjit in the
-/// system's temporary directory.
+/// system's temporary directory (/tmp when even that is unknown). Never
+/// throws: a cache's location never fails a run.
 std::string defaultCacheDir();
-
-/// Writes `bytes` to `path` through a uniquely named temporary in the same
-/// directory and a rename (atomic on POSIX file systems): a concurrent
-/// reader sees the old file or the new one. Throws rt::Error naming `what`.
-void writeFileAtomically(const std::string &path, const std::string &bytes,
-                         const std::string &what);
 
 } // namespace step::rt
 

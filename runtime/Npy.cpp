@@ -8,6 +8,7 @@
 #include "runtime/Npy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -326,7 +327,10 @@ void writeNpy(const std::string &path, const HostTensor &t) {
 
 void writeFileAtomic(const std::string &path, const std::string &bytes,
                      const std::string &what, bool durable) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and call: two threads may write one path.
+  static std::atomic<uint64_t> calls{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(calls++);
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw Error(what + ": " + path + ": cannot create temporary file " + tmp +

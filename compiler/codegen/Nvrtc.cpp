@@ -9,6 +9,7 @@
 #include "compiler/codegen/Nvrtc.h"
 
 #include "runtime/CacheFiles.h"
+#include "runtime/Npy.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -197,7 +198,7 @@ compileKernels(const std::vector<KernelSource> &kernels,
         ++compiled;
         if (cacheOk) {
           try {
-            rt::writeFileAtomically(file.string(), job.result, "kernel cache");
+            rt::writeFileAtomic(file.string(), job.result, "kernel cache");
           } catch (const rt::Error &) {
             // A read-only cache only costs recompilation.
           }

@@ -254,6 +254,9 @@ public:
 
   /// The device memory this executor holds now (see DeviceMemory).
   DeviceMemory memory() const;
+  /// tuneMatmuls: the matmul shapes whose candidates were timed, and those
+  /// whose pick came from the tuning cache (CudaExecutorOptions::tuneCache).
+  std::pair<int, int> matmulTuning() const;
   /// Accepts the last run: enqueues on the compute stream a device-to-
   /// device copy of each carried result into its argument's buffer (none
   /// where the memory plan made them one buffer), after which runs upload

@@ -208,6 +208,10 @@ struct CudaExecutor::Impl {
   void tuneMatmulAlgos();
   /// The device and cuBLASLt a tuned pick is valid for (MatmulTuneCache).
   std::string tuneScope() const;
+  /// Whether cuBLASLt accepts `algo` for `m` within the workspace.
+  bool algoFits(const MatmulOp &m, const cublasLtMatmulAlgo_t &algo) const;
+  /// Shapes timed and shapes taken from the tuning cache (matmulTuning).
+  int tunedShapes = 0, cachedShapes = 0;
   /// Collectives (CudaCollectives.cpp).
   void prepareCollective(int64_t k, Op &op);
   void prepareLocalShard(int64_t k);

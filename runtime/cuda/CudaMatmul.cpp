@@ -14,8 +14,8 @@
 // the run writes again before any read), so tuning changes no value. Cost:
 // at most 8 x 4 launches per shape, once. With CudaExecutorOptions::
 // tuneCache the picks persist (MatmulTuneCache.h): a shape picked before
-// on this device and cuBLASLt takes that pick after one launch that
-// checks cuBLASLt still accepts it.
+// on this device and cuBLASLt takes that pick once
+// cublasLtMatmulAlgoCheck accepts it within the workspace.
 //
 //===----------------------------------------------------------------------===//
 
@@ -276,9 +276,28 @@ std::string CudaExecutor::Impl::tuneScope() const {
   ck(d->cuDeviceGetAttribute(
          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
      "cuDeviceGetAttribute");
+  int sms = 0;
+  ck(d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device),
+     "cuDeviceGetAttribute");
+  // The SM count too: a pick is the fastest for the SMs it was timed on
+  // (MIG or MPS give a process fewer).
   return std::string(name) + ", sm_" + std::to_string(major) +
-         std::to_string(minor) + ", cuBLASLt " +
-         std::to_string(lt->cublasLtGetVersion());
+         std::to_string(minor) + ", " + std::to_string(sms) +
+         " SMs, cuBLASLt " + std::to_string(lt->cublasLtGetVersion());
+}
+
+bool CudaExecutor::Impl::algoFits(const MatmulOp &m,
+                                  const cublasLtMatmulAlgo_t &algo) const {
+  cublasLtMatmulHeuristicResult_t r{};
+  return lt->cublasLtMatmulAlgoCheck(ltHandle, m.desc, m.a, m.b, m.c, m.c,
+                                     &algo, &r) == CUBLAS_STATUS_SUCCESS &&
+         r.state == CUBLAS_STATUS_SUCCESS &&
+         r.workspaceSize <= static_cast<size_t>(options.matmulWorkspaceBytes);
+}
+
+std::pair<int, int> CudaExecutor::matmulTuning() const {
+  return {impl_->tunedShapes, impl_->cachedShapes};
 }
 
 void CudaExecutor::Impl::tuneMatmulAlgos() {
@@ -308,11 +327,13 @@ void CudaExecutor::Impl::tuneMatmulAlgos() {
             cache ? cache->find(key) : std::nullopt) {
       cublasLtMatmulAlgo_t a;
       std::memcpy(&a, kept->data(), sizeof a);
-      if (launchMatmul(*m, a, stream) == CUBLAS_STATUS_SUCCESS) {
+      if (algoFits(*m, a)) {
         setPick(key, a);
+        ++cachedShapes;
         continue;
-      } // refused (another build's pick): timed below, and replaced
+      } // refused (another workspace, say): timed below, and replaced
     }
+    ++tunedShapes;
     float best = 0;
     const cublasLtMatmulAlgo_t *pick = nullptr;
     for (const cublasLtMatmulAlgo_t &algo : algos) {

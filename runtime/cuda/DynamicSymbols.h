@@ -82,6 +82,7 @@ namespace step::rt::cuda {
   X(cublasLtMatmulPreferenceDestroy)                                           \
   X(cublasLtMatmulPreferenceSetAttribute)                                      \
   X(cublasLtMatmulAlgoGetHeuristic)                                            \
+  X(cublasLtMatmulAlgoCheck)                                                   \
   X(cublasLtMatmul)
 
 #define STEP_CUDA_DECLARE_SYMBOL(name) decltype(&::name) name = nullptr;

@@ -1,7 +1,7 @@
 //===- MatmulTuneCache.cpp - Tuned cuBLASLt algorithms kept on disk -------===//
 #include "runtime/cuda/MatmulTuneCache.h"
 
-#include "runtime/CacheFiles.h"
+#include "runtime/Npy.h"
 #include "runtime/Tensor.h"
 
 #include <nlohmann/json.hpp>
@@ -27,35 +27,51 @@ void warn(const std::string &what) {
 } // namespace
 
 MatmulTuneCache::MatmulTuneCache(std::string path, std::string scope)
-    : path_(std::move(path)), scope_(std::move(scope)), entries_(read()) {}
+    : path_(std::move(path)), scope_(std::move(scope)) {
+  bool foreign = false;
+  entries_ = read(&foreign);
+}
 
-std::map<std::string, MatmulTuneCache::Algo> MatmulTuneCache::read() const {
+std::map<std::string, MatmulTuneCache::Algo>
+MatmulTuneCache::read(bool *foreign) const {
   std::map<std::string, Algo> out;
+  *foreign = false;
   std::ifstream in(path_, std::ios::binary);
   if (!in)
     return out; // no cache yet
-  try {
-    nlohmann::json j = nlohmann::json::parse(in);
-    if (!j.is_object() || j.value("format", "") != kFormat ||
-        !j.contains("entries") || !j["entries"].is_object())
-      throw std::runtime_error(std::string("not a \"") + kFormat + "\" file");
-    for (auto &[k, v] : j["entries"].items()) {
-      if (!v.is_array() || v.size() != 8)
-        throw std::runtime_error("entry '" + k + "' is not 8 words");
-      Algo a{};
-      for (size_t i = 0; i < 8; ++i) {
-        std::string w = v[i].get<std::string>();
-        size_t used = 0;
-        a[i] = std::stoull(w, &used, 16);
-        if (used != w.size() || w.empty())
-          throw std::runtime_error("entry '" + k + "' has a word '" + w +
-                                   "' that is not hexadecimal");
-      }
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*throws=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    warn(path_ + " is not a JSON object: ignored, replaced on save");
+    return out;
+  }
+  if (!j.contains("format") || j["format"] != kFormat ||
+      !j.contains("entries") || !j["entries"].is_object()) {
+    warn(path_ + " is not a \"" + std::string(kFormat) +
+         "\" file: ignored, left as it is");
+    *foreign = true;
+    return out;
+  }
+  // A word: exactly 16 lowercase hex digits, as save() writes them.
+  auto word = [](const nlohmann::json &w, uint64_t &v) {
+    if (!w.is_string())
+      return false;
+    const std::string &t = w.get_ref<const std::string &>();
+    if (t.size() != 16 ||
+        t.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return false;
+    v = std::stoull(t, nullptr, 16);
+    return true;
+  };
+  for (auto &[k, v] : j["entries"].items()) {
+    Algo a{};
+    bool ok = v.is_array() && v.size() == a.size();
+    for (size_t i = 0; ok && i < a.size(); ++i)
+      ok = word(v[i], a[i]);
+    if (ok)
       out[k] = a;
-    }
-  } catch (const std::exception &e) {
-    warn(path_ + " ignored: " + e.what());
-    out.clear();
+    else
+      warn(path_ + ": entry '" + k + "' is not 8 words of 16 hex digits: "
+           "dropped");
   }
   return out;
 }
@@ -80,7 +96,12 @@ void MatmulTuneCache::put(const std::string &key, const Algo &algo) {
 void MatmulTuneCache::save() {
   if (added_.empty())
     return;
-  std::map<std::string, Algo> all = read();
+  bool foreign = false;
+  std::map<std::string, Algo> all = read(&foreign);
+  if (foreign) {
+    warn("not saved: " + path_ + " belongs to another format");
+    return;
+  }
   for (auto &[k, a] : added_)
     all[k] = a;
   nlohmann::json entries = nlohmann::json::object();
@@ -99,7 +120,7 @@ void MatmulTuneCache::save() {
     std::filesystem::path p(path_);
     if (p.has_parent_path())
       std::filesystem::create_directories(p.parent_path());
-    writeFileAtomically(path_, j.dump(1) + "\n", "matmul tuning cache");
+    writeFileAtomic(path_, j.dump(1) + "\n", "matmul tuning cache");
     added_.clear();
   } catch (const std::exception &e) {
     warn(std::string("not saved: ") + e.what());

@@ -10,10 +10,13 @@
 // header), built into step_runtime on every machine and unit-tested there.
 //
 // File: JSON {"format": "stepjit-cublaslt-tuned-1", "entries": {"<scope> |
-// <shape key>": [8 hex words]}}. A missing file is an empty cache; an
-// unreadable or malformed one too, with a warning: a cache never fails a
-// run. save() merges with what is on disk then (another process's picks
-// stay) and replaces the file atomically (rt::writeFileAtomically).
+// <shape key>": [8 words of 16 hex digits]}}. A missing file is an empty
+// cache; a broken entry is dropped and a broken or foreign file ignored,
+// with a warning: a cache never fails a run. save() merges with what is
+// on disk then (another process's picks stay; two saving at once may
+// lose one's, which are timed again next time), replaces the file
+// atomically (rt::writeFileAtomic) and leaves a file of another format
+// alone.
 //
 //===----------------------------------------------------------------------===//
 #ifndef STEP_RUNTIME_CUDA_MATMULTUNECACHE_H
@@ -44,9 +47,11 @@ public:
   void save();
 
 private:
-  /// Entries of `path_` (all scopes); empty, with a warning, when the file
-  /// exists but cannot be read as a cache.
-  std::map<std::string, Algo> read() const;
+  /// Entries of `path_` (all scopes); an entry that is not 8 words of 16
+  /// hex digits is dropped, a file that is not JSON ignored (replaced on
+  /// save), a JSON file of another format ignored and set `*foreign` (left
+  /// as it is), each with a warning.
+  std::map<std::string, Algo> read(bool *foreign) const;
 
   std::string path_, scope_;
   std::map<std::string, Algo> entries_; ///< by "<scope> | <key>"

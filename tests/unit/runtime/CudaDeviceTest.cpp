@@ -432,18 +432,25 @@ TEST_F(CudaDevice, TunedPicksAreKeptForTheNextRun) {
   o.tuneMatmuls = true;
   o.tuneCache = path.string();
   std::vector<HostTensor> args = deviceArgs(0.25), first, second;
+  std::pair<int, int> tuned, reused;
   {
     CudaExecutor gpu(a, o);
     first = gpu.run(args);
+    tuned = gpu.matmulTuning();
   }
-  if (!std::filesystem::exists(path))
+  if (tuned.first == 0)
     GTEST_SKIP() << "cuBLASLt offered one algorithm for every shape: "
                     "nothing was tuned, nothing kept";
+  EXPECT_EQ(tuned.second, 0);
+  ASSERT_TRUE(std::filesystem::exists(path));
   {
     CudaExecutor gpu(a, o);
     second = gpu.run(args);
+    reused = gpu.matmulTuning();
   }
   std::filesystem::remove(path);
+  // Every shape timed the first time comes from the file the second.
+  EXPECT_EQ(reused, std::make_pair(0, tuned.first));
   ASSERT_EQ(first.size(), second.size());
   for (size_t i = 0; i < first.size(); ++i) {
     ASSERT_EQ(first[i].byteSize(), second[i].byteSize());

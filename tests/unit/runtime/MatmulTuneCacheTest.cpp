@@ -3,9 +3,10 @@
 // runtime/cuda/MatmulTuneCache.h without a GPU: picks survive a new cache
 // object (a later process) in their scope only, every 64-bit word round
 // trips, two processes' saves merge, a broken or foreign file is ignored
-// (never a failure), nothing is written when nothing was added, a save
-// that cannot write warns instead of throwing, and no temporary file is
-// left behind (runtime/CacheFiles.h).
+// (never a failure; a broken entry alone is dropped; a file of another
+// format is left as it is), nothing is written when nothing was added, a
+// save that cannot write warns instead of throwing, and no temporary file
+// is left behind; the cache root (runtime/CacheFiles.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CacheFiles.h"
@@ -17,7 +18,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 namespace fs = std::filesystem;
@@ -93,16 +97,10 @@ TEST(MatmulTuneCache, TwoProcessesSavesMerge) {
   EXPECT_EQ(MatmulTuneCache(path, "H100").find("k1"), algo(3));
 }
 
-TEST(MatmulTuneCache, BrokenOrForeignFilesAreIgnoredThenReplaced) {
+TEST(MatmulTuneCache, BrokenFilesAreIgnoredThenReplaced) {
   TempDir dir;
   for (const char *text :
-       {"not json at all", "{\"format\": \"other\", \"entries\": {}}",
-        "{\"format\": \"stepjit-cublaslt-tuned-1\", \"entries\": "
-        "{\"s | k\": [\"1\", \"2\"]}}",
-        "{\"format\": \"stepjit-cublaslt-tuned-1\", \"entries\": "
-        "{\"s | k\": [\"zz\", \"0\", \"0\", \"0\", \"0\", \"0\", \"0\", "
-        "\"0\"]}}",
-        "[1, 2, 3]"}) {
+       {"not json at all", "[1, 2, 3]", "{\"format\": 7"}) {
     std::string path = dir.file("broken.json");
     writeText(path, text);
     MatmulTuneCache c(path, "s");
@@ -112,6 +110,52 @@ TEST(MatmulTuneCache, BrokenOrForeignFilesAreIgnoredThenReplaced) {
     EXPECT_EQ(MatmulTuneCache(path, "s").find("k"), algo(5)) << text;
     fs::remove(path);
   }
+}
+
+TEST(MatmulTuneCache, ABrokenEntryAloneIsDropped) {
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  std::string zeros = "\"0000000000000000\"";
+  std::string eight = zeros;
+  for (int i = 1; i < 8; ++i)
+    eight += ", " + zeros;
+  // Words save() never writes: short, signed, spaced, prefixed, upper case.
+  std::string entries = "\"s | good\": [" + eight + "]";
+  int n = 0;
+  for (const char *bad : {"\"1\"", "\"-000000000000001\"",
+                          "\" 000000000000001\"", "\"0x00000000000001\"",
+                          "\"000000000000000A\"", "7"})
+    entries += ", \"s | bad" + std::to_string(n++) + "\": [" +
+               std::string(bad) + eight.substr(zeros.size()) + "]";
+  entries += ", \"s | short\": [" + zeros + "]";
+  writeText(path, "{\"format\": \"stepjit-cublaslt-tuned-1\", \"entries\": {" +
+                      entries + "}}");
+  testing::internal::CaptureStderr();
+  MatmulTuneCache c(path, "s");
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(c.find("good"), MatmulTuneCache::Algo{});
+  EXPECT_FALSE(c.find("short"));
+  for (int i = 0; i < n; ++i)
+    EXPECT_FALSE(c.find("bad" + std::to_string(i))) << i;
+  EXPECT_NE(err.find("dropped"), std::string::npos) << err;
+}
+
+TEST(MatmulTuneCache, AFileOfAnotherFormatIsLeftAlone) {
+  TempDir dir;
+  std::string path = dir.file("t.json");
+  std::string theirs = "{\"format\": \"stepjit-cublaslt-tuned-2\", "
+                       "\"entries\": {}}";
+  writeText(path, theirs);
+  MatmulTuneCache c(path, "s");
+  c.put("k", algo(8));
+  testing::internal::CaptureStderr();
+  c.save();
+  std::string err = testing::internal::GetCapturedStderr();
+  std::ifstream in(path);
+  std::stringstream now;
+  now << in.rdbuf();
+  EXPECT_EQ(now.str(), theirs);
+  EXPECT_NE(err.find("another format"), std::string::npos) << err;
 }
 
 TEST(MatmulTuneCache, NothingAddedWritesNothing) {
@@ -125,11 +169,18 @@ TEST(MatmulTuneCache, NothingAddedWritesNothing) {
   MatmulTuneCache a(path, kScope);
   a.put("k", algo(6));
   a.save();
-  auto before = fs::last_write_time(path);
+  // A save replaces the file by a rename: a new inode. None here.
+  struct stat before {}, after {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
   MatmulTuneCache b(path, kScope);
   b.put("k", algo(6)); // the same pick: nothing new
   b.save();
-  EXPECT_EQ(fs::last_write_time(path), before);
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  b.put("k", algo(7)); // a new pick: a new file
+  b.save();
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino);
 }
 
 TEST(MatmulTuneCache, ASaveThatCannotWriteWarnsAndGoesOn) {
@@ -146,36 +197,53 @@ TEST(MatmulTuneCache, ASaveThatCannotWriteWarnsAndGoesOn) {
   EXPECT_NE(err.find("not saved"), std::string::npos) << err;
 }
 
-TEST(CacheFiles, AtomicWriteLeavesOnlyTheFile) {
+TEST(MatmulTuneCache, SavesLeaveNoTemporaryFiles) {
   TempDir dir;
-  fs::create_directories(dir.path);
-  std::string path = dir.file("f.bin");
-  step::rt::writeFileAtomically(path, "first", "test");
-  step::rt::writeFileAtomically(path, "second, longer", "test");
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  EXPECT_EQ(s.str(), "second, longer");
+  std::string path = dir.file("t.json");
+  for (uint64_t i = 0; i < 3; ++i) {
+    MatmulTuneCache c(path, kScope);
+    c.put("k" + std::to_string(i), algo(i));
+    c.save();
+  }
   int files = 0;
   for (auto &e : fs::directory_iterator(dir.path))
     files += e.is_regular_file();
   EXPECT_EQ(files, 1);
-  EXPECT_THROW(step::rt::writeFileAtomically(dir.file("no/such/dir/f"), "x",
-                                             "test"),
-               step::rt::Error);
 }
 
-TEST(CacheFiles, DefaultCacheDirFollowsXdgThenHome) {
-  std::string xdg = std::getenv("XDG_CACHE_HOME") ? std::getenv("XDG_CACHE_HOME") : "";
-  ::setenv("XDG_CACHE_HOME", "/x/cache", 1);
-  EXPECT_EQ(step::rt::defaultCacheDir(), "/x/cache/stepjit");
-  ::unsetenv("XDG_CACHE_HOME");
-  if (const char *home = std::getenv("HOME"); home && *home) {
-    EXPECT_EQ(step::rt::defaultCacheDir(),
-              (fs::path(home) / ".cache" / "stepjit").string());
+/// Sets (or, with nullptr, unsets) an environment variable for a scope.
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> old;
+  EnvVar(const char *n, const char *value) : name(n) {
+    if (const char *v = std::getenv(n))
+      old = v;
+    if (value)
+      ::setenv(n, value, 1);
+    else
+      ::unsetenv(n);
   }
-  if (!xdg.empty())
-    ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  ~EnvVar() {
+    if (old)
+      ::setenv(name.c_str(), old->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+};
+
+TEST(CacheFiles, DefaultCacheDirFollowsXdgThenHomeThenTmp) {
+  {
+    EnvVar xdg("XDG_CACHE_HOME", "/x/cache");
+    EXPECT_EQ(step::rt::defaultCacheDir(), "/x/cache/stepjit");
+  }
+  EnvVar xdg("XDG_CACHE_HOME", nullptr);
+  {
+    EnvVar home("HOME", "/h");
+    EXPECT_EQ(step::rt::defaultCacheDir(), "/h/.cache/stepjit");
+  }
+  // Neither, and a temporary directory that does not exist: no throw.
+  EnvVar home("HOME", nullptr), tmp("TMPDIR", "/no/such/folder");
+  EXPECT_NO_THROW(EXPECT_FALSE(step::rt::defaultCacheDir().empty()));
 }
 
 } // namespace
