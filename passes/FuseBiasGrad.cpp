@@ -60,13 +60,6 @@ namespace mlir::step {
 
 namespace {
 
-/// A bias-gradient sum that may join a matmul.
-struct SumCandidate {
-  ReduceSumOp sum;
-  Value operand; ///< the matmul operand the sum reads in the fusion
-  int64_t kDim;  ///< that operand's contraction dim
-};
-
 /// Whether `v` (through views) is made by an op whose kernel could also
 /// sum it: an elementwise, view, reduction or row op, or a loop, reduction
 /// or row_chain fusion of them.
@@ -112,36 +105,39 @@ private:
       return;
     // The rhs [k, n] (or [n, k]) gives a vector of n: BGRADA; the lhs [m,
     // k] (or [k, m]) one of m: BGRADB.
-    std::optional<SumCandidate> c = find(
-        mm, mm.getRhs(), mm.getTransposeB() ? 1 : 0, ct.getShape()[1]);
-    if (!c)
-      c = find(mm, mm.getLhs(), mm.getTransposeA() ? 0 : 1, ct.getShape()[0]);
-    if (!c)
+    Value operand = mm.getRhs();
+    int64_t kDim = mm.getTransposeB() ? 1 : 0;
+    ReduceSumOp old = find(mm, operand, kDim, ct.getShape()[1]);
+    if (!old) {
+      operand = mm.getLhs();
+      kDim = mm.getTransposeA() ? 0 : 1;
+      old = find(mm, operand, kDim, ct.getShape()[0]);
+    }
+    if (!old)
       return;
-    if (!readersFollow(c->sum, mm)) {
+    if (!readersFollow(old, mm)) {
       // Up to the sum: a reshape of an operand made after it comes along.
       for (Value v : mm->getOperands())
-        if (Operation *d = v.getDefiningOp(); d && c->sum->isBeforeInBlock(d))
-          d->moveBefore(c->sum);
-      mm->moveAfter(c->sum);
+        if (Operation *d = v.getDefiningOp(); d && old->isBeforeInBlock(d))
+          d->moveBefore(old);
+      mm->moveAfter(old);
     }
     OpBuilder b(mm->getContext());
     b.setInsertionPointAfter(mm);
-    auto sum = b.create<ReduceSumOp>(c->sum.getLoc(), c->operand,
-                                     b.getDenseI64ArrayAttr({c->kDim}), false);
-    c->sum.getResult().replaceAllUsesWith(sum.getResult());
-    c->sum.erase();
+    auto sum = b.create<ReduceSumOp>(old.getLoc(), operand,
+                                     b.getDenseI64ArrayAttr({kDim}), false);
+    old.getResult().replaceAllUsesWith(sum.getResult());
+    old.erase();
     fuseUnits({mm.getOperation(), sum.getOperation()}, mm, kMatmulFusion);
   }
 
   /// The first bare sum of `operand` over `kDim` (or of the tensor it
   /// reshapes, over that tensor's leading dims) into a vector of `length`
   /// elements of the matmul's type, of a value no fusable kernel makes,
-  /// that can sit with `mm`.
-  std::optional<SumCandidate> find(MatmulOp mm, Value operand, int64_t kDim,
-                                   int64_t length) {
+  /// that can sit with `mm`; null when there is none.
+  ReduceSumOp find(MatmulOp mm, Value operand, int64_t kDim, int64_t length) {
     Type elem = mm.getType().getElementType();
-    SmallVector<SumCandidate> found;
+    SmallVector<ReduceSumOp> found;
     auto collect = [&](Value summed, ArrayRef<int64_t> dims) {
       if (madeByFusableKernel(summed))
         return;
@@ -154,7 +150,7 @@ private:
             t.getElementType() != elem ||
             !(readersFollow(sum, mm) || canHoist(mm, sum)))
           continue;
-        found.push_back({sum, operand, kDim});
+        found.push_back(sum);
       }
     };
     collect(operand, {kDim});
@@ -167,9 +163,9 @@ private:
         collect(x, llvm::to_vector(llvm::seq<int64_t>(0, xt.getRank() - 1)));
     }
     if (found.empty())
-      return std::nullopt;
-    return *llvm::min_element(found, [](const auto &a, const auto &b) {
-      return a.sum->isBeforeInBlock(b.sum);
+      return {};
+    return *llvm::min_element(found, [](ReduceSumOp a, ReduceSumOp b) {
+      return a->isBeforeInBlock(b);
     });
   }
 

@@ -84,9 +84,10 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
   if (l.k == 0 && call.epilogue != MatmulEpilogue::None && c.bytes() != 0)
     throw Error(op.where + ": a matmul fusion with an empty contraction "
                 "(K = 0) and an epilogue; run it with --backend=cpu");
-  if ((call.epilogue == MatmulEpilogue::BgradA ||
-       call.epilogue == MatmulEpilogue::BgradB) &&
-      (l.m == 0 || l.n == 0 || l.k == 0))
+  // BGRADA/BGRADB: the bias gradient is a sum of an operand.
+  const bool operandGrad = call.epilogue == MatmulEpilogue::BgradA ||
+                           call.epilogue == MatmulEpilogue::BgradB;
+  if (operandGrad && (l.m == 0 || l.n == 0 || l.k == 0))
     throw Error(op.where + ": a bias gradient of an empty matmul operand; "
                 "run it with --backend=cpu");
   if (l.m == 0 || l.n == 0 || l.k == 0) { // an empty sum is zero
@@ -158,8 +159,6 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
                sizeof(biasStride)),
            "BIAS_BATCH_STRIDE");
   }
-  bool operandGrad = call.epilogue == MatmulEpilogue::BgradA ||
-                     call.epilogue == MatmulEpilogue::BgradB;
   if (operandGrad && l.batch != 1)
     throw Error(op.where + ": the " + matmulEpilogueName(call.epilogue) +
                 " epilogue sums one matrix; this matmul is a batch of " +
@@ -269,21 +268,13 @@ CudaExecutor::Impl::launchMatmul(const MatmulOp &m,
 std::string CudaExecutor::Impl::tuneScope() const {
   char name[256] = {};
   ck(d->cuDeviceGetName(name, sizeof name - 1, device), "cuDeviceGetName");
-  int major = 0, minor = 0;
-  ck(d->cuDeviceGetAttribute(
-         &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-     "cuDeviceGetAttribute");
-  ck(d->cuDeviceGetAttribute(
-         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-     "cuDeviceGetAttribute");
   int sms = 0;
   ck(d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                              device),
      "cuDeviceGetAttribute");
   // The SM count too: a pick is the fastest for the SMs it was timed on
   // (MIG or MPS give a process fewer).
-  return std::string(name) + ", sm_" + std::to_string(major) +
-         std::to_string(minor) + ", " + std::to_string(sms) +
+  return std::string(name) + ", " + arch + ", " + std::to_string(sms) +
          " SMs, cuBLASLt " + std::to_string(lt->cublasLtGetVersion());
 }
 
