@@ -25,8 +25,10 @@ OPTIONS = ["--optimizer=adamw,lr=1e-2,wd=0.1", "--clip=0.5",
            "--schedule=cosine,warmup=2,total=10"]
 
 
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    """Runs cmd (in env, where given); exits the test with its output if it
+    fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"FAIL: `{' '.join(cmd)}` exited {proc.returncode}:\n"
                  f"{proc.stdout}{proc.stderr}")

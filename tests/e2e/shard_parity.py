@@ -61,10 +61,10 @@ def write_batches(inputs, folder, rng):
 
 
 def step_run(prefix, tools, artifact, params, feed, out, steps=STEPS,
-             extra=()):
+             extra=(), env=None):
     text = run(prefix + [tools.step_run, artifact, "--params", params,
                          "--inputs", feed, "--steps", str(steps),
-                         "--backend=cpu", "--out", out, *extra])
+                         "--backend=cpu", "--out", out, *extra], env=env)
     return [float(v) for v in re.findall(r"^step \d+ loss = (\S+)$", text,
                                          re.M)]
 
@@ -160,7 +160,7 @@ def check_case(case, emit, n, tools, work, options, tol):
         shards = os.path.join(work, tag + "_shards")
         losses = step_run(mpirun, tools, artifact,
                           os.path.join(ref_dir, "params"), feed, out,
-                          extra=["--shards-out", shards])
+                          extra=["--shards-out", shards], env=tools.rank_env)
         # Resharding on load: the per-rank checkpoint continues in one
         # process exactly as the gathered one does.
         a, b = os.path.join(work, "from_full"), os.path.join(work, "from_rank")
@@ -206,8 +206,19 @@ def main():
     for tool in ["mpirun", "stepc", "step-run", "mlp-example",
                  "gpt2-example"]:
         ap.add_argument("--" + tool, required=True)
+    ap.add_argument("--rank-env", action="append", default=[],
+                    metavar="VAR=VALUE",
+                    help="set in mpirun's environment (its ranks inherit "
+                         "it), not in the other tools' runs")
     tools = ap.parse_args()
     n = tools.np
+    rank_env = dict(os.environ)
+    for item in tools.rank_env:
+        var, sep, value = item.partition("=")
+        if not sep or not var:
+            sys.exit(f"--rank-env: expected VAR=VALUE, found '{item}'")
+        rank_env[var] = value
+    tools.rank_env = rank_env
     work = tempfile.mkdtemp(prefix="stepjit-shard-parity-")
     try:
         def mlp(folder, batch):
