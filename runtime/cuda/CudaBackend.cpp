@@ -113,6 +113,9 @@ void CudaExecutor::Impl::init() {
                              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                              device), "cuDeviceGetAttribute");
   arch = archName(ccMajor, ccMinor);
+  ck(d->cuDeviceGetAttribute(
+         &sharedOptin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+         device), "cuDeviceGetAttribute");
   ck(d->cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain");
   ck(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   ck(d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -237,12 +240,28 @@ void CudaExecutor::Impl::prepareKernel(const PlanStep &s, Op &op) {
                   " bytes)");
   };
   checked(s.kernel, grid, block, shared);
+  // Without opting in, a block has 48 KiB of shared memory, its static
+  // arrays and the launch's dynamic bytes together: a kernel whose dynamic
+  // bytes fit 48 KiB but not beside its static arrays fails its launch
+  // (CUDA_ERROR_INVALID_VALUE). So the function opts in whenever the sum
+  // passes 48 KiB, up to the device's per-block maximum.
   auto raise = [&](CUfunction fn, const std::string &name, int64_t shared) {
-    if (shared > 48 * 1024)
-      ck(d->cuFuncSetAttribute(fn,
-                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               static_cast<int>(shared)),
-         op.where + ": raising the dynamic shared memory of '" + name + "'");
+    int fixed = 0;
+    ck(d->cuFuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+       op.where + ": the static shared memory of '" + name + "'");
+    int64_t total = fixed + shared;
+    if (total <= 48 * 1024)
+      return;
+    if (total > sharedOptin)
+      throw Error(op.where + ": kernel '" + name + "' needs " +
+                  std::to_string(total) + " bytes of shared memory a block (" +
+                  std::to_string(fixed) + " static, " +
+                  std::to_string(shared) + " dynamic); this device allows " +
+                  std::to_string(sharedOptin));
+    ck(d->cuFuncSetAttribute(fn,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(shared)),
+       op.where + ": raising the dynamic shared memory of '" + name + "'");
   };
   op.kind = Op::Kernel;
   op.fn = function(s.kernel);

@@ -141,6 +141,9 @@ struct CudaExecutor::Impl {
   std::vector<CUevent> events; ///< every event the Ops name, owned here
   std::string arch;
   int ccMajor = 0, ccMinor = 0; ///< compute capability
+  /// Shared memory a block may have once a function opts in (static and
+  /// dynamic together).
+  int sharedOptin = 0;
   std::vector<CUdeviceptr> allocations;
   int64_t allocatedBytes = 0; ///< the sum of `allocations`' sizes
   /// cuMemGetInfo's free bytes once the context was current, before any

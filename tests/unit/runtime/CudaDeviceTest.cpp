@@ -77,6 +77,51 @@ void addPtxAdd(PlanBuilder &p) {
       {"params", {"in0", "in1", "out0"}}};
 }
 
+// The add through shared memory: in0[i] into a 1 KiB static array, in1[i]
+// into the top of 48 KiB of dynamic shared memory (byte 49088 + 4i), their
+// sum read back from both (ptxas: 1024 bytes smem on sm_80 and sm_90).
+const char *kSharedAddPtx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.extern .shared .align 16 .b8 step_dyn[];
+.visible .entry step_test_add_shared(.param .u64 p0, .param .u64 p1, .param .u64 p2)
+{
+  .shared .align 4 .b8 fixed[1024];
+  .reg .pred %p<2>;
+  .reg .f32 %f<4>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [p0];
+  ld.param.u64 %rd2, [p1];
+  ld.param.u64 %rd3, [p2];
+  mov.u32 %r1, %tid.x;
+  setp.gt.u32 %p1, %r1, 5;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd4, %r1, 4;
+  cvta.to.global.u64 %rd5, %rd1;
+  add.s64 %rd5, %rd5, %rd4;
+  ld.global.f32 %f1, [%rd5];
+  cvta.to.global.u64 %rd6, %rd2;
+  add.s64 %rd6, %rd6, %rd4;
+  ld.global.f32 %f2, [%rd6];
+  mov.u64 %rd7, fixed;
+  add.s64 %rd7, %rd7, %rd4;
+  st.shared.f32 [%rd7], %f1;
+  mov.u64 %rd8, step_dyn;
+  add.s64 %rd8, %rd8, %rd4;
+  st.shared.f32 [%rd8+49088], %f2;
+  ld.shared.f32 %f1, [%rd7];
+  ld.shared.f32 %f2, [%rd8+49088];
+  add.f32 %f3, %f1, %f2;
+  cvta.to.global.u64 %rd9, %rd3;
+  add.s64 %rd9, %rd9, %rd4;
+  st.global.f32 [%rd9], %f3;
+DONE:
+  ret;
+}
+)";
+
 /// h = x + c (PTX kernel); y = h w; z = h w2^T; b = hb w (batched, shared
 /// rhs, transposed lhs); r = reshape(y).
 Artifact devicePlan() {
@@ -667,6 +712,29 @@ TEST_F(CudaDevice, BucketsHandParamsAndStateOverOnTheDevice) {
   }
   EXPECT_EQ(gpu.bucketsUsed(), 2u);
   expectSameParams(gpu, cpu);
+}
+
+// A kernel with static shared memory whose launch asks for 48 KiB of
+// dynamic bytes: 49 KiB a block in all, which needs the function's opt-in
+// (without it the launch fails with CUDA_ERROR_INVALID_VALUE: the runtime
+// once opted in only for dynamic bytes over 48 KiB). More than the device
+// allows a block is refused by name before any launch.
+TEST_F(CudaDevice, StaticAndDynamicSharedMemoryOver48KiBLaunch) {
+  Artifact a = devicePlan();
+  a.sections["ptx.step_test_add_shared"] = kSharedAddPtx;
+  a.meta["kernels"]["step_test_add_shared"] = {
+      {"grid", 1}, {"block", 32}, {"shared_bytes", 48 * 1024},
+      {"params", {"in0", "in1", "out0"}}};
+  a.plan.steps.front().kernel = "step_test_add_shared";
+  CudaExecutor gpu(a);
+  std::vector<HostTensor> args = deviceArgs(0.25);
+  expectClose(gpu.run(args), cpu::execute(a, args));
+
+  a.meta["kernels"]["step_test_add_shared"]["shared_bytes"] = 1 << 20;
+  EXPECT_ERROR(CudaExecutor e(a),
+               {"plan step 0 (step.add)", "step_test_add_shared",
+                "1049600 bytes of shared memory a block (1024 static, "
+                "1048576 dynamic); this device allows"});
 }
 
 TEST_F(CudaDevice, RefusesStepsWithoutDeviceCode) {
