@@ -26,8 +26,9 @@
 //
 // Algorithm, per function's top-level block: for each bare step.matmul
 // of 2-d operands with static shapes, the rhs then the lhs: a bare
-// reduce_sum of that operand over its contraction dim (the rhs's rows
-// unless transpose_b, the lhs's columns unless transpose_a), or, when the
+// reduce_sum of that operand over its contraction dim, its rows (an
+// untransposed rhs, a transposed lhs: the layouts cuBLASLt's BGRADA and
+// BGRADB take; the other two are left alone), or, when the
 // operand is a reshape of X merging X's leading dims into its rows, a
 // bare reduce_sum of X over every dim but the last; into a rank-1 tensor
 // of the matmul's element type (cuBLASLt writes the bias gradient in the
@@ -103,14 +104,22 @@ private:
         rt.getNumElements() == 0 || ct.getNumElements() == 0 ||
         mm->use_empty() || hasProductEpilogue(mm))
       return;
-    // The rhs [k, n] (or [n, k]) gives a vector of n: BGRADA; the lhs [m,
-    // k] (or [k, m]) one of m: BGRADB.
-    Value operand = mm.getRhs();
-    int64_t kDim = mm.getTransposeB() ? 1 : 0;
-    ReduceSumOp old = find(mm, operand, kDim, ct.getShape()[1]);
-    if (!old) {
+    // The rhs [k, n] gives a vector of n: BGRADA; the transposed lhs [k, m]
+    // one of m: BGRADB. cuBLASLt (column-major: A is our rhs, TRANSA our
+    // transpose_b; B our lhs, TRANSB our transpose_a) has BGRADA kernels
+    // for an untransposed A only and BGRADB ones for a transposed B only
+    // (NVIDIA's nvmath-python tests say so; the layouts Paddle, Apex and
+    // TransformerEngine use), so a transposed rhs or an untransposed lhs
+    // keeps its sum apart.
+    Value operand;
+    int64_t kDim = 0;
+    ReduceSumOp old;
+    if (!mm.getTransposeB()) {
+      operand = mm.getRhs();
+      old = find(mm, operand, kDim, ct.getShape()[1]);
+    }
+    if (!old && mm.getTransposeA()) {
       operand = mm.getLhs();
-      kDim = mm.getTransposeA() ? 0 : 1;
       old = find(mm, operand, kDim, ct.getShape()[0]);
     }
     if (!old)

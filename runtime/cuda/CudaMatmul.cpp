@@ -208,14 +208,24 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
   layout(&m.a, l.a);
   layout(&m.b, l.b);
   layout(&m.c, l.c);
+  // The operands' alignment, up to the 256 bytes cuBLASLt's heuristic
+  // assumes unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES): an
+  // algorithm picked for 256 may fail on a pointer of a plan aligned to 16.
+  auto alignOf = [](uint64_t p) {
+    uint32_t align = 256;
+    while (align > 1 && p % align != 0)
+      align /= 2;
+    return align;
+  };
+  const uint32_t alignA = alignOf(m.pa), alignB = alignOf(m.pb),
+                 alignC = alignOf(m.pc);
   std::string &key = m.key;
   key = std::string(dtypeName(a.dtype));
   // Everything the algorithm's validity may depend on (a tuned pick, split-K
-  // say, is applied to every matmul of the key): strides and the operands'
-  // 16-byte alignment.
+  // say, is applied to every matmul of the key): strides and alignments.
   for (int64_t v : {l.m, l.n, l.k, l.batch, l.a.stride, l.b.stride, l.c.stride,
-                    int64_t(l.transA), int64_t(l.transB),
-                    int64_t((m.pa | m.pb | m.pc) & 15u)})
+                    int64_t(l.transA), int64_t(l.transB), int64_t(alignA),
+                    int64_t(alignB), int64_t(alignC)})
     key += "," + std::to_string(v);
   key += std::string(",") + matmulEpilogueName(call.epilogue) + "," +
          std::to_string(call.bias >= 0 || call.biasGrad >= 0
@@ -233,12 +243,26 @@ void CudaExecutor::Impl::prepareMatmul(const MatmulCall &call, Op &op) {
   int wanted = options.tuneMatmuls ? kMatmulTuneCandidates : 1, found = 0;
   cublasStatus_t st = lt->cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  for (auto [attr, value] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}})
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = lt->cublasLtMatmulPreferenceSetAttribute(pref, attr, &value,
+                                                    sizeof(value));
   if (st == CUBLAS_STATUS_SUCCESS)
     st = lt->cublasLtMatmulAlgoGetHeuristic(ltHandle, m.desc, m.a, m.b, m.c,
                                             m.c, pref, wanted, results, &found);
   lt->cublasLtMatmulPreferenceDestroy(pref);
-  ltck(st, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1) // an aux matrix or an operand's sum: stepc options
+  // No algorithm comes back as NOT_SUPPORTED ("no heuristic function
+  // available for current configuration") or as none found; a result's
+  // other fields count only where its state is SUCCESS.
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED)
+    ltck(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || found < 1 ||
+      results[0].state != CUBLAS_STATUS_SUCCESS)
+    // an aux matrix or an operand's sum: stepc options
     throw Error(op.where + ": cuBLASLt has no algorithm for " +
                 typeStr(a.dtype, a.shape) + " x " + typeStr(b.dtype, b.shape) +
                 " with the " + matmulEpilogueName(call.epilogue) + " epilogue" +

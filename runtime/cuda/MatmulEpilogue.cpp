@@ -164,9 +164,19 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     const char *flag = rhs ? "transpose_b" : "transpose_a";
     bool transposed = mm.attrs.is_object() && mm.attrs.contains(flag) &&
                       mm.attrs[flag].is_boolean() && mm.attrs[flag].get<bool>();
-    // The contraction dim of the summed operand: the rhs [k, n] ([n, k]
-    // transposed), the lhs [m, k] ([k, m] transposed).
-    int64_t kDim = rhs == transposed ? 1 : 0;
+    // cuBLASLt has BGRADA kernels for an untransposed A (our rhs) only and
+    // BGRADB ones for a transposed B (our lhs) only; step-fuse-bias-grad
+    // forms no other.
+    if (rhs == transposed)
+      throw fail(describe(operandSum) + " sums the " +
+                 (rhs ? "transposed rhs" : "untransposed lhs") +
+                 " of the matmul: cuBLASLt's " +
+                 (rhs ? "BGRADA takes an untransposed rhs"
+                      : "BGRADB takes a transposed lhs") +
+                 " only (compile without --bgrad-epilogues)");
+    // The contraction dim of the summed operand: the rhs [k, n], the
+    // transposed lhs [k, m].
+    const int64_t kDim = 0;
     const BufferDesc *g =
         s.results.size() == 1 ? &body.buffers[s.results[0]] : nullptr;
     if (in.shape.size() != 2 || product.shape.size() != 2 || !g ||

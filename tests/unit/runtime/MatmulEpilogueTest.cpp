@@ -281,17 +281,18 @@ OperandSum operandSum(Body &b, bool ta, bool tb, bool rhs,
 }
 
 TEST(MatmulEpilogue, AnOperandsSumOverKIsBgradAOrBgradB) {
-  // The rhs's sum (a vector of n): BGRADA; the lhs's (of m): BGRADB; each
-  // operand transposed or not, the results in either order.
+  // The untransposed rhs's sum (a vector of n): BGRADA; the transposed
+  // lhs's (of m): BGRADB; the other operand either way, the results in
+  // either order.
   struct Case {
     bool ta, tb, rhs;
     int64_t dim;
     MatmulEpilogue want;
   };
   for (Case c : {Case{true, false, true, 0, MatmulEpilogue::BgradA},
-                 Case{false, true, true, 1, MatmulEpilogue::BgradA},
+                 Case{false, false, true, 0, MatmulEpilogue::BgradA},
                  Case{true, false, false, 0, MatmulEpilogue::BgradB},
-                 Case{false, false, false, 1, MatmulEpilogue::BgradB}})
+                 Case{true, true, false, 0, MatmulEpilogue::BgradB}})
     for (bool sumFirst : {false, true}) {
       Body b;
       OperandSum o = operandSum(b, c.ta, c.tb, c.rhs, {c.dim});
@@ -312,6 +313,20 @@ TEST(MatmulEpilogue, AnOperandsSumOverKIsBgradAOrBgradB) {
 }
 
 TEST(MatmulEpilogue, OperandSumsCuBlasLtCannotRunAreRefused) {
+  // cuBLASLt's BGRADA takes an untransposed A (our rhs) only, BGRADB a
+  // transposed B (our lhs) only: the other two layouts are named.
+  for (bool ta : {false, true}) {
+    Body b;
+    OperandSum o = operandSum(b, ta, true, true, {1});
+    expectRefused(b.fusion({o.product, o.sum}),
+                  "BGRADA takes an untransposed rhs only");
+  }
+  for (bool tb : {false, true}) {
+    Body b;
+    OperandSum o = operandSum(b, false, tb, false, {1});
+    expectRefused(b.fusion({o.product, o.sum}),
+                  "BGRADB takes a transposed lhs only");
+  }
   { // over the other dim of a square rhs: a vector of the right length
     // (n = k = 8), but of the rows' sums, not the columns'
     Body b;

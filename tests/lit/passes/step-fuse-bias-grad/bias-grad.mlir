@@ -39,11 +39,13 @@ func.func @rhs_after(%x: tensor<16x4xf32>, %g: tensor<16x8xf32>) -> (tensor<4x8x
 
 // -----
 
-// A transposed rhs [n, k] is summed over its columns (dim 1).
+// A transposed rhs [n, k] summed over its columns (dim 1) stays apart:
+// cuBLASLt's BGRADA takes an untransposed A (our rhs) only.
 // CHECK-LABEL: func.func @rhs_transposed
-// CHECK-NEXT: step.fusion "matmul"(%arg0, %arg1)
-// CHECK: step.matmul {{.+}} transpose_b
-// CHECK-NEXT: step.reduce_sum %{{.+}} dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+// CHECK-NEXT: step.reduce_sum %arg1 dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+// CHECK-NEXT: step.matmul %arg0, %arg1 transpose_b
+// CHECK-NOT: step.fusion
+// CHECK: return
 func.func @rhs_transposed(%x: tensor<4x16xf32>, %g: tensor<8x16xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
   %s = step.reduce_sum %g dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
   %dw = step.matmul %x, %g transpose_b : tensor<4x16xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
@@ -119,12 +121,13 @@ func.func @made_by_matmul(%x: tensor<16x4xf32>, %a: tensor<16x2xf32>, %b: tensor
 
 // -----
 
-// The lhs [m, k] untransposed (dy x with weights [out, in] used as x W^T's
-// gradient seen from the other side): its sum over dim 1, a vector of m.
+// The lhs [m, k] untransposed summed over dim 1 (a vector of m) stays
+// apart: cuBLASLt's BGRADB takes a transposed B (our lhs) only.
 // CHECK-LABEL: func.func @lhs_untransposed
-// CHECK-NEXT: step.fusion "matmul"(%arg0, %arg1)
-// CHECK: step.matmul
-// CHECK-NEXT: step.reduce_sum %{{.+}} dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+// CHECK-NEXT: step.reduce_sum %arg0 dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
+// CHECK-NEXT: step.matmul %arg0, %arg1 :
+// CHECK-NOT: step.fusion
+// CHECK: return
 func.func @lhs_untransposed(%dy: tensor<8x16xf32>, %x: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8xf32>) {
   %s = step.reduce_sum %dy dims = [1] : tensor<8x16xf32> -> tensor<8xf32>
   %dw = step.matmul %dy, %x : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
