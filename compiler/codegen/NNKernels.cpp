@@ -7,7 +7,8 @@
 //    them in a fixed order: deterministic, no atomics on values.
 //  - cross_entropy_grad: one block per row, the same one-sweep statistics,
 //    then a second sweep storing (softmax - onehot) * scale; for
-//    mean every block counts the non-ignored targets itself.
+//    mean a one-block launch first counts the non-ignored targets into a
+//    __device__ int that the rows' launch (`_rows`) reads.
 //  - embedding_grad: deterministic gather-sum: every table row v adds the
 //    gradient rows of the positions holding v in increasing position
 //    order into f32 registers (each thread owns columns), rounding once; no
@@ -381,6 +382,8 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   int64_t n = s[0], c = s[1];
   Elem e = elemOf(op.getLogits().getType());
   bool staged = stagedRows(io, e, c);
+  auto red = op.getReduction();
+  const bool mean = red == ops::LossReduction::Mean;
   KernelSource ks;
   ks.name = name;
   ks.blockX = ceBlock(io, e, c);
@@ -390,25 +393,32 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   needs.reduce = true;
   std::string params = paramList(io.paramsOf ? io.paramsOf : op, ks, needs,
                                  /*restrict=*/true);
-  auto red = op.getReduction();
+  // A mean divides by the targets not ignored. They are counted once, by a
+  // one-block launch of their own (`name`) into a __device__ int that the
+  // rows' launch (`name` + "_rows") reads: counted by every row's block,
+  // GPT-2's B = 16 gradient (16,384 blocks) read 16,384 targets each, 1
+  // GiB from L2 and 32 loads a thread before its row.
+  KernelSource rows = ks;
+  if (mean) {
+    rows.name = name + "_rows";
+    ks.gridX = 1;
+    ks.blockX = 256;
+    ks.sharedBytes = 0;
+    ks.then.push_back({"_rows", rows.gridX, rows.blockX, rows.sharedBytes});
+  }
   Elem ge = elemOf(op.getGrad().getType());
   std::string scale = red == ops::LossReduction::None
                           ? toF(ge, io.operand(2) + "[row]")
                           : toF(ge, io.operand(2) + "[0]");
-  if (red == ops::LossReduction::Mean)
+  if (mean)
     scale += " / (float)count";
   std::string body = R"(  __shared__ float sh[32], sh2[32];
   __shared__ int shi[32];
-  int count = 0;
 )";
+  body += mean ? "  const int count = ${NAME}_live[0];\n" : "  int count = 0;\n";
   if (staged) // each thread's vectors of the row, kept between the sweeps
     body += "  extern __shared__ __align__(16) float smem[];\n"
             "  uint4 *row_ = reinterpret_cast<uint4 *>(smem);\n";
-  if (red == ops::LossReduction::Mean)
-    body += R"(  for (long long r = threadIdx.x; r < $N; r += blockDim.x)
-    count += (long long)$IN1[r] != $IGN;
-  count = blockReduce(count, SumOp(), 0, shi);
-)";
   // With the loss (step-fuse-loss): thread 0 keeps each row's loss, the
   // unfused loss kernel's expression of the same statistics, and stores
   // it (none) or sums the block's rows (kLossTotal adds the blocks).
@@ -473,7 +483,7 @@ $STORES    }
       {"ZERO", storeRow(io, e, at, "0.0f")},
       {"STORE", storeRow(io, e, at, "v[u]")},
       {"OT", cType(outElem)}, {"HV", fromF(outElem, "v[h * 8 + u]")},
-      {"OP", outPtr}, {"NAME", name}, {"G", std::to_string(ks.gridX)}};
+      {"OP", outPtr}, {"NAME", name}, {"G", std::to_string(rows.gridX)}};
   // clang-format on
   for (auto &var : logitVars(e, c, io, staged))
     vars.push_back(var);
@@ -490,8 +500,21 @@ $STORES    }
   }
   vars.push_back({"STORES", subst(stores, vars)});
   ks.source = prelude(needs) + io.preamble + subst(kOnlineStatsFns, vars) +
-              (lossTotal ? subst(kLossGlobals, vars) : "") +
-              signature(ks, params) + " {\n" + subst(body, vars);
+              (lossTotal ? subst(kLossGlobals, vars) : "");
+  if (mean)
+    ks.source += subst(R"(__device__ int ${NAME}_live[1];
+)" + signature(ks, params) + R"( {
+  __shared__ int shi[32];
+  int count = 0;
+  for (long long r = threadIdx.x; r < $N; r += blockDim.x)
+    count += (long long)$IN1[r] != $IGN;
+  count = blockReduce(count, SumOp(), 0, shi);
+  if (threadIdx.x == 0)
+    ${NAME}_live[0] = count;
+}
+)",
+                       vars);
+  ks.source += signature(rows, params) + " {\n" + subst(body, vars);
   return ks;
 }
 

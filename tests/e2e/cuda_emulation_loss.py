@@ -334,6 +334,7 @@ DECLS
   for (size_t run = 0; run < orders.size(); ++run) {
     const double bait = run == 1 ? 7777.0 : NAN;
 POISON
+PRE
     emuLaunchOrder(orders[run], BLOCK, [&] { KERNEL(ARGS); });
 WRITES
   }
@@ -368,11 +369,23 @@ def run_case(args, case, tmp):
     if case.get("pair") and src.count("ceBlockMerge(mx, sum") != 1:
         sys.exit(f"FAIL {case['name']}: the loss and its gradient do not "
                  f"share one sweep of statistics")
+    # A mean gradient counts its targets in a one-block launch of its own
+    # first (the kernel's name), then runs its rows (name + "_rows"), whose
+    # block size the harness launches with.
+    pre = ""
+    rows_sig = re.search(r"__launch_bounds__\((\d+)(?:, \d+)?\) (%s_rows)\("
+                         % name, src)
+    if rows_sig:
+        pre = ("    emuLaunch(1, %d, [&] { %s(ARGS); });" % (block, name))
+        block, name = int(rows_sig.group(1)), rows_sig.group(2)
+    if bool(rows_sig) != ("/ (float)count" in src):  # a mean's gradient
+        sys.exit(f"FAIL {case['name']}: a launch counting the targets "
+                 f"{'where no mean gradient needs one' if rows_sig else 'missing'}")
     partial = re.search(r"__device__ float \w+_partial\[(\d+)\];", src)
     split = partial is not None
     stale = ["    std::memset(%s, 0xff, sizeof %s);" % (p, p)
-             for p in re.findall(r"__device__ \S+ (\w+_(?:partial|count))\[",
-                                 src)]
+             for p in re.findall(
+                 r"__device__ \S+ (\w+_(?:partial|count|live))\[", src)]
     grid = int(partial.group(1)) if split else 0
 
     rng = np.random.default_rng(case["seed"])
@@ -404,6 +417,7 @@ def run_case(args, case, tmp):
         sys.exit(f"FAIL {case['name']}: {len(outs)} outputs")
     harness = fill(HARNESS, dict((("DECLS", "\n".join(decls)),
                      ("POISON", "\n".join(poison + stale)),
+                     ("PRE", pre),
                      ("WRITES", "\n".join(writes)),
                      ("ARGS", ", ".join(argl)), ("SPLIT", int(split)),
                      ("GRID", grid), ("BLOCK", block), ("KERNEL", name))))

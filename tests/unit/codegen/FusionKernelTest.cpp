@@ -571,10 +571,22 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
       ks.source, "w_ = *reinterpret_cast<const uint4 *>(in0 + row * 48 + j);"));
   EXPECT_TRUE(contains(
       ks.source, "*reinterpret_cast<uint4 *>(out0 + row * 48 + j) = w_;"));
+  // A mean: the targets not ignored counted once by a one-block launch,
+  // read by the rows' launch (a block per row).
+  EXPECT_EQ(ks.gridX, 1);
+  EXPECT_EQ(ks.sharedBytes, 0);
+  ASSERT_EQ(ks.then.size(), 1u);
+  EXPECT_EQ(ks.then[0].suffix, "_rows");
+  EXPECT_EQ(ks.then[0].gridX, 8);
+  EXPECT_EQ(count(ks.source, "count += (long long)in1[r] != -100ll;"), 1u);
+  EXPECT_TRUE(contains(ks.source, "__device__ int row_cev_live[1];"));
+  EXPECT_TRUE(contains(ks.source, "    row_cev_live[0] = count;"));
+  EXPECT_TRUE(contains(ks.source, "row_cev_rows("));
+  EXPECT_TRUE(contains(ks.source, "  const int count = row_cev_live[0];"));
   // The row (96 bytes) kept in shared memory between the sweeps: the first
   // sweep reads it from global memory once and keeps each vector, the
   // second reads it back from the thread's own slots.
-  EXPECT_EQ(ks.sharedBytes, 96);
+  EXPECT_EQ(ks.then[0].sharedBytes, 96);
   EXPECT_EQ(count(ks.source, "reinterpret_cast<const uint4 *>(in0"), 1u);
   EXPECT_TRUE(contains(ks.source, "row_[j >> 3] = w_;"));
   EXPECT_TRUE(contains(ks.source, "w_ = row_[j >> 3];"));
@@ -605,7 +617,11 @@ TEST(FusionRowOp, CrossEntropyAndItsGradientShareOneKernel) {
           {"tensor<f32>", "tensor<8x48xbf16>"}),
       "pair");
   EXPECT_EQ(ks.params, (Params{"in0", "in1", "in2", "out0", "out1"}));
-  EXPECT_EQ(ks.gridX, 8); // the gradient's: a block per row
+  // The mean's count first (one block), then the gradient's rows, a block
+  // per row.
+  EXPECT_EQ(ks.gridX, 1);
+  ASSERT_EQ(ks.then.size(), 1u);
+  EXPECT_EQ(ks.then[0].gridX, 8);
   size_t merge = ks.source.find("ceBlockMerge(mx, sum, sh, sh2);");
   ASSERT_NE(merge, std::string::npos);
   EXPECT_EQ(ks.source.find("ceBlockMerge(mx, sum, sh, sh2);", merge + 1),
