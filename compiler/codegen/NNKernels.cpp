@@ -514,7 +514,10 @@ $STORES    }
 }
 )",
                        vars);
-  ks.source += signature(rows, params) + " {\n" + subst(body, vars);
+  // Rows kept in shared memory: two blocks an SM is the plan (up to 112 KB
+  // each), so the registers are bounded for two (64 a thread at 512).
+  ks.source += signature(rows, params, staged && rows.blockX == 512 ? 2 : 0) +
+               " {\n" + subst(body, vars);
   return ks;
 }
 
