@@ -112,7 +112,7 @@ private:
     // TransformerEngine use), so a transposed rhs or an untransposed lhs
     // keeps its sum apart.
     Value operand;
-    int64_t kDim = 0;
+    const int64_t kDim = 0; // the rows of both forms
     ReduceSumOp old;
     if (!mm.getTransposeB()) {
       operand = mm.getRhs();
