@@ -28,7 +28,8 @@
 // of 2-d operands with static shapes, the rhs then the lhs: a bare
 // reduce_sum of that operand over its contraction dim, its rows (an
 // untransposed rhs, a transposed lhs: the layouts cuBLASLt's BGRADA and
-// BGRADB take; the other two are left alone), or, when the
+// BGRADB take; the other two are left alone; neither over a contraction
+// of one, nor BGRADB of a one-row product), or, when the
 // operand is a reshape of X merging X's leading dims into its rows, a
 // bare reduce_sum of X over every dim but the last; into a rank-1 tensor
 // of the matmul's element type (cuBLASLt writes the bias gradient in the
@@ -111,14 +112,20 @@ private:
     // (NVIDIA's nvmath-python tests say so; the layouts Paddle, Apex and
     // TransformerEngine use), so a transposed rhs or an untransposed lhs
     // keeps its sum apart.
+    // NVIDIA's tests also show no kernels for a contraction of one (K = 1,
+    // before cuBLASLt 12.3.4) nor BGRADB for a product of one row (m = 1);
+    // those sums stay apart too (a copy, and a vector of one).
     Value operand;
     const int64_t kDim = 0; // the rows of both forms
+    const int64_t contraction = lt.getShape()[mm.getTransposeA() ? 0 : 1];
+    if (contraction == 1)
+      return;
     ReduceSumOp old;
     if (!mm.getTransposeB()) {
       operand = mm.getRhs();
       old = find(mm, operand, kDim, ct.getShape()[1]);
     }
-    if (!old && mm.getTransposeA()) {
+    if (!old && mm.getTransposeA() && ct.getShape()[0] != 1) {
       operand = mm.getLhs();
       old = find(mm, operand, kDim, ct.getShape()[0]);
     }

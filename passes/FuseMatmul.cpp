@@ -30,11 +30,16 @@ struct MatmulGrouper {
 
   /// The backward: gelu_grad(mm, x) (tanh) as DGELU, and a reduce_sum of
   /// it over every dim but the last (the bias gradient) as DGELU_BGRAD; the
-  /// gradient is yielded for its other readers. Empty when it does not fit.
+  /// gradient is yielded for its other readers. Empty when it does not fit,
+  /// or when the contraction is not known to be over 1 (cuBLASLt has no
+  /// DGELU kernels for K = 1, NVIDIA's nvmath-python says and tests).
   MatmulGroup dgelu(MatmulOp mm) const {
     MatmulGroup g;
     auto gg = dyn_cast<GeluGradOp>(*mm->getUsers().begin());
-    if (!gg || !isFree(gg) || !auxFits(mm) || gg.getGrad() != mm.getResult() ||
+    auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
+    int64_t k = lhs.getShape().back(); // auxFits: the lhs is not transposed
+    if (!gg || !isFree(gg) || !auxFits(mm) || ShapedType::isDynamic(k) ||
+        k == 1 || gg.getGrad() != mm.getResult() ||
         gg.getX() == mm.getResult() ||
         gg.getApproximate() != GeluApproximation::Tanh)
       return g;

@@ -131,6 +131,10 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
   if (mm.operands.size() != 2 || mm.results.size() != 1)
     throw fail("step.matmul must take 2 operands and give 1 result");
   f.matmul = &mm;
+  auto matmulFlag = [&](const char *flag) {
+    return mm.attrs.is_object() && mm.attrs.contains(flag) &&
+           mm.attrs[flag].is_boolean() && mm.attrs[flag].get<bool>();
+  };
   f.lhs = argIndex(mm.operands[0]);
   f.rhs = argIndex(mm.operands[1]);
   if (f.lhs < 0 || f.rhs < 0)
@@ -161,9 +165,7 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     const PlanStep &s = body.steps[operandSum];
     bool rhs = s.operands[0] == mm.operands[1];
     const BufferDesc &in = body.buffers[s.operands[0]];
-    const char *flag = rhs ? "transpose_b" : "transpose_a";
-    bool transposed = mm.attrs.is_object() && mm.attrs.contains(flag) &&
-                      mm.attrs[flag].is_boolean() && mm.attrs[flag].get<bool>();
+    bool transposed = matmulFlag(rhs ? "transpose_b" : "transpose_a");
     // cuBLASLt has BGRADA kernels for an untransposed A (our rhs) only and
     // BGRADB ones for a transposed B (our lhs) only; step-fuse-bias-grad
     // forms no other.
@@ -191,6 +193,16 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
                  (g ? std::string(dtypeName(g->dtype)) + " " +
                           shapeToString(g->shape)
                     : std::string("no single result")));
+    // Edge shapes NVIDIA's nvmath-python tests find without kernels.
+    if (in.shape[kDim] == 1)
+      throw fail(describe(operandSum) + " is a bias gradient over a "
+                 "contraction of one (K = 1): cuBLASLt before 12.3.4 has no "
+                 "BGRADA/BGRADB kernels for it (compile without "
+                 "--bgrad-epilogues)");
+    if (!rhs && product.shape[0] == 1)
+      throw fail(describe(operandSum) + " is a BGRADB bias gradient of a "
+                 "one-row product: cuBLASLt has no kernels for it (compile "
+                 "without --bgrad-epilogues)");
     onChain[operandSum] = true;
     f.biasGrad = resultIndex(s.results[0]);
     f.epilogue = rhs ? MatmulEpilogue::BgradA : MatmulEpilogue::BgradB;
@@ -271,6 +283,13 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
     } else if (s.op == "step.gelu_grad" && s.operands.size() == 2 &&
                cur == mm.results[0] && s.operands[0] == cur) {
       requireTanh(s);
+      const BufferDesc &lhs = body.buffers[mm.operands[0]];
+      bool lhsT = matmulFlag("transpose_a");
+      if (lhs.shape.size() >= 2 &&
+          lhs.shape[lhs.shape.size() - (lhsT ? 2 : 1)] == 1)
+        throw fail(describe(k) + " would be DGELU over a contraction of one "
+                   "(K = 1): cuBLASLt has no kernels for it (compile "
+                   "without --gelu-epilogues)");
       f.aux = argIndex(s.operands[1]);
       const BufferDesc &x = body.buffers[s.operands[1]];
       if (f.aux < 0 || x.dtype != product.dtype || x.shape != product.shape)

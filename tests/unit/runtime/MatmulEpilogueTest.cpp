@@ -173,10 +173,10 @@ TEST(MatmulEpilogue, GeluAuxStoresGelusInputInEitherResultOrder) {
                "gelu_aux_bias");
 }
 
-/// dy [2, 4, 8] (argument 0) times w [16, 8] transposed (argument 1), the
+/// dy [2, 4, k] (argument 0) times w [16, k] transposed (argument 1), the
 /// GELU input x [2, 4, 16] (argument 2): gelu_grad(dy w^T, x).
-int64_t dgelu(Body &b, const char *approx = "tanh") {
-  int64_t dy = b.arg(F, {2, 4, 8}), w = b.arg(F, {16, 8});
+int64_t dgelu(Body &b, const char *approx = "tanh", int64_t k = 8) {
+  int64_t dy = b.arg(F, {2, 4, k}), w = b.arg(F, {16, k});
   int64_t x = b.arg(F, {2, 4, 16});
   int64_t mm =
       b.step("matmul", {{"transpose_b", true}}, {dy, w}, F, {2, 4, 16});
@@ -260,6 +260,13 @@ TEST(MatmulEpilogue, DGeluFormsCuBlasLtCannotRunAreRefused) {
     int64_t s = b.step("reduce_sum", {{"dims", {0, 1}}}, {g}, F, {16});
     expectRefused(b.fusion({s}), "not a result");
   }
+  { // a contraction of one: no DGELU kernels (K = 2 is read as usual)
+    Body b;
+    expectRefused(b.fusion({dgelu(b, "tanh", 1)}), "contraction of one");
+    Body two;
+    EXPECT_EQ(readMatmulFusion(two.fusion({dgelu(two, "tanh", 2)}), "x").epilogue,
+              MatmulEpilogue::DGelu);
+  }
 }
 
 /// A weight gradient's matmul of lhs (k x m, or m x k untransposed) and rhs
@@ -269,8 +276,9 @@ struct OperandSum {
   int64_t product, sum;
 };
 OperandSum operandSum(Body &b, bool ta, bool tb, bool rhs,
-                      std::vector<int64_t> dims, DType sumType = F) {
-  const int64_t m = 4, n = 8, k = 16;
+                      std::vector<int64_t> dims, DType sumType = F,
+                      int64_t m = 4, int64_t k = 16) {
+  const int64_t n = 8;
   int64_t x = b.arg(F, ta ? Shape{k, m} : Shape{m, k});
   int64_t g = b.arg(F, tb ? Shape{n, k} : Shape{k, n});
   int64_t mm = b.step("matmul", {{"transpose_a", ta}, {"transpose_b", tb}},
@@ -368,6 +376,23 @@ TEST(MatmulEpilogue, OperandSumsCuBlasLtCannotRunAreRefused) {
                         {bias}, F, {4, 8});
     int64_t y = b.step("add", nullptr, {o.product, bc}, F, {4, 8});
     expectRefused(b.fusion({y, o.sum}), "leave the product as it is");
+  }
+  // Shapes without kernels (nvmath-python's tests): either form over a
+  // contraction of one, BGRADB of a one-row product (BGRADA of one is
+  // read).
+  for (bool rhs : {true, false}) {
+    Body b;
+    OperandSum o = operandSum(b, true, false, rhs, {0}, F, 4, 1);
+    expectRefused(b.fusion({o.product, o.sum}), "contraction of one (K = 1)");
+  }
+  {
+    Body b;
+    OperandSum o = operandSum(b, true, false, false, {0}, F, 1, 16);
+    expectRefused(b.fusion({o.product, o.sum}), "one-row product");
+    Body a;
+    OperandSum r = operandSum(a, true, false, true, {0}, F, 1, 16);
+    EXPECT_EQ(readMatmulFusion(a.fusion({r.product, r.sum}), "x").epilogue,
+              MatmulEpilogue::BgradA);
   }
   { // a batch of matrices
     Body b;

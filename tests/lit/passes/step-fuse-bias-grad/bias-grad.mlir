@@ -70,6 +70,38 @@ func.func @lhs_bias(%dy: tensor<16x8xf32>, %x: tensor<16x4xf32>) -> (tensor<8x4x
 
 // -----
 
+// Shapes NVIDIA's tests find no kernels for stay apart: a contraction of
+// one (K = 1, either form), BGRADB of a one-row product. BGRADA of a
+// one-row product is an ordinary call and joins.
+// CHECK-LABEL: func.func @k_one
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @k_one(%x: tensor<1x4xf32>, %g: tensor<1x8xf32>, %dy: tensor<1x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8x4xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [0] : tensor<1x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %x, %g transpose_a : tensor<1x4xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
+  %t = step.reduce_sum %dy dims = [0] : tensor<1x8xf32> -> tensor<8xf32>
+  %dv = step.matmul %dy, %x transpose_a : tensor<1x8xf32>, tensor<1x4xf32> -> tensor<8x4xf32>
+  return %dw, %s, %dv, %t : tensor<4x8xf32>, tensor<8xf32>, tensor<8x4xf32>, tensor<8xf32>
+}
+// CHECK-LABEL: func.func @lhs_one_row
+// CHECK-NOT: step.fusion
+// CHECK: return
+func.func @lhs_one_row(%dy: tensor<16x1xf32>, %x: tensor<16x4xf32>) -> (tensor<1x4xf32>, tensor<1xf32>) {
+  %s = step.reduce_sum %dy dims = [0] : tensor<16x1xf32> -> tensor<1xf32>
+  %dw = step.matmul %dy, %x transpose_a : tensor<16x1xf32>, tensor<16x4xf32> -> tensor<1x4xf32>
+  return %dw, %s : tensor<1x4xf32>, tensor<1xf32>
+}
+// CHECK-LABEL: func.func @rhs_one_row
+// CHECK-NEXT: step.fusion "matmul"(%arg0, %arg1)
+// CHECK: step.reduce_sum %{{.+}} dims = [0] : tensor<16x8xf32> -> tensor<8xf32>
+func.func @rhs_one_row(%x: tensor<16x1xf32>, %g: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<8xf32>) {
+  %s = step.reduce_sum %g dims = [0] : tensor<16x8xf32> -> tensor<8xf32>
+  %dw = step.matmul %x, %g transpose_a : tensor<16x1xf32>, tensor<16x8xf32> -> tensor<1x8xf32>
+  return %dw, %s : tensor<1x8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Both operands have a sum: the rhs's joins (one bias pointer a call), the
 // lhs's stays a reduction of its own.
 // CHECK-LABEL: func.func @one_per_matmul

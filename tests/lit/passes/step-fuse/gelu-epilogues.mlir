@@ -72,6 +72,21 @@ func.func @dgelu(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %h: tensor<4x16xf32
 
 // -----
 
+// A contraction of one (K = 1): cuBLASLt has no DGELU kernels for it, so
+// the gradient stays a kernel of its own and the matmul a plain call.
+// CHECK-LABEL: func.func @dgelu_k1
+// CHECK-NOT: step.fusion "matmul"
+// CHECK: step.matmul %arg0, %arg1 : tensor<4x1xf32>, tensor<1x16xf32>
+// CHECK-NOT: step.fusion "matmul"
+// CHECK: return
+func.func @dgelu_k1(%dy: tensor<4x1xf32>, %w: tensor<1x16xf32>, %h: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %m = step.matmul %dy, %w : tensor<4x1xf32>, tensor<1x16xf32> -> tensor<4x16xf32>
+  %d = step.gelu_grad %m, %h approximate tanh : tensor<4x16xf32>
+  return %d : tensor<4x16xf32>
+}
+
+// -----
+
 // Refused, each for a reason cuBLASLt has: the erf GELU (its epilogues are
 // the tanh form), the product as gelu_grad's input instead of its
 // gradient, a last dim that is not a multiple of 8 (the aux leading dim),
