@@ -342,7 +342,11 @@ void CudaExecutor::Impl::tuneMatmulAlgos() {
             cache ? cache->find(key) : std::nullopt) {
       cublasLtMatmulAlgo_t a;
       std::memcpy(&a, kept->data(), sizeof a);
-      if (algoFits(*m, a)) {
+      // cublasLtMatmulAlgoCheck's SUCCESS "doesn't fully guarantee algo
+      // will run", so the kept pick also runs once here, outside any
+      // graph capture (it rewrites only the step's own result, as the
+      // timed launches below do).
+      if (algoFits(*m, a) && launchMatmul(*m, a, stream) == CUBLAS_STATUS_SUCCESS) {
         setPick(key, a);
         ++cachedShapes;
         continue;
