@@ -199,13 +199,17 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                                              bool causal,
                                              const std::string &name);
 
+/// How the mma gradient forms dq (AttentionMmaGrad.cpp): recomputing the
+/// scores per query tile, from dS stored by the dk/dv launch, or added
+/// into an f32 accumulator by the dk/dv launch with atomics.
+enum class DqForm { Recompute, SavedDs, Atomic };
+
 /// The gradient entry points of the mma kernels (AttentionMmaGrad.cpp):
 /// sets `ks`'s source (after `src`, the helpers; each entry point opens
-/// with `views`), launches and shared memory for the recomputing form or,
-/// with `savedDs`, the one that stores dS for a dq launch. `vars` are
+/// with `views`), launches and shared memory for `form`. `vars` are
 /// emitAttentionMma's substitutions.
 void emitAttentionMmaGrad(
-    KernelSource &ks, const AttentionShape &a, bool causal, bool savedDs,
+    KernelSource &ks, const AttentionShape &a, bool causal, DqForm form,
     const std::string &src, const std::string &views, const std::string &params,
     std::vector<std::pair<std::string, std::string>> vars);
 

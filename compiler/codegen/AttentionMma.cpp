@@ -507,8 +507,12 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
         src + signature(ks, params) + " {\n" + views + subst(kForward, vars);
     return ks;
   }
-  emitAttentionMmaGrad(ks, a, causal, gradOp->hasAttr(mlir::step::kSavedDsAttr),
-                       src, views, params, std::move(vars));
+  // Atomic dq before saved dS where a step asks for both.
+  DqForm form = gradOp->hasAttr(mlir::step::kAtomicDqAttr) ? DqForm::Atomic
+                : gradOp->hasAttr(mlir::step::kSavedDsAttr) ? DqForm::SavedDs
+                                                             : DqForm::Recompute;
+  emitAttentionMmaGrad(ks, a, causal, form, src, views, params,
+                       std::move(vars));
   return ks;
 }
 

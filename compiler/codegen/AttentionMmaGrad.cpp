@@ -27,14 +27,32 @@
 //                        about 27 us each way at 4 TB/s, against the two
 //                        products of 64 x 64 x 64 a pair saved).
 //
-// Both give the same dk and dv bits; dq differs only where S^T = K Q^T and
+//   atomic dq            (the op's `step.atomic_dq` attribute, stepc
+//                        --attention-atomic-dq; FlashAttention-2's
+//                        backward) launch 1 the statistics as saved dS's,
+//                        and it zeroes a module-scope f32 dq accumulator;
+//                        launch 2 as above, and per query tile it also
+//                        stages dS^T (rounded as above) in shared memory,
+//                        then each warp forms its 16 queries' dS K over the
+//                        tile's 64 keys and adds it into the accumulator
+//                        with atomicAdd; launch 3 rounds the accumulator
+//                        into dq. Five tile products a pair, no dS in
+//                        global memory, 4 bytes of L2 atomics a (query,
+//                        dq column) a key tile.
+//
+// All give the same dk and dv bits; dq differs only where S^T = K Q^T and
 // S = Q K^T round differently in the tensor cores (the same products).
-// Summation orders are fixed (deterministic).
+// Summation orders are fixed (deterministic) except atomic dq's: its dq
+// adds the key tiles' f32 partials in the order the blocks reach them, so
+// its bits may differ from run to run (as FlashAttention-2's and
+// PyTorch's do); dk and dv keep theirs.
 //
 // Cost: recompute 3.5x the forward's FLOPs (causal: half), saved dS 2.5x
 // and 4 bytes of traffic a visible score (2 stored, 2 read back); the
 // scratch (2 bytes a visible score) lives as long as the module, outside
-// the memory plan.
+// the memory plan. Atomic dq 2.5x, a barrier more a tile pair, 9 KiB more
+// shared memory for launch 2, and an accumulator of 4 bytes a dq element
+// (module memory, as saved dS's scratch).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/AttentionKernels.h"
@@ -182,7 +200,7 @@ $ITEM_PRE    const long long b = $ITEM_B;
         }
       ${NAME}_ab<$NV8>(dv, s, Gh, $LDV);  // dv += P^T G
 $DSSTORE      ${NAME}_ab<$ND8>(dk, dp, Qh, $LDT); // dk += dS^T Q
-      stepCpAsyncWait();
+$DQATOMIC      stepCpAsyncWait();
       __syncthreads(); // the next tile staged; this one free
     }
     ${NAME}_store<$ND8>(dk, $DK_AT, $DK_LD, c0, $TK, 1.0f, 1.0f);
@@ -302,8 +320,86 @@ $ITEM_PRE    const long long b = $ITEM_B;
 }
 )";
 
+// The atomic-dq form. Launch 1 as kGradStats, and it zeroes the rows'
+// accumulator (4 floats a lane a step, 4 lanes a row).
+static const char *kGradStatsZero =
+    R"(  for (long long w0 = (long long)blockIdx.x * 32;
+       w0 < (long long)$SLICES * $TQ; w0 += (long long)gridDim.x * 32) {
+    const long long w = w0 + (threadIdx.x >> 2);
+    const bool live = w < (long long)$SLICES * $TQ;
+    if (live)
+      for (int x = 4 * t4; x < $D; x += 16)
+        *reinterpret_cast<uint4 *>(${NAME}_dqacc + w * $D + x) =
+            make_uint4(0u, 0u, 0u, 0u); // four 0.0f
+  }
+)";
+
+// Launch 2's staging of the tile's dS^T (this warp's keys, the 64 queries
+// from i0; rounded as the dq product rounds it) in shared memory, key-major
+// with rows of 72.
+static const char *kDsShared = R"(      {
+        $T *ds_ = Ds + (warp * 16 + g) * 72 + 2 * t4;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          *reinterpret_cast<unsigned *>(ds_ + nt * 8) =
+              ${NAME}_pack(dp[nt][0], dp[nt][1]);
+          *reinterpret_cast<unsigned *>(ds_ + 8 * 72 + nt * 8) =
+              ${NAME}_pack(dp[nt][2], dp[nt][3]);
+        }
+      }
+)";
+
+// Then, every warp's dS^T staged: this warp's 16 queries' dq partial over
+// the tile's 64 keys, dS K (dS's A fragments by transposing ldmatrix, as
+// the saved-dS dq launch reads them; K staged for the item), added into
+// the accumulator rows of the valid queries.
+static const char *kDqAtomic = R"(      __syncthreads(); // every warp's dS^T staged
+      {
+        const int l = threadIdx.x & 31, q0 = i0 + warp * 16 + g;
+        float dq[$ND8][4];
+        ${NAME}_zero<$ND8>(dq);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          unsigned a[4];
+          stepLdm4T(a, Ds + (kk * 16 + ((l >> 4) << 3) + (l & 7)) * 72 +
+                           warp * 16 + ((l >> 3) & 1) * 8);
+          ${NAME}_abk<$ND8>(dq, a[0], a[1], a[2], a[3], Kh + kk * 16 * $LDT,
+                            $LDT); // dq += dS K
+        }
+        float *acc0 = ${NAME}_dqacc + (b * $TQ + q0) * $D + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < $ND8; ++n) {
+          if (q0 < lq_) {
+            atomicAdd(acc0 + n * 8, dq[n][0]);
+            atomicAdd(acc0 + n * 8 + 1, dq[n][1]);
+          }
+          if (q0 + 8 < lq_) {
+            atomicAdd(acc0 + 8 * $D + n * 8, dq[n][2]);
+            atomicAdd(acc0 + 8 * $D + n * 8 + 1, dq[n][3]);
+          }
+        }
+      }
+)";
+
+// Launch 3 of the atomic-dq form: the accumulator rounded into dq, two
+// elements a thread a step (rows past the valid length hold the zeros
+// launch 1 wrote).
+static const char *kDqFromAcc =
+    R"(  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+       e < (long long)$SLICES * $TQ * ($D / 2);
+       e += (long long)gridDim.x * blockDim.x) {
+    const long long row = e / ($D / 2);
+    const long long b = row / $TQ;
+    const int r = (int)(row - b * $TQ), x = 2 * (int)(e - row * ($D / 2));
+    const float *acc = ${NAME}_dqacc + row * $D + x;
+    *reinterpret_cast<unsigned *>($DQ_AT + (long long)r * $DQ_LD + x) =
+        ${NAME}_pack(acc[0], acc[1]);
+  }
+}
+)";
+
 void emitAttentionMmaGrad(
-    KernelSource &ks, const AttentionShape &a, bool causal, bool savedDs,
+    KernelSource &ks, const AttentionShape &a, bool causal, DqForm form,
     const std::string &src, const std::string &views, const std::string &params,
     std::vector<std::pair<std::string, std::string>> vars) {
   const MmaTiles t(a);
@@ -311,14 +407,20 @@ void emitAttentionMmaGrad(
   // Causal: query tile i sees key tiles 0..i, packed row after row.
   int64_t dsTiles =
       causal ? t.qTiles * (t.qTiles + 1) / 2 : t.qTiles * t.kTiles;
-  if (savedDs && a.slices * dsTiles * tile * tile * 2 > kAttentionMaxScratch)
-    savedDs = false;
+  // Module scratch past the cap: the recomputing form.
+  if ((form == DqForm::SavedDs &&
+       a.slices * dsTiles * tile * tile * 2 > kAttentionMaxScratch) ||
+      (form == DqForm::Atomic && a.slices * a.tq * a.d * 4 > kAttentionMaxScratch))
+    form = DqForm::Recompute;
+  const bool savedDs = form == DqForm::SavedDs, atomic = form == DqForm::Atomic;
   auto s = [](int64_t v) { return std::to_string(v); };
-  // Launch 2: K and V staged once, Q and G twice, the queries' statistics.
+  // Launch 2: K and V staged once, Q and G twice, the queries' statistics;
+  // atomic dq: one dS^T tile too.
   SharedRegions r2;
   int64_t oK2 = r2.add(qBytes), oV2 = r2.add(vBytes);
   int64_t oQ2 = r2.add(2 * qBytes), oG2 = r2.add(2 * vBytes);
   int64_t oRow = r2.add(2 * 2 * tile * 4);
+  int64_t oDs2 = atomic ? r2.add(tile * 72 * 2) : 0;
   // Launch 3: K and the dS tile, twice each.
   SharedRegions r3;
   int64_t oK3 = r3.add(2 * qBytes), oDs = r3.add(2 * tile * 72 * 2);
@@ -326,8 +428,12 @@ void emitAttentionMmaGrad(
               {{"OROW", s(oRow)},
                {"DSTILES", s(dsTiles)},
                {"ODS", s(oDs)},
-               {"DSVEC", s(std::max<int64_t>(a.slices * dsTiles * 512, 1))}});
-  vars.push_back({"DSSTORE", savedDs ? subst(kDsStore, vars) : ""});
+               {"DSVEC", s(std::max<int64_t>(a.slices * dsTiles * 512, 1))},
+               {"DQACC", s(std::max<int64_t>(a.slices * a.tq * a.d, 1))}});
+  vars.push_back({"DSSTORE", savedDs  ? subst(kDsStore, vars)
+                             : atomic ? subst(kDsShared, vars)
+                                      : ""});
+  vars.push_back({"DQATOMIC", atomic ? subst(kDqAtomic, vars) : ""});
   // `vars` with the shared-memory offsets of a launch and the placement of
   // its items: launch 2 streams each slice's Q and G rows, launch 3 its K.
   auto with = [&](std::initializer_list<std::pair<const char *, int64_t>> kv,
@@ -347,6 +453,8 @@ void emitAttentionMmaGrad(
       with({{"OK", oK3}}, itemPlacement(a.slices, t.qTiles, a.tk * a.d * 2));
 
   std::string globals = "__device__ float ${NAME}_stats[$STATS];\n";
+  if (atomic)
+    globals += "__device__ float ${NAME}_dqacc[$DQACC];\n";
   if (savedDs)
     globals += "__device__ uint4 ${NAME}_ds[$DSVEC]; // 8 elements each\n"
                "#define ${NAME}_TILE(it, jt) \\\n"
@@ -357,21 +465,35 @@ void emitAttentionMmaGrad(
   third.name = ks.name + "_dq";
   ks.then.push_back({"_dkdv", tileGrid(a.slices * t.kTiles), 128, r2.bytes});
   std::string first;
-  if (savedDs) {
+  if (savedDs || atomic) {
     ks.gridX = tileGrid((a.slices * a.tq + 31) / 32);
     ks.sharedBytes = 0;
-    ks.then.push_back({"_dq", tileGrid(a.slices * t.qTiles), 128, r3.bytes});
     first = subst(kGradStats, vars);
+    if (atomic) // the zeroing before the statistics' closing brace
+      first.insert(first.rfind('}'), subst(kGradStatsZero, vars));
   } else {
     first = subst(kGradDq, vars);
   }
+  if (savedDs)
+    ks.then.push_back({"_dq", tileGrid(a.slices * t.qTiles), 128, r3.bytes});
+  if (atomic)
+    ks.then.push_back(
+        {"_dq", tileGrid((a.slices * a.tq * (a.d / 2) + 127) / 128), 128, 0});
+  std::string dkdv = kGradDkDv;
+  if (atomic) // the dS^T tile's place in launch 2's shared memory
+    dkdv.insert(dkdv.find("  for (long long w"),
+                "  $T *Ds = reinterpret_cast<$T *>(base_ + " + s(oDs2) +
+                    ");\n");
   ks.source = src + subst(globals, vars) + subst(kRows, vars) +
               signature(ks, params) + " {\n" + views + first +
               signature(second, params) + " {\n" + views +
-              subst(kGradDkDv, vars2);
+              subst(dkdv, vars2);
   if (savedDs)
     ks.source +=
         signature(third, params) + " {\n" + views + subst(kGradDqFromDs, vars3);
+  if (atomic)
+    ks.source += signature(third, params) + " {\n" + views +
+                 subst(kDqFromAcc, vars);
 }
 
 } // namespace step::codegen::detail

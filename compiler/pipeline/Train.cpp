@@ -330,10 +330,13 @@ LogicalResult buildTrainStep(ModuleOp module, const TrainOptions &options,
                              std::vector<PassRecord> *report) {
   if (failed(runTrainPasses(module, options, report)))
     return failure();
-  if (options.attentionSavedDs) // read by the CUDA kernels' emitter only
-    module.walk([](ops::AttentionGradOp g) {
-      g->setAttr(ops::kSavedDsAttr, UnitAttr::get(g.getContext()));
-    });
+  // Read by the CUDA kernels' emitter only.
+  for (auto [on, attr] : {std::pair{options.attentionSavedDs, ops::kSavedDsAttr},
+                          {options.attentionAtomicDq, ops::kAtomicDqAttr}})
+    if (on)
+      module.walk([attr = attr](ops::AttentionGradOp g) {
+        g->setAttr(attr, UnitAttr::get(g.getContext()));
+      });
   return success();
 }
 

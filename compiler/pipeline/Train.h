@@ -179,6 +179,12 @@ struct TrainOptions {
   /// scores twice (stepc --attention-saved-ds; docs/codegen.md). Off by
   /// default until a GPU run has timed it.
   bool attentionSavedDs = false;
+  /// Mark every attention_grad `step.atomic_dq`: its CUDA kernels add dq
+  /// into an f32 accumulator with atomics from the dk/dv launch, five tile
+  /// products a pair and no dS in memory, as FlashAttention-2's backward;
+  /// dq's bits may then differ between runs (stepc --attention-atomic-dq;
+  /// docs/codegen.md). Off by default until a GPU run has timed it.
+  bool attentionAtomicDq = false;
   /// Bucket size per symbolic dim (step-pad-dynamic, docs/dynamic-shapes.md);
   /// a symbol left out is padded to its maximum. Ignored by static models.
   std::map<std::string, int64_t> buckets;

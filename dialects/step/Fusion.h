@@ -127,6 +127,11 @@ bool isAttentionOp(Operation *op);
 /// to store dS for a dq launch instead of recomputing the scores
 /// (TrainOptions::attentionSavedDs; compiler/codegen/AttentionMmaGrad.cpp).
 inline constexpr llvm::StringLiteral kSavedDsAttr = "step.saved_ds";
+/// The unit attribute that asks the CUDA kernels of a step.attention_grad
+/// to add dq into an f32 accumulator with atomics from the dk/dv launch,
+/// as FlashAttention-2 does (TrainOptions::attentionAtomicDq; dq's bits
+/// then depend on the order the blocks run in).
+inline constexpr llvm::StringLiteral kAtomicDqAttr = "step.atomic_dq";
 /// Whether operand `i` of an attention op is a tensor of rows read through
 /// a view (query, key, value, grad, saved out); the valid length and the
 /// saved log-sum-exp are read as they are.

@@ -33,7 +33,12 @@ kernels' own statistics pass. With stepc --attention-saved-ds (GPT-2 at D =
 64, T = 70 and 130; valid lengths at D = 64 causal and 48/32 not) the
 gradient is three launches: statistics, dk/dv storing dS, and dq from dS
 (every such compile must have a kernel with a `_dq` launch, and no other);
-also non-causal with Tq = 37, Tk = 83.
+also non-causal with Tq = 37, Tk = 83. So, on the same models, with stepc
+--attention-atomic-dq: statistics and a zeroed f32 accumulator, dk/dv
+adding each tile's dq into it with atomicAdd, and dq rounded from it (a
+`_dq` launch and a `_dqacc` accumulator in every such compile, in no
+other; the emulated blocks run one after another, so the adds are
+exact in their order, which the tolerance covers).
 
 GPT-2's attention kernels are those of step-fuse-attention's fusions: q,
 k and v strided views of the packed projection, the results written as
@@ -266,8 +271,12 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
     launches = [(grid_a, block, f"{name}({call})")]
     if name + "_dkdv(" in src:
         launches.append((2, block, f"{name}_dkdv({call})"))
-    if name + "_dq(" in src:  # the saved-dS form's third launch
+    if name + "_dq(" in src:  # the saved-dS and atomic-dq third launch
         launches.append((3, block, f"{name}_dq({call})"))
+    if name + "_dqacc[" in src:
+        # Twice: the second step's dq is right only if launch 1 zeroes the
+        # accumulator the first step left.
+        launches = launches * 2
     main_cpp = harness(elem, inputs, outputs, launches)
     for i, length in enumerate(lengths):
         n_ok = tq if length is None else max(0, min(length, tq))
@@ -359,9 +368,12 @@ def main():
         # third launch computing dq (causal T = 70 and 130; below, valid
         # lengths causal and not).
         saved_ds = ["--train", "--amp=bf16", "--attention-saved-ds"]
+        atomic_dq = ["--train", "--amp=bf16", "--attention-atomic-dq"]
         flags = {models[1][0]: (["--train"], ["--train", "--amp=bf16"],
-                                ["--train", "--amp=fp16"], saved_ds),
-                 models[3][0]: (["--train", "--amp=bf16"], saved_ds)}
+                                ["--train", "--amp=fp16"], saved_ds,
+                                atomic_dq),
+                 models[3][0]: (["--train", "--amp=bf16"], saved_ds,
+                                atomic_dq)}
         for shape in ((6, 37, 45, 24, 40), (4, 37, 83, 48, 32),
                       (2, 20, 24, 144, 32)):
             path = os.path.join(tmp, "noncausal_%d_%d.mlir" % shape[3:])
@@ -370,7 +382,7 @@ def main():
             models.append((path, shape, False, (None,)))
             if shape[3] == 48:  # Tq 37, Tk 83: dS tiles 1 x 2 a slice
                 flags[path] = (["--train"], ["--train", "--amp=bf16"],
-                               saved_ds)
+                               saved_ds, atomic_dq)
         # Packed heads of D = 1280 (the one-row kernels, through ports), in
         # f32 (under --amp=bf16 the casts of the f32 param's heads would be
         # the attention's operands, not views).
@@ -396,7 +408,7 @@ def main():
             models.append((path, (s, t, t, d, dv), causal, lengths))
             if d in (64, 48):
                 flags[path] = (["--train"], ["--train", "--amp=bf16"],
-                               saved_ds)
+                               saved_ds, atomic_dq)
         # Training steps above give the gradient the forward's saved
         # statistics (step-attention-stats); these are attention_grad alone,
         # whose kernels make their own pass over the keys: CUDA cores and
@@ -416,22 +428,25 @@ def main():
                 # Attention kernels, of the op or of an attention fusion
                 # (step-fuse-attention: GPT-2's heads read in place, q and
                 # k strided views of the one packed projection).
-                in_place = dq_launches = 0
+                in_place = dq_launches = accumulators = 0
                 for f in sorted(glob.glob(os.path.join(dump, "*.cu"))):
                     text = open(f).read()
                     if "// step.port q " not in text:
                         continue
                     grad = "// step.port dq " in text
                     dq_launches += "_dq(" in text
+                    accumulators += "_dqacc[" in text
                     qk = re.findall(r"^// step\.port [qk] (\w+) ", text, re.M)
                     in_place += len(set(qk)) == 1
                     work = os.path.join(tmp, "work")
                     os.makedirs(work, exist_ok=True)
                     run_kernel(args, f, grad, shape, causal, work, lengths)
-                if ("--attention-saved-ds" in compile_flags) != (
-                        dq_launches > 0):
+                atomic = "--attention-atomic-dq" in compile_flags
+                if (atomic or "--attention-saved-ds" in compile_flags) != (
+                        dq_launches > 0) or atomic != (accumulators > 0):
                     sys.exit(f"FAIL {model} {compile_flags}: {dq_launches} "
-                             f"attention kernels with a dq launch")
+                             f"attention kernels with a dq launch, "
+                             f"{accumulators} with a dq accumulator")
                 if ("gpt2_" in model or "packed_" in model) and in_place < 2:
                     sys.exit(f"FAIL {model} {compile_flags}: {in_place} "
                              f"attention kernels read q and k in place")

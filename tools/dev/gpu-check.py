@@ -86,6 +86,7 @@ LOW_FRACTION = 0.01
 LOW_F32 = {"mlp_fp16": "mlp", "gpt2_bf16": "gpt2", "gpt2_bf16_tuned": "gpt2",
            "gpt2_bf16_nofuse": "gpt2_nofuse", "gpt2_bf16_gelu_epi": "gpt2",
            "gpt2_bf16_saved_ds": "gpt2", "gpt2_bf16_bgrad_epi": "gpt2",
+           "gpt2_bf16_atomic_dq": "gpt2",
            "mlp_fp16_offload_optimizer": "mlp"}
 LOW_F32_SLACK = 1.5
 
@@ -117,6 +118,11 @@ CASES = [
     # for a dq one: stepc --attention-saved-ds (the mma kernels: bf16),
     # not yet run on a GPU.
     ("gpt2_bf16_saved_ds", "gpt2", ["--amp=bf16", "--attention-saved-ds"],
+     2e-2, "low"),
+    # dq added into an f32 accumulator with atomics by the dk/dv launch
+    # (FlashAttention-2's backward): stepc --attention-atomic-dq, not yet
+    # run on a GPU; dq's bits may differ from run to run.
+    ("gpt2_bf16_atomic_dq", "gpt2", ["--amp=bf16", "--attention-atomic-dq"],
      2e-2, "low"),
     ("gpt2_offload_all", "gpt2", ["--offload=all"], 1e-4, "f32"),
     ("gpt2_remat_max", "gpt2", ["--remat=max"], 1e-4, "f32"),

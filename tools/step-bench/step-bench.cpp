@@ -4,6 +4,7 @@
 //              [--schedule=...] [--clip=C] [--grad-accum=K] [--steps N]
 //              [--warmup W] [--backend=cpu|cuda] [--out FILE.json] [--no-fuse]
 //              [--gelu-epilogues] [--bgrad-epilogues] [--attention-saved-ds]
+//              [--attention-atomic-dq]
 //              [--bucket=T:SIZE] [--remat=none|auto|max | --remat-budget=B]
 //              [--offload=none|auto|all[,...]] [--offload-optimizer]
 //   step-bench MODEL.mlir --remat-sweep=N [--amp=...] [--offload=...]
@@ -144,6 +145,9 @@ int main(int argc, char **argv) {
   bool attentionSavedDs = false;
   app.add_flag("--attention-saved-ds", attentionSavedDs,
                "attention's gradient stores dS for its dq launch (as stepc)");
+  bool attentionAtomicDq = false;
+  app.add_flag("--attention-atomic-dq", attentionAtomicDq,
+               "attention's gradient adds dq with atomics (as stepc)");
   std::string amp;
   app.add_option("--amp", amp, "bf16 | fp16 (as stepc); default off");
   std::string bucket;
@@ -190,6 +194,7 @@ int main(int argc, char **argv) {
     options.geluEpilogues = geluEpilogues;
     options.bgradEpilogues = bgradEpilogues;
     options.attentionSavedDs = attentionSavedDs;
+    options.attentionAtomicDq = attentionAtomicDq;
     options.amp = step::AmpOptions::parse(amp, "", "auto");
     options.remat = step::RematOptions::parse(remat, rematBudget);
     options.offload = step::OffloadOptions::parse(offload);
@@ -279,6 +284,7 @@ int main(int argc, char **argv) {
         {"gelu_epilogues", geluEpilogues},
         {"bgrad_epilogues", bgradEpilogues},
         {"attention_saved_ds", attentionSavedDs},
+        {"attention_atomic_dq", attentionAtomicDq},
         {"amp", amp.empty() ? "off" : amp},
         {"fusions", fusions},
         {"planned_peak_bytes", artifact.plan.arenaBytes},

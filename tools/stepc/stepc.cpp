@@ -11,6 +11,7 @@
 //          --world-size=N]
 //         [--guard-finite] [--no-attention-stats] [--no-donate]
 //         [--gelu-epilogues] [--bgrad-epilogues] [--attention-saved-ds]
+//         [--attention-atomic-dq]
 //
 // Reads a model (func.func @forward, DESIGN.md section 3), runs the training
 // pipeline (compiler/pipeline/Train.h) and writes @train_step: as MLIR, or
@@ -71,7 +72,7 @@ struct Options {
   std::string arch = "sm_80,sm_90";
   bool noKernels = false, noFuse = false, noAttentionStats = false;
   bool noDonate = false, geluEpilogues = false, attentionSavedDs = false;
-  bool bgradEpilogues = false;
+  bool bgradEpilogues = false, attentionAtomicDq = false;
   std::string amp, ampKeepF32, lossScale = "auto";
   std::string dumpKernels;
   std::string dot; ///< --dot=FILE.dot
@@ -147,6 +148,7 @@ nlohmann::json reportJson(const Options &o,
           {"gelu_epilogues", o.geluEpilogues},
           {"bgrad_epilogues", o.bgradEpilogues},
           {"attention_saved_ds", o.attentionSavedDs},
+          {"attention_atomic_dq", o.attentionAtomicDq},
           {"loss_scale", o.lossScale},
           {"passes", passes},
           {"fusions", fusions},
@@ -350,6 +352,12 @@ int main(int argc, char **argv) {
                "dq launch instead of computing the scores twice: 2 bytes a "
                "visible score of module memory; not yet timed on a GPU, off "
                "by default (docs/codegen.md)");
+  app.add_flag("--attention-atomic-dq", o.attentionAtomicDq,
+               "attention's gradient adds dq into an f32 accumulator with "
+               "atomics from its dk/dv launch (FlashAttention-2's backward): "
+               "4 bytes a dq element of module memory, dq's bits may differ "
+               "between runs; before --attention-saved-ds; not yet timed on "
+               "a GPU, off by default (docs/codegen.md)");
   app.add_option("--dot", o.dot,
                  "also write the compiled function as a Graphviz graph, "
                  "fusion groups as clusters (dot -Tsvg FILE.dot)");
@@ -401,6 +409,7 @@ int main(int argc, char **argv) {
   train.geluEpilogues = o.geluEpilogues;
   train.bgradEpilogues = o.bgradEpilogues;
   train.attentionSavedDs = o.attentionSavedDs;
+  train.attentionAtomicDq = o.attentionAtomicDq;
   train.attentionStats = !o.noAttentionStats;
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;

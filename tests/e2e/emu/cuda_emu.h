@@ -192,6 +192,14 @@ inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
 }
 #define __align__(n)
 
+// A float added in place: fibers switch only at barriers, so nothing
+// comes between the read and the write (atomic dq's accumulator).
+inline float atomicAdd(float *p, float v) {
+  const float old = *p;
+  *p = old + v;
+  return old;
+}
+
 // wmma (mma.h), 16x16x16 only, at the API's level: every thread of a warp
 // holds the whole fragment (the hardware spreads it over the lanes, in an
 // unspecified layout that the kernels never touch); loads read it all,

@@ -309,6 +309,59 @@ func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x
   expectCubinsForSm80AndSm90(*ks);
 }
 
+TEST(NNKernels, AttentionGradWithAtomicDqAddsIntoAnAccumulator) {
+  // step.atomic_dq (stepc --attention-atomic-dq), before step.saved_ds
+  // when both are set: statistics and the accumulator zeroed, dk/dv
+  // staging each dS^T tile in shared memory and adding dS K into the
+  // accumulator, then dq rounded from it; no dS in global memory.
+  Parsed p = parse(R"(
+func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x70xf32>) -> tensor<2x70x16xbf16> {
+  %r:3 = step.attention_grad %q, %q, %q, %o saved(%o, %lse : tensor<2x70x16xbf16>, tensor<2x70xf32>) causal {step.atomic_dq, step.saved_ds} : tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16> -> tensor<2x70x16xbf16>, tensor<2x70x16xbf16>, tensor<2x70x16xbf16>
+  return %r#0 : tensor<2x70x16xbf16>
+}
+)");
+  ASSERT_TRUE(p.module);
+  auto ks = emitKernel(&p.func().getBody().front().front(), "ad");
+  ASSERT_TRUE(ks);
+  ASSERT_EQ(ks->then.size(), 2u);
+  EXPECT_EQ(ks->then[0].suffix, "_dkdv");
+  EXPECT_EQ(ks->then[1].suffix, "_dq");
+  EXPECT_EQ(ks->gridX, (2 * 70 + 31) / 32); // 32 rows a block
+  EXPECT_EQ(ks->sharedBytes, 0);
+  // K, V and two Q, G tiles (rows of 16 + 8), the statistics, one dS^T
+  // tile (rows of 64 + 8).
+  EXPECT_EQ(ks->then[0].sharedBytes,
+            6 * 64 * 24 * 2 + 2 * 2 * 64 * 4 + 64 * 72 * 2);
+  // dq rounded from the accumulator: 2 x 70 rows of 8 pairs, 128 a block.
+  EXPECT_EQ(ks->then[1].gridX, (2 * 70 * 8 + 127) / 128);
+  EXPECT_EQ(ks->then[1].blockX, 128);
+  EXPECT_EQ(ks->then[1].sharedBytes, 0);
+  EXPECT_TRUE(contains(ks->source, "__device__ float ad_dqacc[2240];"));
+  EXPECT_FALSE(contains(ks->source, "ad_ds["));
+  // Launch 1 zeroes the accumulator; launch 2 stages dS^T after dv's
+  // product, then dk's product, a barrier, dq's and the atomics.
+  size_t zero = ks->source.find("make_uint4(0u, 0u, 0u, 0u); // four 0.0f");
+  size_t dkdv = ks->source.find("ad_dkdv(");
+  size_t dv = ks->source.find("ad_ab<2>(dv, s, Gh, 24);");
+  size_t store = ks->source.find("Ds + (warp * 16 + g) * 72 + 2 * t4;");
+  size_t dk = ks->source.find("ad_ab<2>(dk, dp, Qh, 24);");
+  size_t bar = ks->source.find("__syncthreads(); // every warp's dS^T staged");
+  size_t dq = ks->source.find("ad_abk<2>(dq, a[0], a[1], a[2], a[3]");
+  size_t atomic = ks->source.find("atomicAdd(acc0 + n * 8, dq[n][0]);");
+  ASSERT_NE(zero, std::string::npos);
+  ASSERT_NE(atomic, std::string::npos);
+  EXPECT_LT(zero, dkdv);
+  EXPECT_LT(dkdv, dv);
+  EXPECT_LT(dv, store);
+  EXPECT_LT(store, dk);
+  EXPECT_LT(dk, bar);
+  EXPECT_LT(bar, dq);
+  EXPECT_LT(dq, atomic);
+  EXPECT_FALSE(contains(ks->source, "ad_ab<2>(dq, s, Kh"));
+  EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(128) ad_dq("));
+  expectCubinsForSm80AndSm90(*ks);
+}
+
 TEST(NNKernels, AttentionGradIsTwoLaunchesWithoutScores) {
   auto ks = attentionGrad("tensor<2x4x16x8xf32>", "tensor<2x4x24x8xf32>",
                           "tensor<2x4x24x12xf32>", "tensor<2x4x16x12xf32>",

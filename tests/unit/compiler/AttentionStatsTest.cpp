@@ -130,32 +130,40 @@ TEST_P(AttentionStats, GradientsFromTheSavedStatistics) {
   EXPECT_TRUE(sameBits(cpuOrFail(artifact, args), got, names));
 }
 
-TEST_P(AttentionStats, SavedDsMarksEveryGradientAndChangesNoBits) {
-  // TrainOptions::attentionSavedDs marks each attention_grad for its CUDA
-  // kernels (AttentionMmaGrad.cpp); the CPU backend ignores the mark.
-  TrainOptions t = options();
-  t.attentionSavedDs = true;
-  BuiltStep marked = buildStep(ctx.get(), model, t);
-  BuiltStep plain = buildStep(ctx.get(), model, options());
-  ASSERT_TRUE(marked.module && plain.module) << marked.errors << plain.errors;
-  int64_t grads = 0, withMark = 0, unmarked = 0;
-  marked.step().walk([&](mlir::step::AttentionGradOp g) {
-    ++grads;
-    withMark += g->hasAttr(mlir::step::kSavedDsAttr);
-  });
-  plain.step().walk([&](mlir::step::AttentionGradOp g) {
-    unmarked += !g->hasAttr(mlir::step::kSavedDsAttr);
-  });
-  EXPECT_EQ(grads, 2);
-  EXPECT_EQ(withMark, 2);
-  EXPECT_EQ(unmarked, 2);
-  std::vector<rt::HostTensor> args = trainArgs(marked.step(), model);
-  std::optional<rt::Artifact> artifact =
-      planOrFail(*marked.module, "train_step");
-  ASSERT_TRUE(artifact);
-  EXPECT_TRUE(sameBits(cpuOrFail(artifact, args),
-                       interpretOrFail(plain.step(), args),
-                       resultNames(plain.step())));
+TEST_P(AttentionStats, DqFormsMarkEveryGradientAndChangeNoBits) {
+  // TrainOptions::attentionSavedDs and attentionAtomicDq mark each
+  // attention_grad for its CUDA kernels (AttentionMmaGrad.cpp), each its
+  // own mark only; the CPU backend ignores the marks.
+  for (bool atomic : {false, true}) {
+    SCOPED_TRACE(atomic ? "atomic dq" : "saved dS");
+    TrainOptions t = options();
+    (atomic ? t.attentionAtomicDq : t.attentionSavedDs) = true;
+    llvm::StringLiteral mark =
+        atomic ? mlir::step::kAtomicDqAttr : mlir::step::kSavedDsAttr;
+    llvm::StringLiteral other =
+        atomic ? mlir::step::kSavedDsAttr : mlir::step::kAtomicDqAttr;
+    BuiltStep marked = buildStep(ctx.get(), model, t);
+    BuiltStep plain = buildStep(ctx.get(), model, options());
+    ASSERT_TRUE(marked.module && plain.module) << marked.errors << plain.errors;
+    int64_t grads = 0, withMark = 0, unmarked = 0;
+    marked.step().walk([&](mlir::step::AttentionGradOp g) {
+      ++grads;
+      withMark += g->hasAttr(mark) && !g->hasAttr(other);
+    });
+    plain.step().walk([&](mlir::step::AttentionGradOp g) {
+      unmarked += !g->hasAttr(mark) && !g->hasAttr(other);
+    });
+    EXPECT_EQ(grads, 2);
+    EXPECT_EQ(withMark, 2);
+    EXPECT_EQ(unmarked, 2);
+    std::vector<rt::HostTensor> args = trainArgs(marked.step(), model);
+    std::optional<rt::Artifact> artifact =
+        planOrFail(*marked.module, "train_step");
+    ASSERT_TRUE(artifact);
+    EXPECT_TRUE(sameBits(cpuOrFail(artifact, args),
+                         interpretOrFail(plain.step(), args),
+                         resultNames(plain.step())));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FusedOrNot, AttentionStats, testing::Bool(),
