@@ -267,16 +267,32 @@ static const char *kDsStore = R"(      {
       }
 )";
 
+// acc (this warp's 16 queries x N8 * 8 columns) += dS K, dS^T a staged
+// key-major 64 x 64 tile (rows of 72), K the tile's 64 staged key rows
+// (stride ld). dS's A fragment of k-step kk (the warp's 16 queries x keys
+// 16 kk + [0, 16)): transposing ldmatrix of the 8 x 8 tiles (keys + 0 /
+// + 8) x (queries + 0 / + 8), lane l giving row l % 8 of tile l / 8.
+static const char *kDsK = R"(template <int N8>
+static __device__ __forceinline__ void ${NAME}_dsk(float (&acc)[N8][4],
+                                                   const $T *Ds, const $T *Kh,
+                                                   int ld) {
+  const int l = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    unsigned a[4];
+    stepLdm4T(a, Ds + (kk * 16 + ((l >> 4) << 3) + (l & 7)) * 72 + warp * 16 +
+                     ((l >> 3) & 1) * 8);
+    ${NAME}_abk<N8>(acc, a[0], a[1], a[2], a[3], Kh + kk * 16 * ld, ld);
+  }
+}
+)";
+
 // Launch 3: per query tile (decreasing, as launch 1 of the recomputing
 // form), dq += dS K over the key tiles it sees, the dS tile and the K tile
-// double-buffered. A fragment of k-step kk (this warp's 16 queries x keys
-// 16 kk + [0, 16)) from the key-major tile: transposing ldmatrix of the
-// 8 x 8 tiles (keys + 0 / + 8) x (queries + 0 / + 8), lane l giving row
-// l % 8 of tile l / 8.
+// double-buffered (${NAME}_dsk).
 static const char *kGradDqFromDs =
     R"(  $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Db = reinterpret_cast<$T *>(base_ + $ODS);
-  const int l = threadIdx.x & 31;
   for (long long w = blockIdx.x; w < (long long)$SLICES * $QTILES;
        w += gridDim.x) {
 $ITEM_PRE    const long long b = $ITEM_B;
@@ -304,14 +320,7 @@ $ITEM_PRE    const long long b = $ITEM_B;
         ${NAME}_ASYNC(Db + (buf ^ 1) * 64 * 72, 72,
                       ds + ((j0 >> 6) + 1) * 4096LL, 64, 64, 64, 64)
       }
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        unsigned a[4];
-        stepLdm4T(a, Dh + (kk * 16 + ((l >> 4) << 3) + (l & 7)) * 72 +
-                         warp * 16 + ((l >> 3) & 1) * 8);
-        ${NAME}_abk<$ND8>(dq, a[0], a[1], a[2], a[3], Kh + kk * 16 * $LDT,
-                          $LDT); // dq += dS K
-      }
+      ${NAME}_dsk<$ND8>(dq, Dh, Kh, $LDT); // dq += dS K
       stepCpAsyncWait();
       __syncthreads(); // the next tiles staged; these free
     }
@@ -355,17 +364,10 @@ static const char *kDsShared = R"(      {
 // the accumulator rows of the valid queries.
 static const char *kDqAtomic = R"(      __syncthreads(); // every warp's dS^T staged
       {
-        const int l = threadIdx.x & 31, q0 = i0 + warp * 16 + g;
+        const int q0 = i0 + warp * 16 + g;
         float dq[$ND8][4];
         ${NAME}_zero<$ND8>(dq);
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          unsigned a[4];
-          stepLdm4T(a, Ds + (kk * 16 + ((l >> 4) << 3) + (l & 7)) * 72 +
-                           warp * 16 + ((l >> 3) & 1) * 8);
-          ${NAME}_abk<$ND8>(dq, a[0], a[1], a[2], a[3], Kh + kk * 16 * $LDT,
-                            $LDT); // dq += dS K
-        }
+        ${NAME}_dsk<$ND8>(dq, Ds, Kh, $LDT); // dq += dS K
         float *acc0 = ${NAME}_dqacc + (b * $TQ + q0) * $D + 2 * t4;
 #pragma unroll
         for (int n = 0; n < $ND8; ++n) {
@@ -484,6 +486,8 @@ void emitAttentionMmaGrad(
     dkdv.insert(dkdv.find("  for (long long w"),
                 "  $T *Ds = reinterpret_cast<$T *>(base_ + " + s(oDs2) +
                     ");\n");
+  if (savedDs || atomic)
+    globals += kDsK;
   ks.source = src + subst(globals, vars) + subst(kRows, vars) +
               signature(ks, params) + " {\n" + views + first +
               signature(second, params) + " {\n" + views +

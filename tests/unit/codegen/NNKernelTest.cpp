@@ -305,7 +305,7 @@ func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x
   EXPECT_LT(store, dk);
   EXPECT_FALSE(contains(ks->source, "sd_ab<2>(dq, s, Kh"));
   EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(128) sd_dq("));
-  EXPECT_TRUE(contains(ks->source, "sd_abk<2>(dq, a[0], a[1], a[2], a[3]"));
+  EXPECT_TRUE(contains(ks->source, "sd_dsk<2>(dq, Dh, Kh, 24);"));
   expectCubinsForSm80AndSm90(*ks);
 }
 
@@ -346,7 +346,7 @@ func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x
   size_t store = ks->source.find("Ds + (warp * 16 + g) * 72 + 2 * t4;");
   size_t dk = ks->source.find("ad_ab<2>(dk, dp, Qh, 24);");
   size_t bar = ks->source.find("__syncthreads(); // every warp's dS^T staged");
-  size_t dq = ks->source.find("ad_abk<2>(dq, a[0], a[1], a[2], a[3]");
+  size_t dq = ks->source.find("ad_dsk<2>(dq, Ds, Kh, 24);");
   size_t atomic = ks->source.find("atomicAdd(acc0 + n * 8, dq[n][0]);");
   ASSERT_NE(zero, std::string::npos);
   ASSERT_NE(atomic, std::string::npos);
