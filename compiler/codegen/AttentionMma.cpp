@@ -47,7 +47,7 @@
 // The tiles of the inner loop are double-buffered: the next one is copied
 // with cp.async (global to shared, no registers held) while this one is
 // used, one barrier per tile. Scores live in the log2 domain (scaled by
-// scale * log2(e)), so each exponential is one exp2f. Query tiles run in
+// scale * log2(e)), so each exponential is one stepExp2. Query tiles run in
 // decreasing order (forward, launch 1) and key tiles in increasing order
 // (launch 2), so under a causal mask the heaviest tiles go first and the
 // last wave is short. Summation orders are fixed (deterministic).
@@ -338,7 +338,7 @@ static const char *kKeyLoop =
 )";
 
 // The forward. Scores are kept in the log2 domain (scaled by scale *
-// log2(e)), so every exponential is one exp2f.
+// log2(e)), so every exponential is one stepExp2 (MUFU.EX2).
 static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
@@ -369,8 +369,8 @@ $KEY_LOOP      float s[8][4];
         x1 = maxNaN(x1, __shfl_xor_sync(0xffffffffu, x1, o_));
       }
       const float n0 = maxNaN(m0, x0), n1 = maxNaN(m1, x1);
-      const float a0 = m0 == $NEGINF ? 0.0f : exp2f(m0 - n0);
-      const float a1 = m1 == $NEGINF ? 0.0f : exp2f(m1 - n1);
+      const float a0 = m0 == $NEGINF ? 0.0f : stepExp2(m0 - n0);
+      const float a1 = m1 == $NEGINF ? 0.0f : stepExp2(m1 - n1);
       m0 = n0;
       m1 = n1;
       l0 *= a0;
@@ -383,8 +383,8 @@ $KEY_LOOP      float s[8][4];
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          s[nt][e] = exp2f(s[nt][e] - z0);
-          s[nt][2 + e] = exp2f(s[nt][2 + e] - z1);
+          s[nt][e] = stepExp2(s[nt][e] - z0);
+          s[nt][2 + e] = stepExp2(s[nt][2 + e] - z1);
           l0 += s[nt][e];
           l1 += s[nt][2 + e];
         }

@@ -112,10 +112,10 @@ $KEY_LOOP      float s[8][4], dp[8][4];
         for (int e = 0; e < 2; ++e) {
           const int j = j0 + nt * 8 + 2 * t4 + e;
           const float p0 = ${NAME}_SEES(r0, j)
-                               ? exp2f(s[nt][e] * $SCALE2 - f0)
+                               ? stepExp2(s[nt][e] * $SCALE2 - f0)
                                : 0.0f;
           const float p1 = ${NAME}_SEES(r1, j)
-                               ? exp2f(s[nt][2 + e] * $SCALE2 - f1)
+                               ? stepExp2(s[nt][2 + e] * $SCALE2 - f1)
                                : 0.0f;
           s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
           s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
@@ -189,8 +189,8 @@ $ITEM_PRE    const long long b = $ITEM_B;
         for (int e = 0; e < 2; ++e) {
           const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
           // Every exponential, then the mask as a select.
-          const float x0 = exp2f(s[nt][e] * $SCALE2 - rowL[x]);
-          const float x1 = exp2f(s[nt][2 + e] * $SCALE2 - rowL[x]);
+          const float x0 = stepExp2(s[nt][e] * $SCALE2 - rowL[x]);
+          const float x1 = stepExp2(s[nt][2 + e] * $SCALE2 - rowL[x]);
           const float p0 = ${NAME}_SEES(i, c0) ? x0 : 0.0f;
           const float p1 = ${NAME}_SEES(i, c1) ? x1 : 0.0f;
           s[nt][e] = p0;

@@ -226,6 +226,17 @@ std::string prelude(const PreludeNeeds &needs) {
 __device__ __forceinline__ float maxNaN(float a, float b) {
   return (a != a || a > b) ? a : b;
 }
+#ifndef STEP_EXP2_DEFINED
+#define STEP_EXP2_DEFINED
+// 2^x as one MUFU.EX2: PTX ex2.approx.ftz (exp2f is ex2.approx without
+// ftz, which ptxas wraps in a compare and two predicated multiplies for
+// subnormals); a result below 2^-126 is 0, an input below it counts as 0.
+static __device__ __forceinline__ float stepExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
 struct SumOp {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };

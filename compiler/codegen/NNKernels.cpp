@@ -57,10 +57,12 @@ static constexpr int64_t kRowUnroll = 16;
 
 /// Device functions of the cross-entropy kernels: (m, s) is a partial
 /// softmax statistic, s = sum exp(x - m) over some elements of the row.
-/// Every exponential is exp2f((x - m) * log2(e)): one MUFU.EX2 (PTX
-/// ex2.approx, 2 ulp) and a multiply where expf is about ten instructions;
-/// the gradient takes two a logit, and GPT-2's 8192 x 50304 logits made the
-/// kernel issue-bound (0.92 ms at 1.8 TB/s on an H200). The product's
+/// Every exponential is stepExp2((x - m) * log2(e)) (the prelude's PTX
+/// ex2.approx.ftz, 2 ulp): a subtract, a multiply and one MUFU.EX2, where
+/// expf is about ten instructions and exp2f four (its subnormal scaling;
+/// the ftz form's lost results are below 2^-126 of the row's largest
+/// term); the gradient takes two a logit, and GPT-2's 8192 x 50304 logits
+/// made the kernel issue-bound (0.92 ms at 1.8 TB/s on an H200). The product's
 /// rounding moves the exponent by at most |x - m| * 2^-24 (relative error
 /// of exp below 1e-6 for logit gaps under 14).
 /// Two of them merge by rescaling to the larger max; the reference point
@@ -73,7 +75,7 @@ static const char *kOnlineStatsFns =
 __device__ __forceinline__ void ceMerge(float &m, float &s, float m2, float s2) {
   const float nm = maxNaN(m, m2);
   const float ref = nm == $NEGINF ? 0.0f : nm;
-  s = s * exp2f((m - ref) * 1.44269504f) + s2 * exp2f((m2 - ref) * 1.44269504f);
+  s = s * stepExp2((m - ref) * 1.44269504f) + s2 * stepExp2((m2 - ref) * 1.44269504f);
   m = nm;
 }
 __device__ __forceinline__ void ceWarpMerge(float &m, float &s) {
@@ -106,7 +108,10 @@ __device__ __forceinline__ void ceBlockMerge(float &m, float &s, float *shm, flo
 /// sweep: each thread folds $U loaded elements at a time into its running
 /// (max, rescaled sum), one rescale per $U elements, then ceBlockMerge.
 /// The loads (rowLoads) are $U elements strided by the block, or, for 16-bit
-/// logits read plainly, $U / 8 vectors of 8 adjacent elements.
+/// logits read plainly, $U / 8 vectors of 8 adjacent elements. The $U
+/// elements' max is fmaxf's (one FMNMX; maxNaN is three instructions),
+/// which skips a NaN: the NaN's exponential still makes the sum NaN, so
+/// the row's loss and every gradient element are NaN as before.
 static const char *kRowSoftmaxStats =
     R"($XPTR    float mx = $NEGINF, sum = 0.0f;
     for (int j0 = $J0; j0 < $C; j0 += $U * blockDim.x) {
@@ -114,14 +119,14 @@ static const char *kRowSoftmaxStats =
 $LOAD_NEGINF      float cm = v[0];
 #pragma unroll
       for (int u = 1; u < $U; ++u)
-        cm = maxNaN(cm, v[u]);
+        cm = fmaxf(cm, v[u]);
       const float nm = maxNaN(mx, cm);
       const float ref = nm == $NEGINF ? 0.0f : nm;
       float add = 0.0f;
 #pragma unroll
       for (int u = 0; u < $U; ++u)
-        add += exp2f((v[u] - ref) * 1.44269504f);
-      sum = sum * exp2f((mx - ref) * 1.44269504f) + add;
+        add += stepExp2((v[u] - ref) * 1.44269504f);
+      sum = sum * stepExp2((mx - ref) * 1.44269504f) + add;
       mx = nm;
     }
     ceBlockMerge(mx, sum, sh, sh2);
@@ -198,21 +203,37 @@ static const char *kRowStores = R"(#pragma unroll
           $STORE
       }
 )";
-/// The gradient's v[$U] stored as 16-byte vectors of the result type $OT
-/// at $OP (the columns kRowVectorLoads read).
+/// The gradient's v[$U] stored as 16-byte vectors of the 16-bit result
+/// type at $OP (the columns kRowVectorLoads read), each one $HV
+/// (packedRowVector). By __stwb (st.global.wb, the default policy): NVVM
+/// split the plain uint4 assignment here into four 32-bit stores
+/// (st.global.u32 x 4 in the PTX of GPT-2's gradient; a small kernel
+/// storing the same way got st.global.v4).
 static const char *kRowVectorStores = R"(#pragma unroll
       for (int h = 0; h < $U / 8; ++h) {
         const int j = j0 + h * 8 * (int)blockDim.x;
         if (j >= $C)
           continue;
-        uint4 w_;
-        $OT *h_ = reinterpret_cast<$OT *>(&w_);
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-          h_[u] = $HV;
-        *reinterpret_cast<uint4 *>($OP + row * $C + j) = w_;
+        __stwb(reinterpret_cast<uint4 *>($OP + row * $C + j), $HV);
       }
 )";
+
+/// The 16-byte value kRowVectorStores writes: v[h * 8 + 0..7] rounded to
+/// the 16-bit `out` and packed two a word, by value.
+static std::string packedRowVector(Elem out) {
+  std::string bits =
+      out == Elem::BF16 ? "__bfloat16_as_ushort" : "__half_as_ushort";
+  auto word = [&](int u) {
+    auto half = [&](int k) {
+      return "(unsigned)" + bits + "(" +
+             fromF(out, "v[h * 8 + " + std::to_string(k) + "]") + ")";
+    };
+    return half(u) + " | " + half(u + 1) + " << 16";
+  };
+  return "make_uint4(" + word(0) + ",\n                       " + word(2) +
+         ",\n                       " + word(4) +
+         ",\n                       " + word(6) + ")";
+}
 
 /// The row-input pieces of the two cross-entropy kernels: XPTR, the target
 /// logit XT (`t` clamped into the row), the sweep's first column J0 and
@@ -441,9 +462,14 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
   // The second sweep reads the row again (from shared memory when staged,
   // else from L2 where it is still there) with the same $U loads in
   // flight; the reciprocal is taken once.
+  // Per element one fma: p * (inv * s), minus s at the target; an out-of-
+  // range target (bad) makes every element NaN through the factor and
+  // matches no column, so the loop has no per-element select for it.
   body += R"(    const float s = $SCALE;
     const bool bad = t < 0 || t >= $C;
     const float inv = 1.0f / sum;
+    const float ps = bad ? $NAN : inv * s;
+    const int tc = bad ? -1 : (int)t; // the target's column, in range
 )";
   if (lossRows)
     body += "    if (threadIdx.x == 0)\n      $LOSS_ROW\n";
@@ -458,7 +484,7 @@ static KernelSource emitCrossEntropyGrad(ops::CrossEntropyGradOp op,
 $LOAD_ZERO#pragma unroll
       for (int u = 0; u < $U; ++u) {
         const int j = $JU;
-        v[u] = (bad ? $NAN : exp2f((v[u] - mx) * 1.44269504f) * inv - (j == t ? 1.0f : 0.0f)) * s;
+        v[u] = fmaf(stepExp2((v[u] - mx) * 1.44269504f), ps, j == tc ? -s : 0.0f);
       }
 $STORES    }
   }
@@ -482,7 +508,7 @@ $STORES    }
       {"U", std::to_string(kRowUnroll)},
       {"ZERO", storeRow(io, e, at, "0.0f")},
       {"STORE", storeRow(io, e, at, "v[u]")},
-      {"OT", cType(outElem)}, {"HV", fromF(outElem, "v[h * 8 + u]")},
+      {"HV", vecStores ? packedRowVector(outElem) : ""},
       {"OP", outPtr}, {"NAME", name}, {"G", std::to_string(rows.gridX)}};
   // clang-format on
   for (auto &var : logitVars(e, c, io, staged))

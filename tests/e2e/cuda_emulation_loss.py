@@ -42,7 +42,8 @@ mean, sum and none; rows of 1000 (one partial sweep of 64 threads x 16
 loads), 9000 (256 threads, 512 for the 16-bit rows the gradient keeps
 in shared memory; a second, partial sweep: the rescaling across
 iterations) and GPT-2's 50304 (98 KB of bf16 kept in shared memory);
-ignore_index -100 and 3; targets 1000 and -5 (NaN rows); -inf logits
+ignore_index -100 and 3; targets 1000 and -5 (NaN rows); a NaN logit
+(its row NaN: the row max skips NaN, the sum carries it); -inf logits
 (masked vocabulary): a row finite only in its first 100 columns (threads
 and warps that see only -inf) and one -inf in columns [100, 8100) (threads
 that see -inf first, finite logits in their second sweep).
@@ -122,8 +123,10 @@ def grad_ref(x, t, g, ign, red):
 
 
 def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
-            masked=False, grad=False, fuse=False):
-    """step.cross_entropy(_grad) of [n, c] logits of type dt."""
+            masked=False, grad=False, fuse=False, nan_logit=False):
+    """step.cross_entropy(_grad) of [n, c] logits of type dt; with
+    `nan_logit` the last row has one NaN logit (its loss and its whole
+    gradient row are NaN, as PyTorch's)."""
     ignore = -100 if ign is None else ign
     attr = f"reduction = {red}" + ("" if ign is None
                                    else f" ignore_index = {ign}")
@@ -192,6 +195,8 @@ def ce_case(name, n, c, dt, red, ign=None, ti="i64", bad=False,
                     v[0, 100:] = -np.inf
                     v[2, 100:8100] = -np.inf
                     v[[0, 2], t[[0, 2]]] = keep  # a finite target logit
+                if nan_logit:  # not the largest: a max that skips NaN
+                    v[n - 1, c // 3] = np.nan  # must not hide it
                 vals[a] = rounded(v, d).astype(np.float64)
             else:  # bias, loss gradient, scale
                 vals[a] = rounded(rng.normal(0.5, 1, s), d).astype(np.float64)
@@ -301,6 +306,11 @@ def cases():
                 ti="i32", grad=True, fuse=True),
         ce_case("grad_mean_3x9000_castio_masked", 3, 9000, "bf16", "mean",
                 masked=True, grad=True, fuse="cast"),
+        # A NaN logit: the loss row and the gradient row all NaN.
+        ce_case("loss_none_4x9000_bf16_nanlogit", 4, 9000, "bf16", "none",
+                nan_logit=True),
+        ce_case("grad_mean_4x9000_castio_nanlogit", 4, 9000, "bf16", "mean",
+                grad=True, fuse="cast", nan_logit=True),
         # GPT-2's rows (vocabulary 50304): 98 KB kept in shared memory, 512
         # threads, 7 sweeps of 1024 vectors, the last partial.
         ce_case("grad_mean_2x50304_castio", 2, 50304, "bf16", "mean",
@@ -359,7 +369,8 @@ def run_case(args, case, tmp):
     if bool(case["fuse"]) != os.path.basename(path).startswith("fusion_"):
         sys.exit(f"FAIL {case['name']}: {os.path.basename(path)}")
     vec_in = "reinterpret_cast<const uint4 *>" in src
-    vec_out = re.findall(r"\*reinterpret_cast<uint4 \*>\((out\d+)", src)
+    vec_out = re.findall(r"__stwb\(reinterpret_cast<uint4 \*>\((out\d+)",
+                         src)
     want_out = [case["vec_out"]] if case["vec"] and case["vec_out"] else []
     if vec_in != case["vec"] or sorted(set(vec_out)) != want_out:
         sys.exit(f"FAIL {case['name']}: vector loads {vec_in}, stores "

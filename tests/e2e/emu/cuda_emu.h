@@ -190,7 +190,20 @@ struct uint4 {
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return uint4{x, y, z, w};
 }
+// A store with the default cache policy (st.global.wb).
+inline void __stwb(uint4 *p, uint4 v) { *p = v; }
 #define __align__(n)
+
+// The prelude's stepExp2 (PTX ex2.approx.ftz): subnormal inputs count as
+// 0, results below 2^-126 are 0 (the host's exp2f is the more exact).
+#define STEP_EXP2_DEFINED
+inline float stepExp2(float x) {
+  const float tiny = 1.17549435e-38f; // 2^-126
+  if (x > -tiny && x < tiny)
+    x = 0.0f;
+  const float y = exp2f(x);
+  return y < tiny ? 0.0f : y;
+}
 
 // A float added in place: fibers switch only at barriers, so nothing
 // comes between the read and the write (atomic dq's accumulator).

@@ -570,7 +570,8 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
   EXPECT_TRUE(contains(
       ks.source, "w_ = *reinterpret_cast<const uint4 *>(in0 + row * 48 + j);"));
   EXPECT_TRUE(contains(
-      ks.source, "*reinterpret_cast<uint4 *>(out0 + row * 48 + j) = w_;"));
+      ks.source,
+      "__stwb(reinterpret_cast<uint4 *>(out0 + row * 48 + j), make_uint4("));
   // A mean: the targets not ignored counted once by a one-block launch,
   // read by the rows' launch (a block per row).
   EXPECT_EQ(ks.gridX, 1);
@@ -590,8 +591,13 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
   EXPECT_EQ(count(ks.source, "reinterpret_cast<const uint4 *>(in0"), 1u);
   EXPECT_TRUE(contains(ks.source, "row_[j >> 3] = w_;"));
   EXPECT_TRUE(contains(ks.source, "w_ = row_[j >> 3];"));
-  EXPECT_TRUE(
-      contains(ks.source, "h_[u] = __float2bfloat16_rn(v[h * 8 + u]);"));
+  // The vector's words packed from the rounded values (by value: the
+  // 16-byte store stays one st.global.v4).
+  EXPECT_TRUE(contains(
+      ks.source,
+      "(unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v[h * 8 + 6])) | "
+      "(unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v[h * 8 + 7])) "
+      "<< 16)"));
   // Ignored rows still store through the epilogue.
   EXPECT_TRUE(contains(
       ks.source, "row_cev_store(in0, in1, in2, out0, row * 48 + j, 0.0f);"));
@@ -632,7 +638,8 @@ TEST(FusionRowOp, CrossEntropyAndItsGradientShareOneKernel) {
   EXPECT_TRUE(contains(ks.source, "pair_lstore(in0, in1, in2, out0, out1, 0, "
                                   "total / (float)rows);"));
   EXPECT_TRUE(contains(
-      ks.source, "*reinterpret_cast<uint4 *>(out1 + row * 48 + j) = w_;"));
+      ks.source,
+      "__stwb(reinterpret_cast<uint4 *>(out1 + row * 48 + j), make_uint4("));
   // The gradient's store leaves out0 alone, the loss's out1.
   size_t lstore = ks.source.find("pair_lstore(");
   ASSERT_NE(lstore, std::string::npos);
