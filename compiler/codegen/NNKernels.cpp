@@ -205,16 +205,18 @@ static const char *kRowStores = R"(#pragma unroll
 )";
 /// The gradient's v[$U] stored as 16-byte vectors of the 16-bit result
 /// type at $OP (the columns kRowVectorLoads read), each one $HV
-/// (packedRowVector). By __stwb (st.global.wb, the default policy): NVVM
-/// split the plain uint4 assignment here into four 32-bit stores
-/// (st.global.u32 x 4 in the PTX of GPT-2's gradient; a small kernel
-/// storing the same way got st.global.v4).
+/// (packedRowVector). By __stcs (st.global.cs: STG.E.EF.128, a weak
+/// store marked evict-first, as a gradient of logits many times L2's size
+/// should be): NVVM split the plain uint4 assignment here into four 32-bit
+/// stores (st.global.u32 x 4 in the PTX of GPT-2's gradient; a small
+/// kernel storing the same way got st.global.v4; __stwb would be
+/// STG.E.128.STRONG.SM).
 static const char *kRowVectorStores = R"(#pragma unroll
       for (int h = 0; h < $U / 8; ++h) {
         const int j = j0 + h * 8 * (int)blockDim.x;
         if (j >= $C)
           continue;
-        __stwb(reinterpret_cast<uint4 *>($OP + row * $C + j), $HV);
+        __stcs(reinterpret_cast<uint4 *>($OP + row * $C + j), $HV);
       }
 )";
 

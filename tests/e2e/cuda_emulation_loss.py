@@ -369,7 +369,7 @@ def run_case(args, case, tmp):
     if bool(case["fuse"]) != os.path.basename(path).startswith("fusion_"):
         sys.exit(f"FAIL {case['name']}: {os.path.basename(path)}")
     vec_in = "reinterpret_cast<const uint4 *>" in src
-    vec_out = re.findall(r"__stwb\(reinterpret_cast<uint4 \*>\((out\d+)",
+    vec_out = re.findall(r"__stcs\(reinterpret_cast<uint4 \*>\((out\d+)",
                          src)
     want_out = [case["vec_out"]] if case["vec"] and case["vec_out"] else []
     if vec_in != case["vec"] or sorted(set(vec_out)) != want_out:

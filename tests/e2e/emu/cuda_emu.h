@@ -190,8 +190,8 @@ struct uint4 {
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return uint4{x, y, z, w};
 }
-// A store with the default cache policy (st.global.wb).
-inline void __stwb(uint4 *p, uint4 v) { *p = v; }
+// A streaming store (st.global.cs).
+inline void __stcs(uint4 *p, uint4 v) { *p = v; }
 #define __align__(n)
 
 // The prelude's stepExp2 (PTX ex2.approx.ftz): subnormal inputs count as

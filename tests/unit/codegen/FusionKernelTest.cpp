@@ -571,7 +571,7 @@ TEST(FusionRowOp, CrossEntropyGradOfWidenedLogitsMovesVectors) {
       ks.source, "w_ = *reinterpret_cast<const uint4 *>(in0 + row * 48 + j);"));
   EXPECT_TRUE(contains(
       ks.source,
-      "__stwb(reinterpret_cast<uint4 *>(out0 + row * 48 + j), make_uint4("));
+      "__stcs(reinterpret_cast<uint4 *>(out0 + row * 48 + j), make_uint4("));
   // A mean: the targets not ignored counted once by a one-block launch,
   // read by the rows' launch (a block per row).
   EXPECT_EQ(ks.gridX, 1);
@@ -639,7 +639,7 @@ TEST(FusionRowOp, CrossEntropyAndItsGradientShareOneKernel) {
                                   "total / (float)rows);"));
   EXPECT_TRUE(contains(
       ks.source,
-      "__stwb(reinterpret_cast<uint4 *>(out1 + row * 48 + j), make_uint4("));
+      "__stcs(reinterpret_cast<uint4 *>(out1 + row * 48 + j), make_uint4("));
   // The gradient's store leaves out0 alone, the loss's out1.
   size_t lstore = ks.source.find("pair_lstore(");
   ASSERT_NE(lstore, std::string::npos);
