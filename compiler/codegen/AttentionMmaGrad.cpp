@@ -330,7 +330,8 @@ $ITEM_PRE    const long long b = $ITEM_B;
 )";
 
 // The atomic-dq form. Launch 1 as kGradStats, and it zeroes the rows'
-// accumulator (4 floats a lane a step, 4 lanes a row).
+// accumulator (4 floats a lane a step, 4 lanes a row: 16-byte stores, so
+// the accumulator is declared __align__(16); D is a multiple of 16).
 static const char *kGradStatsZero =
     R"(  for (long long w0 = (long long)blockIdx.x * 32;
        w0 < (long long)$SLICES * $TQ; w0 += (long long)gridDim.x * 32) {
@@ -456,7 +457,7 @@ void emitAttentionMmaGrad(
 
   std::string globals = "__device__ float ${NAME}_stats[$STATS];\n";
   if (atomic)
-    globals += "__device__ float ${NAME}_dqacc[$DQACC];\n";
+    globals += "__device__ __align__(16) float ${NAME}_dqacc[$DQACC];\n";
   if (savedDs)
     globals += "__device__ uint4 ${NAME}_ds[$DSVEC]; // 8 elements each\n"
                "#define ${NAME}_TILE(it, jt) \\\n"
