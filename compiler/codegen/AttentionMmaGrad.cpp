@@ -2,7 +2,7 @@
 //
 // The gradient kernels of AttentionMma.cpp (same tiles, same helpers:
 // mma.sync m16n8k16 from ldmatrix fragments, cp.async double buffers),
-// from the forward's saved result and log-sum-exp, in one of two forms:
+// from the forward's saved result and log-sum-exp, in one of three forms:
 //
 //   recompute (default)  launch 1 per query tile: the rows' statistics
 //                        (lse as saved, dd = rowsum(g * out)) into a
@@ -438,7 +438,8 @@ void emitAttentionMmaGrad(
                                       : ""});
   vars.push_back({"DQATOMIC", atomic ? subst(kDqAtomic, vars) : ""});
   // `vars` with the shared-memory offsets of a launch and the placement of
-  // its items: launch 2 streams each slice's Q and G rows, launch 3 its K.
+  // its items: launch 2 streams each slice's Q and G rows, saved dS's
+  // launch 3 its K.
   auto with = [&](std::initializer_list<std::pair<const char *, int64_t>> kv,
                   std::vector<std::pair<std::string, std::string>> more) {
     auto v = vars;
@@ -450,8 +451,12 @@ void emitAttentionMmaGrad(
           x = value;
     return v;
   };
+  // Atomic dq's launch 2 also adds into its slices' f32 dq accumulator
+  // rows, read and written in L2 by every key tile: they count too.
+  const int64_t streamed2 =
+      a.tq * (a.d + a.dv) * 2 + (atomic ? a.tq * a.d * 4 : 0);
   auto vars2 = with({{"OQ", oQ2}, {"OG", oG2}, {"OK", oK2}, {"OV", oV2}},
-                    itemPlacement(a.slices, t.kTiles, a.tq * (a.d + a.dv) * 2));
+                    itemPlacement(a.slices, t.kTiles, streamed2));
   auto vars3 =
       with({{"OK", oK3}}, itemPlacement(a.slices, t.qTiles, a.tk * a.d * 2));
 

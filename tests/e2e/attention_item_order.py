@@ -17,7 +17,8 @@ in the kernel's order (query tiles decreasing, key tiles increasing), and
 that GPT-2 124M's B = 8 shape (96 slices, exactly the 24 MiB) keeps the
 plain walk (b = w % slices). Shapes: 256 slices (groups with a partial
 last one), with saved dS (whose dq launch streams K only), and Tq != Tk,
-Dv != D (each launch's own rows). The loop bodies themselves run on the
+Dv != D (each launch's own rows), and B = 8 with atomic dq (whose dk/dv
+launch also adds into the slices' f32 dq accumulator: groups of 48). The loop bodies themselves run on the
 emulator in codegen.cuda_emulation.
 
 Usage: attention_item_order.py --stepc STEPC --cxx CXX
@@ -35,9 +36,10 @@ LOOP = re.compile(
     re.S)
 
 
-def model(b, h, tq, tk, d, dv, saved_ds):
+def model(b, h, tq, tk, d, dv, form):
     """attention_grad of q [b, h, tq, d], k [.., tk, d], v [.., tk, dv], from
-    the saved output and log-sum-exp; causal where tq == tk."""
+    the saved output and log-sum-exp; causal where tq == tk; `form` the
+    gradient's attribute (saved_ds, atomic_dq) or None."""
     q, k = f"tensor<{b}x{h}x{tq}x{d}xbf16>", f"tensor<{b}x{h}x{tk}x{d}xbf16>"
     v, o = f"tensor<{b}x{h}x{tk}x{dv}xbf16>", f"tensor<{b}x{h}x{tq}x{dv}xbf16>"
     lse = f"tensor<{b}x{h}x{tq}xf32>"
@@ -45,7 +47,7 @@ def model(b, h, tq, tk, d, dv, saved_ds):
                      for n, t in (("q", q), ("k", k), ("v", v), ("g", o),
                                   ("o", o), ("l", lse)))
     causal = " causal" if tq == tk else ""
-    attr = " {step.saved_ds}" if saved_ds else ""
+    attr = f" {{step.{form}}}" if form else ""
     return f"""module {{
   func.func @forward({args}) -> ({q}, {k}, {v}) {{
     %dq, %dk, %dv = step.attention_grad %q, %k, %v, %g saved(%o, %l : {o}, {lse}){causal}{attr} : {q}, {k}, {v}, {o} -> {q}, {k}, {v}
@@ -55,12 +57,12 @@ def model(b, h, tq, tk, d, dv, saved_ds):
 """
 
 
-def loops(args, work, tag, shape, saved_ds):
+def loops(args, work, tag, shape, form=None):
     """(slices, tiles, placing statements, tile line, 'i' or 'j') of every
     tile loop in the kernels stepc writes for attention_grad of `shape`."""
     path = os.path.join(work, tag + ".mlir")
     with open(path, "w") as f:
-        f.write(model(*shape, saved_ds))
+        f.write(model(*shape, form))
     dump = os.path.join(work, tag)
     subprocess.run([args.stepc, path, "-o", os.path.join(work, tag + ".step"),
                     "--arch", "sm_80", "--dump-kernels", dump], check=True)
@@ -135,30 +137,38 @@ def main():
         # streams K only, 128 KiB a slice: groups of 192 (192, 64).
         big = loops(args, work, "big", (64, 4, 1024, 1024, 64, 64), False)
         big_ds = loops(args, work, "big_ds", (64, 4, 1024, 1024, 64, 64),
-                       True)
+                       "saved_ds")
         # Tq 512, Tk 1024, Dv 32 (not causal): launch 1 streams K and V,
         # 1024 x 96 x 2 bytes a slice (groups of 128), the dk/dv launch Q
         # and G, 512 x 96 x 2 (256 fit: the plain walk).
         wide = loops(args, work, "wide", (64, 4, 512, 1024, 64, 32), False)
         # GPT-2 124M at B = 8: 96 slices of exactly 256 KiB fill the 24 MiB:
         # the plain walk, kernels byte for byte as before grouping.
-        gpt2 = loops(args, work, "gpt2_b8", (8, 12, 1024, 1024, 64, 64), False)
-        expect = [("big", big, [96, 96], 256), ("big_ds", big_ds, [96, 192], 256),
-                  ("wide", wide, [128], 256), ("gpt2_b8", gpt2, [], 96)]
-        for tag, found, groups, slices in expect:
+        gpt2 = loops(args, work, "gpt2_b8", (8, 12, 1024, 1024, 64, 64))
+        # Atomic dq: one tile loop (the dk/dv launch; its statistics and
+        # rounding launches walk rows), which also adds into each slice's
+        # f32 dq accumulator, 1024 x 64 x 4 bytes: 512 KiB a slice, so
+        # B = 8 goes in two groups of 48.
+        gpt2_adq = loops(args, work, "gpt2_b8_adq",
+                         (8, 12, 1024, 1024, 64, 64), "atomic_dq")
+        expect = [("big", big, [96, 96], 256, 2),
+                  ("big_ds", big_ds, [96, 192], 256, 2),
+                  ("wide", wide, [128], 256, 2), ("gpt2_b8", gpt2, [], 96, 2),
+                  ("gpt2_b8_adq", gpt2_adq, [48], 96, 1)]
+        for tag, found, groups, slices, nloops in expect:
             got = sorted(int(m.group(1)) for _, _, body, _, _ in found
                          for m in [re.search(r"ws_ = wg_ \* (\d+)", body)]
                          if m)
-            if len(found) != 2 or got != sorted(groups):
+            if len(found) != nloops or got != sorted(groups):
                 sys.exit(f"FAIL {tag}: {len(found)} tile loops, groups {got}, "
-                         f"expected 2 loops, groups {sorted(groups)}")
+                         f"expected {nloops} loops, groups {sorted(groups)}")
             plain = [body for _, _, body, _, _ in found if "wg_" not in body]
             if any(f"b = w % {slices};" not in body for body in plain):
                 sys.exit(f"FAIL {tag}: an ungrouped walk is not "
                          f"b = w % {slices}")
         src = os.path.join(work, "order.cpp")
         with open(src, "w") as f:
-            f.write(check_program(big + big_ds + wide + gpt2))
+            f.write(check_program(big + big_ds + wide + gpt2 + gpt2_adq))
         exe = os.path.join(work, "order")
         subprocess.run([args.cxx, "-std=c++17", "-O1", src, "-o", exe],
                        check=True)

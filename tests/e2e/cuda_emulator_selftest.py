@@ -13,10 +13,16 @@ reach. Each property is what a test of generated kernels leans on:
   locals; several barriers a thread, 256 threads, 4 blocks);
 - the same exchange without the barrier gives a wrong value in one of the
   two orders (a missing barrier shows);
+- an exchange across warps with only a warp barrier between the write and
+  the read gives wrong values: a warp runs on alone to its next block
+  barrier, so a block barrier that is missing or replaced by __syncwarp
+  shows (the attention gradient's staged dS^T leans on this);
 - a warp sum through __shfl_xor_sync (five shuffles, each two warp
   barriers) equals the lanes' sum in every warp;
 - a thread that returns before a barrier the others wait at aborts the
-  program with the emulator's message instead of hanging.
+  program with the emulator's message instead of hanging;
+- an ldmatrix row or a cp.async destination off a 16-byte boundary aborts,
+  where a GPU would fault.
 
 Usage: cuda_emulator_selftest.py --cxx CXX
 """
@@ -45,6 +51,32 @@ extern "C" __global__ void exchange(int *out) {
     __syncthreads();
   }
   out[blockIdx.x * n + t] = got;
+}
+"""
+
+# out[t] = the value thread (t + 32) % n wrote, with only a warp barrier
+# between the write and the read.
+ACROSS_WARPS = r"""
+extern "C" __global__ void acrossWarps(int *out) {
+  __shared__ int slot[256];
+  const int t = threadIdx.x, n = blockDim.x;
+  slot[t] = t + 1;
+  __syncwarp();
+  out[blockIdx.x * n + t] = slot[(t + 32) % n];
+}
+"""
+
+# MISALIGNED_LOAD from 16-byte aligned shared memory, 8 bytes in.
+MISALIGNED = r"""
+extern "C" __global__ void misaligned(int *out) {
+  __shared__ __align__(16) unsigned short tile[64 * 8 + 8];
+  for (int i = threadIdx.x; i < 64 * 8 + 8; i += blockDim.x)
+    tile[i] = (unsigned short)i;
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  unsigned r[4];
+  MISALIGNED_LOAD
+  out[threadIdx.x] = (int)r[0];
 }
 """
 
@@ -128,6 +160,16 @@ def main():
                      "neighbours' values: a missing barrier would not show")
         print(f"exchange without the barrier: blocks {wrong} wrong (shows)")
 
+        got = run(args.cxx, tmp, "acrosswarps", ACROSS_WARPS, "acrossWarps",
+                  "int", 2, 128)
+        want = [float((t + 32) % 128 + 1) for _ in range(2)
+                for t in range(128)]
+        if got == want:
+            sys.exit("FAIL: warps exchanging through shared memory with only "
+                     "__syncwarp between got every value: warps run in "
+                     "lockstep, a missing block barrier would not show")
+        print("an exchange across warps without a block barrier shows")
+
         got = run(args.cxx, tmp, "warp", WARP_SUM, "warpSum", "float", 2,
                   128)
         want = [float(sum(k * k for k in range(32)) + 32 * (t >> 5))
@@ -145,6 +187,25 @@ def main():
         else:
             sys.exit("FAIL: a thread skipping a barrier did not abort")
         print("a skipped barrier aborts")
+
+        aligned = "stepLdm4(r, tile + 8 * lane);"
+        got = run(args.cxx, tmp, "ldm", MISALIGNED.replace(
+            "MISALIGNED_LOAD", aligned), "misaligned", "int", 1, 32)
+        # Lane 0's first register: row 0 (lane 0's address), columns 0, 1.
+        if got[0] != float(0 | 1 << 16):
+            sys.exit(f"FAIL: aligned ldmatrix, lane 0 got {got[0]}")
+        for name, load in (("ldm-off", "stepLdm4(r, tile + 4 + 8 * lane);"),
+                           ("cpasync-off", "stepCpAsync16(tile + 4, out); "
+                            "r[0] = 0;")):
+            try:
+                run(args.cxx, tmp, name, MISALIGNED.replace(
+                    "MISALIGNED_LOAD", load), "misaligned", "int", 1, 32)
+            except subprocess.CalledProcessError:
+                pass
+            else:
+                sys.exit(f"FAIL: {name}: an address off a 16-byte boundary "
+                         "did not abort")
+        print("ldmatrix and cp.async off a 16-byte boundary abort")
     print("ok")
 
 

@@ -42,8 +42,9 @@ inline float emuSlots[1024];
 // at barriers: emuLaunchOrder resumes each runnable fiber in turn until it
 // waits at a barrier or ends; a barrier whose last thread arrives releases
 // its waiters. No OS threads, no futexes: a barrier costs a context switch
-// per thread. Threads run in thread order in even blocks of a launch, in
-// reverse in odd ones (a missing barrier shows). A fiber starts on its own
+// per thread. Each warp runs alone up to its next block barrier (warps
+// drift apart); threads and warps run in order in even blocks of a launch,
+// in reverse in odd ones (a missing barrier shows). A fiber starts on its own
 // stack through makecontext/swapcontext; after that every switch is an
 // _setjmp/_longjmp pair, which saves registers only (swapcontext also
 // saves and restores the signal mask: two system calls a switch, and the
@@ -318,9 +319,20 @@ inline void emuMma(float (&d)[4], const unsigned (&a)[4],
   }
   __syncwarp();
 }
+/// Aborts with a message where a GPU would fault: `what`'s address `p`
+/// is not 16-byte aligned (cp.async's 16-byte copies, ldmatrix's rows).
+inline void emuNeedAlign16(const void *p, const char *what) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 == 0)
+    return;
+  std::fprintf(stderr, "cuda_emu: thread %u of block %u: %s at %p is not "
+               "16-byte aligned\n", threadIdx.x, blockIdx.x, what, p);
+  std::abort();
+}
 // cp.async copies at once; the wait is then nothing (the kernels still
 // synchronize the block before reading the staged tile).
 inline void stepCpAsync16(void *dst, const void *src) {
+  emuNeedAlign16(dst, "cp.async's shared destination");
+  emuNeedAlign16(src, "cp.async's global source");
   std::memcpy(dst, src, 16);
 }
 inline void stepCpAsyncWait() {}
@@ -341,6 +353,7 @@ inline const uint16_t *emuLdmRows[1024];
 template <int N>
 inline void emuLdm(unsigned (&r)[N], const void *row, bool trans) {
   const unsigned t = threadIdx.x, warp0 = t & ~31u, lane = t & 31u;
+  emuNeedAlign16(row, "an ldmatrix row");
   emuLdmRows[t] = static_cast<const uint16_t *>(row);
   __syncwarp();
   const unsigned g = lane / 4, c = 2 * (lane % 4);
@@ -411,29 +424,41 @@ void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
         _longjmp(emuSchedulerJmp, 1);
       }, 0);
     }
+    // A round resumes the warps one at a time (in reverse in odd blocks);
+    // a warp's runnable threads are resumed again and again, so the warp
+    // passes its warp barriers and runs on alone up to its next block
+    // barrier or its end before the next warp starts. Warps thus drift
+    // as far apart as CUDA lets them: a read of another warp's write
+    // with no block barrier between sees it in one order and not the other.
+    const unsigned warps = (block + 31) / 32;
     for (unsigned done = 0; done < block;) {
       bool ran = false;
-      done = 0;
-      for (unsigned k = 0; k < block; ++k) {
-        const unsigned t = down ? block - 1 - k : k;
-        if (emuFibers[t].state == EmuFiber::Done) {
-          ++done;
-          continue;
-        }
-        if (emuFibers[t].state != EmuFiber::Run)
-          continue;
-        threadIdx.x = t;
-        if (!_setjmp(emuSchedulerJmp)) {
-          EmuFiber &f = emuFibers[t];
-          if (!f.started) {
-            f.started = true;
-            swapcontext(&emuScheduler, &f.ctx);
-          } else {
-            _longjmp(f.resume, 1);
+      for (unsigned wk = 0; wk < warps; ++wk) {
+        const unsigned w = down ? warps - 1 - wk : wk;
+        const unsigned lo = w * 32, n = std::min(block, lo + 32) - lo;
+        for (bool again = true; again;) {
+          again = false;
+          for (unsigned k = 0; k < n; ++k) {
+            const unsigned t = lo + (down ? n - 1 - k : k);
+            if (emuFibers[t].state != EmuFiber::Run)
+              continue;
+            threadIdx.x = t;
+            if (!_setjmp(emuSchedulerJmp)) {
+              EmuFiber &f = emuFibers[t];
+              if (!f.started) {
+                f.started = true;
+                swapcontext(&emuScheduler, &f.ctx);
+              } else {
+                _longjmp(f.resume, 1);
+              }
+            }
+            ran = again = true;
           }
         }
-        ran = true;
       }
+      done = 0;
+      for (const EmuFiber &f : emuFibers)
+        done += f.state == EmuFiber::Done;
       if (!ran && done < block) {
         std::fprintf(stderr,
                      "cuda_emu: block %u: every live thread waits at a "

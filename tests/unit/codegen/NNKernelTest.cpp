@@ -359,6 +359,14 @@ func.func @f(%q: tensor<2x70x16xbf16>, %o: tensor<2x70x16xbf16>, %lse: tensor<2x
   EXPECT_LT(dk, bar);
   EXPECT_LT(bar, dq);
   EXPECT_LT(dq, atomic);
+  // Every add into the accumulator is atomic (blocks of other key tiles
+  // add into the same rows): both rows' two columns, none by a plain +=.
+  for (const char *add : {"atomicAdd(acc0 + n * 8, dq[n][0]);",
+                          "atomicAdd(acc0 + n * 8 + 1, dq[n][1]);",
+                          "atomicAdd(acc0 + 8 * 16 + n * 8, dq[n][2]);",
+                          "atomicAdd(acc0 + 8 * 16 + n * 8 + 1, dq[n][3]);"})
+    EXPECT_TRUE(contains(ks->source, add)) << add;
+  EXPECT_FALSE(contains(ks->source, "] += dq[n]"));
   EXPECT_FALSE(contains(ks->source, "ad_ab<2>(dq, s, Kh"));
   EXPECT_TRUE(contains(ks->source, "void __launch_bounds__(128) ad_dq("));
   expectCubinsForSm80AndSm90(*ks);
