@@ -237,6 +237,14 @@ static __device__ __forceinline__ float stepExp2(float x) {
   return y;
 }
 #endif
+#ifndef STEP_PREFETCH_DEFINED
+#define STEP_PREFETCH_DEFINED
+// The 128-byte line holding p asked into L2 (PTX prefetch.global.L2: no
+// register waits on it, an invalid address is ignored).
+static __device__ __forceinline__ void stepPrefetchL2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+#endif
 struct SumOp {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };

@@ -24,12 +24,18 @@
 // more passes read at the element are loaded once a row into per-lane
 // register arrays rc<n>_[NJ] (the most-read first, up to kChainCacheMax
 // registers; found from a first emission's reads) that every pass
-// reads instead of memory. With column reductions the grid
-// is at most kChainColumnBlocks blocks (kChainCachedColumnBlocks, with
-// launch bounds for three blocks an SM, when rows are cached); each adds
-// its warps' rows in warp order into row blockIdx.x of a [G, cols]
-// partial array,
-// and the second phase `_cols` adds each column's G partials in a fixed
+// reads instead of memory; an input that a later pass reads at the element
+// and the first does not (not cached: the layer-norm gradient's incoming
+// residual gradient, read only by the stores) has its row's 128-byte lines
+// asked into L2 (PTX prefetch.global.L2) right after those loads, so that
+// pass waits on L2 rather than a second DRAM latency after the stages'
+// reductions (no registers; its loads lose the .nc path: NVVM no longer
+// proves them read-only once the asm takes the address, and __ldg instead
+// cost 24 address computations a row and a spill in ptxas). With column
+// reductions the grid is at most kChainColumnBlocks blocks
+// (kChainCachedColumnBlocks, with launch bounds for three blocks an SM,
+// when rows are cached); each adds its warps' rows in warp order into row
+// blockIdx.x of a [G, cols] partial array, and the second phase `_cols` adds each column's G partials in a fixed
 // order (lanes y, y + 8, ..., then the lanes in turn) and stores the
 // result rounded once: the same bits whatever the block schedule.
 // So each row reduction's result is bitwise the one a reduction fusion (or a
@@ -40,7 +46,8 @@
 // type). Cost: one launch (two with column reductions: the second reads
 // G x cols partials); a cached input is read from memory once a row, any
 // other once per pass that reads it (a warp's row of 768 f32 is 3 KB, so
-// the passes after the first read L1/L2, not DRAM); per-element values a
+// the passes after the first read L1/L2, not DRAM; a prefetch is one
+// instruction a lane a 32 lines of the row); per-element values a
 // stage needs are recomputed in each pass that needs them (ALU work, no
 // memory); emission runs twice when some input is cached.
 //
@@ -199,10 +206,12 @@ struct ChainEmission {
 
 /// The row_chain kernel of `f`, the inputs numbered in `cached` loaded
 /// into registers once per row (unrolled passes only: arrays indexed by
-/// the unrolled j_ are registers) and read from there by every pass.
+/// the unrolled j_ are registers) and read from there by every pass, and
+/// the rows of those in `prefetched` asked into L2 at the row's start.
 ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
                         const std::string &name,
-                        const std::vector<unsigned> &cached) {
+                        const std::vector<unsigned> &cached,
+                        const std::vector<unsigned> &prefetched) {
   int64_t m = rc->rows, k = rc->cols;
   ChainEmission em;
 
@@ -275,6 +284,22 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
             decls + "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
             "; ++j_) {\n      const $I kk = $TID + j_ * $NTH;\n" + loads +
             "    }\n";
+  }
+  for (unsigned n : prefetched) { // after the cached loads
+    // Lines l = 0 .. L of the row's bytes from its first, the last one
+    // clamped to its last byte: every 128-byte line it touches, aligned
+    // or not (one line asked twice when aligned).
+    std::string N = std::to_string(n);
+    int64_t bytes = k * elemBytes(elemOf(blk.getArgument(n).getType()));
+    body += "    // in" + N +
+            "'s row, first read by a later pass: its 128-byte lines asked "
+            "into L2\n    // now, so that pass waits on L2, not DRAM\n"
+            "    if (live_) {\n"
+            "      const char *p_ = reinterpret_cast<const char *>(in" +
+            N + " + base);\n      for (int l_ = $TID; l_ <= " +
+            std::to_string((bytes + 127) / 128) +
+            "; l_ += $NTH)\n        stepPrefetchL2(p_ + min(l_ * 128, " +
+            std::to_string(bytes - 1) + "));\n    }\n";
   }
   unsigned r = 0; // accumulators numbered across stages
   for (auto [s, roots] : llvm::enumerate(rc->stages)) {
@@ -410,6 +435,29 @@ std::vector<unsigned> inputsToCache(ops::FusionOp f, const ChainEmission &em) {
   return cached;
 }
 
+/// The inputs whose rows are worth an L2 prefetch at the row's start:
+/// those read at the element by a later pass but not by the first, nor
+/// cached (their loads would otherwise wait a second DRAM latency after
+/// the stages' reductions). Unrolled passes only: a row of at most
+/// kChainUnrollMax elements a lane, so the rows in flight (a warp's or
+/// block's each) stay a small part of L2.
+std::vector<unsigned> inputsToPrefetch(ops::FusionOp f, const ChainEmission &em,
+                                       const std::vector<unsigned> &cached) {
+  if (!em.unrolled || em.perLane == 0 || em.passReads.size() < 2)
+    return {};
+  std::vector<unsigned> late;
+  for (unsigned n = 0; n < f.getBlock().getNumArguments(); ++n) {
+    if (em.passReads.front().count(n) || llvm::is_contained(cached, n))
+      continue;
+    for (size_t p = 1; p < em.passReads.size(); ++p)
+      if (em.passReads[p].count(n)) {
+        late.push_back(n);
+        break;
+      }
+  }
+  return late;
+}
+
 } // namespace
 
 KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
@@ -417,11 +465,12 @@ KernelSource emitRowChainFusion(ops::FusionOp f, const std::string &name) {
   std::optional<ops::RowChain> rc = ops::analyzeRowChain(f.getBlock(), why);
   if (!rc)
     throw rt::Error("codegen: a row_chain fusion whose body " + why);
-  ChainEmission plain = emitChain(f, &*rc, name, {});
+  ChainEmission plain = emitChain(f, &*rc, name, {}, {});
   std::vector<unsigned> cached = inputsToCache(f, plain);
-  if (cached.empty())
+  std::vector<unsigned> prefetched = inputsToPrefetch(f, plain, cached);
+  if (cached.empty() && prefetched.empty())
     return std::move(plain.ks);
-  return emitChain(f, &*rc, name, cached).ks;
+  return emitChain(f, &*rc, name, cached, prefetched).ks;
 }
 
 } // namespace step::codegen::detail

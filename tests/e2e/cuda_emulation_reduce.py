@@ -209,7 +209,7 @@ def row_stats_case(name, m, k, dt):
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
-def row_chain_case(name, m, k, columns=0):
+def row_chain_case(name, m, k, columns=0, residual=False):
     """Layer norm's backward written out, as step-autodiff builds it under
     bf16 AMP: the mean of x, the variance of x - mean, the means of
     dy * gamma and of its product with xhat, then dx (f32, and rounded to
@@ -217,7 +217,9 @@ def row_chain_case(name, m, k, columns=0):
     With `columns` 1 or 2, also the bias gradient (the sum over the rows of
     dy) or both the bias and weight gradients (and of dy * xhat), which
     join the chain as column reductions: the kernel and its `_cols`
-    phase."""
+    phase. With `residual`, dx also adds an incoming gradient (f32, as
+    GPT-2's residual stream): only the stores read it, so the kernel asks
+    its rows into L2 at each row's start (stepPrefetchL2)."""
     xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
     v, g, s = shape_t([m], "f32"), shape_t([k], "f32"), shape_t([], "f32")
     col_results = "".join(f', {g} {{step.name = "{n}"}}'
@@ -228,8 +230,13 @@ def row_chain_case(name, m, k, columns=0):
     %dw = step.reduce_sum %cx dims = [0] : {xt} -> {g}"""][:columns]
     col_ops = "".join(col_ops)
     col_ret = ("".join([", %db", ", %dw"][:columns]), f", {g}" * columns)
+    res_arg = (f', %res: {xt} {{step.kind = "input", step.name = "res"}}'
+               if residual else "")
+    dx_op = (f"""%dx0 = step.mul %rb, %w : {xt}
+    %dx = step.add %dx0, %res : {xt}""" if residual else
+             f"%dx = step.mul %rb, %w : {xt}")
     mlir = f"""module {{
-  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
+  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}{res_arg}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
     %mean = step.reduce_mean %x dims = [1] : {xt} -> {v}
     %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
     %xc = step.sub %x, %mb : {xt}
@@ -251,7 +258,7 @@ def row_chain_case(name, m, k, columns=0):
     %t = step.mul %xh, %bb : {xt}
     %u = step.sub %d, %ab : {xt}
     %w = step.sub %u, %t : {xt}
-    %dx = step.mul %rb, %w : {xt}
+    {dx_op}
     %dxb = step.cast %dx : {xt} -> {dyt}{col_ops}
     return %rstd, %dx, %dxb{col_ret[0]} : {v}, {xt}, {dyt}{col_ret[1]}
   }}
@@ -271,6 +278,9 @@ def row_chain_case(name, m, k, columns=0):
         # through (|xh| * k terms of |d xh|).
         mag = rstd[:, None] * (np.abs(d) + np.abs(a) + np.abs(xh) *
                                (np.abs(d * xh).mean(1, keepdims=True) + 1))
+        if residual:
+            res = ins[order.index(4)]
+            dx, mag = dx + res, mag + np.abs(res)
         wants, mags = [rstd, dx, dx], [rstd, mag, mag]
         wants += [dy.sum(0), (dy * xh).sum(0)][:columns]
         mags += [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)][:columns]
@@ -281,8 +291,11 @@ def row_chain_case(name, m, k, columns=0):
     order = [3, 0, 1, 2] if columns == 1 else [0, 1, 2, 3]
     outs = [3, 0, 1, 2] if columns == 1 else list(range(3 + columns))
     inputs = [([m, k], "f32"), ([], "f32"), ([k], "f32"), ([m, k], "bf16")]
+    if residual:  # read last, by the stores
+        order, inputs = order + [4], inputs + [([m, k], "f32")]
     outputs = ["f32", "f32", "bf16"] + ["f32"] * columns
     return dict(name=name, mlir=mlir,
+                source_has=["stepPrefetchL2(p_"] if residual else [],
                 # The fusion's input order: its members' operands in turn.
                 inputs=[inputs[j] for j in order],
                 outputs=[outputs[j] for j in outs],
@@ -501,6 +514,8 @@ def cases():
     out.append(row_chain_case("row_chain_cols_77x768", 77, 768, 2))
     out.append(row_chain_case("row_chain_cols_300x1024", 300, 1024, 1))
     out.append(row_chain_case("row_chain_cols_2100x40", 2100, 40, 2))
+    out.append(row_chain_case("row_chain_residual_cols_300x768", 300, 768, 2,
+                              residual=True))
     # step-fuse-loop-reductions: the loop's result stored by the split
     # column kernel (35 chunks), the one-pass column kernel and a row one.
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))
@@ -534,6 +549,9 @@ WRITES
 def run_case(args, case, tmp):
     _, src, block, name, params = single_kernel(
         args.stepc, case["name"], case["mlir"], tmp, case["fuse"])
+    for text in case.get("source_has", []):
+        if text not in src:
+            sys.exit(f"FAIL {case['name']}: the kernel has no {text!r}")
     ticket = re.search(r"__device__ unsigned int \w+_ticket\[(\d+)\];", src)
     partial = re.search(r"__device__ \S+ \w+_partial0?\[(\d+) \* (\d+)\];",
                         src)

@@ -206,6 +206,10 @@ inline float stepExp2(float x) {
   return y < tiny ? 0.0f : y;
 }
 
+#define STEP_PREFETCH_DEFINED
+// A cache hint: nothing to do on the CPU.
+inline void stepPrefetchL2(const void *) {}
+
 // A float added in place: fibers switch only at barriers, so nothing
 // comes between the read and the write (atomic dq's accumulator).
 inline float atomicAdd(float *p, float v) {

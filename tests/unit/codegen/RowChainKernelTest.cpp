@@ -313,6 +313,61 @@ TEST(FusionRowChain, RegistersForCachedRowsAreCapped) {
   expectCompiles(ks);
 }
 
+/// x minus its row mean, plus g (read only by the stores), over rows of
+/// `cols`: the shape of the layer-norm gradient's incoming residual
+/// gradient.
+std::string lateInputChain(int cols) {
+  std::string t = "tensor<64x" + std::to_string(cols) + "xf32>";
+  return R"(step.fusion "row_chain" (%x, %g) : ()" + t + ", " + t + ") -> " +
+         t + R"( {
+  ^bb0(%a: )" + t + ", %b: " + t + R"():
+    %0 = step.reduce_mean %a dims = [1] : )" + t + R"( -> tensor<64xf32>
+    %1 = step.broadcast_in_dim %0, dims = [0] : tensor<64xf32> -> )" + t + R"(
+    %2 = step.sub %a, %1 : )" + t + R"(
+    %3 = step.add %2, %b : )" + t + R"(
+    step.yield %3 : )" + t + R"(
+  })";
+}
+
+TEST(FusionRowChain, AnInputOnlyALaterPassReadsIsPrefetchedIntoL2) {
+  // Rows of 96 (3 elements a lane): x is read by the mean and the stores
+  // (cached in registers); g only by the stores, so its row's 128-byte
+  // lines (384 bytes: lines 0..3, the last clamped to byte 383) are asked
+  // into L2 at the row's start, after x's loads, before stage 0.
+  std::string t = "tensor<64x96xf32>";
+  KernelSource ks = firstKernel(
+      fusionFn("%x: " + t + ", %g: " + t, lateInputChain(96), t),
+      "chain_late");
+  EXPECT_TRUE(contains(ks.source, "    float rc0_[3];\n"));
+  EXPECT_FALSE(contains(ks.source, "rc1_"));
+  EXPECT_TRUE(contains(
+      ks.source,
+      "    if (live_) {\n"
+      "      const char *p_ = reinterpret_cast<const char *>(in1 + base);\n"
+      "      for (int l_ = (int)(threadIdx.x & 31); l_ <= 3; l_ += 32)\n"
+      "        stepPrefetchL2(p_ + min(l_ * 128, 383));\n"
+      "    }\n"));
+  EXPECT_EQ(count(ks.source, "stepPrefetchL2(p_"), 1u); // not x's row
+  size_t cache = ks.source.find("rc0_[j_] = ");
+  size_t prefetch = ks.source.find("stepPrefetchL2(p_");
+  size_t stage0 = ks.source.find("// stage 0");
+  ASSERT_NE(cache, std::string::npos);
+  EXPECT_LT(cache, prefetch);
+  EXPECT_LT(prefetch, stage0);
+  EXPECT_EQ(count(ks.source, "in1[off]"), 1u); // the stores still load g
+  expectCompiles(ks);
+
+  // Rows of 9000 (a block a row, a plain loop over a thread's 36
+  // elements): no prefetch, the rows in flight would be a large part of
+  // L2.
+  std::string u = "tensor<64x9000xf32>";
+  KernelSource big = firstKernel(
+      fusionFn("%x: " + u + ", %g: " + u, lateInputChain(9000), u),
+      "chain_late_long");
+  EXPECT_FALSE(contains(big.source, "stepPrefetchL2(p_"));
+  EXPECT_EQ(count(big.source, "in1[off]"), 1u);
+}
+
 //===----------------------------------------------------------------------===//
 // reduction fusions with per-element results (step-fuse-loop-reductions)
 //===----------------------------------------------------------------------===//
