@@ -56,10 +56,14 @@ static std::optional<std::string> unaryFloatBody(mlir::Operation *op) {
                        "      }\n");
   if (auto g = mlir::dyn_cast<ops::GeluOp>(op)) {
     if (g.getApproximate() == ops::GeluApproximation::Tanh)
+      // 0.5 x (1 + tanh u) = x sigmoid(2u) = x / (1 + e^-2u): one ex2 and
+      // one rcp (tanhf: two of each and a polynomial), and no 1 + tanh u
+      // cancelling for negative x (docs/codegen.md, "GELU").
       return std::string(
-          "      const float u = 0.7978845608028654f * (a0 + 0.044715f * a0 * "
-          "a0 * a0); // sqrt(2/pi)\n"
-          "      r0 = 0.5f * a0 * (1.0f + tanhf(u));\n");
+          "      const float v = fmaf(0.044715f * a0 * a0, a0, a0);\n"
+          "      // e^-2u, u = sqrt(2/pi) v: -2 sqrt(2/pi) / ln 2\n"
+          "      const float e = stepExp2(-2.302208198144325f * v);\n"
+          "      r0 = a0 * stepRcp(1.0f + e);\n");
     return std::string(
         "      r0 = 0.5f * a0 * (1.0f + erff(a0 * 0.70710678118654752f));\n");
   }
@@ -92,19 +96,25 @@ static std::optional<ElementwiseSpec> unarySpec(mlir::Operation *op) {
 // step.<binary>
 //===----------------------------------------------------------------------===//
 
-/// step.gelu_grad: a0 the gradient, a1 gelu's input; the CPU kernel's f32
+/// step.gelu_grad: a0 the gradient, a1 gelu's input. Tanh: with
+/// s = sigmoid(2u) = (1 + tanh u) / 2 and c = 1 - s, gelu' = s + 2 x s c u'
+/// (0.5 (1 - tanh^2 u) = 2 s c), u' = sqrt(2/pi) (1 + 3 kappa x^2): one ex2
+/// and one rcp; c as e s where s >= 1/2 (e = e^-2u < 1), else 1 - s, so
+/// neither cancels; constants folded and fmaf (docs/codegen.md, "GELU"). Erf: the CPU kernel's f32
 /// operations in its order (runtime/cpu/Elementwise.cpp).
 static ElementwiseSpec geluGradSpec(ops::GeluGradOp op) {
   ElementwiseSpec spec;
   if (op.getApproximate() == ops::GeluApproximation::Tanh)
     spec.body =
         "      const float xs = a1 * a1;\n"
-        "      const float t = tanhf(0.7978845608028654f * (a1 + 0.044715f * "
-        "(xs * a1)));\n"
-        "      const float dl = 0.5f * (1.0f + t);\n"
-        "      const float dr = 0.5f * a1 * (1.0f - t * t) * "
-        "(0.7978845608028654f * (1.0f + 0.134145f * xs));\n"
-        "      r0 = a0 * (dl + dr);\n";
+        "      const float v = fmaf(0.044715f * xs, a1, a1);\n"
+        "      // e^-2u, u = sqrt(2/pi) v: -2 sqrt(2/pi) / ln 2\n"
+        "      const float e = stepExp2(-2.302208198144325f * v);\n"
+        "      const float s = stepRcp(1.0f + e); // (1 + tanh u) / 2\n"
+        "      const float c = e < 1.0f ? e * s : 1.0f - s; // 1 - s\n"
+        "      // 2 u' = 2 sqrt(2/pi) (1 + 3 kappa x^2)\n"
+        "      r0 = a0 * fmaf(a1 * s * c, fmaf(0.21406444881780073f, xs, "
+        "1.5957691216057308f), s);\n";
   else
     spec.body = "      const float cdf = 0.5f * (1.0f + erff(a1 * "
                 "0.70710678118654752f));\n"

@@ -221,12 +221,9 @@ std::string prelude(const PreludeNeeds &needs) {
   if (needs.vec)
     s += "template <typename T, int N> struct alignas(sizeof(T) * N) Vec "
          "{ T v[N]; };\n";
-  if (needs.reduce)
-    s += R"(// NaN-propagating max (torch.amax, softmax's row max).
-__device__ __forceinline__ float maxNaN(float a, float b) {
-  return (a != a || a > b) ? a : b;
-}
-#ifndef STEP_EXP2_DEFINED
+  // Every kernel: the fast-math helpers (static inline: unused ones cost
+  // nothing); the CPU emulator (tests/e2e/emu) defines its own first.
+  s += R"(#ifndef STEP_EXP2_DEFINED
 #define STEP_EXP2_DEFINED
 // 2^x as one MUFU.EX2: PTX ex2.approx.ftz (exp2f is ex2.approx without
 // ftz, which ptxas wraps in a compare and two predicated multiplies for
@@ -234,6 +231,13 @@ __device__ __forceinline__ float maxNaN(float a, float b) {
 static __device__ __forceinline__ float stepExp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// 1/x as one MUFU.RCP: PTX rcp.approx.ftz (1 ulp; `1.0f / x` is an IEEE
+// division, a dozen instructions with its slow path).
+static __device__ __forceinline__ float stepRcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
 #endif
@@ -245,6 +249,12 @@ static __device__ __forceinline__ void stepPrefetchL2(const void *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 #endif
+)";
+  if (needs.reduce)
+    s += R"(// NaN-propagating max (torch.amax, softmax's row max).
+__device__ __forceinline__ float maxNaN(float a, float b) {
+  return (a != a || a > b) ? a : b;
+}
 struct SumOp {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };

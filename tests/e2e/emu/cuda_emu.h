@@ -205,6 +205,15 @@ inline float stepExp2(float x) {
   const float y = exp2f(x);
   return y < tiny ? 0.0f : y;
 }
+// rcp.approx.ftz: a subnormal input counts as a zero of its sign, a
+// subnormal result is a zero of its sign (the GPU's 1-ulp error aside).
+inline float stepRcp(float x) {
+  const float tiny = 1.17549435e-38f; // 2^-126
+  if (x > -tiny && x < tiny)
+    x = std::copysign(0.0f, x);
+  const float y = 1.0f / x;
+  return y > -tiny && y < tiny ? std::copysign(0.0f, y) : y;
+}
 
 #define STEP_PREFETCH_DEFINED
 // A cache hint: nothing to do on the CPU.
