@@ -187,17 +187,24 @@ $ITEM_PRE    const long long b = $ITEM_B;
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int x = nt * 8 + 2 * t4 + e, i = i0 + x;
-          // Every exponential, then the mask as a select.
-          const float x0 = stepExp2(s[nt][e] * $SCALE2 - rowL[x]);
-          const float x1 = stepExp2(s[nt][2 + e] * $SCALE2 - rowL[x]);
-          const float p0 = ${NAME}_SEES(i, c0) ? x0 : 0.0f;
-          const float p1 = ${NAME}_SEES(i, c1) ? x1 : 0.0f;
-          s[nt][e] = p0;
-          s[nt][2 + e] = p1;
-          dp[nt][e] = p0 * (dp[nt][e] - rowD[x]) * $SCALE;
-          dp[nt][2 + e] = p1 * (dp[nt][2 + e] - rowD[x]) * $SCALE;
+          const int x = nt * 8 + 2 * t4 + e;
+          // Every exponential; the mask after, in tiles not seen whole.
+          s[nt][e] = stepExp2(s[nt][e] * $SCALE2 - rowL[x]);
+          s[nt][2 + e] = stepExp2(s[nt][2 + e] * $SCALE2 - rowL[x]);
+          dp[nt][e] = s[nt][e] * (dp[nt][e] - rowD[x]) * $SCALE;
+          dp[nt][2 + e] = s[nt][2 + e] * (dp[nt][2 + e] - rowD[x]) * $SCALE;
         }
+      if (!${NAME}_WHOLE(i0, j0)) // under a causal mask the diagonal only
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = i0 + nt * 8 + 2 * t4 + e;
+            if (!${NAME}_SEES(i, c0))
+              s[nt][e] = dp[nt][e] = 0.0f;
+            if (!${NAME}_SEES(i, c1))
+              s[nt][2 + e] = dp[nt][2 + e] = 0.0f;
+          }
       ${NAME}_ab<$NV8>(dv, s, Gh, $LDV);  // dv += P^T G
 $DSSTORE      ${NAME}_ab<$ND8>(dk, dp, Qh, $LDT); // dk += dS^T Q
 $DQATOMIC      stepCpAsyncWait();

@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 OPCODES = ("MUFU.EX2", "LDG", "STG", "LDS", "STS", "BAR", "SHFL", "HMMA",
-           "ATOM", "RED")
+           "ATOM", "RED", "REDG", "CCTL")
 
 
 def instructions(sass):
