@@ -34,13 +34,15 @@
 // no score (a masked score is -inf and exp2(-inf) = 0; a row masked so far
 // subtracts 0 rather than its -inf max) and its tiles seen whole
 // (`WHOLE`: all but the diagonal under a causal mask) skip the mask;
-// launch 2 takes every exponential and masks P and dS after, in a block
-// that tiles seen whole skip (sm_90, GPT-2's B = 16: the tile loop 734
-// instructions with the per-score select, 584 without any mask; 184 -> 220
-// registers, two 128-thread blocks an SM either way). (Launch 1 keeps its
-// test: every exponential there took it from 136 to 168 registers with a
-// spill; two copies of the gradients' score loops, whole and masked,
-// 136 -> 186 and 182 -> 253.) Until 2026-11-27 every fragment
+// the gradient's launches take every exponential and mask P and dS after,
+// in a block that tiles seen whole skip (sm_90, GPT-2's B = 16: launch 2's
+// tile loop 734 instructions with a select per score, 584 without any
+// mask, 184 -> 220 registers, two 128-thread blocks an SM either way;
+// launch 1's 598 with a test per score, 495 without, 137 -> 135
+// registers). (Earlier tries: every exponential then a select per score
+// took launch 1 from 136 to 168 registers with a spill; two copies of
+// the gradients' score loops, whole and masked, 136 -> 186 and 182 ->
+// 253.) Until 2026-11-27 every fragment
 // register was its own shared load (one 32-bit load, or two 16-bit loads
 // and a pack down a column) and every score branched on its mask; GPT-2's
 // kernels (sm_90, ptxas, static size of the code): the forward 1656 ->

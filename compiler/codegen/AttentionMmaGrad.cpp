@@ -109,17 +109,23 @@ $KEY_LOOP      float s[8][4], dp[8][4];
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int j = j0 + nt * 8 + 2 * t4 + e;
-          const float p0 = ${NAME}_SEES(r0, j)
-                               ? stepExp2(s[nt][e] * $SCALE2 - f0)
-                               : 0.0f;
-          const float p1 = ${NAME}_SEES(r1, j)
-                               ? stepExp2(s[nt][2 + e] * $SCALE2 - f1)
-                               : 0.0f;
-          s[nt][e] = p0 * (dp[nt][e] - d0) * $SCALE;
-          s[nt][2 + e] = p1 * (dp[nt][2 + e] - d1) * $SCALE;
+        for (int e = 0; e < 2; ++e) { // dS; masked after, as in launch 2
+          s[nt][e] = stepExp2(s[nt][e] * $SCALE2 - f0) *
+                     (dp[nt][e] - d0) * $SCALE;
+          s[nt][2 + e] = stepExp2(s[nt][2 + e] * $SCALE2 - f1) *
+                         (dp[nt][2 + e] - d1) * $SCALE;
         }
+      if (!${NAME}_WHOLE(i0, j0)) // under a causal mask the diagonal only
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int j = j0 + nt * 8 + 2 * t4 + e;
+            if (!${NAME}_SEES(r0, j))
+              s[nt][e] = 0.0f;
+            if (!${NAME}_SEES(r1, j))
+              s[nt][2 + e] = 0.0f;
+          }
       ${NAME}_ab<$ND8>(dq, s, Kh, $LDT); // dq += dS K
       stepCpAsyncWait();
       __syncthreads(); // the next tile staged; this one free
