@@ -35,11 +35,10 @@
 // subtracts 0 rather than its -inf max) and its tiles seen whole
 // (`WHOLE`: all but the diagonal under a causal mask) skip the mask;
 // the gradient's launches take every exponential and mask P and dS after,
-// in a block that tiles seen whole skip (sm_90, GPT-2's B = 16: launch 2's
-// tile loop 734 instructions with a select per score, 584 without any
-// mask, 184 -> 220 registers, two 128-thread blocks an SM either way;
-// launch 1's 598 with a test per score, 495 without, 137 -> 135
-// registers). (Earlier tries: every exponential then a select per score
+// in a block that tiles seen whole skip, and form each exponent with one
+// fmaf (sm_90, GPT-2's B = 16, a whole tile: launch 2's loop 734 -> 556
+// instructions, 184 -> 226 registers, two 128-thread blocks an SM either
+// way; launch 1's 598 -> 462, 137 -> 135 registers). (Earlier tries: every exponential then a select per score
 // took launch 1 from 136 to 168 registers with a spill; two copies of
 // the gradients' score loops, whole and masked, 136 -> 186 and 182 ->
 // 253.) Until 2026-11-27 every fragment

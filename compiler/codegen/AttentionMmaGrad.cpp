@@ -110,9 +110,9 @@ $KEY_LOOP      float s[8][4], dp[8][4];
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) { // dS; masked after, as in launch 2
-          s[nt][e] = stepExp2(s[nt][e] * $SCALE2 - f0) *
+          s[nt][e] = stepExp2(fmaf(s[nt][e], $SCALE2, -f0)) *
                      (dp[nt][e] - d0) * $SCALE;
-          s[nt][2 + e] = stepExp2(s[nt][2 + e] * $SCALE2 - f1) *
+          s[nt][2 + e] = stepExp2(fmaf(s[nt][2 + e], $SCALE2, -f1)) *
                          (dp[nt][2 + e] - d1) * $SCALE;
         }
       if (!${NAME}_WHOLE(i0, j0)) // under a causal mask the diagonal only
@@ -195,8 +195,8 @@ $ITEM_PRE    const long long b = $ITEM_B;
         for (int e = 0; e < 2; ++e) {
           const int x = nt * 8 + 2 * t4 + e;
           // Every exponential; the mask after, in tiles not seen whole.
-          s[nt][e] = stepExp2(s[nt][e] * $SCALE2 - rowL[x]);
-          s[nt][2 + e] = stepExp2(s[nt][2 + e] * $SCALE2 - rowL[x]);
+          s[nt][e] = stepExp2(fmaf(s[nt][e], $SCALE2, -rowL[x]));
+          s[nt][2 + e] = stepExp2(fmaf(s[nt][2 + e], $SCALE2, -rowL[x]));
           dp[nt][e] = s[nt][e] * (dp[nt][e] - rowD[x]) * $SCALE;
           dp[nt][2 + e] = s[nt][2 + e] * (dp[nt][2 + e] - rowD[x]) * $SCALE;
         }
