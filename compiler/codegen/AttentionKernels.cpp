@@ -181,7 +181,7 @@ static KernelSource emitAttention(const AttentionIO &io,
                        ? "      if (tx == 0 && i < " + std::to_string(a.tq) +
                              ")\n        " + io.out[1].param + "[b * " +
                              std::to_string(a.tq) +
-                             " + i] = i < lq_ && l[rr] > 0.0f ? m[rr] + "
+                             " + i] = i < lq_ && l[rr] != 0.0f ? m[rr] + "
                              "logf(l[rr]) : 0.0f;\n"
                        : ""});
   ks.source = io.comment() + prelude(needs) + subst(kStageRows, vars) +

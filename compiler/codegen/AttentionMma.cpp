@@ -50,11 +50,11 @@
 // order, so the same results. Not yet timed on a GPU.
 // The tiles of the inner loop are double-buffered: the next one is copied
 // with cp.async (global to shared, no registers held) while this one is
-// used, one barrier per tile. Scores live in the log2 domain (scaled by
-// scale * log2(e)), so each exponential is one stepExp2. Query tiles run in
-// decreasing order (forward, launch 1) and key tiles in increasing order
-// (launch 2), so under a causal mask the heaviest tiles go first and the
-// last wave is short. Summation orders are fixed (deterministic).
+// used, one barrier per tile. Exponents are in the log2 domain (scaled by
+// scale * log2(e), in one fmaf), so each exponential is one stepExp2.
+// Query tiles run in decreasing order (forward, launch 1) and key tiles in
+// increasing order (launch 2), so under a causal mask the heaviest tiles
+// go first and the last wave is short. Summation orders are fixed (deterministic).
 //
 // Where the wmma kernels (AttentionTensorCore.cpp) stage every score tile
 // in f32 shared memory and were bound by it (Nsight Compute: L1 85% busy,
@@ -161,21 +161,21 @@ static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
 // mask all but the diagonal tiles. The forward only (file header).
 #define ${NAME}_WHOLE(i0, j0)                                                \
   ((i0) + 64 <= lq_ && (j0) + 64 <= lk_ && !($CAUSAL && (j0) + 63 > (i0)))
-// The forward's scores scaled into the log2 domain, -inf where masked
-// (rows r0, r1 = r0 + 8, keys from j0).
-template <bool WHOLE>
-static __device__ __forceinline__ void ${NAME}_scale(float (&s)[8][4], int r0,
-                                                     int j0, int lq_,
-                                                     int lk_) {
+// The forward's scores -inf where masked (rows r0, r1 = r0 + 8, keys from
+// j0); a tile seen whole skips it.
+static __device__ __forceinline__ void ${NAME}_mask(float (&s)[8][4], int r0,
+                                                    int j0, int lq_,
+                                                    int lk_) {
   const int t4 = threadIdx.x & 3, r1 = r0 + 8;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int j = j0 + nt * 8 + 2 * t4 + e;
-      s[nt][e] = WHOLE || ${NAME}_SEES(r0, j) ? s[nt][e] * $SCALE2 : $NEGINF;
-      s[nt][2 + e] =
-          WHOLE || ${NAME}_SEES(r1, j) ? s[nt][2 + e] * $SCALE2 : $NEGINF;
+      if (!${NAME}_SEES(r0, j))
+        s[nt][e] = $NEGINF;
+      if (!${NAME}_SEES(r1, j))
+        s[nt][2 + e] = $NEGINF;
     }
 }
 // The A fragments of this warp's 16 rows (`rows`: the warp's first,
@@ -341,8 +341,9 @@ static const char *kKeyLoop =
       }
 )";
 
-// The forward. Scores are kept in the log2 domain (scaled by scale *
-// log2(e)), so every exponential is one stepExp2 (MUFU.EX2).
+// The forward. Scores stay unscaled (max and mask); each exponent is one
+// fmaf into the log2 domain (scale * log2(e)), so every exponential is one
+// stepExp2 (MUFU.EX2).
 static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
@@ -355,17 +356,17 @@ $QUERY_TILE$FIRST_KEYS    unsigned qa[$ND][4];
     float m0 = $NEGINF, m1 = $NEGINF, l0 = 0.0f, l1 = 0.0f;
 $KEY_LOOP      float s[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);
-      if (${NAME}_WHOLE(i0, j0))
-        ${NAME}_scale<true>(s, r0, j0, lq_, lk_);
-      else
-        ${NAME}_scale<false>(s, r0, j0, lq_, lk_);
+      if (!${NAME}_WHOLE(i0, j0))
+        ${NAME}_mask(s, r0, j0, lq_, lk_);
+      // The tile's max by fmaxf (one FMNMX where maxNaN takes three): a NaN
+      // score still makes its row NaN, through its exponential in the sum.
       float x0 = $NEGINF, x1 = $NEGINF;
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          x0 = maxNaN(x0, s[nt][e]);
-          x1 = maxNaN(x1, s[nt][2 + e]);
+          x0 = fmaxf(x0, s[nt][e]);
+          x1 = fmaxf(x1, s[nt][2 + e]);
         }
 #pragma unroll
       for (int o_ = 1; o_ < 4; o_ <<= 1) {
@@ -373,22 +374,23 @@ $KEY_LOOP      float s[8][4];
         x1 = maxNaN(x1, __shfl_xor_sync(0xffffffffu, x1, o_));
       }
       const float n0 = maxNaN(m0, x0), n1 = maxNaN(m1, x1);
-      const float a0 = m0 == $NEGINF ? 0.0f : stepExp2(m0 - n0);
-      const float a1 = m1 == $NEGINF ? 0.0f : stepExp2(m1 - n1);
+      const float a0 = m0 == $NEGINF ? 0.0f : stepExp2((m0 - n0) * $SCALE2);
+      const float a1 = m1 == $NEGINF ? 0.0f : stepExp2((m1 - n1) * $SCALE2);
       m0 = n0;
       m1 = n1;
       l0 *= a0;
       l1 *= a1;
       // A masked score is -inf and exp2(-inf) = 0, so no score is tested;
-      // a row masked so far (max -inf) subtracts 0 instead, not -inf.
-      const float z0 = n0 == $NEGINF ? 0.0f : n0;
-      const float z1 = n1 == $NEGINF ? 0.0f : n1;
+      // a row masked so far (max -inf) subtracts 0 instead, not -inf. The
+      // scale into the log2 domain in the exponent's fmaf.
+      const float z0 = n0 == $NEGINF ? 0.0f : n0 * $SCALE2;
+      const float z1 = n1 == $NEGINF ? 0.0f : n1 * $SCALE2;
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          s[nt][e] = stepExp2(s[nt][e] - z0);
-          s[nt][2 + e] = stepExp2(s[nt][2 + e] - z1);
+          s[nt][e] = stepExp2(fmaf(s[nt][e], $SCALE2, -z0));
+          s[nt][2 + e] = stepExp2(fmaf(s[nt][2 + e], $SCALE2, -z1));
           l0 += s[nt][e];
           l1 += s[nt][2 + e];
         }
@@ -408,7 +410,9 @@ $KEY_LOOP      float s[8][4];
       l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
       l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
     }
-    const bool ok0 = r0 < lq_ && l0 > 0.0f, ok1 = r1 < lq_ && l1 > 0.0f;
+    // A row with no visible key (l = 0) stores zeros; a NaN sum (a NaN
+    // score) passes, so the row and its log-sum-exp are NaN.
+    const bool ok0 = r0 < lq_ && l0 != 0.0f, ok1 = r1 < lq_ && l1 != 0.0f;
 $LSESTORE    ${NAME}_store<$NV8>(o, $O_AT, $O_LD, r0, $TQ,
                         ok0 ? 1.0f / l0 : 0.0f, ok1 ? 1.0f / l1 : 0.0f);
   }
@@ -485,11 +489,11 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                        ? "    if (t4 == 0) {\n"
                          "      if (r0 < " +
                              tq + ")\n        " + io.out[1].param + "[b * " +
-                             tq + " + r0] = ok0 ? m0 * " + litF(1 / log2e) +
+                             tq + " + r0] = ok0 ? m0 * " + litF(a.scale) +
                              " + logf(l0) : 0.0f;\n"
                              "      if (r1 < " +
                              tq + ")\n        " + io.out[1].param + "[b * " +
-                             tq + " + r1] = ok1 ? m1 * " + litF(1 / log2e) +
+                             tq + " + r1] = ok1 ? m1 * " + litF(a.scale) +
                              " + logf(l1) : 0.0f;\n    }\n"
                        : ""},
       {"VALID", validLengths(io, a)}};

@@ -186,7 +186,7 @@ std::optional<KernelSource> emitAttentionTensorCore(const AttentionIO &io,
       {"GX", toF(a.e, "Gh[y * " + s(ldv) + " + x]")},
       {"LSESTORE", withLse ? "    if (qd == 0 && i < " + s(a.tq) + ")\n      " +
                                  io.out[1].param + "[b * " + s(a.tq) +
-                                 " + i] = i < lq_ && l > 0.0f ? m + logf(l) "
+                                 " + i] = i < lq_ && l != 0.0f ? m + logf(l) "
                                  ": 0.0f;\n"
                            : ""},
       {"VALID", validLengths(io, a)}};
@@ -283,8 +283,10 @@ $VALID)";
     l += __shfl_xor_sync(0xffffffffu, l, 2);
 $LSESTORE    if (i < $TQ)
       for (int c = 0; c < $DV4; ++c) {
+        // A row that sees no key (l = 0) stores zeros; a NaN sum (a NaN
+        // score) divides, so the row is NaN, as the CPU's.
         const float p_ =
-            i < lq_ && l > 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
+            i < lq_ && l != 0.0f ? Of[y * $LDO + qd * $DV4 + c] / l : 0.0f;
         $O_AT[(long long)i * $O_LD + qd * $DV4 + c] = $TOT;
       }
   }

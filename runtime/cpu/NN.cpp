@@ -347,8 +347,9 @@ void softmaxRows(double *s, int64_t rows, int64_t kt, int64_t i0, bool causal,
       sum += (row[j] = std::exp(row[j] - mx));
     for (int64_t j = 0; j < visible; ++j)
       row[j] /= sum;
-    if (lse) // a row that sees no key: 0, as the CUDA kernels store
-      lse[r] = sum > 0.0 ? mx + std::log(sum) : 0.0;
+    if (lse) // a row that sees no key: 0, as the CUDA kernels store; a
+      // NaN row: NaN
+      lse[r] = sum != 0.0 ? mx + std::log(sum) : 0.0;
     std::fill(row + visible, row + kt, 0.0);
   }
 }

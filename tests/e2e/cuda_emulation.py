@@ -338,6 +338,42 @@ def run_kernel(args, path, grad, shape, causal, work, lengths=(None,)):
                   f"{err:.3g}")
         if worst > BOUND[elem]:
             sys.exit(f"FAIL {tag}: rel err {worst:.3g} > {BOUND[elem]:g}")
+    if not grad and lengths == (None,):
+        nan_row(work, q, put, buffers, strided, ports, got_params, tq, tag)
+
+
+def nan_row(work, q, put, buffers, strided, ports, before, tq, tag):
+    """Runs the forward again with one element of one query row NaN: that
+    row's result and log-sum-exp must be NaN (as the CPU kernel's), every
+    other element the bits of the run before. (The mma kernels take a
+    tile's score max by fmaxf, which skips NaN: the row's exponentials
+    carry it instead.)"""
+    r = tq // 2
+    bad = q.copy()
+    bad[0, r, 0] = np.nan
+    put("q", bad)
+    for param, buf in buffers.items():
+        buf.tofile(os.path.join(work, param + ".bin"))
+    subprocess.run([os.path.join(work, "kernel")], cwd=work, check=True)
+    for n in [x for x in ("o", "lse") if "out:" + x in ports]:
+        param = ports["out:" + n][0]
+        got = np.fromfile(os.path.join(work, param + ".bin"),
+                          dtype=np.float32).astype(np.float64)
+        # [S, T, W] (the ports' sizes are [.., T, W] or [B, H, T, W])
+        view = strided(got, "out:" + n).reshape(q.shape[0], tq, -1)
+        old = strided(before[param].copy(), "out:" + n).reshape(view.shape)
+        nan = np.isnan(view)
+        want = np.zeros(view.shape, dtype=bool)
+        want[0, r] = True  # slice 0, row r
+        if (nan != want).any():
+            sys.exit(f"FAIL {tag}: a NaN in query row {r} of slice 0 made "
+                     f"{int(nan.sum())} {n} elements NaN, want "
+                     f"{int(want.sum())} (its row)")
+        if (view[~want] != old[~want]).any():
+            sys.exit(f"FAIL {tag}: a NaN in query row {r} changed {n} "
+                     f"elsewhere")
+    print(f"{tag}: a NaN in query row {r} makes its row NaN, nothing else")
+    put("q", q)
 
 
 def main():

@@ -346,6 +346,27 @@ TEST(Attention, CausalMask) {
                {1, 2, 2, 3, 2, 3});
 }
 
+TEST(Attention, ANanScoreMakesItsRowAndLogSumExpNaN) {
+  // Query 1 has a NaN: its row and its log-sum-exp are NaN (as the CUDA
+  // kernels', codegen.cuda_emulation); query 0 is untouched, and a row
+  // past the valid length stays 0 with log-sum-exp 0.
+  HostTensor q = make(DType::F32, {3, 2}, {1, 0, NAN, 0, 1, 0});
+  HostTensor k = make(DType::F32, {2, 2}, {1, 0, 0, 1});
+  HostTensor v = make(DType::F32, {2, 2}, {1, 2, 3, 4});
+  HostTensor lse;
+  HostTensor y = attention(q, k, v, false, std::nullopt, 2, &lse);
+  EXPECT_NEAR(y.getAsDouble(0), 3 - 2 * kP0, 1e-6);
+  EXPECT_NEAR(y.getAsDouble(1), 4 - 2 * kP0, 1e-6);
+  EXPECT_TRUE(std::isnan(y.getAsDouble(2)));
+  EXPECT_TRUE(std::isnan(y.getAsDouble(3)));
+  EXPECT_EQ(y.getAsDouble(4), 0.0);
+  EXPECT_EQ(y.getAsDouble(5), 0.0);
+  // log(e^(1/sqrt 2) + e^0)
+  EXPECT_NEAR(lse.getAsDouble(0), std::log(std::exp(M_SQRT1_2) + 1.0), 1e-6);
+  EXPECT_TRUE(std::isnan(lse.getAsDouble(1)));
+  EXPECT_EQ(lse.getAsDouble(2), 0.0);
+}
+
 TEST(Attention, BatchedAndDeterministic) {
   // Two batch entries [2, 1, ...]: the second has its values doubled.
   HostTensor q = make(DType::F32, {2, 1, 1, 2}, {1, 0, 1, 0});
