@@ -161,11 +161,12 @@ static __device__ __forceinline__ unsigned ${NAME}_pack(float lo, float hi) {
 // mask all but the diagonal tiles. The forward only (file header).
 #define ${NAME}_WHOLE(i0, j0)                                                \
   ((i0) + 64 <= lq_ && (j0) + 64 <= lk_ && !($CAUSAL && (j0) + 63 > (i0)))
-// The forward's scores -inf where masked (rows r0, r1 = r0 + 8, keys from
-// j0); a tile seen whole skips it.
+// A tile of query rows r0, r1 = r0 + 8 and keys from j0 (the forward's
+// scores, launch 1's dS) set to `to` where masked; a tile seen whole skips
+// it.
 static __device__ __forceinline__ void ${NAME}_mask(float (&s)[8][4], int r0,
-                                                    int j0, int lq_,
-                                                    int lk_) {
+                                                    int j0, int lq_, int lk_,
+                                                    float to) {
   const int t4 = threadIdx.x & 3, r1 = r0 + 8;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
@@ -173,9 +174,9 @@ static __device__ __forceinline__ void ${NAME}_mask(float (&s)[8][4], int r0,
     for (int e = 0; e < 2; ++e) {
       const int j = j0 + nt * 8 + 2 * t4 + e;
       if (!${NAME}_SEES(r0, j))
-        s[nt][e] = $NEGINF;
+        s[nt][e] = to;
       if (!${NAME}_SEES(r1, j))
-        s[nt][2 + e] = $NEGINF;
+        s[nt][2 + e] = to;
     }
 }
 // The A fragments of this warp's 16 rows (`rows`: the warp's first,
@@ -357,7 +358,7 @@ $QUERY_TILE$FIRST_KEYS    unsigned qa[$ND][4];
 $KEY_LOOP      float s[8][4];
       ${NAME}_abt<$ND>(s, qa, Kh, $LDT);
       if (!${NAME}_WHOLE(i0, j0))
-        ${NAME}_mask(s, r0, j0, lq_, lk_);
+        ${NAME}_mask(s, r0, j0, lq_, lk_, $NEGINF);
       // The tile's max by fmaxf (one FMNMX where maxNaN takes three): a NaN
       // score still makes its row NaN, through its exponential in the sum.
       float x0 = $NEGINF, x1 = $NEGINF;

@@ -116,16 +116,7 @@ $KEY_LOOP      float s[8][4], dp[8][4];
                          (dp[nt][2 + e] - d1) * $SCALE;
         }
       if (!${NAME}_WHOLE(i0, j0)) // under a causal mask the diagonal only
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int j = j0 + nt * 8 + 2 * t4 + e;
-            if (!${NAME}_SEES(r0, j))
-              s[nt][e] = 0.0f;
-            if (!${NAME}_SEES(r1, j))
-              s[nt][2 + e] = 0.0f;
-          }
+        ${NAME}_mask(s, r0, j0, lq_, lk_, 0.0f);
       ${NAME}_ab<$ND8>(dq, s, Kh, $LDT); // dq += dS K
       stepCpAsyncWait();
       __syncthreads(); // the next tile staged; this one free

@@ -441,8 +441,7 @@ TEST(NNKernels, Bf16AttentionRunsOnTensorCores) {
   EXPECT_TRUE(contains(ks.source, "stepLdm4T(b, p + n * 8);"));
   EXPECT_TRUE(contains(ks.source, "stepLdm4(b, p + kk * 16);"));
   EXPECT_TRUE(contains(ks.source, "if (!k_WHOLE(i0, j0))\n"
-                                  "        k_mask(s, r0, j0, "
-                                  "lq_, lk_);"));
+                                  "        k_mask(s, r0, j0, lq_, lk_, "));
   // Unscaled scores: the scale in each exponent's fmaf.
   EXPECT_TRUE(contains(ks.source, "stepExp2(fmaf(s[nt][e], "));
   EXPECT_FALSE(contains(ks.source, "ld.shared")); // no per-register loads
