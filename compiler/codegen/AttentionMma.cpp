@@ -76,6 +76,7 @@
 #include "compiler/codegen/AttentionKernels.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace step::codegen::detail {
 
@@ -344,7 +345,9 @@ static const char *kKeyLoop =
 
 // The forward. Scores stay unscaled (max and mask); each exponent is one
 // fmaf into the log2 domain (scale * log2(e)), so every exponential is one
-// stepExp2 (MUFU.EX2).
+// stepExp2 (MUFU.EX2). The log-sum-exp is (m * scale log2 e + log2 l) ln 2:
+// m scaled with the same rounding as the exponents' offset, so it matches
+// the sum l exactly.
 static const char *kForward = R"(  $T *Qh = reinterpret_cast<$T *>(base_ + $OQ);
   $T *Kb = reinterpret_cast<$T *>(base_ + $OK); // two buffers each
   $T *Vb = reinterpret_cast<$T *>(base_ + $OV);
@@ -490,12 +493,12 @@ std::optional<KernelSource> emitAttentionMma(const AttentionIO &io,
                        ? "    if (t4 == 0) {\n"
                          "      if (r0 < " +
                              tq + ")\n        " + io.out[1].param + "[b * " +
-                             tq + " + r0] = ok0 ? m0 * " + litF(a.scale) +
-                             " + logf(l0) : 0.0f;\n"
+                             tq + " + r0] = ok0 ? (m0 * " + litF(a.scale * log2e) + " + log2f(l0)) * " +
+                             litF(std::log(2.0)) + " : 0.0f;\n"
                              "      if (r1 < " +
                              tq + ")\n        " + io.out[1].param + "[b * " +
-                             tq + " + r1] = ok1 ? m1 * " + litF(a.scale) +
-                             " + logf(l1) : 0.0f;\n    }\n"
+                             tq + " + r1] = ok1 ? (m1 * " + litF(a.scale * log2e) + " + log2f(l1)) * " +
+                             litF(std::log(2.0)) + " : 0.0f;\n    }\n"
                        : ""},
       {"VALID", validLengths(io, a)}};
   for (auto &v : io.vars())

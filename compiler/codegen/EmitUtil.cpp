@@ -243,10 +243,10 @@ static __device__ __forceinline__ float stepRcp(float x) {
 #endif
 #ifndef STEP_PREFETCH_DEFINED
 #define STEP_PREFETCH_DEFINED
-// The 128-byte line holding p asked into L2 (PTX prefetch.global.L2: no
-// register waits on it, an invalid address is ignored).
+// The 128-byte line holding p asked into L2 (PTX prefetch.L2 on a generic
+// address: no register waits on it). p must lie in an allocation.
 static __device__ __forceinline__ void stepPrefetchL2(const void *p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+  asm volatile("prefetch.L2 [%0];" ::"l"(p));
 }
 #endif
 )";

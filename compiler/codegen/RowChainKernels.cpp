@@ -26,12 +26,12 @@
 // registers; found from a first emission's reads) that every pass
 // reads instead of memory; an input that a later pass reads at the element
 // and the first does not (not cached: the layer-norm gradient's incoming
-// residual gradient, read only by the stores) has its row's 128-byte lines
-// asked into L2 (PTX prefetch.global.L2) right after those loads, so that
-// pass waits on L2 rather than a second DRAM latency after the stages'
-// reductions (no registers; its loads lose the .nc path: NVVM no longer
-// proves them read-only once the asm takes the address, and __ldg instead
-// cost 24 address computations a row and a spill in ptxas). With column
+// residual gradient, read only by the stores) has its rows' 128-byte lines
+// asked into L2 (PTX prefetch.L2) a row ahead, so that pass waits on L2
+// rather than a second DRAM latency after the stages' reductions (no
+// registers; its loads lose the .nc path: NVVM no longer proves them
+// read-only once the asm takes the address, and __ldg instead cost 24
+// address computations a row and a spill in ptxas). With column
 // reductions the grid is at most kChainColumnBlocks blocks
 // (kChainCachedColumnBlocks, with launch bounds for three blocks an SM,
 // when rows are cached); each adds its warps' rows in warp order into row
@@ -207,7 +207,7 @@ struct ChainEmission {
 /// The row_chain kernel of `f`, the inputs numbered in `cached` loaded
 /// into registers once per row (unrolled passes only: arrays indexed by
 /// the unrolled j_ are registers) and read from there by every pass, and
-/// the rows of those in `prefetched` asked into L2 at the row's start.
+/// the rows of those in `prefetched` asked into L2 a row ahead.
 ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
                         const std::string &name,
                         const std::vector<unsigned> &cached,
@@ -284,22 +284,6 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
             decls + "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
             "; ++j_) {\n      const $I kk = $TID + j_ * $NTH;\n" + loads +
             "    }\n";
-  }
-  for (unsigned n : prefetched) { // after the cached loads
-    // Lines l = 0 .. L of the row's bytes from its first, the last one
-    // clamped to its last byte: every 128-byte line it touches, aligned
-    // or not (one line asked twice when aligned).
-    std::string N = std::to_string(n);
-    int64_t bytes = k * elemBytes(elemOf(blk.getArgument(n).getType()));
-    body += "    // in" + N +
-            "'s row, first read by a later pass: its 128-byte lines asked "
-            "into L2\n    // now, so that pass waits on L2, not DRAM\n"
-            "    if (live_) {\n"
-            "      const char *p_ = reinterpret_cast<const char *>(in" +
-            N + " + base);\n      for (int l_ = $TID; l_ <= " +
-            std::to_string((bytes + 127) / 128) +
-            "; l_ += $NTH)\n        stepPrefetchL2(p_ + min(l_ * 128, " +
-            std::to_string(bytes - 1) + "));\n    }\n";
   }
   unsigned r = 0; // accumulators numbered across stages
   for (auto [s, roots] : llvm::enumerate(rc->stages)) {
@@ -403,10 +387,51 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
     colKernel = columnTotals(f, cols, params);
     ks.then.push_back({"_cols", (k + 31) / 32, 256, 0});
   }
+  // The prefetched inputs' rows: a thread's first row before the row
+  // loop, and each next one at the end of the row before it, so a row's
+  // lines are asked a whole row ahead of the pass that reads them. (Asked
+  // at the row's start, ptxas issued the CCTL only once the row's own
+  // loads had come back, just before the reductions: SASS of GPT-2's
+  // kernel.) Lines l = 0 .. L of the row's bytes from its first, the last
+  // one clamped to its last byte: every 128-byte line it touches, aligned
+  // or not (one asked twice when aligned).
+  std::string firstRow = rowMap.perWarp
+                             ? "(long long)blockIdx.x * " +
+                                   std::to_string(kWarpRowsPerBlock) +
+                                   " + (threadIdx.x >> 5)"
+                             : "(long long)blockIdx.x";
+  std::string rowStep = rowMap.perWarp
+                            ? "(long long)gridDim.x * " +
+                                  std::to_string(kWarpRowsPerBlock)
+                            : "(long long)gridDim.x";
+  auto prefetchRows = [&](const std::string &rowExpr,
+                          const std::string &ind) {
+    std::string code;
+    for (unsigned n : prefetched) {
+      std::string N = std::to_string(n);
+      int64_t bytes = k * elemBytes(elemOf(blk.getArgument(n).getType()));
+      code += ind + "if (pr_ < " + std::to_string(m) + ") { // in" + N +
+              "'s row pr_ into L2\n" + ind +
+              "  const char *p_ = reinterpret_cast<const char *>(in" + N +
+              " + pr_ * " + std::to_string(k) + ");\n" + ind +
+              "  for (int l_ = $TID; l_ <= " +
+              std::to_string((bytes + 127) / 128) + "; l_ += $NTH)\n" + ind +
+              "    stepPrefetchL2(p_ + min(l_ * 128, " +
+              std::to_string(bytes - 1) + "));\n" + ind + "}\n";
+    }
+    return code.empty() ? code
+                        : ind + "{\n" + ind + "  const long long pr_ = " +
+                              rowExpr + ";\n" + indent(code, "  ") + ind +
+                              "}\n";
+  };
+  std::string before = prefetchRows(firstRow, "  ");
+  std::string after = prefetchRows("(long long)row + " + rowStep, "    ");
   int minBlocks = threeAnSM ? kChainCachedBlocksPerSM : 0;
   ks.source = prelude(needs) + subst(globals, vars) +
               signature(ks, params, minBlocks) + " {\n" + x.takeHoisted("  ") +
-              shared + subst(colInit + head + body + "  }\n" + colEnd, vars) +
+              shared +
+              subst(colInit + before + head + body + after + "  }\n" + colEnd,
+                    vars) +
               "}\n" + subst(colKernel, vars);
   em.ks = std::move(ks);
   return em;

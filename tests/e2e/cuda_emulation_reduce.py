@@ -219,7 +219,7 @@ def row_chain_case(name, m, k, columns=0, residual=False):
     join the chain as column reductions: the kernel and its `_cols`
     phase. With `residual`, dx also adds an incoming gradient (f32, as
     GPT-2's residual stream): only the stores read it, so the kernel asks
-    its rows into L2 at each row's start (stepPrefetchL2)."""
+    its rows into L2 a row ahead (stepPrefetchL2)."""
     xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
     v, g, s = shape_t([m], "f32"), shape_t([k], "f32"), shape_t([], "f32")
     col_results = "".join(f', {g} {{step.name = "{n}"}}'

@@ -341,14 +341,25 @@ inline void emuNeedAlign16(const void *p, const char *what) {
                "16-byte aligned\n", threadIdx.x, blockIdx.x, what, p);
   std::abort();
 }
-// cp.async copies at once; the wait is then nothing (the kernels still
-// synchronize the block before reading the staged tile).
+// cp.async as the GPU may do it at the latest: each thread's copies wait
+// in its queue until its stepCpAsyncWait (cp.async.wait_all), so a staged
+// tile read before its copier's wait and the barrier after it shows the
+// old bytes. A launch's blocks start with empty queues.
+struct EmuCopy {
+  void *dst;
+  const void *src;
+};
+inline std::vector<EmuCopy> emuCopies[1024];
 inline void stepCpAsync16(void *dst, const void *src) {
   emuNeedAlign16(dst, "cp.async's shared destination");
   emuNeedAlign16(src, "cp.async's global source");
-  std::memcpy(dst, src, 16);
+  emuCopies[threadIdx.x].push_back({dst, src});
 }
-inline void stepCpAsyncWait() {}
+inline void stepCpAsyncWait() {
+  for (const EmuCopy &c : emuCopies[threadIdx.x])
+    std::memcpy(c.dst, c.src, 16);
+  emuCopies[threadIdx.x].clear();
+}
 inline void stepMmaBf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                         unsigned a3, unsigned b0, unsigned b1) {
   emuMma(d, {a0, a1, a2, a3}, {b0, b1}, true);
@@ -423,6 +434,8 @@ void emuLaunchOrder(const std::vector<unsigned> &order, unsigned block,
     // and not in the other, so a missing barrier changes some result.
     const bool down = at % 2 == 1;
     emuFibers.assign(block, EmuFiber{});
+    for (unsigned t = 0; t < block; ++t)
+      emuCopies[t].clear();
     emuWarpArrived.assign((block + 31) / 32, 0);
     emuBlockArrived = 0;
     for (unsigned t = 0; t < block; ++t) {

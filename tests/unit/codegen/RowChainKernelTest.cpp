@@ -331,29 +331,35 @@ std::string lateInputChain(int cols) {
 
 TEST(FusionRowChain, AnInputOnlyALaterPassReadsIsPrefetchedIntoL2) {
   // Rows of 96 (3 elements a lane): x is read by the mean and the stores
-  // (cached in registers); g only by the stores, so its row's 128-byte
+  // (cached in registers); g only by the stores, so its rows' 128-byte
   // lines (384 bytes: lines 0..3, the last clamped to byte 383) are asked
-  // into L2 at the row's start, after x's loads, before stage 0.
+  // into L2 a row ahead: a warp's first row before the row loop, each next
+  // one (the row plus the grid's rows) at the end of the row before.
   std::string t = "tensor<64x96xf32>";
   KernelSource ks = firstKernel(
       fusionFn("%x: " + t + ", %g: " + t, lateInputChain(96), t),
       "chain_late");
   EXPECT_TRUE(contains(ks.source, "    float rc0_[3];\n"));
   EXPECT_FALSE(contains(ks.source, "rc1_"));
-  EXPECT_TRUE(contains(
-      ks.source,
-      "    if (live_) {\n"
-      "      const char *p_ = reinterpret_cast<const char *>(in1 + base);\n"
+  const std::string ask =
+      "if (pr_ < 64) { // in1's row pr_ into L2\n"
+      "      const char *p_ = reinterpret_cast<const char *>(in1 + pr_ * "
+      "96);\n"
       "      for (int l_ = (int)(threadIdx.x & 31); l_ <= 3; l_ += 32)\n"
-      "        stepPrefetchL2(p_ + min(l_ * 128, 383));\n"
-      "    }\n"));
-  EXPECT_EQ(count(ks.source, "stepPrefetchL2(p_"), 1u); // not x's row
-  size_t cache = ks.source.find("rc0_[j_] = ");
-  size_t prefetch = ks.source.find("stepPrefetchL2(p_");
-  size_t stage0 = ks.source.find("// stage 0");
-  ASSERT_NE(cache, std::string::npos);
-  EXPECT_LT(cache, prefetch);
-  EXPECT_LT(prefetch, stage0);
+      "        stepPrefetchL2(p_ + min(l_ * 128, 383));\n";
+  EXPECT_EQ(count(ks.source, "stepPrefetchL2(p_"), 2u); // not x's rows
+  size_t first = ks.source.find(
+      "const long long pr_ = (long long)blockIdx.x * 8 + (threadIdx.x >> "
+      "5);\n    " + ask);
+  size_t loop = ks.source.find("for (int row0_ = ");
+  size_t stores = ks.source.find("in1[off]");
+  size_t next = ks.source.find(
+      "const long long pr_ = (long long)row + (long long)gridDim.x * 8;\n"
+      "      " + ask.substr(0, ask.find('\n')));
+  ASSERT_NE(first, std::string::npos) << ks.source;
+  ASSERT_NE(next, std::string::npos) << ks.source;
+  EXPECT_LT(first, loop);
+  EXPECT_LT(stores, next); // after the pass that reads g, in the loop
   EXPECT_EQ(count(ks.source, "in1[off]"), 1u); // the stores still load g
   expectCompiles(ks);
 
