@@ -22,7 +22,9 @@ reach. Each property is what a test of generated kernels leans on:
 - a thread that returns before a barrier the others wait at aborts the
   program with the emulator's message instead of hanging;
 - an ldmatrix row or a cp.async destination off a 16-byte boundary aborts,
-  where a GPU would fault.
+  where a GPU would fault;
+- a cp.async copy lands only at its thread's stepCpAsyncWait: a read of
+  the destination before it sees the old bytes (a missing wait shows).
 
 Usage: cuda_emulator_selftest.py --cxx CXX
 """
@@ -77,6 +79,27 @@ extern "C" __global__ void misaligned(int *out) {
   unsigned r[4];
   MISALIGNED_LOAD
   out[threadIdx.x] = (int)r[0];
+}
+"""
+
+# Block 0 only: threads 0-7 copy 16 bytes each with cp.async from a global
+# row the block wrote, read the destination before their wait (out[t]) and
+# after it (out[8 + t]).
+LATE_COPY = r"""
+extern "C" __global__ void lateCopy(int *out) {
+  __shared__ __align__(16) int tile[32];
+  if (blockIdx.x != 0)
+    return;
+  const int t = threadIdx.x;
+  tile[t] = -1;
+  out[64 + t] = 100 + t;
+  __syncthreads();
+  if (t < 8) {
+    stepCpAsync16(tile + 4 * t, out + 64 + 4 * t);
+    out[t] = tile[4 * t];
+    stepCpAsyncWait();
+    out[8 + t] = tile[4 * t];
+  }
 }
 """
 
@@ -206,6 +229,14 @@ def main():
                 sys.exit(f"FAIL: {name}: an address off a 16-byte boundary "
                          "did not abort")
         print("ldmatrix and cp.async off a 16-byte boundary abort")
+
+        got = run(args.cxx, tmp, "latecopy", LATE_COPY, "lateCopy", "int", 4,
+                  32)
+        want = [-1.0] * 8 + [100.0 + 4 * t for t in range(8)]
+        if got[:16] != want:
+            sys.exit(f"FAIL: cp.async before and after its wait: got "
+                     f"{got[:16]}, want {want}")
+        print("a cp.async copy lands at its thread's wait")
     print("ok")
 
 
