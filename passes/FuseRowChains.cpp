@@ -41,9 +41,16 @@
 // last member move after it, refused when that keeps values alive longer
 // (read there, dead before the fusion otherwise) of more than kExtendBytes
 // in all, or when the fusion's own inputs would be kept so.
-// Then, per row_chain fusion of the block in program order, column units
-// join it (absorbColumns): the nearest within kWindow ops after it, else
-// before it, that is a bare reduce_* over the leading dims of its operand
+// Then, per row_chain fusion of the block in program order, a loop fusion
+// making one of its inputs joins it (producerLoop: one element per element
+// of its rows, every reader the chain or after it, C7, at most
+// kExtendBytes kept alive longer unless the loop ran just before it; the
+// chain computes the value and yields it: the residual add before a
+// written-out layer norm, step-layer-norm-stats), repeated until none
+// does; then column units join it (absorbColumns): of those within
+// kWindow ops after it, then before it, the one whose operands the chain
+// reads or makes in the most bytes (ties: the first found), that is a
+// bare reduce_* over the leading dims of its operand
 // or a reduction fusion yielding only such, reads one of the chain's
 // inputs (after it: or its results), and with which the body passes C7
 // (its column reductions: one row per reduced element) within
@@ -203,13 +210,16 @@ public:
     for (auto f : block_.getOps<FusionOp>())
       if (f.getKind() == kRowChainFusion)
         chains.push_back(f);
-    for (FusionOp f : chains)
+    for (FusionOp f : chains) {
+      while (Operation *l = producerLoop(f))
+        f = fuseUnits({l, f.getOperation()}, f, kRowChainFusion);
       while (Operation *u = nextColumnUnit(f)) {
         SmallVector<Operation *> members{f.getOperation(), u};
         if (u->isBeforeInBlock(f))
           std::swap(members[0], members[1]);
         f = fuseUnits(members, f, kRowChainFusion);
       }
+    }
   }
 
 private:
@@ -303,8 +313,47 @@ private:
     return bytes;
   }
 
-  /// The nearest op within kWindow after chain `f`, else before it, that
-  /// may join it as column reductions (the merged fusion runs where f
+  /// A loop fusion that makes one of chain `f`'s inputs, one element per
+  /// element of f's rows (a residual add before a layer norm), whose
+  /// results are read only by f and after it, and with which f's body
+  /// passes C7 within kExtendBytes of longer-lived values (any, when the
+  /// loop runs just before f): the merged chain
+  /// computes the value from the loop's inputs in each pass and stores it
+  /// for the later readers, rather than the loop storing it and the chain
+  /// reading it back.
+  Operation *producerLoop(FusionOp f) {
+    std::optional<RowChain> own = analyzeRowChain(f.getBlock(), why_);
+    if (!own)
+      return nullptr;
+    for (Value v : f.getInputs()) {
+      auto l = v.getDefiningOp<FusionOp>();
+      if (!l || l->getBlock() != &block_ || l.getKind() != kLoopFusion)
+        continue;
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || !t.hasStaticShape() ||
+          t.getNumElements() != own->rows * own->cols)
+        continue;
+      bool later = llvm::all_of(l->getUsers(), [&](Operation *user) {
+        Operation *a = block_.findAncestorOpInBlock(*user);
+        return a && (a == f.getOperation() || f->isBeforeInBlock(a));
+      });
+      // Values the loop reads last live on to f: no matter when nothing
+      // runs in between.
+      bool adjacent = l->getNextNode() == f.getOperation();
+      if (!later || !trialChain({l.getOperation(), f.getOperation()}, f) ||
+          (!adjacent &&
+           extendedBytes({l.getOperation(), f.getOperation()}, {}) >
+               kExtendBytes))
+        continue;
+      return l;
+    }
+    return nullptr;
+  }
+
+  /// Of the ops within kWindow after chain `f` and then before it that
+  /// may join it as column reductions, the one that saves the most bytes
+  /// of reads (its operands that f reads or makes; the nearest after f,
+  /// then before, on a tie) (the merged fusion runs where f
   /// ran): a column unit reading one of f's inputs (or, after f, its
   /// results) and with which f's body passes C7 within the column
   /// accumulator budget. One after f must read only values made before f
@@ -317,6 +366,23 @@ private:
       return rc && static_cast<int64_t>(rc->columns.size()) *
                            ((rc->cols + 31) / 32) <=
                        kMaxColumnAccs;
+    };
+    // Of the candidates, the one whose operands the chain reads or makes
+    // in the most bytes (reads saved); the first found on a tie.
+    Operation *best = nullptr;
+    int64_t bestSaved = -1;
+    auto consider = [&](Operation *op) {
+      int64_t saved = 0;
+      llvm::SmallPtrSet<Value, 4> seen;
+      for (Value v : op->getOperands())
+        if (seen.insert(v).second &&
+            (v.getDefiningOp() == f.getOperation() ||
+             llvm::is_contained(f.getInputs(), v)))
+          saved = addBytes(saved, v.getType());
+      if (saved > bestSaved && fits(op)) {
+        best = op;
+        bestSaved = saved;
+      }
     };
     int scanned = 0;
     for (Operation *op = f->getNextNode(); op && scanned < kWindow;
@@ -334,8 +400,8 @@ private:
       int64_t bytes = 0;
       for (Value r : op->getResults())
         bytes = addBytes(bytes, r.getType());
-      if (shares && before && bytes <= kExtendBytes && fits(op))
-        return op;
+      if (shares && before && bytes <= kExtendBytes)
+        consider(op);
     }
     scanned = 0;
     for (Operation *op = f->getPrevNode(); op && scanned < kWindow;
@@ -354,13 +420,14 @@ private:
         Operation *a = block_.findAncestorOpInBlock(*user);
         usedAfter &= a && f->isBeforeInBlock(a);
       }
-      if (shares && usedAfter && bytes <= kExtendBytes && fits(op))
-        return op;
+      if (shares && usedAfter && bytes <= kExtendBytes)
+        consider(op);
     }
-    return nullptr;
+    return best;
   }
 
   Block &block_;
+  std::string why_; ///< analyzeRowChain's reason, unused
   /// Members merged (erased): run()'s list of the block's ops skips them.
   llvm::SmallPtrSet<Operation *, 16> merged_;
 };

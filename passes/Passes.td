@@ -274,6 +274,34 @@ def Offload : Pass<"step-offload", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def LayerNormStats : Pass<"step-layer-norm-stats", "::mlir::ModuleOp"> {
+  let summary = "Hands each layer norm's mean and rstd to its gradient";
+  let description = [{
+    On the inlined training step, writes every `step.layer_norm` whose
+    gradient recomputes its statistics (a `step.reduce_mean` of its operand
+    over the normalized dims) as the primitive ops the VJP rule builds them
+    with, then runs CSE: the gradient reads the forward's row mean and
+    rsqrt(var + eps) instead of two more dependent row reductions, as
+    PyTorch's native_layer_norm saves them for its backward.
+
+    ```mlir
+    %y = step.layer_norm %x, %w, %b eps = 1.0e-05 : ...
+    %m = step.reduce_mean %x dims = [1] : ...   // the gradient's
+    // becomes
+    %m = step.reduce_mean %x dims = [1] : ...   // read by both
+    %c = step.sub %x, %mb ...
+    ...
+    %y = step.add %s, %bb ...
+    ```
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"train_step\"",
+           "the training step to rewrite">,
+  ];
+  let dependentDialects = ["::mlir::step::StepDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def AttentionStats : Pass<"step-attention-stats", "::mlir::ModuleOp"> {
   let summary = "Saves each attention's log-sum-exp for its gradient";
   let description = [{

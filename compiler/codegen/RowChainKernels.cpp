@@ -19,6 +19,9 @@
 //    ..., the same every row; no bank conflicts, no registers held across
 //    the rows: GPT-2's layer-norm gradient took 87 registers with them in
 //    registers, two blocks an SM).
+// An input of one value a row that the body reads only through broadcasts
+// across the row (a layer norm's saved mean and rstd) is loaded once a row
+// into a uniform local, not at every element.
 // A lane with at most kChainUnrollMax elements of its row runs each pass
 // unrolled, its loads in flight together; then the inputs that two or
 // more passes read at the element are loaded once a row into per-lane
@@ -284,6 +287,36 @@ ChainEmission emitChain(ops::FusionOp f, const ops::RowChain *rc,
             decls + "#pragma unroll\n    for (int j_ = 0; j_ < " + nj +
             "; ++j_) {\n      const $I kk = $TID + j_ * $NTH;\n" + loads +
             "    }\n";
+  }
+  // Inputs of one value a row (a saved mean or rstd), read through a
+  // broadcast across the row: loaded once a row, not at every element.
+  for (auto [n, a] : llvm::enumerate(blk.getArguments())) {
+    auto at = mlir::dyn_cast<mlir::RankedTensorType>(a.getType());
+    if (!at || !at.hasStaticShape() || at.getNumElements() != m ||
+        at.getRank() > rc->lead || a.use_empty())
+      continue;
+    bool perRow = llvm::all_of(a.getUsers(), [&](mlir::Operation *u) {
+      auto bc = mlir::dyn_cast<ops::BroadcastInDimOp>(u);
+      if (!bc || bc.getType().getRank() != static_cast<int64_t>(
+                                               rc->domain.size()))
+        return false;
+      // a's dims onto the result's leading (row) dims, in order, the
+      // result's row dims those of the chain
+      llvm::ArrayRef<int64_t> dims = bc.getBroadcastDimensions();
+      for (auto [i, d] : llvm::enumerate(dims))
+        if (d != static_cast<int64_t>(i) + rc->lead - at.getRank())
+          return false;
+      return bc.getType().getShape() == llvm::ArrayRef<int64_t>(rc->domain);
+    });
+    if (!perRow)
+      continue;
+    needs.add(elemOf(a.getType()));
+    std::string P = "pr" + std::to_string(n) + "_";
+    body += "    const " + FusionExpr::localType(a) + " " + P + " = " +
+            FusionExpr::toLocal(a, "in" + std::to_string(n) + "[o]") +
+            "; // a row's value\n";
+    for (mlir::Operation *u : a.getUsers())
+      x.bindUniform(u->getResult(0), P);
   }
   unsigned r = 0; // accumulators numbered across stages
   for (auto [s, roots] : llvm::enumerate(rc->stages)) {

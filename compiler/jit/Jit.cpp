@@ -51,6 +51,7 @@ std::string optionsText(const TrainOptions &t, bool kernels) {
   s += ";clip=" + opt(t.clipNorm) + ";accum=" + std::to_string(t.gradAccum) +
        ";fuse=" + std::to_string(t.fuse) +
        ";astats=" + std::to_string(t.attentionStats) +
+       ";lnstats=" + std::to_string(t.layerNormStats) +
        ";kernels=" + std::to_string(kernels) +
        ";guard=" + std::to_string(t.guardFinite);
   s += ";amp=" + t.amp.dtype + "," + t.amp.lossScale + "," +

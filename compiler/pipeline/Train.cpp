@@ -243,6 +243,9 @@ static LogicalResult runTrainPasses(ModuleOp module,
   // CSE made their operands the same values.
   if (options.attentionStats)
     cleanup.addPass(ops::createAttentionStats());
+  // Layer norm's mean and rstd likewise (the pass runs CSE itself).
+  if (options.layerNormStats)
+    cleanup.addPass(ops::createLayerNormStats());
   // Last: canonicalization would fold the broadcasts back into splats.
   cleanup.addPass(ops::createSplatBroadcast());
   if (report)

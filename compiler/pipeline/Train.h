@@ -174,6 +174,10 @@ struct TrainOptions {
   /// for its gradient (docs/training.md). Off: the gradient recomputes the
   /// statistics (stepc --no-attention-stats, for A/B timing).
   bool attentionStats = true;
+  /// step-layer-norm-stats: a layer norm's gradient reads the forward's
+  /// mean and rstd (stepc --no-layer-norm-stats recomputes them, for A/B
+  /// timing).
+  bool layerNormStats = true;
   /// Mark every attention_grad `step.saved_ds`: its CUDA kernels store dS
   /// once (the dk/dv launch) for a dq launch instead of computing the
   /// scores twice (stepc --attention-saved-ds; docs/codegen.md). Off by

@@ -37,6 +37,19 @@ VJPRule lookupVJPRule(Operation *op);
 /// values that carry gradients).
 bool isDifferentiableType(Type t);
 
+/// Layer norm's statistics of `x` over its trailing `normRank` dims, built
+/// as step.layer_norm's VJP rule recomputes them: `x` cast to f32, its row
+/// mean (reduce_mean, no keepdim), `centered = x - mean`, the biased
+/// variance by a second pass, `rowRstd = rsqrt(var + eps)` per row, `rstd`
+/// broadcast back and `xhat = centered * rstd`. step-layer-norm-stats
+/// builds the forward from the same ops, so CSE makes the gradient read
+/// the forward's statistics. Needs a static-shaped `x`.
+struct LayerNormStatsValues {
+  Value x, mean, centered, rowRstd, rstd, xhat;
+};
+LayerNormStatsValues buildLayerNormStats(OpBuilder &b, Location loc, Value x,
+                                         int64_t normRank, double eps);
+
 namespace vjp {
 /// Each family file adds its rules, keyed by op name ("step.add").
 void registerElementwiseRules(llvm::StringMap<VJPRule> &rules);

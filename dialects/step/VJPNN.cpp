@@ -137,17 +137,10 @@ FailureOr<Grads> layerNormVJP(OpBuilder &b, Operation *op, Value grad,
   if (!needed[0] && !needed[1])
     return grads;
 
-  Value x = asF32(b, loc, ln.getOperand());
-  Value centered = b.create<SubOp>(
-      loc, x, reduceBroadcast<ReduceMeanOp>(b, loc, x, normDims));
-  Value var = b.create<ReduceMeanOp>(
-      loc, b.create<MulOp>(loc, centered, centered),
-      b.getDenseI64ArrayAttr(normDims), /*keepdim=*/false);
-  Value eps = splatLike(b, loc, var, ln.getEpsilon().convertToDouble());
-  Value rstd = broadcastBack(
-      b, loc, b.create<RsqrtOp>(loc, b.create<AddOp>(loc, var, eps)),
-      cast<RankedTensorType>(x.getType()), normDims, /*keepdim=*/false);
-  Value xhat = b.create<MulOp>(loc, centered, rstd);
+  LayerNormStatsValues st = buildLayerNormStats(
+      b, loc, ln.getOperand(), wType.getRank(),
+      ln.getEpsilon().convertToDouble());
+  Value x = st.x, rstd = st.rstd, xhat = st.xhat;
 
   if (needed[1])
     grads[1] =
@@ -257,3 +250,30 @@ void registerNNRules(llvm::StringMap<VJPRule> &rules) {
 }
 
 } // namespace mlir::step::vjp
+
+namespace mlir::step {
+
+LayerNormStatsValues buildLayerNormStats(OpBuilder &b, Location loc, Value x,
+                                         int64_t normRank, double eps) {
+  using namespace vjp;
+  LayerNormStatsValues st;
+  st.x = castTo(b, loc, x, b.getF32Type());
+  auto type = cast<RankedTensorType>(st.x.getType());
+  SmallVector<int64_t> normDims;
+  for (int64_t d = type.getRank() - normRank; d < type.getRank(); ++d)
+    normDims.push_back(d);
+  st.mean = b.create<ReduceMeanOp>(loc, st.x, b.getDenseI64ArrayAttr(normDims),
+                                   /*keepdim=*/false);
+  st.centered = b.create<SubOp>(
+      loc, st.x, broadcastBack(b, loc, st.mean, type, normDims, false));
+  Value var = b.create<ReduceMeanOp>(
+      loc, b.create<MulOp>(loc, st.centered, st.centered),
+      b.getDenseI64ArrayAttr(normDims), /*keepdim=*/false);
+  st.rowRstd = b.create<RsqrtOp>(
+      loc, b.create<AddOp>(loc, var, splatLike(b, loc, var, eps)));
+  st.rstd = broadcastBack(b, loc, st.rowRstd, type, normDims, false);
+  st.xhat = b.create<MulOp>(loc, st.centered, st.rstd);
+  return st;
+}
+
+} // namespace mlir::step

@@ -209,6 +209,59 @@ def row_stats_case(name, m, k, dt):
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
+def ln_grad_tail(xt, dyt, v, g, columns, residual):
+    """What row_chain_case and row_chain_saved_stats_case share: the extra
+    results and argument, and the ops from xhat (%xh) and rstd's broadcast
+    (%rb) on: dy * gamma, its means, dx (plus the residual gradient), dx
+    in bf16 and the column sums."""
+    col_results = "".join(f', {g} {{step.name = "{n}"}}'
+                          for n in ["db", "dw"][:columns])
+    col_ops = "".join([f"""
+    %db = step.reduce_sum %c dims = [0] : {xt} -> {g}""", f"""
+    %cx = step.mul %c, %xh : {xt}
+    %dw = step.reduce_sum %cx dims = [0] : {xt} -> {g}"""][:columns])
+    col_ret = ("".join([", %db", ", %dw"][:columns]), f", {g}" * columns)
+    res_arg = (f', %res: {xt} {{step.kind = "input", step.name = "res"}}'
+               if residual else "")
+    dx_op = (f"""%dx0 = step.mul %rb, %w : {xt}
+    %dx = step.add %dx0, %res : {xt}""" if residual else
+             f"%dx = step.mul %rb, %w : {xt}")
+    ops = f"""    %c = step.cast %dy : {dyt} -> {xt}
+    %gb = step.broadcast_in_dim %gamma, dims = [1] : {g} -> {xt}
+    %d = step.mul %c, %gb : {xt}
+    %a = step.reduce_mean %d dims = [1] : {xt} -> {v}
+    %p = step.mul %d, %xh : {xt}
+    %b = step.reduce_mean %p dims = [1] : {xt} -> {v}
+    %ab = step.broadcast_in_dim %a, dims = [0] : {v} -> {xt}
+    %bb = step.broadcast_in_dim %b, dims = [0] : {v} -> {xt}
+    %t = step.mul %xh, %bb : {xt}
+    %u = step.sub %d, %ab : {xt}
+    %w = step.sub %u, %t : {xt}
+    {dx_op}
+    %dxb = step.cast %dx : {xt} -> {dyt}{col_ops}
+"""
+    return col_results, col_ret, res_arg, ops
+
+
+def ln_grad_ref(xh, rstd, dy, gamma, columns, res):
+    """dx (plus `res` when not None) and its magnitude bound, then the
+    column sums' wants and magnitudes, from xhat and rstd."""
+    d = dy * gamma[None, :]
+    a = d.mean(1, keepdims=True)
+    b = (d * xh).mean(1, keepdims=True)
+    dx = rstd[:, None] * (d - a - xh * b)
+    # Magnitudes: each term's size, and the statistics' errors carried
+    # through (|xh| * k terms of |d xh|).
+    mag = np.abs(rstd[:, None]) * (np.abs(d) + np.abs(a) + np.abs(xh) *
+                                   (np.abs(d * xh).mean(1, keepdims=True) +
+                                    1))
+    if res is not None:
+        dx, mag = dx + res, mag + np.abs(res)
+    cols = [dy.sum(0), (dy * xh).sum(0)][:columns]
+    col_mags = [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)][:columns]
+    return dx, mag, cols, col_mags
+
+
 def row_chain_case(name, m, k, columns=0, residual=False):
     """Layer norm's backward written out, as step-autodiff builds it under
     bf16 AMP: the mean of x, the variance of x - mean, the means of
@@ -222,19 +275,8 @@ def row_chain_case(name, m, k, columns=0, residual=False):
     its rows into L2 a row ahead (stepPrefetchL2)."""
     xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
     v, g, s = shape_t([m], "f32"), shape_t([k], "f32"), shape_t([], "f32")
-    col_results = "".join(f', {g} {{step.name = "{n}"}}'
-                          for n in ["db", "dw"][:columns])
-    col_ops = [f"""
-    %db = step.reduce_sum %c dims = [0] : {xt} -> {g}""", f"""
-    %cx = step.mul %c, %xh : {xt}
-    %dw = step.reduce_sum %cx dims = [0] : {xt} -> {g}"""][:columns]
-    col_ops = "".join(col_ops)
-    col_ret = ("".join([", %db", ", %dw"][:columns]), f", {g}" * columns)
-    res_arg = (f', %res: {xt} {{step.kind = "input", step.name = "res"}}'
-               if residual else "")
-    dx_op = (f"""%dx0 = step.mul %rb, %w : {xt}
-    %dx = step.add %dx0, %res : {xt}""" if residual else
-             f"%dx = step.mul %rb, %w : {xt}")
+    col_results, col_ret, res_arg, tail = ln_grad_tail(xt, dyt, v, g,
+                                                       columns, residual)
     mlir = f"""module {{
   func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %eps: {s} {{step.kind = "input", step.name = "eps"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}{res_arg}) -> ({v} {{step.name = "rstd"}}, {xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
     %mean = step.reduce_mean %x dims = [1] : {xt} -> {v}
@@ -247,20 +289,7 @@ def row_chain_case(name, m, k, columns=0, residual=False):
     %rstd = step.rsqrt %ve : {v}
     %rb = step.broadcast_in_dim %rstd, dims = [0] : {v} -> {xt}
     %xh = step.mul %xc, %rb : {xt}
-    %c = step.cast %dy : {dyt} -> {xt}
-    %gb = step.broadcast_in_dim %gamma, dims = [1] : {g} -> {xt}
-    %d = step.mul %c, %gb : {xt}
-    %a = step.reduce_mean %d dims = [1] : {xt} -> {v}
-    %p = step.mul %d, %xh : {xt}
-    %b = step.reduce_mean %p dims = [1] : {xt} -> {v}
-    %ab = step.broadcast_in_dim %a, dims = [0] : {v} -> {xt}
-    %bb = step.broadcast_in_dim %b, dims = [0] : {v} -> {xt}
-    %t = step.mul %xh, %bb : {xt}
-    %u = step.sub %d, %ab : {xt}
-    %w = step.sub %u, %t : {xt}
-    {dx_op}
-    %dxb = step.cast %dx : {xt} -> {dyt}{col_ops}
-    return %rstd, %dx, %dxb{col_ret[0]} : {v}, {xt}, {dyt}{col_ret[1]}
+{tail}    return %rstd, %dx, %dxb{col_ret[0]} : {v}, {xt}, {dyt}{col_ret[1]}
   }}
 }}
 """
@@ -270,20 +299,10 @@ def row_chain_case(name, m, k, columns=0, residual=False):
         xc = x - x.mean(1, keepdims=True)
         rstd = 1.0 / np.sqrt((xc * xc).mean(1) + eps)
         xh = xc * rstd[:, None]
-        d = dy * gamma[None, :]
-        a = d.mean(1, keepdims=True)
-        b = (d * xh).mean(1, keepdims=True)
-        dx = rstd[:, None] * (d - a - xh * b)
-        # Magnitudes: each term's size, and the statistics' errors carried
-        # through (|xh| * k terms of |d xh|).
-        mag = rstd[:, None] * (np.abs(d) + np.abs(a) + np.abs(xh) *
-                               (np.abs(d * xh).mean(1, keepdims=True) + 1))
-        if residual:
-            res = ins[order.index(4)]
-            dx, mag = dx + res, mag + np.abs(res)
-        wants, mags = [rstd, dx, dx], [rstd, mag, mag]
-        wants += [dy.sum(0), (dy * xh).sum(0)][:columns]
-        mags += [np.abs(dy).sum(0), np.abs(dy * xh).sum(0)][:columns]
+        res = ins[order.index(4)] if residual else None
+        dx, mag, cols, col_mags = ln_grad_ref(xh, rstd, dy, gamma, columns,
+                                              res)
+        wants, mags = [rstd, dx, dx] + cols, [rstd, mag, mag] + col_mags
         return [wants[j] for j in outs], [mags[j] for j in outs]
     # The fusion's inputs and results: its members' in turn. The sum of dy
     # alone reads only an input, so step-fuse puts it before the chain, and
@@ -300,6 +319,51 @@ def row_chain_case(name, m, k, columns=0, residual=False):
                 inputs=[inputs[j] for j in order],
                 outputs=[outputs[j] for j in outs],
                 ref=ref, fuse=True, positive=[order.index(1)])
+
+
+def row_chain_saved_stats_case(name, m, k, columns=0, residual=False):
+    """Layer norm's backward once step-layer-norm-stats hands it the
+    forward's mean and rstd (inputs of one value a row): xhat from them,
+    the means of dy * gamma and of its product with xhat (one stage), then
+    dx; the kernel loads a row's mean and rstd once (`// a row's value`),
+    not at every element. `columns` and `residual` as row_chain_case."""
+    xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
+    v, g = shape_t([m], "f32"), shape_t([k], "f32")
+    col_results, col_ret, res_arg, tail = ln_grad_tail(xt, dyt, v, g,
+                                                       columns, residual)
+    mlir = f"""module {{
+  func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %mean: {v} {{step.kind = "input", step.name = "mean"}}, %rstd: {v} {{step.kind = "input", step.name = "rstd"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}{res_arg}) -> ({xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
+    %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
+    %xc = step.sub %x, %mb : {xt}
+    %rb = step.broadcast_in_dim %rstd, dims = [0] : {v} -> {xt}
+    %xh = step.mul %xc, %rb : {xt}
+{tail}    return %dx, %dxb{col_ret[0]} : {xt}, {dyt}{col_ret[1]}
+  }}
+}}
+"""
+
+    def ref(ins):
+        x, mean, rstd, dy, gamma = [ins[order.index(j)] for j in range(5)]
+        xh = (x - mean[:, None]) * rstd[:, None]
+        res = ins[order.index(5)] if residual else None
+        dx, mag, cols, col_mags = ln_grad_ref(xh, rstd, dy, gamma, columns,
+                                              res)
+        wants, mags = [dx, dx] + cols, [mag, mag] + col_mags
+        return [wants[j] for j in outs], [mags[j] for j in outs]
+    inputs = [([m, k], "f32"), ([m], "f32"), ([m], "f32"), ([m, k], "bf16"),
+              ([k], "f32")] + ([([m, k], "f32")] if residual else [])
+    # The fusion's inputs and results in the order step-fuse makes them:
+    # with the column sums first (they join from before the chain), dy,
+    # the statistics and x, then gamma; without, gamma first.
+    order = [3, 2, 1, 0, 4] if columns else [4, 3, 2, 1, 0]
+    if residual:
+        order.append(5)
+    outs = [2, 3, 0, 1] if columns == 2 else list(range(2 + columns))
+    outputs = ["f32", "bf16"] + ["f32"] * columns
+    return dict(name=name, mlir=mlir, source_has=["// a row's value"],
+                inputs=[inputs[j] for j in order],
+                outputs=[outputs[j] for j in outs],
+                ref=ref, fuse=True)  # rstd of either sign: the formula
 
 
 def loop_reduction_case(name, k, m, dims):
@@ -516,6 +580,12 @@ def cases():
     out.append(row_chain_case("row_chain_cols_2100x40", 2100, 40, 2))
     out.append(row_chain_case("row_chain_residual_cols_300x768", 300, 768, 2,
                               residual=True))
+    # The same after step-layer-norm-stats: mean and rstd are inputs.
+    out.append(row_chain_saved_stats_case("row_chain_stats_77x768", 77, 768))
+    out.append(row_chain_saved_stats_case("row_chain_stats_cols_300x768",
+                                          300, 768, 2, residual=True))
+    out.append(row_chain_saved_stats_case("row_chain_stats_cols_2100x40",
+                                          2100, 40, 2))
     # step-fuse-loop-reductions: the loop's result stored by the split
     # column kernel (35 chunks), the one-pass column kernel and a row one.
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))

@@ -9,7 +9,8 @@
 //         [--offload=none|auto|all[,link=B/s,...]] [--offload-optimizer]
 //         [--shard=dp|zero1|zero2|zero3|tp:T[,bucket=BYTES][,prefetch=0|1]
 //          --world-size=N]
-//         [--guard-finite] [--no-attention-stats] [--no-donate]
+//         [--guard-finite] [--no-attention-stats] [--no-layer-norm-stats]
+//         [--no-donate]
 //         [--gelu-epilogues] [--bgrad-epilogues] [--attention-saved-ds]
 //         [--attention-atomic-dq]
 //
@@ -70,7 +71,8 @@ struct Options {
   double clip = 0;
   int64_t gradAccum = 1;
   std::string arch = "sm_80,sm_90";
-  bool noKernels = false, noFuse = false, noAttentionStats = false;
+  bool noKernels = false, noFuse = false, noAttentionStats = false,
+       noLayerNormStats = false;
   bool noDonate = false, geluEpilogues = false, attentionSavedDs = false;
   bool bgradEpilogues = false, attentionAtomicDq = false;
   std::string amp, ampKeepF32, lossScale = "auto";
@@ -144,6 +146,7 @@ nlohmann::json reportJson(const Options &o,
           {"fuse", !o.noFuse},
           {"amp", o.amp},
           {"attention_stats", !o.noAttentionStats},
+          {"layer_norm_stats", !o.noLayerNormStats},
           {"donate", !o.noDonate},
           {"gelu_epilogues", o.geluEpilogues},
           {"bgrad_epilogues", o.bgradEpilogues},
@@ -333,6 +336,9 @@ int main(int argc, char **argv) {
   app.add_flag("--no-attention-stats", o.noAttentionStats,
                "skip step-attention-stats: attention's gradient recomputes "
                "its row statistics (docs/training.md; for A/B timing)");
+  app.add_flag("--no-layer-norm-stats", o.noLayerNormStats,
+               "skip step-layer-norm-stats: layer norm's gradient recomputes "
+               "the row mean and rstd (docs/training.md; for A/B timing)");
   app.add_flag("--no-donate", o.noDonate,
                "plan the updated params and state apart from their buffers "
                "(copied there after each step) instead of in place "
@@ -411,6 +417,7 @@ int main(int argc, char **argv) {
   train.attentionSavedDs = o.attentionSavedDs;
   train.attentionAtomicDq = o.attentionAtomicDq;
   train.attentionStats = !o.noAttentionStats;
+  train.layerNormStats = !o.noLayerNormStats;
   train.guardFinite = o.guardFinite;
   train.offloadOptimizer = o.offloadOptimizer;
 

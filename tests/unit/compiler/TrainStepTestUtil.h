@@ -283,6 +283,37 @@ expectSameUpdates(FuncOp f, const Model &model, const std::string &what,
   }
 }
 
+/// max over elements |a - b| / max |b - base|: how far `a`'s update from
+/// `base` is from `b`'s.
+inline double updateErr(const rt::HostTensor &a, const rt::HostTensor &b,
+                        const rt::HostTensor &base) {
+  double worst = 0.0, scale = 0.0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    worst = std::max(worst, std::abs(a.getAsDouble(i) - b.getAsDouble(i)));
+    scale = std::max(scale, std::abs(b.getAsDouble(i) - base.getAsDouble(i)));
+  }
+  return worst / std::max(scale, 1e-30);
+}
+
+/// Expects every updated param among `got` (results of `f` named after its
+/// arguments, from `args`) within `tol` of its largest update from `want`'s
+/// (updateErr); returns how many params it compared.
+inline int64_t expectUpdatesClose(FuncOp f,
+                                  const std::vector<rt::HostTensor> &args,
+                                  const std::vector<rt::HostTensor> &got,
+                                  const std::vector<rt::HostTensor> &want,
+                                  double tol) {
+  std::vector<std::string> names = resultNames(f);
+  int64_t compared = 0;
+  for (size_t r = 1; r < got.size() && r < want.size(); ++r)
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (argumentName(f, i) == names[r]) {
+        EXPECT_LE(updateErr(got[r], want[r], args[i]), tol) << names[r];
+        ++compared;
+      }
+  return compared;
+}
+
 /// The interpreter on `f`, and the CPU backend on `a`, as StepRunners.
 inline StepRunner interpreterOf(FuncOp f) {
   return [f](const std::vector<rt::HostTensor> &args) {

@@ -273,3 +273,47 @@ func.func @columns_before(%x: tensor<256x64xf32>, %x3: tensor<2x128x64xf32>) -> 
   }
   return %early, %s, %y, %b3, %y3 : tensor<64xf32>, tensor<64xf32>, tensor<256x64xf32>, tensor<128x64xf32>, tensor<2x128x64xf32>
 }
+
+// -----
+
+// A loop making the chain's input (a residual add before a layer norm's
+// mean) joins the chain, which computes the sum from the loop's inputs and
+// yields it for the later readers; then, of the two column units that
+// fit one at a time (32 accumulators a lane each, a budget of 48), the one
+// before the chain that reads two of its new inputs (2 MiB of reads
+// saved) joins rather than the nearer one after it that reads its result
+// (1 MiB).
+// CHECK-LABEL: func.func @producer
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<256x1024xf32>, %[[B:[^:]+]]: tensor<256x1024xf32>)
+// CHECK-NEXT: %[[C:.+]]:3 = step.fusion "row_chain"(%[[A]], %[[B]])
+// CHECK-NEXT: ^bb0(%[[P:[^:]+]]: tensor<256x1024xf32>, %[[Q:[^:]+]]: tensor<256x1024xf32>):
+// CHECK-NEXT: %[[AB:.+]] = step.mul %[[P]], %[[Q]]
+// CHECK-NEXT: %[[SAB:.+]] = step.reduce_sum %[[AB]] dims = [0]
+// CHECK-NEXT: %[[R:.+]] = step.add %[[P]], %[[Q]]
+// CHECK-NEXT: %[[M:.+]] = step.reduce_mean %[[R]] dims = [1]
+// CHECK: %[[Y:.+]] = step.sub %[[R]], %{{.+}}
+// CHECK-NEXT: step.yield %[[SAB]], %[[R]], %[[Y]]
+// CHECK: %[[SY:.+]] = step.reduce_sum %[[C]]#2 dims = [0]
+// CHECK-NEXT: return %[[C]]#1, %[[C]]#2, %[[C]]#0, %[[SY]]
+func.func @producer(%a: tensor<256x1024xf32>, %b: tensor<256x1024xf32>) -> (tensor<256x1024xf32>, tensor<256x1024xf32>, tensor<1024xf32>, tensor<1024xf32>) {
+  %r = step.fusion "loop"(%a, %b) : (tensor<256x1024xf32>, tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  ^bb0(%p: tensor<256x1024xf32>, %q: tensor<256x1024xf32>):
+    %0 = step.add %p, %q : tensor<256x1024xf32>
+    step.yield %0 : tensor<256x1024xf32>
+  }
+  %ab = step.fusion "reduction"(%a, %b) : (tensor<256x1024xf32>, tensor<256x1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%p: tensor<256x1024xf32>, %q: tensor<256x1024xf32>):
+    %0 = step.mul %p, %q : tensor<256x1024xf32>
+    %1 = step.reduce_sum %0 dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+    step.yield %1 : tensor<1024xf32>
+  }
+  %m = step.reduce_mean %r dims = [1] : tensor<256x1024xf32> -> tensor<256xf32>
+  %y = step.fusion "loop"(%r, %m) : (tensor<256x1024xf32>, tensor<256xf32>) -> tensor<256x1024xf32> {
+  ^bb0(%p: tensor<256x1024xf32>, %q: tensor<256xf32>):
+    %0 = step.broadcast_in_dim %q, dims = [0] : tensor<256xf32> -> tensor<256x1024xf32>
+    %1 = step.sub %p, %0 : tensor<256x1024xf32>
+    step.yield %1 : tensor<256x1024xf32>
+  }
+  %sy = step.reduce_sum %y dims = [0] : tensor<256x1024xf32> -> tensor<1024xf32>
+  return %r, %y, %ab, %sy : tensor<256x1024xf32>, tensor<256x1024xf32>, tensor<1024xf32>, tensor<1024xf32>
+}
