@@ -266,6 +266,15 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
           if (forward.contains(d) && !shared(d))
             todo.push_back(d);
     }
+    // The copies read the shared ops (mean, rstd) where `first` is: all
+    // must come before it (an op of the model itself reading the centred x
+    // early may not), else the gradient keeps reading the forward's values.
+    for (Operation *op : needed)
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (forward.contains(def) && !needed.contains(def) &&
+              !def->isBeforeInBlock(first))
+            return;
     for (Operation *op : made) {
       if (!needed.contains(op))
         continue;

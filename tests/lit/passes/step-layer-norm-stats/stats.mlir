@@ -118,3 +118,38 @@ func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32
   %m = step.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %s, %m : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The model itself centres x before the layer norm (CSE keeps its ops as
+// the forward's): the gradient's copies would read rstd before it is made,
+// so the gradient keeps reading the forward's xhat; the IR stays valid.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[M:.+]] = step.reduce_mean %arg0 dims = [1]
+// CHECK: %[[C:.+]] = step.sub %arg0, %{{.+}}
+// CHECK: %[[E:.+]] = step.neg %[[C]]
+// CHECK: %[[R:.+]] = step.rsqrt
+// CHECK: %[[RB:.+]] = step.broadcast_in_dim %[[R]]
+// CHECK: %[[XH:.+]] = step.mul %[[C]], %[[RB]]
+// CHECK-NOT: step.sub %arg0
+// CHECK: step.mul %arg1, %[[XH]]
+func.func @train_step(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>, %w: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m0 = step.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %mb0 = step.broadcast_in_dim %m0, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %c0 = step.sub %x, %mb0 : tensor<4x8xf32>
+  %early = step.neg %c0 : tensor<4x8xf32>
+  %y = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %m = step.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %mb = step.broadcast_in_dim %m, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %c = step.sub %x, %mb : tensor<4x8xf32>
+  %cc = step.mul %c, %c : tensor<4x8xf32>
+  %v = step.reduce_mean %cc dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %e = step.constant dense<1.0e-05> : tensor<4xf32>
+  %ve = step.add %v, %e : tensor<4xf32>
+  %r = step.rsqrt %ve : tensor<4xf32>
+  %rb = step.broadcast_in_dim %r, dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %xh = step.mul %c, %rb : tensor<4x8xf32>
+  %gx = step.mul %g, %xh : tensor<4x8xf32>
+  return %y, %gx, %early : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
