@@ -116,27 +116,35 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
     SmallVector<LayerNormOp> forwards;
     std::vector<Decomposition> decompositions;
     f.walk([&](LayerNormOp ln) {
-      if (cast<RankedTensorType>(ln.getOperand().getType()).hasStaticShape() &&
+      // An unread layer norm stays: CSE would erase its written-out y.
+      if (!ln.getResult().use_empty() &&
+          cast<RankedTensorType>(ln.getOperand().getType()).hasStaticShape() &&
           statisticsRecomputed(ln))
         forwards.push_back(ln);
     });
     if (forwards.empty())
       return;
-    // A layer norm equal to an earlier one (operands, eps, attributes)
-    // takes its result: CSE would otherwise erase the second y.
-    std::map<std::tuple<void *, void *, void *, const void *>, Value> made;
+    // A layer norm equal to an earlier one of its block (operands and
+    // eps; hints aside, which the written-out ops get only after CSE) takes
+    // its result and adds its hints to the earlier one's: CSE would
+    // otherwise erase the second y.
+    std::map<std::tuple<void *, void *, void *, double>, size_t> made;
     for (LayerNormOp ln : forwards) {
-      auto key = std::make_tuple(
-          ln.getOperand().getAsOpaquePointer(),
-          ln.getWeight().getAsOpaquePointer(),
-          ln.getBias().getAsOpaquePointer(),
-          ln->getAttrDictionary().getAsOpaquePointer());
-      if (auto it = made.find(key);
-          it != made.end() &&
-          it->second.getDefiningOp()->getBlock() == ln->getBlock()) {
-        ln.getResult().replaceAllUsesWith(it->second);
-        ln->erase();
-        continue;
+      auto key = std::make_tuple(ln.getOperand().getAsOpaquePointer(),
+                                 ln.getWeight().getAsOpaquePointer(),
+                                 ln.getBias().getAsOpaquePointer(),
+                                 ln.getEpsilon().convertToDouble());
+      if (auto it = made.find(key); it != made.end()) {
+        Decomposition &first = decompositions[it->second];
+        if (first.y.getDefiningOp()->getBlock() == ln->getBlock()) {
+          NamedAttrList hints(first.hints);
+          for (NamedAttribute a : ln->getDiscardableAttrs())
+            hints.set(a.getName(), a.getValue());
+          first.hints = hints.getDictionary(&getContext());
+          ln.getResult().replaceAllUsesWith(first.y);
+          ln->erase();
+          continue;
+        }
       }
       OpBuilder b(ln);
       Location loc = ln.getLoc();
@@ -167,7 +175,7 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
           {y,
            {ln.getOperand(), ln.getWeight(), ln.getBias()},
            ln->getDiscardableAttrDictionary()});
-      made[key] = y;
+      made[key] = decompositions.size() - 1;
       ln.getResult().replaceAllUsesWith(y);
       ln->erase();
     }
@@ -214,9 +222,9 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
     // Once the copies are made (a copy takes its original's attributes):
     // the hints on the forward's ops, as on the layer norm they replace.
     auto hint = llvm::make_scope_exit([&] {
-      if (!d.hints.empty())
-        for (Operation *op : forward)
-          op->setDiscardableAttrs(d.hints);
+      for (Operation *op : forward) // adds to what an op has (a model op
+        for (NamedAttribute a : d.hints) // CSE kept may have its own)
+          op->setAttr(a.getName(), a.getValue());
     });
     SmallVector<Operation *> made(forward.begin(), forward.end());
     llvm::sort(made, [](Operation *a, Operation *b) {
@@ -272,7 +280,7 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
     for (Operation *op : needed)
       for (Value v : op->getOperands())
         if (Operation *def = v.getDefiningOp())
-          if (forward.contains(def) && !needed.contains(def) &&
+          if (def->getBlock() == block && !needed.contains(def) &&
               !def->isBeforeInBlock(first))
             return;
     for (Operation *op : made) {

@@ -209,17 +209,19 @@ def row_stats_case(name, m, k, dt):
                 outputs=["f32", "f32"], ref=ref, fuse=True)
 
 
-def ln_grad_tail(xt, dyt, v, g, columns, residual):
+def ln_grad_tail(xt, dyt, v, g, columns, residual, lead=1):
     """What row_chain_case and row_chain_saved_stats_case share: the extra
     results and argument, and the ops from xhat (%xh) and rstd's broadcast
     (%rb) on: dy * gamma, its means, dx (plus the residual gradient), dx
-    in bf16 and the column sums."""
+    in bf16 and the column sums; rows over the first `lead` dims."""
+    rows = "[" + ", ".join(str(d) for d in range(lead)) + "]"
+    last = f"[{lead}]"
     col_results = "".join(f', {g} {{step.name = "{n}"}}'
                           for n in ["db", "dw"][:columns])
     col_ops = "".join([f"""
-    %db = step.reduce_sum %c dims = [0] : {xt} -> {g}""", f"""
+    %db = step.reduce_sum %c dims = {rows} : {xt} -> {g}""", f"""
     %cx = step.mul %c, %xh : {xt}
-    %dw = step.reduce_sum %cx dims = [0] : {xt} -> {g}"""][:columns])
+    %dw = step.reduce_sum %cx dims = {rows} : {xt} -> {g}"""][:columns])
     col_ret = ("".join([", %db", ", %dw"][:columns]), f", {g}" * columns)
     res_arg = (f', %res: {xt} {{step.kind = "input", step.name = "res"}}'
                if residual else "")
@@ -227,13 +229,13 @@ def ln_grad_tail(xt, dyt, v, g, columns, residual):
     %dx = step.add %dx0, %res : {xt}""" if residual else
              f"%dx = step.mul %rb, %w : {xt}")
     ops = f"""    %c = step.cast %dy : {dyt} -> {xt}
-    %gb = step.broadcast_in_dim %gamma, dims = [1] : {g} -> {xt}
+    %gb = step.broadcast_in_dim %gamma, dims = {last} : {g} -> {xt}
     %d = step.mul %c, %gb : {xt}
-    %a = step.reduce_mean %d dims = [1] : {xt} -> {v}
+    %a = step.reduce_mean %d dims = {last} : {xt} -> {v}
     %p = step.mul %d, %xh : {xt}
-    %b = step.reduce_mean %p dims = [1] : {xt} -> {v}
-    %ab = step.broadcast_in_dim %a, dims = [0] : {v} -> {xt}
-    %bb = step.broadcast_in_dim %b, dims = [0] : {v} -> {xt}
+    %b = step.reduce_mean %p dims = {last} : {xt} -> {v}
+    %ab = step.broadcast_in_dim %a, dims = {rows} : {v} -> {xt}
+    %bb = step.broadcast_in_dim %b, dims = {rows} : {v} -> {xt}
     %t = step.mul %xh, %bb : {xt}
     %u = step.sub %d, %ab : {xt}
     %w = step.sub %u, %t : {xt}
@@ -321,21 +323,29 @@ def row_chain_case(name, m, k, columns=0, residual=False):
                 ref=ref, fuse=True, positive=[order.index(1)])
 
 
-def row_chain_saved_stats_case(name, m, k, columns=0, residual=False):
+def row_chain_saved_stats_case(name, m, k, columns=0, residual=False,
+                               batch=None):
     """Layer norm's backward once step-layer-norm-stats hands it the
     forward's mean and rstd (inputs of one value a row): xhat from them,
     the means of dy * gamma and of its product with xhat (one stage), then
     dx; the kernel loads a row's mean and rstd once (`// a row's value`),
-    not at every element. `columns` and `residual` as row_chain_case."""
-    xt, dyt = shape_t([m, k], "f32"), shape_t([m, k], "bf16")
-    v, g = shape_t([m], "f32"), shape_t([k], "f32")
+    not at every element. `columns` and `residual` as row_chain_case; with
+    `batch`, the m rows are [batch, m / batch] (GPT-2's [B, T] statistics
+    of a [B, T, C] x)."""
+    lead_shape = [batch, m // batch] if batch else [m]
+    xt = shape_t(lead_shape + [k], "f32")
+    dyt = shape_t(lead_shape + [k], "bf16")
+    v, g = shape_t(lead_shape, "f32"), shape_t([k], "f32")
+    lead = len(lead_shape)
+    rows = "[" + ", ".join(str(d) for d in range(lead)) + "]"
     col_results, col_ret, res_arg, tail = ln_grad_tail(xt, dyt, v, g,
-                                                       columns, residual)
+                                                       columns, residual,
+                                                       lead)
     mlir = f"""module {{
   func.func @forward(%x: {xt} {{step.kind = "input", step.name = "x"}}, %mean: {v} {{step.kind = "input", step.name = "mean"}}, %rstd: {v} {{step.kind = "input", step.name = "rstd"}}, %dy: {dyt} {{step.kind = "input", step.name = "dy"}}, %gamma: {g} {{step.kind = "input", step.name = "gamma"}}{res_arg}) -> ({xt} {{step.name = "dx"}}, {dyt} {{step.name = "dxb"}}{col_results}) {{
-    %mb = step.broadcast_in_dim %mean, dims = [0] : {v} -> {xt}
+    %mb = step.broadcast_in_dim %mean, dims = {rows} : {v} -> {xt}
     %xc = step.sub %x, %mb : {xt}
-    %rb = step.broadcast_in_dim %rstd, dims = [0] : {v} -> {xt}
+    %rb = step.broadcast_in_dim %rstd, dims = {rows} : {v} -> {xt}
     %xh = step.mul %xc, %rb : {xt}
 {tail}    return %dx, %dxb{col_ret[0]} : {xt}, {dyt}{col_ret[1]}
   }}
@@ -344,14 +354,17 @@ def row_chain_saved_stats_case(name, m, k, columns=0, residual=False):
 
     def ref(ins):
         x, mean, rstd, dy, gamma = [ins[order.index(j)] for j in range(5)]
+        x, dy = x.reshape(m, k), dy.reshape(m, k)
+        mean, rstd = mean.reshape(m), rstd.reshape(m)
         xh = (x - mean[:, None]) * rstd[:, None]
-        res = ins[order.index(5)] if residual else None
+        res = ins[order.index(5)].reshape(m, k) if residual else None
         dx, mag, cols, col_mags = ln_grad_ref(xh, rstd, dy, gamma, columns,
                                               res)
         wants, mags = [dx, dx] + cols, [mag, mag] + col_mags
         return [wants[j] for j in outs], [mags[j] for j in outs]
-    inputs = [([m, k], "f32"), ([m], "f32"), ([m], "f32"), ([m, k], "bf16"),
-              ([k], "f32")] + ([([m, k], "f32")] if residual else [])
+    xs = lead_shape + [k]
+    inputs = [(xs, "f32"), (lead_shape, "f32"), (lead_shape, "f32"),
+              (xs, "bf16"), ([k], "f32")] + ([(xs, "f32")] if residual else [])
     # The fusion's inputs and results in the order step-fuse makes them:
     # with the column sums first (they join from before the chain), dy,
     # the statistics and x, then gamma; without, gamma first.
@@ -586,6 +599,11 @@ def cases():
                                           300, 768, 2, residual=True))
     out.append(row_chain_saved_stats_case("row_chain_stats_cols_2100x40",
                                           2100, 40, 2))
+    # GPT-2's shapes: [B, T] statistics of a [B, T, C] x (rows over two
+    # dims), with the residual gradient and both column sums.
+    out.append(row_chain_saved_stats_case("row_chain_stats_btc_3x100x768",
+                                          300, 768, 2, residual=True,
+                                          batch=3))
     # step-fuse-loop-reductions: the loop's result stored by the split
     # column kernel (35 chunks), the one-pass column kernel and a row one.
     out.append(loop_reduction_case("loop_colsum_2500x64", 2500, 64, [0]))

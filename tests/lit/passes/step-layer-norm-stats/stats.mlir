@@ -103,17 +103,18 @@ func.func @train_step(%x: tensor<4x8xf32>, %z: tensor<4x8xf32>, %w: tensor<8xf32
 
 // -----
 
-// Two equal layer norms of one x: written out once, the second's readers
-// read the first's result.
+// Two equal layer norms of one x, one with a hint: written out once, the
+// second's readers read the first's result, and the forward's ops carry
+// the hint.
 // CHECK-LABEL: func.func @train_step
-// CHECK-COUNT-1: step.rsqrt
+// CHECK: step.rsqrt %{{.+}} {step.checkpoint = 1 : i64}
 // CHECK-NOT: step.rsqrt
-// CHECK: %[[Y:.+]] = step.add %{{.+}}, %{{.+}} : tensor<4x8xf32>
+// CHECK: %[[Y:.+]] = step.add %{{.+}}, %{{.+}} {step.checkpoint = 1 : i64} : tensor<4x8xf32>
 // CHECK: %[[S:.+]] = step.add %[[Y]], %[[Y]]
 // CHECK: return %[[S]]
 func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
   %y = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
-  %y2 = step.layer_norm %x, %w, %w eps = 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %y2 = step.layer_norm %x, %w, %w eps = 1.0e-05 {step.checkpoint = 1 : i64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
   %s = step.add %y, %y2 : tensor<4x8xf32>
   %m = step.reduce_mean %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %s, %m : tensor<4x8xf32>, tensor<4xf32>
