@@ -322,7 +322,8 @@ private:
   /// for the later readers, rather than the loop storing it and the chain
   /// reading it back.
   Operation *producerLoop(FusionOp f) {
-    std::optional<RowChain> own = analyzeRowChain(f.getBlock(), why_);
+    std::string why;
+    std::optional<RowChain> own = analyzeRowChain(f.getBlock(), why);
     if (!own)
       return nullptr;
     for (Value v : f.getInputs()) {
@@ -427,7 +428,6 @@ private:
   }
 
   Block &block_;
-  std::string why_; ///< analyzeRowChain's reason, unused
   /// Members merged (erased): run()'s list of the block's ops skips them.
   llvm::SmallPtrSet<Operation *, 16> merged_;
 };

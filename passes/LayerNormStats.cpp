@@ -46,6 +46,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/step/VJP.h"
+#include "dialects/step/VJPUtil.h"
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
@@ -153,17 +154,10 @@ struct LayerNormStatsPass : impl::LayerNormStatsBase<LayerNormStatsPass> {
           b, loc, ln.getOperand(), wType.getRank(),
           ln.getEpsilon().convertToDouble());
       auto xF32 = cast<RankedTensorType>(st.x.getType());
-      int64_t rank = xF32.getRank();
-      SmallVector<int64_t> normDims;
-      for (int64_t d = rank - wType.getRank(); d < rank; ++d)
-        normDims.push_back(d);
       auto broadcast = [&](Value v) -> Value {
-        if (!getElementTypeOrSelf(v.getType()).isF32())
-          v = b.create<CastOp>(
-              loc, cast<RankedTensorType>(v.getType()).clone(b.getF32Type()),
-              v);
-        return b.create<BroadcastInDimOp>(loc, xF32, v,
-                                          b.getDenseI64ArrayAttr(normDims));
+        return b.create<BroadcastInDimOp>(
+            loc, xF32, vjp::castTo(b, loc, v, b.getF32Type()),
+            b.getDenseI64ArrayAttr(st.normDims));
       };
       // The weight's broadcast as the VJP rule builds it (CSE merges them).
       Value scaled = b.create<MulOp>(loc, st.xhat, broadcast(ln.getWeight()));

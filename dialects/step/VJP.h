@@ -41,11 +41,13 @@ bool isDifferentiableType(Type t);
 /// as step.layer_norm's VJP rule recomputes them: `x` cast to f32, its row
 /// mean (reduce_mean, no keepdim), `centered = x - mean`, the biased
 /// variance by a second pass, `rowRstd = rsqrt(var + eps)` per row, `rstd`
-/// broadcast back and `xhat = centered * rstd`. step-layer-norm-stats
+/// broadcast back and `xhat = centered * rstd`; `normDims` the trailing
+/// dims they reduce. step-layer-norm-stats
 /// builds the forward from the same ops, so CSE makes the gradient read
 /// the forward's statistics. Needs a static-shaped `x`.
 struct LayerNormStatsValues {
   Value x, mean, centered, rowRstd, rstd, xhat;
+  SmallVector<int64_t> normDims;
 };
 LayerNormStatsValues buildLayerNormStats(OpBuilder &b, Location loc, Value x,
                                          int64_t normRank, double eps);

@@ -259,9 +259,8 @@ LayerNormStatsValues buildLayerNormStats(OpBuilder &b, Location loc, Value x,
   LayerNormStatsValues st;
   st.x = castTo(b, loc, x, b.getF32Type());
   auto type = cast<RankedTensorType>(st.x.getType());
-  SmallVector<int64_t> normDims;
-  for (int64_t d = type.getRank() - normRank; d < type.getRank(); ++d)
-    normDims.push_back(d);
+  SmallVector<int64_t> &normDims = st.normDims;
+  normDims = dimRange(type.getRank() - normRank, type.getRank());
   st.mean = b.create<ReduceMeanOp>(loc, st.x, b.getDenseI64ArrayAttr(normDims),
                                    /*keepdim=*/false);
   st.centered = b.create<SubOp>(
