@@ -18,6 +18,11 @@
 //     and vector stores of the results. Cost: every tensor byte read and
 //     written once, as the unfused kernels, but 1 launch instead of K and
 //     no intermediate prologue tensors (the clipped gradient).
+//     Tensors whose code differs only in pointers and segment share one
+//     copy of it after the dispatch (`shareCode`): their leaves name the
+//     code and the tensor, and the code binds the tensor's pointers in a
+//     switch. Source and NVRTC time grow with the distinct codes (4 of
+//     GPT-2's 48 AdamW tensors a kernel), not with K.
 //
 //  B. Norms: K full reduce_sums (each of a prologue of one input, e.g.
 //     g * g) and a scalar epilogue of their results (the global gradient
@@ -50,6 +55,8 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 namespace step::codegen::detail {
 
@@ -146,6 +153,223 @@ std::string inputPtr(mlir::Value v, mlir::Block &block, const char *what) {
 // Form A: optimizer updates
 //===----------------------------------------------------------------------===//
 
+/// A segment's code: the kernel's pointers (in<k>, out<k>) by name, its
+/// first block, block count and work items as `${SEG_START}`,
+/// `${SEG_BLOCKS}`, `${SEG_WORK}`.
+struct SegmentCode {
+  std::string comment; ///< "// tensor k: ..." for the dispatch
+  std::string idx;     ///< the loop's index type
+  /// The code before the loop (one-element loads, the optimizer's scalars:
+  /// AdamW's bias corrections by double pow) and the loop.
+  std::string head, loop;
+  Segment seg;
+  int64_t work = 0;
+  /// Filled by shareCode: head and loop with their numbered names renamed
+  /// in order of first use (in<k> -> sin<m>, out<k> -> sout<m>, x and y),
+  /// and the kernel parameters that sin<m>, then sout<m>, stand for.
+  std::string canonicalHead, canonicalLoop;
+  std::vector<std::string> args;
+};
+
+/// Renames the identifiers in, out, x and y followed by digits in `code`,
+/// each prefix's numbers in order of first use (in7 in5 in7 -> sin0 sin1
+/// sin0; out<k> -> sout<m>, x and y keep their prefix); returns the
+/// renamed code and, for in/out, the original names in their new order,
+/// in before out. Two segments whose renamed code is equal differ only in
+/// which kernel parameters they read and write.
+std::string canonicalize(const std::string &code,
+                         std::vector<std::string> &pointers) {
+  static const char *const prefixes[] = {"in", "out", "x", "y"};
+  std::map<std::string, std::map<std::string, std::string>> renamed;
+  std::vector<std::string> ins, outs;
+  std::string out;
+  out.reserve(code.size());
+  auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t i = 0; i < code.size();) {
+    if (!word(code[i]) || (i > 0 && word(code[i - 1]))) {
+      out += code[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < code.size() && word(code[j]))
+      ++j;
+    std::string id = code.substr(i, j - i);
+    i = j;
+    const char *prefix = nullptr;
+    for (const char *p : prefixes) {
+      size_t n = std::strlen(p);
+      if (id.size() > n && id.compare(0, n, p) == 0 &&
+          std::all_of(id.begin() + n, id.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+          }))
+        prefix = p;
+    }
+    if (!prefix) {
+      out += id;
+      continue;
+    }
+    auto &names = renamed[prefix];
+    // The kernel's own in<k>/out<k> stay visible beside the renamed ones.
+    std::string to = std::strcmp(prefix, "in") == 0    ? "sin"
+                     : std::strcmp(prefix, "out") == 0 ? "sout"
+                                                       : prefix;
+    auto [it, fresh] = names.emplace(id, to + std::to_string(names.size()));
+    if (fresh && std::strcmp(prefix, "in") == 0)
+      ins.push_back(id);
+    if (fresh && std::strcmp(prefix, "out") == 0)
+      outs.push_back(id);
+    out += it->second;
+  }
+  pointers = ins;
+  pointers.insert(pointers.end(), outs.begin(), outs.end());
+  return out;
+}
+
+/// The kernel parameter `name` ("in3", "out0") of `fusion` as declared.
+std::string paramDecl(ops::FusionOp fusion, const std::string &name,
+                      const std::string &as) {
+  bool in = name.rfind("in", 0) == 0;
+  unsigned k = static_cast<unsigned>(std::stoul(name.substr(in ? 2 : 3)));
+  mlir::Value v = in ? fusion->getOperand(k) : fusion->getResult(k);
+  return std::string(in ? "const " : "") + cType(elemOf(v.getType())) + " *" +
+         as;
+}
+
+/// Whether `code` holds the identifier `id` as a whole word.
+bool mentions(const std::string &code, const std::string &id) {
+  auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t at = code.find(id); at != std::string::npos;
+       at = code.find(id, at + 1))
+    if ((at == 0 || !word(code[at - 1])) &&
+        (at + id.size() == code.size() || !word(code[at + id.size()])))
+      return true;
+  return false;
+}
+
+/// The dispatch leaves of `segs` and the code after the dispatch. A
+/// segment whose renamed code no other segment shares is inlined in its
+/// leaf with its literals. A segment sharing code c only sets `code` = c
+/// and `seg` = its number in its leaf; code c follows the dispatch once,
+/// under `if (code == c)`: a switch on `seg` binds the pointers its head
+/// reads (one that every tensor of the code passes alike, as step and lr,
+/// is bound without a switch), the head runs, a second switch binds the
+/// loop's pointers, first block, blocks and work items (read from the
+/// kernel's parameters there, so that no pointer is held in a register
+/// across the head's pow calls: bound in the dispatch, one of GPT-2's
+/// AdamW kernels took 54 registers, this way 48; inlined, 36), then the
+/// loop. One copy of each code: GPT-2 124M's AdamW
+/// kernels hold 48 tensors of 4 codes each, whose inlined copies took
+/// NVRTC 2.2-3.0 s a cubin (142 KB of source).
+std::vector<std::string> shareCode(ops::FusionOp fusion,
+                                   std::vector<SegmentCode> &segs,
+                                   std::string &after) {
+  const char kSplit = '\x01'; // no identifier holds it
+  std::map<std::string, std::vector<size_t>> users;
+  for (size_t u = 0; u < segs.size(); ++u) {
+    SegmentCode &sc = segs[u];
+    std::string both = canonicalize(sc.head + kSplit + sc.loop, sc.args);
+    size_t at = both.find(kSplit);
+    sc.canonicalHead = both.substr(0, at);
+    sc.canonicalLoop = both.substr(at + 1);
+    std::string key = sc.idx + "\n";
+    for (size_t a = 0; a < sc.args.size(); ++a)
+      key += paramDecl(fusion, sc.args[a], "") + "\n";
+    users[key + both].push_back(u);
+  }
+  std::vector<std::string> leaves(segs.size());
+  for (size_t u = 0; u < segs.size(); ++u) {
+    const SegmentCode &sc = segs[u];
+    leaves[u] = sc.comment + "{\n" +
+                subst(sc.head + sc.loop,
+                      {{"SEG_START", std::to_string(sc.seg.start) + "u"},
+                       {"SEG_BLOCKS", std::to_string(sc.seg.blocks)},
+                       {"SEG_WORK", std::to_string(sc.work)}}) +
+                "}\n";
+  }
+  // Codes in order of their first segment (deterministic text).
+  std::vector<std::vector<size_t>> shared;
+  for (auto &[key, us] : users)
+    if (us.size() > 1)
+      shared.push_back(us);
+  std::sort(shared.begin(), shared.end());
+  if (shared.empty())
+    return leaves;
+  for (size_t c = 0; c < shared.size(); ++c) {
+    const std::vector<size_t> &us = shared[c];
+    const SegmentCode &first = segs[us.front()];
+    size_t nin = 0;
+    for (const std::string &a : first.args)
+      nin += a.rfind("in", 0) == 0;
+    std::vector<std::string> names;
+    for (size_t a = 0; a < first.args.size(); ++a)
+      names.push_back(std::string(a < nin ? "sin" : "sout") +
+                      std::to_string(a < nin ? a : a - nin));
+    const std::string &I = first.idx;
+    // The pointers the head reads (head) or the others and the segment
+    // (!head), bound by a switch on seg. A pointer that every tensor of the
+    // code passes alike (the step, the learning rate, a clip coefficient)
+    // is bound once, outside the switch.
+    auto same = [&](size_t a) {
+      return llvm::all_of(
+          us, [&](size_t u) { return segs[u].args[a] == first.args[a]; });
+    };
+    auto bindings = [&](bool head) {
+      std::string decls, cases;
+      for (size_t a = 0; a < names.size(); ++a)
+        if (mentions(first.canonicalHead, names[a]) == head)
+          decls +=
+              "    " +
+              (same(a) ? paramDecl(fusion, first.args[a], "const " + names[a]) +
+                             " = " + first.args[a]
+                       : paramDecl(fusion, first.args[a], names[a])) +
+              ";\n";
+      if (!head)
+        decls += "    unsigned segStart;\n    " + I + " segBlocks, segWork;\n";
+      if (decls.empty())
+        return decls;
+      bool any = !head;
+      for (size_t a = 0; a < names.size(); ++a)
+        any |= mentions(first.canonicalHead, names[a]) == head && !same(a);
+      if (!any)
+        return decls;
+      for (size_t k = 0; k < us.size(); ++k) {
+        const SegmentCode &sc = segs[us[k]];
+        cases += k + 1 < us.size() ? "    case " + std::to_string(us[k]) + ":"
+                                   : std::string("    default:");
+        for (size_t a = 0; a < names.size(); ++a)
+          if (mentions(first.canonicalHead, names[a]) == head && !same(a))
+            cases += " " + names[a] + " = " + sc.args[a] + ";";
+        if (!head)
+          cases += " segStart = " + std::to_string(sc.seg.start) +
+                   "u; segBlocks = " + std::to_string(sc.seg.blocks) +
+                   "; segWork = " + std::to_string(sc.work) + ";";
+        cases += " break;\n";
+      }
+      return decls + "    switch (seg) {\n" + cases + "    }\n";
+    };
+    std::string tensors;
+    for (size_t u : us)
+      tensors += (tensors.empty() ? "" : ", ") + std::to_string(u);
+    after += std::string(c ? "  else " : "  ") +
+             "if (code == " + std::to_string(c) + ") { // tensors " + tensors +
+             "\n" + bindings(true) + indent(first.canonicalHead, "  ") +
+             bindings(false) +
+             indent(subst(first.canonicalLoop, {{"SEG_START", "segStart"},
+                                                {"SEG_BLOCKS", "segBlocks"},
+                                                {"SEG_WORK", "segWork"}}),
+                    "  ") +
+             "  }\n";
+    for (size_t u : us)
+      leaves[u] = segs[u].comment + "code = " + std::to_string(c) +
+                  ", seg = " + std::to_string(u) + ";\n";
+  }
+  return leaves;
+}
+
 KernelSource emitUpdates(ops::FusionOp fusion,
                          const std::vector<mlir::Operation *> &updates,
                          const std::string &name) {
@@ -172,8 +396,8 @@ KernelSource emitUpdates(ops::FusionOp fusion,
     mlir::Value y = yield->getOperand(j);
     auto it = std::find(updates.begin(), updates.end(), y.getDefiningOp());
     if (it == updates.end())
-      throw rt::Error(fail("result " + std::to_string(j) +
-                           " is not an update's result"));
+      throw rt::Error(
+          fail("result " + std::to_string(j) + " is not an update's result"));
     auto r = mlir::cast<mlir::OpResult>(y);
     stores[it - updates.begin()][r.getResultNumber()].push_back(j);
   }
@@ -183,12 +407,13 @@ KernelSource emitUpdates(ops::FusionOp fusion,
   ks.blockX = kBlock;
   PreludeNeeds needs;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/false);
-  FusionExpr fx(fusion, needs);
-  std::vector<Segment> segs;
-  std::vector<std::string> leaves;
+  std::vector<SegmentCode> segs;
   int64_t grid = 0;
   for (size_t u = 0; u < updates.size(); ++u) {
     mlir::Operation *op = updates[u];
+    // Each segment its own expression state (local names from 0, its own
+    // hoisted loads): equal updates give equal code (shareCode).
+    FusionExpr fx(fusion, needs);
     std::optional<ElementwiseSpec> mapped;
     mlir::Value stepV, lrV;
     if (maps)
@@ -220,23 +445,22 @@ KernelSource emitUpdates(ops::FusionOp fusion,
         sameIndexArgs(op->getOperand(k), n, seen, vecArgs);
     bool vec = canVectorize(n, vecArgs);
     needs.vec |= vec;
-    int64_t work = vec ? n / 4 : n;
-    Segment seg{grid, gridFor(work, kBlock)};
-    grid += seg.blocks;
-    segs.push_back(seg);
-
-    std::string I = idxType(n), W = std::to_string(work);
-    std::string L = "// tensor " + std::to_string(u) + ": " +
-                    std::to_string(n) + " elements, blocks [" +
-                    std::to_string(seg.start) + ", " +
-                    std::to_string(seg.start + seg.blocks) + ")" +
-                    (vec ? ", 4 per thread" : "") + "\n";
-    L += "{\n" + spec.pre;
+    SegmentCode sc;
+    sc.work = vec ? n / 4 : n;
+    sc.seg = Segment{grid, gridFor(sc.work, kBlock)};
+    grid += sc.seg.blocks;
+    sc.idx = idxType(n);
+    const std::string &I = sc.idx;
+    sc.comment = "// tensor " + std::to_string(u) + ": " + std::to_string(n) +
+                 " elements, blocks [" + std::to_string(sc.seg.start) + ", " +
+                 std::to_string(sc.seg.start + sc.seg.blocks) + ")" +
+                 (vec ? ", 4 per thread" : "") + "\n";
     std::string loopVar = vec ? "v" : "i";
-    L += "  for (" + I + " " + loopVar + " = (" + I + ")(blockIdx.x - " +
-         std::to_string(seg.start) + "u) * blockDim.x + threadIdx.x; " +
-         loopVar + " < " + W + "; " + loopVar + " += (" + I + ")" +
-         std::to_string(seg.blocks) + " * blockDim.x) {\n";
+    std::string L =
+        "  for (" + I + " " + loopVar + " = (" + I +
+        ")(blockIdx.x - ${SEG_START}) * blockDim.x + threadIdx.x; " + loopVar +
+        " < ${SEG_WORK}; " + loopVar + " += (" + I +
+        ")${SEG_BLOCKS} * blockDim.x) {\n";
     std::string inner;
     if (vec) {
       L += indent(vectorLoads(fx, vecArgs), "  ");
@@ -257,7 +481,6 @@ KernelSource emitUpdates(ops::FusionOp fusion,
                            ? std::string()
                            : fx.valueAt(op->getOperand(k), "i"));
     L += fx.takeCode(inner);
-    fx.resetScope();
     for (unsigned k = 0; k < op->getNumOperands(); ++k)
       if (!locals[k].empty())
         L += inner + "const float a" + std::to_string(k) + " = " + locals[k] +
@@ -282,13 +505,24 @@ KernelSource emitUpdates(ops::FusionOp fusion,
                ")[v] = y" + J + ";\n";
         }
     }
-    L += "  }\n}\n";
-    leaves.push_back(std::move(L));
+    L += "  }\n";
+    // The one-element inputs (a clip coefficient) loaded at the start.
+    sc.head = fx.takeHoisted("  ") + spec.pre;
+    sc.loop = std::move(L);
+    segs.push_back(std::move(sc));
   }
   ks.gridX = grid;
-  std::string hoisted = fx.takeHoisted("  ");
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + hoisted +
-              dispatch(segs, leaves, 0, leaves.size(), "  ") + "}\n";
+  std::string after;
+  std::vector<std::string> leaves = shareCode(fusion, segs, after);
+  // The shared code of this block's tensor (-1: its own, inlined) and the
+  // tensor's number.
+  std::string decls =
+      after.empty() ? std::string() : "  int code = -1, seg = -1;\n";
+  std::vector<Segment> starts;
+  for (const SegmentCode &sc : segs)
+    starts.push_back(sc.seg);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" + decls +
+              dispatch(starts, leaves, 0, leaves.size(), "  ") + after + "}\n";
   return ks;
 }
 

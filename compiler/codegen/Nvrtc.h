@@ -3,8 +3,10 @@
 // Compiles a batch of KernelSources with NVRTC: a cubin per requested
 // architecture (default sm_80 and sm_90) and PTX for one virtual
 // architecture (default compute_80) that the driver can JIT on newer GPUs.
-// No GPU is needed. Jobs (kernel x target) run in parallel on
-// std::threads; identical sources in one batch are compiled once.
+// No GPU is needed. Jobs (kernel x NVRTC run) run in parallel on
+// std::threads, longest source first; identical sources in one batch are
+// compiled once. The PTX comes from the run of its real architecture's
+// cubin (compute_80's from sm_80's) when that cubin is asked for.
 //
 // Cache: one file per (source, target) in `cacheDir` (default
 // $XDG_CACHE_HOME/stepjit, else ~/.cache/stepjit), named by the SHA-256 of
@@ -49,8 +51,10 @@ struct CompiledKernel {
 };
 
 struct CompileStats {
-  int64_t compiled = 0;  ///< (kernel, target) pairs NVRTC compiled
-  int64_t cacheHits = 0; ///< pairs read from the cache
+  /// NVRTC runs: one per (kernel, cubin architecture), plus one for the
+  /// PTX unless its real architecture is among the cubins'.
+  int64_t compiled = 0;
+  int64_t cacheHits = 0; ///< runs whose outputs were all in the cache
   double seconds = 0;    ///< wall time of compileKernels
 };
 

@@ -28,7 +28,8 @@ element plus +0.0: -0 inputs, which the adds make +0, check the sign).
 
 A third: the f32 -> bf16 casts of three arguments (AMP's copies of the
 parameters), which step-fuse makes one multi_tensor kernel (form C: a
-segment of blocks per tensor, the 6000-element one 4 per thread), run at
+segment of blocks per tensor, the 6000-element one 4 per thread, the
+77- and 15-element ones one shared copy of their scalar code), run at
 its full grid in three block orders, against numpy's round to nearest
 even bit for bit (ties, values past bf16's largest, subnormals, NaN).
 
@@ -253,6 +254,10 @@ def check_param_casts(args, rng):
                 "4 per thread" not in src:
             sys.exit(f"FAIL: {name} is not one multi_tensor kernel of three "
                      "segments, one vectorized")
+        if not re.search(r"if \(code == 0\) \{ // tensors \d+, \d+\n", src) \
+                or "code == 1" in src:
+            sys.exit(f"FAIL: {name}: the scalar casts of 77 and 15 elements "
+                     "do not share one code")
         # Tensor j of the kernel (in<j>, out<j>) by its size.
         sizes = [int(n) for n in re.findall(r"// tensor \d+: (\d+) elements",
                                             src)]

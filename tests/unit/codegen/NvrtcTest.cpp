@@ -3,8 +3,10 @@
 // The MLP and GPT-2 training steps (built with step::buildTrainStep from
 // the examples' traced models), and every op family in f16 and bf16, are
 // emitted and compiled to sm_80 and sm_90 cubins plus compute_80 PTX in a
-// temporary cache; a second compile must be served by the cache; a broken
-// source must name the file holding its source and the NVRTC log. No GPU.
+// temporary cache (two NVRTC runs a kernel: the PTX is the sm_80 run's,
+// which must equal a compute_80 run's); a second compile must be served by
+// the cache; a broken source must name the file holding its source and the
+// NVRTC log. No GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "CodegenTestUtil.h"
@@ -30,10 +32,11 @@ namespace fs = std::filesystem;
 /// A fresh cache directory, removed at the end of the test.
 class TempCache {
 public:
-  TempCache() {
+  explicit TempCache(const std::string &suffix = "") {
     path_ = fs::temp_directory_path() /
             ("stepjit-codegen-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+             suffix);
     fs::remove_all(path_);
   }
   ~TempCache() { fs::remove_all(path_); }
@@ -80,7 +83,8 @@ void compileTwice(const std::string &what,
     EXPECT_TRUE(contains(out[k].ptx, ".entry " + kernels[k].name))
         << kernels[k].name;
   }
-  int64_t jobs = static_cast<int64_t>(distinct.size()) * 3;
+  // sm_80 (with compute_80's PTX) and sm_90.
+  int64_t jobs = static_cast<int64_t>(distinct.size()) * 2;
   EXPECT_EQ(cold.compiled, jobs);
   EXPECT_EQ(cold.cacheHits, 0);
 
@@ -105,6 +109,50 @@ TEST(Nvrtc, MlpTrainStepCompilesForSm80AndSm90) {
   step::TrainOptions opts;
   opts.clipNorm = 1.0; // adds the global-norm reductions
   compileTwice("MLP", trainStepKernels(g.mlir(), opts));
+}
+
+// The compute_80 PTX is taken from the sm_80 run (Nvrtc.cpp): it must be
+// the bytes a compute_80 run of its own gives. The MLP step's kernels
+// compiled both ways: sm_80 + compute_80 (one run each kernel) and sm_90 +
+// compute_80 (two runs, the PTX its own).
+TEST(Nvrtc, PtxOfTheCubinsRunIsTheVirtualArchitectures) {
+  step::trace::Graph g;
+  mlp::Sizes s;
+  s.in = 8, s.hidden1 = 16, s.hidden2 = 16, s.classes = 4, s.batch = 8;
+  mlp::traceMLP(g, s);
+  step::TrainOptions topts;
+  topts.clipNorm = 1.0;
+  std::vector<KernelSource> kernels = trainStepKernels(g.mlir(), topts);
+  ASSERT_FALSE(kernels.empty());
+  std::set<std::string> distinct;
+  for (const KernelSource &k : kernels)
+    distinct.insert(k.source);
+  auto n = static_cast<int64_t>(distinct.size());
+  TempCache cacheA("-a"), cacheB("-b");
+  NvrtcOptions riding, alone;
+  riding.cacheDir = cacheA.str();
+  riding.archs = {"sm_80"};
+  alone.cacheDir = cacheB.str();
+  alone.archs = {"sm_90"};
+  CompileStats ridingStats, aloneStats;
+  std::vector<CompiledKernel> a = compileKernels(kernels, riding, &ridingStats);
+  std::vector<CompiledKernel> b = compileKernels(kernels, alone, &aloneStats);
+  EXPECT_EQ(ridingStats.compiled, n);
+  EXPECT_EQ(aloneStats.compiled, 2 * n);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_TRUE(contains(a[k].ptx, ".entry " + kernels[k].name));
+    EXPECT_EQ(a[k].ptx, b[k].ptx) << kernels[k].name;
+  }
+  // Each PTX is in the cache under compute_80's key: a run of the alone
+  // kind over the riding cache reads every PTX and compiles only sm_90.
+  CompileStats mixed;
+  alone.cacheDir = cacheA.str();
+  std::vector<CompiledKernel> c = compileKernels(kernels, alone, &mixed);
+  EXPECT_EQ(mixed.compiled, n);
+  EXPECT_EQ(mixed.cacheHits, n);
+  for (size_t k = 0; k < a.size(); ++k)
+    EXPECT_EQ(c[k].ptx, a[k].ptx) << kernels[k].name;
 }
 
 TEST(Nvrtc, Gpt2TrainStepCompilesForSm80AndSm90) {
