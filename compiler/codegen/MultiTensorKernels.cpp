@@ -120,9 +120,9 @@ std::string vectorLoads(FusionExpr &fx,
   for (mlir::BlockArgument a : args) {
     std::string k = std::to_string(a.getArgNumber());
     std::string t = cType(elemOf(a.getType()));
-    s += "  const Vec<" + t + ", 4> x" + k + " = reinterpret_cast<const Vec<" +
+    s += "  const Vec<" + t + ", 4> vx" + k + " = reinterpret_cast<const Vec<" +
          t + ", 4> *>(in" + k + ")[v];\n";
-    fx.bindStorage(a, "i", "x" + k + ".v[e]");
+    fx.bindStorage(a, "i", "vx" + k + ".v[e]");
   }
   return s;
 }
@@ -165,21 +165,22 @@ struct SegmentCode {
   Segment seg;
   int64_t work = 0;
   /// Filled by shareCode: head and loop with their numbered names renamed
-  /// in order of first use (in<k> -> sin<m>, out<k> -> sout<m>, x and y),
+  /// in order of first use (in<k> -> sin<m>, out<k> -> sout<m>, vx, vy),
   /// and the kernel parameters that sin<m>, then sout<m>, stand for.
   std::string canonicalHead, canonicalLoop;
   std::vector<std::string> args;
 };
 
-/// Renames the identifiers in, out, x and y followed by digits in `code`,
-/// each prefix's numbers in order of first use (in7 in5 in7 -> sin0 sin1
-/// sin0; out<k> -> sout<m>, x and y keep their prefix); returns the
+/// Renames the identifiers in, out, vx and vy (the vector locals) followed
+/// by digits in `code`, each prefix's numbers in order of first use (in7
+/// in5 in7 -> sin0 sin1 sin0; out<k> -> sout<m>, vx and vy keep their
+/// prefix); no other generated name has these forms; returns the
 /// renamed code and, for in/out, the original names in their new order,
 /// in before out. Two segments whose renamed code is equal differ only in
 /// which kernel parameters they read and write.
 std::string canonicalize(const std::string &code,
                          std::vector<std::string> &pointers) {
-  static const char *const prefixes[] = {"in", "out", "x", "y"};
+  static const char *const prefixes[] = {"in", "out", "vx", "vy"};
   std::map<std::string, std::map<std::string, std::string>> renamed;
   std::vector<std::string> ins, outs;
   std::string out;
@@ -237,6 +238,20 @@ std::string paramDecl(ops::FusionOp fusion, const std::string &name,
          as;
 }
 
+/// `code` with its placeholders ${SEG_START}, ${SEG_BLOCKS} and
+/// ${SEG_WORK} replaced (nothing else: generated code may hold any text).
+std::string fillSegment(std::string code, const std::string &start,
+                        const std::string &blocks, const std::string &work) {
+  for (auto [from, to] : {std::pair<const char *, const std::string *>{
+                              "${SEG_START}", &start},
+                          {"${SEG_BLOCKS}", &blocks},
+                          {"${SEG_WORK}", &work}})
+    for (size_t at = code.find(from); at != std::string::npos;
+         at = code.find(from, at + to->size()))
+      code.replace(at, std::strlen(from), *to);
+  return code;
+}
+
 /// Whether `code` holds the identifier `id` as a whole word.
 bool mentions(const std::string &code, const std::string &id) {
   auto word = [](char c) {
@@ -284,10 +299,10 @@ std::vector<std::string> shareCode(ops::FusionOp fusion,
   for (size_t u = 0; u < segs.size(); ++u) {
     const SegmentCode &sc = segs[u];
     leaves[u] = sc.comment + "{\n" +
-                subst(sc.head + sc.loop,
-                      {{"SEG_START", std::to_string(sc.seg.start) + "u"},
-                       {"SEG_BLOCKS", std::to_string(sc.seg.blocks)},
-                       {"SEG_WORK", std::to_string(sc.work)}}) +
+                fillSegment(sc.head + sc.loop,
+                            std::to_string(sc.seg.start) + "u",
+                            std::to_string(sc.seg.blocks),
+                            std::to_string(sc.work)) +
                 "}\n";
   }
   // Codes in order of their first segment (deterministic text).
@@ -358,9 +373,8 @@ std::vector<std::string> shareCode(ops::FusionOp fusion,
              "if (code == " + std::to_string(c) + ") { // tensors " + tensors +
              "\n" + bindings(true) + indent(first.canonicalHead, "  ") +
              bindings(false) +
-             indent(subst(first.canonicalLoop, {{"SEG_START", "segStart"},
-                                                {"SEG_BLOCKS", "segBlocks"},
-                                                {"SEG_WORK", "segWork"}}),
+             indent(fillSegment(first.canonicalLoop, "segStart", "segBlocks",
+                                "segWork"),
                     "  ") +
              "  }\n";
     for (size_t u : us)
@@ -468,7 +482,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
         for (unsigned j : stores[u][r])
           L += "    Vec<" +
                std::string(cType(elemOf(fusion.getResult(j).getType()))) +
-               ", 4> y" + std::to_string(j) + ";\n";
+               ", 4> vy" + std::to_string(j) + ";\n";
       L += "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n";
       inner = "      ";
       L += inner + "const " + I + " i = v * 4 + e;\n" + inner + "(void)i;\n";
@@ -492,7 +506,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
       for (unsigned j : stores[u][r]) {
         std::string J = std::to_string(j), R = "r" + std::to_string(r);
         std::string val = FusionExpr::toStorage(op->getResult(r), R);
-        L += inner + (vec ? "y" + J + ".v[e]" : "out" + J + "[i]") + " = " +
+        L += inner + (vec ? "vy" + J + ".v[e]" : "out" + J + "[i]") + " = " +
              val + ";\n";
       }
     if (vec) {
@@ -502,7 +516,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
           std::string J = std::to_string(j);
           std::string t = cType(elemOf(fusion.getResult(j).getType()));
           L += "    reinterpret_cast<Vec<" + t + ", 4> *>(out" + J +
-               ")[v] = y" + J + ";\n";
+               ")[v] = vy" + J + ";\n";
         }
     }
     L += "  }\n";

@@ -10,8 +10,9 @@
 // PTX a compute_NN run returns (nvrtcGetPTX after an sm_80 compile gave
 // the compute_80 run's bytes for all 32 distinct kernels of GPT-2 124M's
 // step, NVRTC 13.0; `Nvrtc.PtxOfTheCubinsRunIsTheVirtualArchitectures`
-// keeps checking it). One front end and NVVM run fewer a kernel: GPT-2
-// 124M's cold compile on 2 cores went from 90 runs to 60.
+// keeps checking it; a run that gives no PTX is followed by a compute_NN
+// run of its own). One front end and NVVM run fewer a kernel: GPT-2 124M's
+// cold compile on 2 cores went from 90 runs to 60.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Nvrtc.h"
@@ -102,8 +103,9 @@ struct Job {
 } // namespace
 
 /// Runs NVRTC on one job: returns the cubin of an sm_ target (and sets
-/// *ptx to the run's PTX when ptx is not null) or the PTX of a compute_
-/// one; on failure saves source and log and throws.
+/// *ptx to the run's PTX when ptx is not null; left empty if NVRTC gives
+/// none) or the PTX of a compute_ one; on failure saves source and log and
+/// throws.
 static std::string compileOne(const KernelSource &ks, const std::string &target,
                               const std::string &include,
                               const fs::path &cacheDir,
@@ -113,6 +115,11 @@ static std::string compileOne(const KernelSource &ks, const std::string &target,
   check(nvrtcCreateProgram(&prog, ks.source.c_str(), (ks.name + ".cu").c_str(),
                            0, nullptr, nullptr),
         "nvrtcCreateProgram");
+  // Destroyed on every way out, a throw included.
+  struct Destroy {
+    nvrtcProgram *p;
+    ~Destroy() { nvrtcDestroyProgram(p); }
+  } destroy{&prog};
   std::vector<std::string> opts = {"--gpu-architecture=" + target};
   for (const char *o : kCodeOptions)
     opts.push_back(o);
@@ -130,7 +137,6 @@ static std::string compileOne(const KernelSource &ks, const std::string &target,
     std::string log(logSize, '\0');
     if (logSize)
       nvrtcGetProgramLog(prog, log.data());
-    nvrtcDestroyProgram(&prog);
     std::error_code ec;
     fs::path dir = cacheDir / "errors";
     fs::create_directories(dir, ec);
@@ -165,12 +171,16 @@ static std::string compileOne(const KernelSource &ks, const std::string &target,
   if (!cubin)
     trimPtx(out);
   if (cubin && ptx) {
-    check(nvrtcGetPTXSize(prog, &size), "getting the PTX size");
-    ptx->assign(size, '\0');
-    check(nvrtcGetPTX(prog, ptx->data()), "getting the PTX");
-    trimPtx(*ptx);
+    ptx->clear();
+    size_t ptxSize = 0;
+    if (nvrtcGetPTXSize(prog, &ptxSize) == NVRTC_SUCCESS && ptxSize > 1) {
+      std::string text(ptxSize, '\0');
+      if (nvrtcGetPTX(prog, text.data()) == NVRTC_SUCCESS) {
+        trimPtx(text);
+        *ptx = std::move(text);
+      }
+    }
   }
-  nvrtcDestroyProgram(&prog);
   return out;
 }
 
@@ -244,6 +254,12 @@ compileKernels(const std::vector<KernelSource> &kernels,
         job.result = compileOne(ks, job.target, include, cacheDir, key,
                                 ptxFile.empty() ? nullptr : &job.ptx);
         ++compiled;
+        if (!ptxFile.empty() && job.ptx.empty()) {
+          // No PTX from the cubin's run: the virtual architecture's own.
+          job.ptx = compileOne(ks, job.ptxTarget, include, cacheDir,
+                               cacheKey(ks.source, job.ptxTarget));
+          ++compiled;
+        }
         if (cacheOk) {
           try {
             rt::writeFileAtomic(file.string(), job.result, "kernel cache");

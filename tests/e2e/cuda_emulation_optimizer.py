@@ -6,9 +6,9 @@ Segments whose code differs only in pointers and segment share one copy
 of that code after the dispatch, which binds each tensor's pointers in a
 switch (compiler/codegen/MultiTensorKernels.cpp; GPT-2 124M's AdamW
 kernels: 48 tensors, 4 codes). The six tensors make the three cases: two
-vectorized f32 tensors (1000 and 520 elements) share one code, three
-scalar ones (77, 15 and 9) another, and one with a bf16 gradient (64
-elements) has its own, inlined. Every gradient is scaled by a rank-0 clip
+vectorized f32 tensors (4100 elements in 5 blocks, and 520) share one
+code, three scalar ones (77, 15 and 9) another, and one with a bf16
+gradient (64 elements) has its own, inlined. Every gradient is scaled by a rank-0 clip
 coefficient first (the prologue step-optimizer writes, loaded once before
 the loop). A pointer bound to another tensor's, a wrong segment start or
 work count, or a tensor left out gives wrong or unwritten (NaN-poisoned)
@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "emu"))
 from emu_harness import build_and_run, fill, rounded, single_kernel  # noqa: E402
 
 # (elements, gradient type); the bf16 one is cast to f32 before its update.
-TENSORS = ((1000, "f32"), (77, "f32"), (520, "f32"), (15, "f32"),
+TENSORS = ((4100, "f32"), (77, "f32"), (520, "f32"), (15, "f32"),
            (64, "bf16"), (9, "f32"))
 LR, STEP, COEF = 1e-2, 3, 0.5
 BETA1, BETA2, EPS, WD = 0.9, 0.999, 1e-8, 0.1

@@ -146,7 +146,7 @@ TEST(MultiTensorKernels, AdamwWithClipPrologueIsOneSegmentedLaunch) {
                                 in + ")[v]")) << in;
   EXPECT_FALSE(contains(s, "reinterpret_cast<const Vec<float, 4> *>(in1)"));
   EXPECT_TRUE(contains(s, "out0[i] = "));
-  EXPECT_TRUE(contains(s, "reinterpret_cast<Vec<float, 4> *>(sout2)[v] = y2;"));
+  EXPECT_TRUE(contains(s, "reinterpret_cast<Vec<float, 4> *>(sout2)[v] = vy2;"));
   // The hyper-parameters baked in.
   EXPECT_TRUE(contains(s, "pow(0.94999999999999996, t)")) << s;
   expectCubinsForSm80AndSm90(ks);
@@ -228,6 +228,43 @@ TEST(MultiTensorKernels, SegmentsOfEqualCodeShareOneCopy) {
   expectCubinsForSm80AndSm90(ks);
 }
 
+// A pointer of a shared code's head that not every tensor passes alike
+// (two learning rates) is bound by the switch before the head; the step,
+// passed alike, without one.
+TEST(MultiTensorKernels, ASharedHeadsPointersAreBoundPerTensor) {
+  const std::vector<int> sizes = {1024, 2048, 4096};
+  std::vector<std::string> args;
+  for (int n : sizes)
+    for (int j = 0; j < 4; ++j)
+      args.push_back("tensor<" + std::to_string(n) + "xf32>");
+  args.insert(args.end(), {"tensor<i64>", "tensor<f32>", "tensor<f32>"});
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> yields;
+  for (int u = 0; u < 3; ++u) {
+    std::string U = std::to_string(u),
+                T = "tensor<" + std::to_string(sizes[u]) + "xf32>";
+    auto a = [&](int j) { return "%a" + std::to_string(4 * u + j); };
+    body += "    %p" + U + ", %m" + U + ", %v" + U + " = step.adamw_update " +
+            a(0) + ", " + a(1) + ", " + a(2) + ", " + a(3) + ", %a12, " +
+            (u == 2 ? "%a14" : "%a13") + " : " + T +
+            ", tensor<i64>, tensor<f32>\n";
+    for (const char *r : {"%p", "%m", "%v"})
+      yields.push_back({r + U, T});
+  }
+  KernelSource ks = multiTensorKernel(fusionModule(args, body, yields));
+  const std::string &s = ks.source;
+  ASSERT_FALSE(s.empty());
+  EXPECT_TRUE(contains(s, "if (code == 0) { // tensors 0, 1, 2\n")) << s;
+  EXPECT_TRUE(contains(s, "const long long *const sin0 = in12;"));
+  EXPECT_TRUE(contains(s, "    const float *sin1;\n    switch (seg) {\n"
+                          "    case 0: sin1 = in13; break;\n"
+                          "    case 1: sin1 = in13; break;\n"
+                          "    default: sin1 = in14; break;\n    }\n"
+                          "    const double t = (double)sin0[0];"));
+  EXPECT_EQ(count(s, "const double lr = (double)sin1[0];"), 1);
+  expectCubinsForSm80AndSm90(ks);
+}
+
 TEST(MultiTensorKernels, SgdMomentumWithCastPrologue) {
   // Gradients arrive in bf16 and are cast to the f32 params' type.
   std::string body = R"(    %g0 = step.cast %a1 : tensor<10xbf16> -> tensor<10xf32>
@@ -252,7 +289,7 @@ TEST(MultiTensorKernels, SgdMomentumWithCastPrologue) {
   EXPECT_TRUE(contains(s, "reinterpret_cast<const Vec<__nv_bfloat16, 4> *>(in4)[v]"));
   EXPECT_TRUE(contains(s, "__bfloat162float(in1[i])")) << s;
   EXPECT_TRUE(contains(s, "out1[i] = r1;"));
-  EXPECT_TRUE(contains(s, "y3.v[e] = r1;"));
+  EXPECT_TRUE(contains(s, "vy3.v[e] = r1;"));
   expectCubinsForSm80AndSm90(ks);
 }
 

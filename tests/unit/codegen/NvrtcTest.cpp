@@ -101,28 +101,42 @@ void compileTwice(const std::string &what,
             << warm.seconds << " s (NVRTC " << nvrtcVersionString() << ")\n";
 }
 
-TEST(Nvrtc, MlpTrainStepCompilesForSm80AndSm90) {
+/// The kernels of the MLP 8-16-16-4's training step (batch 8, AdamW,
+/// clipped: the global-norm reductions too).
+std::vector<KernelSource> mlpTrainStepKernels() {
   step::trace::Graph g;
   mlp::Sizes s;
   s.in = 8, s.hidden1 = 16, s.hidden2 = 16, s.classes = 4, s.batch = 8;
   mlp::traceMLP(g, s);
   step::TrainOptions opts;
-  opts.clipNorm = 1.0; // adds the global-norm reductions
-  compileTwice("MLP", trainStepKernels(g.mlir(), opts));
+  opts.clipNorm = 1.0;
+  return trainStepKernels(g.mlir(), opts);
+}
+
+/// The kernels of the GPT-2 example's training step (its tiny
+/// configuration: attention, row chains, the loss, AdamW).
+std::vector<KernelSource> gpt2TrainStepKernels() {
+  using namespace step::trace;
+  gpt2::GPT2Config cfg;
+  Graph g;
+  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
+  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
+  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
+  return trainStepKernels(g.mlir(), step::TrainOptions{});
+}
+
+TEST(Nvrtc, MlpTrainStepCompilesForSm80AndSm90) {
+  compileTwice("MLP", mlpTrainStepKernels());
 }
 
 // The compute_80 PTX is taken from the sm_80 run (Nvrtc.cpp): it must be
-// the bytes a compute_80 run of its own gives. The MLP step's kernels
-// compiled both ways: sm_80 + compute_80 (one run each kernel) and sm_90 +
-// compute_80 (two runs, the PTX its own).
+// the bytes a compute_80 run of its own gives. The MLP and GPT-2 steps'
+// kernels compiled both ways: sm_80 + compute_80 (one run each kernel) and
+// sm_90 + compute_80 (two runs, the PTX its own).
 TEST(Nvrtc, PtxOfTheCubinsRunIsTheVirtualArchitectures) {
-  step::trace::Graph g;
-  mlp::Sizes s;
-  s.in = 8, s.hidden1 = 16, s.hidden2 = 16, s.classes = 4, s.batch = 8;
-  mlp::traceMLP(g, s);
-  step::TrainOptions topts;
-  topts.clipNorm = 1.0;
-  std::vector<KernelSource> kernels = trainStepKernels(g.mlir(), topts);
+  std::vector<KernelSource> kernels = mlpTrainStepKernels();
+  for (KernelSource &k : gpt2TrainStepKernels())
+    kernels.push_back(std::move(k));
   ASSERT_FALSE(kernels.empty());
   std::set<std::string> distinct;
   for (const KernelSource &k : kernels)
@@ -156,13 +170,7 @@ TEST(Nvrtc, PtxOfTheCubinsRunIsTheVirtualArchitectures) {
 }
 
 TEST(Nvrtc, Gpt2TrainStepCompilesForSm80AndSm90) {
-  using namespace step::trace;
-  gpt2::GPT2Config cfg; // the example's tiny configuration
-  Graph g;
-  Tensor tokens = g.input("tokens", {cfg.batch, cfg.context}, DType::I64);
-  Tensor targets = g.input("targets", {cfg.batch, cfg.context}, DType::I64);
-  g.output(gpt2::buildGPT2(g, cfg, tokens, targets));
-  compileTwice("GPT-2", trainStepKernels(g.mlir(), step::TrainOptions{}));
+  compileTwice("GPT-2", gpt2TrainStepKernels());
 }
 
 /// Offload and reload copies (step-offload, step-offload-optimizer) are
