@@ -19,10 +19,11 @@
 //     written once, as the unfused kernels, but 1 launch instead of K and
 //     no intermediate prologue tensors (the clipped gradient).
 //     Tensors whose code differs only in pointers and segment share one
-//     copy of it after the dispatch (`shareCode`): their leaves name the
-//     code and the tensor, and the code binds the tensor's pointers in a
-//     switch. Source and NVRTC time grow with the distinct codes (4 of
-//     GPT-2's 48 AdamW tensors a kernel), not with K.
+//     copy of it after the dispatch (SharedSegments.h; the chunk loops of
+//     form B too): their leaves name the code and the tensor, and the code
+//     binds the tensor's pointers in a switch. Source and NVRTC time grow
+//     with the distinct codes (4 of GPT-2's 48 AdamW tensors a kernel),
+//     not with K.
 //
 //  B. Norms: K full reduce_sums (each of a prologue of one input, e.g.
 //     g * g) and a scalar epilogue of their results (the global gradient
@@ -31,7 +32,8 @@
 //     per chunk sums its chunk in f32 (thread-strided, then a warp-shuffle
 //     tree) into a `__device__` partials array; the last block to finish
 //     (atomic ticket, as ReduceKernels.cpp's split strategy) combines each
-//     tensor's partials in a fixed tree, runs the epilogue, stores the
+//     tensor's partials in a fixed tree (one loop over the tensors and a
+//     table of their first partials), runs the epilogue, stores the
 //     rank-0 results and resets the ticket. Deterministic (no float
 //     atomics); a kernel must not run concurrently with itself.
 //
@@ -47,6 +49,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Emitters.h"
 #include "compiler/codegen/FusionExpr.h"
+#include "compiler/codegen/SharedSegments.h"
 
 #include "dialects/step/Fusion.h"
 #include "dialects/step/StepOps.h"
@@ -79,19 +82,6 @@ std::string fail(const std::string &why) {
 struct Segment {
   int64_t start = 0, blocks = 1;
 };
-
-/// Runs leaves[k] in the blocks of segment k: a binary search over the
-/// segment starts, as nested ifs on literals.
-std::string dispatch(const std::vector<Segment> &segs,
-                     const std::vector<std::string> &leaves, size_t lo,
-                     size_t hi, const std::string &by) {
-  if (hi - lo == 1)
-    return indent(leaves[lo], by);
-  size_t mid = (lo + hi) / 2;
-  return by + "if (blockIdx.x < " + std::to_string(segs[mid].start) + "u) {\n" +
-         dispatch(segs, leaves, lo, mid, by + "  ") + by + "} else {\n" +
-         dispatch(segs, leaves, mid, hi, by + "  ") + by + "}\n";
-}
 
 /// Fusion inputs that `v` reads at its own flat index (through elementwise
 /// ops, reshape and element-count-preserving broadcasts), i.e. that a
@@ -153,237 +143,6 @@ std::string inputPtr(mlir::Value v, mlir::Block &block, const char *what) {
 // Form A: optimizer updates
 //===----------------------------------------------------------------------===//
 
-/// A segment's code: the kernel's pointers (in<k>, out<k>) by name, its
-/// first block, block count and work items as `${SEG_START}`,
-/// `${SEG_BLOCKS}`, `${SEG_WORK}`.
-struct SegmentCode {
-  std::string comment; ///< "// tensor k: ..." for the dispatch
-  std::string idx;     ///< the loop's index type
-  /// The code before the loop (one-element loads, the optimizer's scalars:
-  /// AdamW's bias corrections by double pow) and the loop.
-  std::string head, loop;
-  Segment seg;
-  int64_t work = 0;
-  /// Filled by shareCode: head and loop with their numbered names renamed
-  /// in order of first use (in<k> -> sin<m>, out<k> -> sout<m>, vx, vy),
-  /// and the kernel parameters that sin<m>, then sout<m>, stand for.
-  std::string canonicalHead, canonicalLoop;
-  std::vector<std::string> args;
-};
-
-/// Renames the identifiers in, out, vx and vy (the vector locals) followed
-/// by digits in `code`, each prefix's numbers in order of first use (in7
-/// in5 in7 -> sin0 sin1 sin0; out<k> -> sout<m>, vx and vy keep their
-/// prefix); no other generated name has these forms; returns the
-/// renamed code and, for in/out, the original names in their new order,
-/// in before out. Two segments whose renamed code is equal differ only in
-/// which kernel parameters they read and write.
-std::string canonicalize(const std::string &code,
-                         std::vector<std::string> &pointers) {
-  static const char *const prefixes[] = {"in", "out", "vx", "vy"};
-  std::map<std::string, std::map<std::string, std::string>> renamed;
-  std::vector<std::string> ins, outs;
-  std::string out;
-  out.reserve(code.size());
-  auto word = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  };
-  for (size_t i = 0; i < code.size();) {
-    if (!word(code[i]) || (i > 0 && word(code[i - 1]))) {
-      out += code[i++];
-      continue;
-    }
-    size_t j = i;
-    while (j < code.size() && word(code[j]))
-      ++j;
-    std::string id = code.substr(i, j - i);
-    i = j;
-    const char *prefix = nullptr;
-    for (const char *p : prefixes) {
-      size_t n = std::strlen(p);
-      if (id.size() > n && id.compare(0, n, p) == 0 &&
-          std::all_of(id.begin() + n, id.end(), [](char c) {
-            return std::isdigit(static_cast<unsigned char>(c));
-          }))
-        prefix = p;
-    }
-    if (!prefix) {
-      out += id;
-      continue;
-    }
-    auto &names = renamed[prefix];
-    // The kernel's own in<k>/out<k> stay visible beside the renamed ones.
-    std::string to = std::strcmp(prefix, "in") == 0    ? "sin"
-                     : std::strcmp(prefix, "out") == 0 ? "sout"
-                                                       : prefix;
-    auto [it, fresh] = names.emplace(id, to + std::to_string(names.size()));
-    if (fresh && std::strcmp(prefix, "in") == 0)
-      ins.push_back(id);
-    if (fresh && std::strcmp(prefix, "out") == 0)
-      outs.push_back(id);
-    out += it->second;
-  }
-  pointers = ins;
-  pointers.insert(pointers.end(), outs.begin(), outs.end());
-  return out;
-}
-
-/// The kernel parameter `name` ("in3", "out0") of `fusion` as declared.
-std::string paramDecl(ops::FusionOp fusion, const std::string &name,
-                      const std::string &as) {
-  bool in = name.rfind("in", 0) == 0;
-  unsigned k = static_cast<unsigned>(std::stoul(name.substr(in ? 2 : 3)));
-  mlir::Value v = in ? fusion->getOperand(k) : fusion->getResult(k);
-  return std::string(in ? "const " : "") + cType(elemOf(v.getType())) + " *" +
-         as;
-}
-
-/// `code` with its placeholders ${SEG_START}, ${SEG_BLOCKS} and
-/// ${SEG_WORK} replaced (nothing else: generated code may hold any text).
-std::string fillSegment(std::string code, const std::string &start,
-                        const std::string &blocks, const std::string &work) {
-  for (auto [from, to] : {std::pair<const char *, const std::string *>{
-                              "${SEG_START}", &start},
-                          {"${SEG_BLOCKS}", &blocks},
-                          {"${SEG_WORK}", &work}})
-    for (size_t at = code.find(from); at != std::string::npos;
-         at = code.find(from, at + to->size()))
-      code.replace(at, std::strlen(from), *to);
-  return code;
-}
-
-/// Whether `code` holds the identifier `id` as a whole word.
-bool mentions(const std::string &code, const std::string &id) {
-  auto word = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  };
-  for (size_t at = code.find(id); at != std::string::npos;
-       at = code.find(id, at + 1))
-    if ((at == 0 || !word(code[at - 1])) &&
-        (at + id.size() == code.size() || !word(code[at + id.size()])))
-      return true;
-  return false;
-}
-
-/// The dispatch leaves of `segs` and the code after the dispatch. A
-/// segment whose renamed code no other segment shares is inlined in its
-/// leaf with its literals. A segment sharing code c only sets `code` = c
-/// and `seg` = its number in its leaf; code c follows the dispatch once,
-/// under `if (code == c)`: a switch on `seg` binds the pointers its head
-/// reads (one that every tensor of the code passes alike, as step and lr,
-/// is bound without a switch), the head runs, a second switch binds the
-/// loop's pointers, first block, blocks and work items (read from the
-/// kernel's parameters there, so that no pointer is held in a register
-/// across the head's pow calls: bound in the dispatch, one of GPT-2's
-/// AdamW kernels took 54 registers, this way 48; inlined, 36), then the
-/// loop. One copy of each code: GPT-2 124M's AdamW
-/// kernels hold 48 tensors of 4 codes each, whose inlined copies took
-/// NVRTC 2.2-3.0 s a cubin (142 KB of source).
-std::vector<std::string> shareCode(ops::FusionOp fusion,
-                                   std::vector<SegmentCode> &segs,
-                                   std::string &after) {
-  const char kSplit = '\x01'; // no identifier holds it
-  std::map<std::string, std::vector<size_t>> users;
-  for (size_t u = 0; u < segs.size(); ++u) {
-    SegmentCode &sc = segs[u];
-    std::string both = canonicalize(sc.head + kSplit + sc.loop, sc.args);
-    size_t at = both.find(kSplit);
-    sc.canonicalHead = both.substr(0, at);
-    sc.canonicalLoop = both.substr(at + 1);
-    std::string key = sc.idx + "\n";
-    for (size_t a = 0; a < sc.args.size(); ++a)
-      key += paramDecl(fusion, sc.args[a], "") + "\n";
-    users[key + both].push_back(u);
-  }
-  std::vector<std::string> leaves(segs.size());
-  for (size_t u = 0; u < segs.size(); ++u) {
-    const SegmentCode &sc = segs[u];
-    leaves[u] = sc.comment + "{\n" +
-                fillSegment(sc.head + sc.loop,
-                            std::to_string(sc.seg.start) + "u",
-                            std::to_string(sc.seg.blocks),
-                            std::to_string(sc.work)) +
-                "}\n";
-  }
-  // Codes in order of their first segment (deterministic text).
-  std::vector<std::vector<size_t>> shared;
-  for (auto &[key, us] : users)
-    if (us.size() > 1)
-      shared.push_back(us);
-  std::sort(shared.begin(), shared.end());
-  if (shared.empty())
-    return leaves;
-  for (size_t c = 0; c < shared.size(); ++c) {
-    const std::vector<size_t> &us = shared[c];
-    const SegmentCode &first = segs[us.front()];
-    size_t nin = 0;
-    for (const std::string &a : first.args)
-      nin += a.rfind("in", 0) == 0;
-    std::vector<std::string> names;
-    for (size_t a = 0; a < first.args.size(); ++a)
-      names.push_back(std::string(a < nin ? "sin" : "sout") +
-                      std::to_string(a < nin ? a : a - nin));
-    const std::string &I = first.idx;
-    // The pointers the head reads (head) or the others and the segment
-    // (!head), bound by a switch on seg. A pointer that every tensor of the
-    // code passes alike (the step, the learning rate, a clip coefficient)
-    // is bound once, outside the switch.
-    auto same = [&](size_t a) {
-      return llvm::all_of(
-          us, [&](size_t u) { return segs[u].args[a] == first.args[a]; });
-    };
-    auto bindings = [&](bool head) {
-      std::string decls, cases;
-      for (size_t a = 0; a < names.size(); ++a)
-        if (mentions(first.canonicalHead, names[a]) == head)
-          decls +=
-              "    " +
-              (same(a) ? paramDecl(fusion, first.args[a], "const " + names[a]) +
-                             " = " + first.args[a]
-                       : paramDecl(fusion, first.args[a], names[a])) +
-              ";\n";
-      if (!head)
-        decls += "    unsigned segStart;\n    " + I + " segBlocks, segWork;\n";
-      if (decls.empty())
-        return decls;
-      bool any = !head;
-      for (size_t a = 0; a < names.size(); ++a)
-        any |= mentions(first.canonicalHead, names[a]) == head && !same(a);
-      if (!any)
-        return decls;
-      for (size_t k = 0; k < us.size(); ++k) {
-        const SegmentCode &sc = segs[us[k]];
-        cases += k + 1 < us.size() ? "    case " + std::to_string(us[k]) + ":"
-                                   : std::string("    default:");
-        for (size_t a = 0; a < names.size(); ++a)
-          if (mentions(first.canonicalHead, names[a]) == head && !same(a))
-            cases += " " + names[a] + " = " + sc.args[a] + ";";
-        if (!head)
-          cases += " segStart = " + std::to_string(sc.seg.start) +
-                   "u; segBlocks = " + std::to_string(sc.seg.blocks) +
-                   "; segWork = " + std::to_string(sc.work) + ";";
-        cases += " break;\n";
-      }
-      return decls + "    switch (seg) {\n" + cases + "    }\n";
-    };
-    std::string tensors;
-    for (size_t u : us)
-      tensors += (tensors.empty() ? "" : ", ") + std::to_string(u);
-    after += std::string(c ? "  else " : "  ") +
-             "if (code == " + std::to_string(c) + ") { // tensors " + tensors +
-             "\n" + bindings(true) + indent(first.canonicalHead, "  ") +
-             bindings(false) +
-             indent(fillSegment(first.canonicalLoop, "segStart", "segBlocks",
-                                "segWork"),
-                    "  ") +
-             "  }\n";
-    for (size_t u : us)
-      leaves[u] = segs[u].comment + "code = " + std::to_string(c) +
-                  ", seg = " + std::to_string(u) + ";\n";
-  }
-  return leaves;
-}
-
 KernelSource emitUpdates(ops::FusionOp fusion,
                          const std::vector<mlir::Operation *> &updates,
                          const std::string &name) {
@@ -422,11 +181,12 @@ KernelSource emitUpdates(ops::FusionOp fusion,
   PreludeNeeds needs;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/false);
   std::vector<SegmentCode> segs;
+  std::vector<int64_t> starts;
   int64_t grid = 0;
   for (size_t u = 0; u < updates.size(); ++u) {
     mlir::Operation *op = updates[u];
     // Each segment its own expression state (local names from 0, its own
-    // hoisted loads): equal updates give equal code (shareCode).
+    // hoisted loads): equal updates give equal code (shareSegments).
     FusionExpr fx(fusion, needs);
     std::optional<ElementwiseSpec> mapped;
     mlir::Value stepV, lrV;
@@ -460,21 +220,24 @@ KernelSource emitUpdates(ops::FusionOp fusion,
     bool vec = canVectorize(n, vecArgs);
     needs.vec |= vec;
     SegmentCode sc;
-    sc.work = vec ? n / 4 : n;
-    sc.seg = Segment{grid, gridFor(sc.work, kBlock)};
-    grid += sc.seg.blocks;
-    sc.idx = idxType(n);
-    const std::string &I = sc.idx;
+    int64_t work = vec ? n / 4 : n;
+    Segment seg{grid, gridFor(work, kBlock)};
+    grid += seg.blocks;
+    starts.push_back(seg.start);
+    std::string I = idxType(n);
+    sc.vars = {{"segStart", "unsigned", std::to_string(seg.start) + "u"},
+               {"segBlocks", I, std::to_string(seg.blocks)},
+               {"segWork", I, std::to_string(work)}};
     sc.comment = "// tensor " + std::to_string(u) + ": " + std::to_string(n) +
-                 " elements, blocks [" + std::to_string(sc.seg.start) + ", " +
-                 std::to_string(sc.seg.start + sc.seg.blocks) + ")" +
+                 " elements, blocks [" + std::to_string(seg.start) + ", " +
+                 std::to_string(seg.start + seg.blocks) + ")" +
                  (vec ? ", 4 per thread" : "") + "\n";
     std::string loopVar = vec ? "v" : "i";
     std::string L =
         "  for (" + I + " " + loopVar + " = (" + I +
-        ")(blockIdx.x - ${SEG_START}) * blockDim.x + threadIdx.x; " + loopVar +
-        " < ${SEG_WORK}; " + loopVar + " += (" + I +
-        ")${SEG_BLOCKS} * blockDim.x) {\n";
+        ")(blockIdx.x - ${segStart}) * blockDim.x + threadIdx.x; " + loopVar +
+        " < ${segWork}; " + loopVar + " += (" + I +
+        ")${segBlocks} * blockDim.x) {\n";
     std::string inner;
     if (vec) {
       L += indent(vectorLoads(fx, vecArgs), "  ");
@@ -527,16 +290,11 @@ KernelSource emitUpdates(ops::FusionOp fusion,
   }
   ks.gridX = grid;
   std::string after;
-  std::vector<std::string> leaves = shareCode(fusion, segs, after);
-  // The shared code of this block's tensor (-1: its own, inlined) and the
-  // tensor's number.
-  std::string decls =
-      after.empty() ? std::string() : "  int code = -1, seg = -1;\n";
-  std::vector<Segment> starts;
-  for (const SegmentCode &sc : segs)
-    starts.push_back(sc.seg);
-  ks.source = prelude(needs) + signature(ks, params) + " {\n" + decls +
-              dispatch(starts, leaves, 0, leaves.size(), "  ") + after + "}\n";
+  std::vector<std::string> leaves = shareSegments(fusion, segs, "  ", after);
+  ks.source = prelude(needs) + signature(ks, params) + " {\n" +
+              codeDecl(after) +
+              dispatchSegments(starts, leaves, "blockIdx.x", "  ") + after +
+              "}\n";
   return ks;
 }
 
@@ -565,11 +323,15 @@ KernelSource emitNorms(ops::FusionOp fusion,
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/true);
-  FusionExpr fx(fusion, needs);
+  FusionExpr fx(fusion, needs); // the epilogue's
   std::vector<Segment> segs;
-  std::vector<std::string> leaves;
+  std::vector<SegmentCode> codes;
+  std::vector<int64_t> starts;
   int64_t grid = 0;
   for (size_t u = 0; u < sums.size(); ++u) {
+    // Each tensor its own expression state: equal sums give equal code
+    // (shareSegments).
+    FusionExpr lfx(fusion, needs);
     ops::ReduceSumOp sum = sums[u];
     mlir::Value x = sum.getOperand();
     int64_t n = numelOf(x);
@@ -593,55 +355,60 @@ KernelSource emitNorms(ops::FusionOp fusion,
     Segment seg{grid, chunks};
     grid += chunks;
     segs.push_back(seg);
+    starts.push_back(seg.start);
     int64_t unit = vec ? 4 : 1;
-    std::string I = idxType(n + chunk), CH = std::to_string(chunk / unit),
-                W = std::to_string(n / unit);
-    std::string L = "// tensor " + std::to_string(u) + ": " +
-                    std::to_string(n) + " elements in " +
-                    std::to_string(chunks) + " chunks of " +
-                    std::to_string(chunk) + (vec ? ", 4 per thread" : "") +
-                    "\n{\n";
-    L += "  const " + I + " c = blockIdx.x - " + std::to_string(seg.start) +
-         "u;\n";
-    L += "  const " + I + " end = (c + 1) * " + CH + " < " + W + " ? (c + 1) * " +
-         CH + " : " + W + ";\n";
+    std::string I = idxType(n + chunk);
+    SegmentCode sc;
+    sc.vars = {{"segStart", "unsigned", std::to_string(seg.start) + "u"},
+               {"segChunk", I, std::to_string(chunk / unit)},
+               {"segWork", I, std::to_string(n / unit)}};
+    sc.comment = "// tensor " + std::to_string(u) + ": " + std::to_string(n) +
+                 " elements in " + std::to_string(chunks) + " chunks of " +
+                 std::to_string(chunk) + (vec ? ", 4 per thread" : "") + "\n";
+    std::string L = "  const " + I + " c = blockIdx.x - ${segStart};\n";
+    L += "  const " + I + " end = (c + 1) * ${segChunk} < ${segWork} ? (c + 1) "
+         "* ${segChunk} : ${segWork};\n";
     std::string loopVar = vec ? "v" : "i", inner = vec ? "      " : "    ";
-    L += "  for (" + I + " " + loopVar + " = c * " + CH + " + threadIdx.x; " +
+    L += "  for (" + I + " " + loopVar + " = c * ${segChunk} + threadIdx.x; " +
          loopVar + " < end; " + loopVar + " += blockDim.x) {\n";
     if (vec) {
-      L += indent(vectorLoads(fx, vecArgs), "  ");
+      L += indent(vectorLoads(lfx, vecArgs), "  ");
       L += "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n";
       L += inner + "const " + I + " i = v * 4 + e;\n" + inner + "(void)i;\n";
     }
-    std::string local = fx.valueAt(x, "i");
-    L += fx.takeCode(inner);
-    fx.resetScope();
+    std::string local = lfx.valueAt(x, "i");
+    L += lfx.takeCode(inner);
     L += inner + "acc += " + local + ";\n";
     if (vec)
       L += "    }\n";
-    L += "  }\n}\n";
-    leaves.push_back(std::move(L));
+    L += "  }\n";
+    sc.head = lfx.takeHoisted("  ");
+    sc.loop = std::move(L);
+    codes.push_back(std::move(sc));
   }
 
-  // The last block: per-tensor sums in a fixed order, then the epilogue.
-  std::string fin;
-  std::vector<std::string> sumLocals;
+  // The last block: each tensor's partials summed in a fixed order (a loop
+  // over the tensors: one copy of the sum and its block reduction, not K),
+  // each sum rounded to its reduce_sum's type, then the epilogue.
+  std::string K = std::to_string(sums.size()), table;
+  for (const Segment &seg : segs)
+    table += std::to_string(seg.start) + "u, ";
+  table += std::to_string(grid) + "u";
+  std::string fin = "  float tot_[" + K + "];\n  for (int u = 0; u < " + K +
+                    "; ++u) { // tensor u: partials [start[u], start[u + "
+                    "1])\n    float q = 0.0f;\n    for (unsigned j = " +
+                    name + "_start[u] + threadIdx.x; j < " + name +
+                    "_start[u + 1]; j += blockDim.x)\n      q += part[j];\n"
+                    "    tot_[u] = blockReduce(q, SumOp(), 0.0f, sh);\n  }\n";
   for (size_t u = 0; u < sums.size(); ++u) {
-    std::string U = std::to_string(u), S = std::to_string(segs[u].start);
-    std::string local = "sum" + U;
-    fin += "  float " + local + ";\n  { // tensor " + U + ": partials [" + S +
-           ", " + std::to_string(segs[u].start + segs[u].blocks) + ")\n";
-    fin += "    float q = 0.0f;\n    for (int j = threadIdx.x; j < " +
-           std::to_string(segs[u].blocks) +
-           "; j += blockDim.x)\n      q += part[" + S + " + j];\n";
+    std::string local = "sum" + std::to_string(u);
     mlir::Value r = ops::ReduceSumOp(sums[u]).getResult();
     // The sum rounded to the reduce_sum's type (a local holds an exact
     // value of its type, FusionExpr.h).
-    fin += "    " + local + " = " +
+    fin += "  const float " + local + " = " +
            FusionExpr::toLocal(
-               r, FusionExpr::toStorage(
-                      r, "blockReduce(q, SumOp(), 0.0f, sh)")) +
-           ";\n  }\n";
+               r, FusionExpr::toStorage(r, "tot_[" + std::to_string(u) + "]")) +
+           ";\n";
     fx.bind(r, "0", local);
   }
   std::vector<std::string> outs;
@@ -658,11 +425,14 @@ KernelSource emitNorms(ops::FusionOp fusion,
   ks.gridX = grid;
   std::vector<std::pair<std::string, std::string>> vars = {
       {"NAME", name}, {"S", std::to_string(grid)}};
+  std::string after;
+  std::vector<std::string> leaves = shareSegments(fusion, codes, "  ", after);
   std::string body = fx.takeHoisted("  ") + R"(  __shared__ float sh[32];
   __shared__ bool amLast;
   float acc = 0.0f;
-)" + dispatch(segs, leaves, 0, leaves.size(), "  ") +
-                     R"(  acc = blockReduce(acc, SumOp(), 0.0f, sh);
+)" + codeDecl(after) +
+                     dispatchSegments(starts, leaves, "blockIdx.x", "  ") +
+                     after + R"(  acc = blockReduce(acc, SumOp(), 0.0f, sh);
   if (threadIdx.x == 0) {
     ${NAME}_partial[blockIdx.x] = acc;
     __threadfence(); // the partial is visible before the ticket
@@ -678,6 +448,9 @@ KernelSource emitNorms(ops::FusionOp fusion,
               subst("__device__ float ${NAME}_partial[$S];\n"
                     "__device__ unsigned int ${NAME}_ticket;\n",
                     vars) +
+              "// Tensor u's partials: [start[u], start[u + 1]).\n"
+              "__device__ const unsigned int " + name + "_start[" +
+              std::to_string(sums.size() + 1) + "] = {" + table + "};\n" +
               signature(ks, params) + " {\n" + subst(body, vars) + fin + "}\n";
   return ks;
 }

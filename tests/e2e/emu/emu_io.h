@@ -29,6 +29,12 @@ static inline float toF(__half x) { return __half2float(x); }
 static inline void put(double x, __half &e) { e = __float2half_rn(float(x)); }
 static inline void put(double x, long long &e) { e = (long long)x; }
 static inline void put(double x, int &e) { e = (int)x; }
+// An i1 (step.check_finite's result); NaN (the poison) as 0xab, neither
+// 0 nor 1.
+static inline float toF(unsigned char x) { return float(x); }
+static inline void put(double x, unsigned char &e) {
+  e = x != x ? (unsigned char)0xab : (unsigned char)x;
+}
 
 /// `n` float64 values of `path`, converted to T.
 template <class T> std::vector<T> readRaw(const char *path, size_t n) {

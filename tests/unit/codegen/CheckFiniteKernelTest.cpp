@@ -76,6 +76,28 @@ TEST(CheckFiniteKernel, OneKernelOverEveryOperandWithATicket) {
   expectCubinsForSm80AndSm90(ks);
 }
 
+// Tensors whose test differs only in pointer and chunk numbers share one
+// copy of it (SharedSegments.h): three f32 tensors read 16 bytes a load,
+// two bf16 ones an element a load; no tensor inlined.
+TEST(CheckFiniteKernel, TensorsOfEqualCodeShareOneCopy) {
+  KernelSource ks = firstKernel(checkFiniteModule(
+      {"tensor<100000xf32>", "tensor<7xbf16>", "tensor<4096xf32>",
+       "tensor<9xbf16>", "tensor<8xf32>"}));
+  const std::string &s = ks.source;
+  ASSERT_FALSE(s.empty());
+  EXPECT_TRUE(contains(s, "    int code = -1, seg = -1;\n")) << s;
+  EXPECT_TRUE(contains(s, "    if (code == 0) { // tensors 0, 2, 4\n"));
+  EXPECT_TRUE(contains(s, "    else if (code == 1) { // tensors 1, 3\n"));
+  EXPECT_EQ(count(s, "ok = finite32(w.x)"), 1);
+  EXPECT_EQ(count(s, "ok = finite16(w, 0x7f80u);"), 1);
+  // Tensor 2: 4096 f32, 1024 uint4 loads in one chunk, virtual block 14.
+  EXPECT_TRUE(contains(s, "case 2: sin0 = in2; segStart = 14u; segChunk = "
+                          "1024; segWork = 1024; break;"));
+  EXPECT_TRUE(contains(s, "const uint4 *p = reinterpret_cast<const uint4 "
+                          "*>(sin0);"));
+  expectCubinsForSm80AndSm90(ks);
+}
+
 TEST(CheckFiniteKernel, OnlyEmptyOperandsWriteTrue) {
   KernelSource ks =
       firstKernel(checkFiniteModule({"tensor<0xf32>", "tensor<3x0xbf16>"}));

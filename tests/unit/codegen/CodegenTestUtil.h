@@ -82,6 +82,15 @@ inline bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
 }
 
+/// How many times `part` occurs in `s` (overlapping occurrences count).
+inline size_t count(const std::string &s, const std::string &part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos;
+       at = s.find(part, at + 1))
+    ++n;
+  return n;
+}
+
 /// A module whose @f takes `args` ("%a: tensor<...>, ...") and returns the
 /// single result of `op` ("%r = step... ") of type `result`.
 inline std::string fn(const std::string &args, const std::string &op,

@@ -40,14 +40,6 @@ inline std::string fusionFnN(const std::string &args, const std::string &fusion,
          "\n  return " + values + " : " + types + "\n}\n";
 }
 
-inline size_t count(const std::string &s, const std::string &part) {
-  size_t n = 0;
-  for (size_t at = s.find(part); at != std::string::npos;
-       at = s.find(part, at + 1))
-    ++n;
-  return n;
-}
-
 /// NVRTC compiles `ks` to sm_80 and sm_90 cubins (no PTX: the cubins are
 /// what the test is about), in a fresh cache.
 /// STEPJIT_DUMP_FUSION=1 prints each source.

@@ -59,14 +59,6 @@ KernelSource multiTensorKernel(const std::string &text) {
 }
 
 
-int count(const std::string &s, const std::string &part) {
-  int n = 0;
-  for (size_t at = s.find(part); at != std::string::npos;
-       at = s.find(part, at + 1))
-    ++n;
-  return n;
-}
-
 /// Three AdamW updates of sizes 7, 1024 and 96x32 whose gradients are
 /// scaled by a rank-0 clip coefficient (%a12); step %a13, lr %a14.
 std::string adamwClipModule(const std::string &attrs) {
@@ -465,8 +457,15 @@ TEST(MultiTensorKernels, GlobalNormIsOneDeterministicLaunch) {
   EXPECT_TRUE(contains(s, "// tensor 0: 7 elements in 1 chunks of 8\n"));
   // The bf16 gradient: vector loads, widened, squared in f32.
   EXPECT_TRUE(contains(s, "reinterpret_cast<const Vec<__nv_bfloat16, 4> *>(in1)[v]"));
-  // Partials combined per tensor in a fixed order, then the epilogue.
-  EXPECT_TRUE(contains(s, "q += part[2 + j];"));
+  // Partials combined per tensor in a fixed order (one loop over the
+  // tensors and a table of their first partials), then the epilogue.
+  EXPECT_TRUE(contains(s, "__device__ const unsigned int k_start[4] = {0u, "
+                          "1u, 2u, 15u};"));
+  EXPECT_TRUE(contains(s, "for (unsigned j = k_start[u] + threadIdx.x; j < "
+                          "k_start[u + 1]; j += blockDim.x)\n      q += "
+                          "part[j];"));
+  EXPECT_EQ(count(s, "blockReduce(q, SumOp(), 0.0f, sh)"), 1);
+  EXPECT_TRUE(contains(s, "const float sum2 = tot_[2];"));
   EXPECT_LT(s.find("sum0 ="), s.find("sum1 ="));
   EXPECT_LT(s.find("sum2 ="), s.find("sqrtf("));
   EXPECT_TRUE(contains(s, "out0[0] = "));
