@@ -52,6 +52,21 @@ LR, STEP, COEF = 1e-2, 3, 0.5
 BETA1, BETA2, EPS, WD = 0.9, 0.999, 1e-8, 0.1
 
 
+def input_arg(name, ty):
+    """@forward's argument %name of type ty, a model input."""
+    return f'%{name}: {ty} {{step.kind = "input", step.name = "{name}"}}'
+
+
+def gradient_f32(body, k, n, gt):
+    """Gradient %g<k> of n elements of type gt as f32: itself, or a cast
+    appended to `body`."""
+    if gt == "f32":
+        return f"%g{k}"
+    body.append(f"    %gc{k} = step.cast %g{k} : tensor<{n}x{gt}> -> "
+                f"tensor<{n}xf32>")
+    return f"%gc{k}"
+
+
 def model():
     """@forward: the clipped AdamW update of every tensor; arguments p, g,
     m, v of each tensor in turn, then t, lr, coef; returns p', m', v' of
@@ -61,13 +76,8 @@ def model():
         t = f"tensor<{n}xf32>"
         for name, ty in (("p", t), ("g", f"tensor<{n}x{gt}>"), ("m", t),
                          ("v", t)):
-            args.append(f'%{name}{k}: {ty} {{step.kind = "input", '
-                        f'step.name = "{name}{k}"}}')
-        g = f"%g{k}"
-        if gt != "f32":
-            body.append(f"    %gc{k} = step.cast %g{k} : tensor<{n}x{gt}> "
-                        f"-> {t}")
-            g = f"%gc{k}"
+            args.append(input_arg(f"{name}{k}", ty))
+        g = gradient_f32(body, k, n, gt)
         body.append(f"    %c{k} = step.broadcast_in_dim %coef, dims = [] : "
                     f"tensor<f32> -> {t}")
         body.append(f"    %gs{k} = step.mul {g}, %c{k} : {t}")
@@ -76,9 +86,8 @@ def model():
                     f"f64}} : {t}, tensor<i64>, tensor<f32>")
         rets += [f"%q{k}", f"%n{k}", f"%w{k}"]
         types += [t] * 3
-    args += ['%t: tensor<i64> {step.kind = "input", step.name = "t"}',
-             '%lr: tensor<f32> {step.kind = "input", step.name = "lr"}',
-             '%coef: tensor<f32> {step.kind = "input", step.name = "coef"}']
+    args += [input_arg("t", "tensor<i64>"), input_arg("lr", "tensor<f32>"),
+             input_arg("coef", "tensor<f32>")]
     results = ", ".join(f'{ty} {{step.name = "r{j}"}}'
                         for j, ty in enumerate(types))
     return ("module {\n  func.func @forward(" + ", ".join(args) + ") -> (" +
@@ -251,13 +260,8 @@ def norm_model():
     total = "%s"
     for k, (n, gt) in enumerate(NORM_TENSORS):
         t = f"tensor<{n}xf32>"
-        args.append(f'%g{k}: tensor<{n}x{gt}> {{step.kind = "input", '
-                    f'step.name = "g{k}"}}')
-        g = f"%g{k}"
-        if gt != "f32":
-            body.append(f"    %c{k} = step.cast %g{k} : tensor<{n}x{gt}> -> "
-                        f"{t}")
-            g = f"%c{k}"
+        args.append(input_arg(f"g{k}", f"tensor<{n}x{gt}>"))
+        g = gradient_f32(body, k, n, gt)
         body += [f"    %q{k} = step.mul {g}, {g} : {t}",
                  f"    %r{k} = step.reduce_sum %q{k} dims = [0] : {t} -> "
                  f"tensor<f32>",
@@ -265,8 +269,7 @@ def norm_model():
         total = f"%s{k}"
     # The zero, eps and clip (constants in step-optimizer's step) as
     # inputs: every fusion operand is then an argument.
-    args += [f'%{c}: tensor<f32> {{step.kind = "input", step.name = "{c}"}}'
-             for c in ("s", "eps", "clip")]
+    args += [input_arg(c, "tensor<f32>") for c in ("s", "eps", "clip")]
     body += [f"    %n = step.sqrt {total} : tensor<f32>",
              "    %d = step.add %n, %eps : tensor<f32>",
              "    %k = step.div %clip, %d : tensor<f32>"]
@@ -319,8 +322,8 @@ def check_finite(args, rng):
     last element, a first element (result 0)."""
     types = [f"tensor<{n}x{gt}>" for n, gt in FINITE_TENSORS]
     text = ("module {\n  func.func @forward(" + ", ".join(
-        f'%g{k}: {t} {{step.kind = "input", step.name = "g{k}"}}'
-        for k, t in enumerate(types)) + ') -> (tensor<i1> {step.name = '
+        input_arg(f"g{k}", t) for k, t in enumerate(types)) +
+        ') -> (tensor<i1> {step.name = '
         '"ok"}) {\n    %ok = step.check_finite ' + ", ".join(
         f"%g{k}" for k in range(len(types))) + " : " + ", ".join(types) +
         "\n    return %ok : tensor<i1>\n  }\n}\n")

@@ -168,6 +168,35 @@ func.func @f(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>,
   }
 }
 
+/// AdamW updates of f32 tensors of `sizes` (params, gradients and moments
+/// %a0 ... %a<4K-1>), step %a<4K>, learning rates %a<4K+1> ... : tensor u
+/// takes the last one when u + 1 == K and `lrs` is 2, else the first.
+std::string adamwModule(const std::vector<int> &sizes, int lrs) {
+  const int k = static_cast<int>(sizes.size());
+  std::vector<std::string> args;
+  for (int n : sizes)
+    for (int j = 0; j < 4; ++j)
+      args.push_back("tensor<" + std::to_string(n) + "xf32>");
+  args.push_back("tensor<i64>");
+  for (int l = 0; l < lrs; ++l)
+    args.push_back("tensor<f32>");
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> yields;
+  for (int u = 0; u < k; ++u) {
+    std::string U = std::to_string(u),
+                T = "tensor<" + std::to_string(sizes[u]) + "xf32>";
+    auto a = [&](int j) { return "%a" + std::to_string(4 * u + j); };
+    int lr = 4 * k + 1 + (lrs == 2 && u + 1 == k ? 1 : 0);
+    body += "    %p" + U + ", %m" + U + ", %v" + U + " = step.adamw_update " +
+            a(0) + ", " + a(1) + ", " + a(2) + ", " + a(3) + ", %a" +
+            std::to_string(4 * k) + ", %a" + std::to_string(lr) + " : " + T +
+            ", tensor<i64>, tensor<f32>\n";
+    for (const char *r : {"%p", "%m", "%v"})
+      yields.push_back({r + U, T});
+  }
+  return fusionModule(args, body, yields);
+}
+
 // Updates whose code differs only in the pointers and segment are one
 // copy of that code (GPT-2 124M's AdamW kernels: 48 tensors, 4 codes a
 // kernel; NVRTC 2.2-3.0 s a cubin inlined, docs/codegen.md): sizes 1024,
@@ -175,27 +204,8 @@ func.func @f(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>,
 // scalar) and no inlined segment.
 TEST(MultiTensorKernels, SegmentsOfEqualCodeShareOneCopy) {
   const std::vector<int> sizes = {1024, 7, 4096, 13, 2048, 5};
-  std::vector<std::string> args;
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> yields;
   const int k = static_cast<int>(sizes.size());
-  for (int n : sizes)
-    for (int j = 0; j < 4; ++j)
-      args.push_back("tensor<" + std::to_string(n) + "xf32>");
-  args.insert(args.end(), {"tensor<i64>", "tensor<f32>"});
-  std::string t = "%a" + std::to_string(4 * k),
-              lr = "%a" + std::to_string(4 * k + 1);
-  for (int u = 0; u < k; ++u) {
-    std::string U = std::to_string(u),
-                T = "tensor<" + std::to_string(sizes[u]) + "xf32>";
-    auto a = [&](int j) { return "%a" + std::to_string(4 * u + j); };
-    body += "    %p" + U + ", %m" + U + ", %v" + U + " = step.adamw_update " +
-            a(0) + ", " + a(1) + ", " + a(2) + ", " + a(3) + ", " + t + ", " +
-            lr + " : " + T + ", tensor<i64>, tensor<f32>\n";
-    for (const char *r : {"%p", "%m", "%v"})
-      yields.push_back({r + U, T});
-  }
-  KernelSource ks = multiTensorKernel(fusionModule(args, body, yields));
+  KernelSource ks = multiTensorKernel(adamwModule(sizes, 1));
   const std::string &s = ks.source;
   ASSERT_FALSE(s.empty());
   EXPECT_TRUE(contains(s, "if (code == 0) { // tensors 0, 2, 4\n")) << s;
@@ -224,26 +234,8 @@ TEST(MultiTensorKernels, SegmentsOfEqualCodeShareOneCopy) {
 // (two learning rates) is bound by the switch before the head; the step,
 // passed alike, without one.
 TEST(MultiTensorKernels, ASharedHeadsPointersAreBoundPerTensor) {
-  const std::vector<int> sizes = {1024, 2048, 4096};
-  std::vector<std::string> args;
-  for (int n : sizes)
-    for (int j = 0; j < 4; ++j)
-      args.push_back("tensor<" + std::to_string(n) + "xf32>");
-  args.insert(args.end(), {"tensor<i64>", "tensor<f32>", "tensor<f32>"});
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> yields;
-  for (int u = 0; u < 3; ++u) {
-    std::string U = std::to_string(u),
-                T = "tensor<" + std::to_string(sizes[u]) + "xf32>";
-    auto a = [&](int j) { return "%a" + std::to_string(4 * u + j); };
-    body += "    %p" + U + ", %m" + U + ", %v" + U + " = step.adamw_update " +
-            a(0) + ", " + a(1) + ", " + a(2) + ", " + a(3) + ", %a12, " +
-            (u == 2 ? "%a14" : "%a13") + " : " + T +
-            ", tensor<i64>, tensor<f32>\n";
-    for (const char *r : {"%p", "%m", "%v"})
-      yields.push_back({r + U, T});
-  }
-  KernelSource ks = multiTensorKernel(fusionModule(args, body, yields));
+  // Tensor 2 takes the second learning rate.
+  KernelSource ks = multiTensorKernel(adamwModule({1024, 2048, 4096}, 2));
   const std::string &s = ks.source;
   ASSERT_FALSE(s.empty());
   EXPECT_TRUE(contains(s, "if (code == 0) { // tensors 0, 1, 2\n")) << s;
