@@ -58,8 +58,6 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
-#include <cstring>
-#include <map>
 
 namespace step::codegen::detail {
 
@@ -324,7 +322,6 @@ KernelSource emitNorms(ops::FusionOp fusion,
   needs.reduce = true;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/true);
   FusionExpr fx(fusion, needs); // the epilogue's
-  std::vector<Segment> segs;
   std::vector<SegmentCode> codes;
   std::vector<int64_t> starts;
   int64_t grid = 0;
@@ -352,16 +349,14 @@ KernelSource emitNorms(ops::FusionOp fusion,
                                          kMaxChunks);
     int64_t chunk = ((n + chunks - 1) / chunks + 3) / 4 * 4;
     chunks = std::max<int64_t>(1, (n + chunk - 1) / chunk);
-    Segment seg{grid, chunks};
-    grid += chunks;
-    segs.push_back(seg);
-    starts.push_back(seg.start);
+    starts.push_back(grid);
     int64_t unit = vec ? 4 : 1;
     std::string I = idxType(n + chunk);
     SegmentCode sc;
-    sc.vars = {{"segStart", "unsigned", std::to_string(seg.start) + "u"},
+    sc.vars = {{"segStart", "unsigned", std::to_string(grid) + "u"},
                {"segChunk", I, std::to_string(chunk / unit)},
                {"segWork", I, std::to_string(n / unit)}};
+    grid += chunks;
     sc.comment = "// tensor " + std::to_string(u) + ": " + std::to_string(n) +
                  " elements in " + std::to_string(chunks) + " chunks of " +
                  std::to_string(chunk) + (vec ? ", 4 per thread" : "") + "\n";
@@ -391,8 +386,8 @@ KernelSource emitNorms(ops::FusionOp fusion,
   // over the tensors: one copy of the sum and its block reduction, not K),
   // each sum rounded to its reduce_sum's type, then the epilogue.
   std::string K = std::to_string(sums.size()), table;
-  for (const Segment &seg : segs)
-    table += std::to_string(seg.start) + "u, ";
+  for (int64_t start : starts)
+    table += std::to_string(start) + "u, ";
   table += std::to_string(grid) + "u";
   std::string fin = "  float tot_[" + K + "];\n  for (int u = 0; u < " + K +
                     "; ++u) { // tensor u: partials [start[u], start[u + "

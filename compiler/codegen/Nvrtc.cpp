@@ -243,9 +243,11 @@ compileKernels(const std::vector<KernelSource> &kernels,
           return !into.empty();
         };
         std::string key = cacheKey(ks.source, job.target);
+        std::string ptxKey =
+            job.ptxTarget.empty() ? "" : cacheKey(ks.source, job.ptxTarget);
         fs::path file = fileOf(key, job.target), ptxFile;
         if (!job.ptxTarget.empty())
-          ptxFile = fileOf(cacheKey(ks.source, job.ptxTarget), job.ptxTarget);
+          ptxFile = fileOf(ptxKey, job.ptxTarget);
         if (cached(file, job.result) &&
             (ptxFile.empty() || cached(ptxFile, job.ptx))) {
           ++hits;
@@ -256,8 +258,7 @@ compileKernels(const std::vector<KernelSource> &kernels,
         ++compiled;
         if (!ptxFile.empty() && job.ptx.empty()) {
           // No PTX from the cubin's run: the virtual architecture's own.
-          job.ptx = compileOne(ks, job.ptxTarget, include, cacheDir,
-                               cacheKey(ks.source, job.ptxTarget));
+          job.ptx = compileOne(ks, job.ptxTarget, include, cacheDir, ptxKey);
           ++compiled;
         }
         if (cacheOk) {

@@ -165,22 +165,25 @@ std::vector<std::string> shareSegments(mlir::Operation *op,
     for (size_t a = 0; a < first.args.size(); ++a)
       names.push_back(std::string(a < nin ? "sin" : "sout") +
                       std::to_string(a < nin ? a : a - nin));
-    // A pointer every segment of the code passes alike (a step, a learning
-    // rate, a clip coefficient) is bound once, without a switch.
-    auto same = [&](size_t a) {
-      return llvm::all_of(us, [&](size_t u) {
+    // Per pointer: whether the head reads it (bound before the head), and
+    // whether every segment of the code passes the same one (a step, a
+    // learning rate, a clip coefficient: bound once, without a switch).
+    std::vector<bool> inHead(names.size()), alike(names.size());
+    for (size_t a = 0; a < names.size(); ++a) {
+      inHead[a] = mentions(first.head, names[a]);
+      alike[a] = llvm::all_of(us, [&](size_t u) {
         return renamed[u].args[a] == first.args[a];
       });
-    };
+    }
     // The pointers the head reads (head) or the others and the numbers
     // (!head), bound by a switch on seg.
     auto bindings = [&](bool head) {
       std::string decls, cases;
       bool any = !head && !vars.empty();
       for (size_t a = 0; a < names.size(); ++a) {
-        if (mentions(first.head, names[a]) != head)
+        if (inHead[a] != head)
           continue;
-        if (same(a)) {
+        if (alike[a]) {
           decls += "  " + paramDecl(op, first.args[a], "const " + names[a]) +
                    " = " + first.args[a] + ";\n";
         } else {
@@ -197,7 +200,7 @@ std::vector<std::string> shareSegments(mlir::Operation *op,
         cases += k + 1 < us.size() ? "  case " + std::to_string(us[k]) + ":"
                                    : std::string("  default:");
         for (size_t a = 0; a < names.size(); ++a)
-          if (mentions(first.head, names[a]) == head && !same(a))
+          if (inHead[a] == head && !alike[a])
             cases += " " + names[a] + " = " + renamed[us[k]].args[a] + ";";
         if (!head)
           for (const SegmentVar &v : segs[us[k]].vars)
