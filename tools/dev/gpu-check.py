@@ -26,7 +26,8 @@ here and run there (docs/runtime.md, "Checking on a GPU"):
                    when a case fails or errs.
 
 `dry-run` prepares without kernels into a temporary folder and runs every
-case on the CPU backend, which must reproduce the references bit for bit
+case (DRY_STEPS steps) on the CPU backend, which must reproduce the
+references bit for bit
 (the ctest tools.gpu_check_dry_run), so the script is known to work before
 a device is lent.
 """
@@ -46,6 +47,9 @@ import tempfile
 import numpy as np
 
 STEPS = 10
+# The dry run's steps: every batch (BATCHES, so each of gpt2_buckets'
+# buckets) and one step timed between the two first and the last.
+DRY_STEPS = 4
 BATCHES = 3
 # The valid length of each batch of the model with a symbolic T (gpt2_dyn,
 # context 64): buckets 64, 16 and 32 of --buckets=T:16,32,64.
@@ -245,7 +249,7 @@ def prepare(a):
         ref = os.path.join(carry, "ref-" + name)
         text = must([tool("tools", "step-run"), artifact, "--params",
                      os.path.join(d, "params"), "--inputs",
-                     os.path.join(d, "batches"), "--steps", str(STEPS),
+                     os.path.join(d, "batches"), "--steps", str(a.steps),
                      "--backend=cpu", "--out", ref, *RUN_FLAGS.get(name, [])])
         cases.append({"name": name, "model": model, "flags": flags,
                       "run_flags": RUN_FLAGS.get(name, []),
@@ -269,7 +273,7 @@ def prepare(a):
         print("gpu-check: nccl.h not found: the device build will refuse "
               "collectives (the dp1/zero3 cases fail)")
     with open(os.path.join(carry, "manifest.json"), "w") as f:
-        json.dump({"steps": STEPS, "train": TRAIN, "cases": cases}, f,
+        json.dump({"steps": a.steps, "train": TRAIN, "cases": cases}, f,
                   indent=1)
     size = sum(os.path.getsize(p) for p in
                glob.glob(os.path.join(carry, "**"), recursive=True)
@@ -430,6 +434,8 @@ def main():
     p.add_argument("--only", nargs="*", help="these cases only")
     p.add_argument("--no-kernels", action="store_true",
                    help="stepc --no-kernels (a CPU dry run only)")
+    p.add_argument("--steps", type=int, default=STEPS,
+                   help=f"steps a case runs (default {STEPS})")
     r = sub.add_parser("run", help="run the cases and compare")
     r.add_argument("--step-run", required=True)
     r.add_argument("--carry", default="carry")
@@ -442,12 +448,15 @@ def main():
     d.add_argument("--build", default="build")
     a = ap.parse_args()
     if a.what == "prepare":
+        if a.steps < 1:
+            ap.error(f"--steps must be at least 1, found {a.steps}")
         prepare(a)
         return 0
     if a.what == "dry-run":
         work = tempfile.mkdtemp(prefix="stepjit-gpu-check-")
         try:
             a.carry, a.only, a.no_kernels = os.path.join(work, "carry"), None, True
+            a.steps = DRY_STEPS
             prepare(a)
             a.step_run = os.path.join(a.build, "tools", "step-run")
             a.out, a.backend, a.exact = os.path.join(work, "out"), "cpu", True
