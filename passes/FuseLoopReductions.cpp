@@ -24,24 +24,24 @@
 // computed from a root: compiler/codegen/FusionKernels.cpp stores them
 // where it reads each element, once); the block stays in SSA order (the
 // reductions move up to the loop, whose other readers all come later);
-// the planned peak grows by at most kBetweenBytes (the results of the
+// the planned peak grows by at most kLoopBetweenBytes (the results of the
 // reductions moved up over ops other than views, live from the loop on;
 // their operands die no later than before). Deterministic: loops in program
 // order.
 //
 // Algorithm, per function's top-level block, in program order: for each
 // loop fusion or bare single-result elementwise op L whose results have N
-// elements, the kWindow ops after it are tried in program order, then the
+// elements, the kLoopWindow ops after it are tried in program order, then the
 // readers of L's results beyond them: a bare reduce_sum/mean/max, or a
 // reduction fusion whose roots are all reduce_*, qualifies when its roots
 // read N elements, it reads a result of L, all its operands exist at L,
 // nothing but views lies between or the results of the reductions taken
-// from behind other ops come to at most kBetweenBytes with its own, and
+// from behind other ops come to at most kLoopBetweenBytes with its own, and
 // its roots have the shape and dims of the first one taken (siblings).
 // Then one fusion at L (other readers of L's results, wherever they were,
 // still follow it): L's body, the reductions' bodies reading L's values,
 // CSE; it yields L's results that anything else reads and the reductions'
-// results. Cost: O(kWindow + readers of L) per loop plus one merge per
+// results. Cost: O(kLoopWindow + readers of L) per loop plus one merge per
 // loop merged.
 //
 //===----------------------------------------------------------------------===//
@@ -60,9 +60,9 @@ namespace mlir::step {
 namespace {
 
 /// Ops scanned after a loop for the reductions of its results.
-constexpr int kWindow = 16;
+constexpr int kLoopWindow = 16;
 /// Most bytes of reduction results moved up over other ops.
-constexpr int64_t kBetweenBytes = 64 * 1024;
+constexpr int64_t kLoopBetweenBytes = 64 * 1024;
 
 /// The reduce_* roots of a reduction unit (a bare reduce op, or a
 /// reduction fusion holding no row op); empty otherwise.
@@ -146,13 +146,13 @@ private:
     bool onlyViews = true;
     int scanned = 0;
     Operation *op = loop->getNextNode();
-    for (; op && scanned < kWindow; op = op->getNextNode(), ++scanned) {
+    for (; op && scanned < kLoopWindow; op = op->getNextNode(), ++scanned) {
       SmallVector<Operation *> roots = rootsOf(op);
       bool readsLoop = llvm::any_of(
           op->getOperands(), [&](Value v) { return results.contains(v); });
       int64_t bytes = roots.empty() ? 0 : resultBytes(op);
       if (!roots.empty() && readsLoop && fits(op, roots, loop, n, key) &&
-          (onlyViews || bytes <= kBetweenBytes - moved)) {
+          (onlyViews || bytes <= kLoopBetweenBytes - moved)) {
         key = keyOf(roots.front());
         taken.push_back(op);
         if (!onlyViews)
@@ -181,7 +181,7 @@ private:
         SmallVector<Operation *> roots = rootsOf(u);
         int64_t bytes = roots.empty() ? 0 : resultBytes(u);
         if (!roots.empty() && fits(u, roots, loop, n, key) &&
-            bytes <= kBetweenBytes - moved) {
+            bytes <= kLoopBetweenBytes - moved) {
           key = keyOf(roots.front());
           taken.push_back(u);
           moved += bytes;

@@ -11,8 +11,8 @@
 namespace step::rt {
 
 namespace {
-constexpr char kMagic[8] = {'S', 'T', 'E', 'P', 'J', 'I', 'T', '\0'};
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;
+constexpr char kArtifactMagic[8] = {'S', 'T', 'E', 'P', 'J', 'I', 'T', '\0'};
+constexpr size_t kArtifactHeaderBytes = 8 + 4 + 4 + 8 + 8;
 
 void putU32(std::string &out, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -63,7 +63,7 @@ std::string artifactBytes(const Artifact &artifact) {
                              {"meta", artifact.meta},
                              {"sections", sections}};
   std::string text = manifest.dump();
-  std::string out(kMagic, sizeof kMagic);
+  std::string out(kArtifactMagic, sizeof kArtifactMagic);
   putU32(out, kArtifactVersion);
   putU32(out, 0);
   putU64(out, text.size());
@@ -241,8 +241,8 @@ Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
   auto fail = [&](const std::string &what) -> Error {
     return Error(path + ": not a valid StepJIT artifact: " + what);
   };
-  if (bytes.size() < kHeaderBytes + 8 ||
-      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+  if (bytes.size() < kArtifactHeaderBytes + 8 ||
+      std::memcmp(bytes.data(), kArtifactMagic, sizeof kArtifactMagic) != 0)
     throw fail("wrong magic (expected \"STEPJIT\\0\" at offset 0)");
   auto version = static_cast<uint32_t>(getLE(bytes, 8, 4));
   if (version != kArtifactVersion)
@@ -252,7 +252,7 @@ Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
                " (recompile the model with this stepc)");
   uint64_t manifestBytes = getLE(bytes, 16, 8);
   uint64_t payloadBytes = getLE(bytes, 24, 8);
-  uint64_t expected = kHeaderBytes + manifestBytes + payloadBytes + 8;
+  uint64_t expected = kArtifactHeaderBytes + manifestBytes + payloadBytes + 8;
   if (manifestBytes > bytes.size() || payloadBytes > bytes.size() ||
       expected != bytes.size())
     throw fail("size " + std::to_string(bytes.size()) +
@@ -267,7 +267,7 @@ Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
   nlohmann::json manifest;
   try {
     manifest = nlohmann::json::parse(
-        bytes.substr(kHeaderBytes, manifestBytes),
+        bytes.substr(kArtifactHeaderBytes, manifestBytes),
         [&](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
           if (depth > kMaxManifestDepth)
             throw fail("the manifest nests deeper than " +
@@ -279,7 +279,7 @@ Artifact parseArtifactAt(const std::string &bytes, const std::string &path,
   }
   if (!manifest.is_object())
     throw fail("the manifest is not a JSON object");
-  size_t payloadAt = kHeaderBytes + manifestBytes;
+  size_t payloadAt = kArtifactHeaderBytes + manifestBytes;
   try {
     a.plan = planFromJson(manifest.at("plan"));
     a.plan.validate();

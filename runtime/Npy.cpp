@@ -24,8 +24,8 @@ namespace step::rt {
 
 namespace {
 
-const char kMagic[] = "\x93NUMPY";
-const size_t kMagicLen = 6;
+const char kNpyMagic[] = "\x93NUMPY";
+const size_t kNpyMagicLen = 6;
 
 struct DescrEntry {
   const char *descr;
@@ -194,9 +194,9 @@ HostTensor readNpy(const std::string &path) {
 HostTensor parseNpy(const std::string &bytes, const std::string &path) {
   const auto *pre = reinterpret_cast<const unsigned char *>(bytes.data());
   size_t size = bytes.size();
-  if (size < kMagicLen || std::memcmp(pre, kMagic, kMagicLen) != 0)
+  if (size < kNpyMagicLen || std::memcmp(pre, kNpyMagic, kNpyMagicLen) != 0)
     readFail(path, "not a .npy file: expected magic \\x93NUMPY, found '" +
-                       printable(bytes.substr(0, kMagicLen)) + "'");
+                       printable(bytes.substr(0, kNpyMagicLen)) + "'");
   if (size < 10)
     readFail(path, "truncated: expected a 10-byte preamble, found " +
                        std::to_string(size) + " bytes");
@@ -309,7 +309,7 @@ std::string npyBytes(const HostTensor &t, const std::string &path) {
     header = padded(preamble);
   }
 
-  std::string pre(kMagic, kMagicLen);
+  std::string pre(kNpyMagic, kNpyMagicLen);
   pre += static_cast<char>(major);
   pre += '\0';
   uint32_t len = static_cast<uint32_t>(header.size());

@@ -24,6 +24,12 @@ const char *bufferKindName(BufferKind k) {
   return kKindNames[static_cast<int>(k)];
 }
 
+std::string bufferStr(const Plan &plan, int64_t id) {
+  const BufferDesc &b = plan.buffers.at(id);
+  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
+         bufferKindName(b.kind) + ")";
+}
+
 BufferKind bufferKindFromName(const std::string &name) {
   for (int k = 0; k < kKinds; ++k)
     if (name == kKindNames[k])

@@ -34,6 +34,8 @@ enum class BufferKind : uint8_t {
 };
 const char *bufferKindName(BufferKind k);
 BufferKind bufferKindFromName(const std::string &name);
+/// "buffer 7 ('h.0.w', param)" for messages.
+std::string bufferStr(const Plan &plan, int64_t id);
 
 struct BufferDesc {
   std::string name; ///< step.name for params/state/inputs; "%N" otherwise

@@ -29,7 +29,7 @@
 
 namespace step {
 using detail::joined;
-using detail::typeStr;
+using rt::typeStr;
 using rt::BufferDesc;
 using rt::BufferKind;
 using rt::Error;

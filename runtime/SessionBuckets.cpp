@@ -16,7 +16,7 @@
 #endif
 
 namespace step {
-using detail::typeStr;
+using rt::typeStr;
 using rt::BufferDesc;
 using rt::BufferKind;
 using rt::Error;

@@ -21,7 +21,7 @@
 namespace step {
 namespace fs = std::filesystem;
 using detail::joined;
-using detail::typeStr;
+using rt::typeStr;
 using rt::BufferDesc;
 using rt::Error;
 using rt::HostTensor;

@@ -14,11 +14,6 @@
 
 namespace step::detail {
 
-/// "f32 [2, 3]".
-inline std::string typeStr(rt::DType t, const rt::Shape &s) {
-  return std::string(rt::dtypeName(t)) + " " + rt::shapeToString(s);
-}
-
 /// "a, b, c", or "none".
 inline std::string joined(const std::vector<std::string> &names) {
   std::string s;

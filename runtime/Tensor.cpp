@@ -74,6 +74,10 @@ std::string shapeToString(const Shape &shape) {
   return s + "]";
 }
 
+std::string typeStr(DType dtype, const Shape &shape) {
+  return std::string(dtypeName(dtype)) + " " + shapeToString(shape);
+}
+
 HostTensor::HostTensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)) {
   // Reject what would otherwise become a huge or negative allocation.

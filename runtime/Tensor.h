@@ -39,6 +39,8 @@ using Shape = std::vector<int64_t>;
 int64_t numElements(const Shape &shape);
 /// "[2, 3]" for messages; "[]" for a scalar.
 std::string shapeToString(const Shape &shape);
+/// "f32 [2, 3]" for messages.
+std::string typeStr(DType dtype, const Shape &shape);
 
 /// Owning dense tensor. The buffer is always numElements(shape) *
 /// dtypeSize(dtype) bytes, zero-initialised on construction.

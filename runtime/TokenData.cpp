@@ -15,9 +15,9 @@
 namespace step::rt {
 
 namespace {
-constexpr char kMagic[8] = {'S', 'T', 'E', 'P', 'T', 'O', 'K', '1'};
+constexpr char kTokenMagic[8] = {'S', 'T', 'E', 'P', 'T', 'O', 'K', '1'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kTokenHeaderBytes = 32;
 
 void putLE(std::string &out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -39,12 +39,12 @@ void writeTokenFile(const std::string &path,
                 " bytes per token; expected 1, 2 or 4");
   uint64_t limit = bytesPerToken == 4 ? 0xffffffffull
                                       : (1ull << (8 * bytesPerToken)) - 1;
-  std::string bytes(kMagic, sizeof kMagic);
+  std::string bytes(kTokenMagic, sizeof kTokenMagic);
   putLE(bytes, kVersion, 4);
   putLE(bytes, static_cast<uint64_t>(bytesPerToken), 4);
   putLE(bytes, tokens.size(), 8);
   putLE(bytes, 0, 8);
-  bytes.reserve(kHeaderBytes + tokens.size() * bytesPerToken);
+  bytes.reserve(kTokenHeaderBytes + tokens.size() * bytesPerToken);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] > limit)
       throw Error("token file " + path + ": token " + std::to_string(i) +
@@ -68,10 +68,10 @@ TokenFile::TokenFile(const std::string &path) : path_(path) {
     fail("cannot stat it");
   }
   mapBytes_ = static_cast<size_t>(st.st_size);
-  if (mapBytes_ < kHeaderBytes) {
+  if (mapBytes_ < kTokenHeaderBytes) {
     ::close(fd);
     fail(std::to_string(mapBytes_) + " bytes, shorter than the " +
-         std::to_string(kHeaderBytes) + "-byte header");
+         std::to_string(kTokenHeaderBytes) + "-byte header");
   }
   map_ = ::mmap(nullptr, mapBytes_, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd); // the mapping keeps the file
@@ -81,7 +81,7 @@ TokenFile::TokenFile(const std::string &path) : path_(path) {
   }
   const auto *p = static_cast<const uint8_t *>(map_);
   try {
-    if (std::memcmp(p, kMagic, sizeof kMagic) != 0)
+    if (std::memcmp(p, kTokenMagic, sizeof kTokenMagic) != 0)
       fail("not a token file (expected the magic STEPTOK1)");
     uint64_t version = getLE(p + 8, 4);
     if (version != kVersion)
@@ -91,11 +91,11 @@ TokenFile::TokenFile(const std::string &path) : path_(path) {
     if (!validWidth(width_))
       fail(std::to_string(width_) + " bytes per token; expected 1, 2 or 4");
     uint64_t count = getLE(p + 16, 8);
-    if (count > (mapBytes_ - kHeaderBytes) / width_ ||
-        kHeaderBytes + count * width_ != mapBytes_)
+    if (count > (mapBytes_ - kTokenHeaderBytes) / width_ ||
+        kTokenHeaderBytes + count * width_ != mapBytes_)
       fail("the header says " + std::to_string(count) + " tokens of " +
            std::to_string(width_) + " byte(s), but the file has " +
-           std::to_string(mapBytes_ - kHeaderBytes) +
+           std::to_string(mapBytes_ - kTokenHeaderBytes) +
            " bytes after the header (truncated?)");
     count_ = static_cast<int64_t>(count);
   } catch (...) {
@@ -103,7 +103,7 @@ TokenFile::TokenFile(const std::string &path) : path_(path) {
     map_ = nullptr;
     throw;
   }
-  tokens_ = p + kHeaderBytes;
+  tokens_ = p + kTokenHeaderBytes;
   // Batches read windows at random offsets.
   ::madvise(map_, mapBytes_, MADV_RANDOM);
 }

@@ -2,7 +2,7 @@
 //
 // step.check_finite over K gradients is one launch, laid out as form B of
 // MultiTensorKernels.cpp: tensor k is cut into c_k chunks of 32 KiB (at
-// most kMaxChunks, larger chunks beyond) and chunk j of tensor k is
+// most kFiniteMaxChunks, larger chunks beyond) and chunk j of tensor k is
 // "virtual block" start_k + j, found by a binary search over the
 // compile-time segment starts. Empty tensors get no chunk (they are
 // finite). Real blocks walk the virtual blocks with a grid stride, so the
@@ -39,12 +39,10 @@ namespace ops = mlir::step;
 
 namespace {
 
-constexpr int64_t kBlock = 256;
+constexpr int64_t kFiniteBlock = 256;
 /// Bytes per virtual block, and most virtual blocks per tensor.
 constexpr int64_t kChunkBytes = 32 * 1024;
-constexpr int64_t kMaxChunks = 1024;
-/// CUDA's limit on a kernel's parameter bytes (sm_70+ before CUDA 12.1).
-constexpr int64_t kMaxParamBytes = 4096;
+constexpr int64_t kFiniteMaxChunks = 1024;
 
 /// The test of one load of `unit` ("uint4", "unsigned int" or "unsigned
 /// short") named `w`, for element type `e`.
@@ -78,7 +76,7 @@ std::optional<KernelSource> emitCheckFinite(mlir::Operation *op,
 
   KernelSource ks;
   ks.name = name;
-  ks.blockX = kBlock;
+  ks.blockX = kFiniteBlock;
   PreludeNeeds needs;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   std::vector<SegmentCode> segs;
@@ -94,7 +92,7 @@ std::optional<KernelSource> emitCheckFinite(mlir::Operation *op,
     int64_t unitBytes = vec ? 16 : elemBytes(e);
     int64_t units = bytes / unitBytes;
     int64_t chunks = std::clamp<int64_t>(
-        (bytes + kChunkBytes - 1) / kChunkBytes, 1, kMaxChunks);
+        (bytes + kChunkBytes - 1) / kChunkBytes, 1, kFiniteMaxChunks);
     int64_t chunk = (units + chunks - 1) / chunks;
     chunks = (units + chunk - 1) / chunk;
     starts.push_back(virtualBlocks);

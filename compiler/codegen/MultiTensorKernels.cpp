@@ -66,8 +66,6 @@ namespace ops = mlir::step;
 namespace {
 
 constexpr int64_t kBlock = 256;
-/// CUDA's limit on a kernel's parameter bytes (sm_70+ before CUDA 12.1).
-constexpr int64_t kMaxParamBytes = 4096;
 /// Form B: elements per block, and most blocks per tensor.
 constexpr int64_t kChunk = 8192;
 constexpr int64_t kMaxChunks = 1024;

@@ -44,6 +44,10 @@ class Operation;
 
 namespace step::codegen::detail {
 
+/// CUDA's limit on a kernel's parameter bytes (sm_70+ before CUDA 12.1):
+/// what a multi-tensor kernel's pointer and size list must fit.
+constexpr int64_t kMaxParamBytes = 4096;
+
 /// A number of a segment's code: written `${name}` in the code, a local
 /// `type name` where the code is shared, `literal` where it is inlined.
 struct SegmentVar {

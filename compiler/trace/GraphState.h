@@ -160,6 +160,8 @@ mlir::Value materialize(GraphState &g, llvm::StringRef op, const Operand &o,
 std::vector<mlir::Value> unify(GraphState &g, llvm::StringRef op,
                                llvm::ArrayRef<Operand> operands, DType dtype,
                                const SourceLoc &loc);
+/// The traced tensor of `v`.
+inline Tensor wrap(GraphState &g, mlir::Value v) { return Tensor(&g, v); }
 
 } // namespace step::trace::detail
 

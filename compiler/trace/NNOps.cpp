@@ -16,15 +16,8 @@ namespace step::trace {
 
 using namespace detail;
 namespace ops = mlir::step;
-using mlir::ShapedType;
 
 namespace {
-Tensor wrap(GraphState &g, mlir::Value v) { return Tensor(&g, v); }
-
-bool agree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
 void requireFloat(llvm::StringRef op, const std::string &what,
                   const Tensor &x, const SourceLoc &loc) {
   if (!isFloat(x.dtype()))
@@ -69,7 +62,7 @@ Tensor matmul(const Tensor &a, const Tensor &b, SourceLoc loc) {
                loc);
   auto da = dimsOf(a.value()), db = dimsOf(b.value());
   int64_t ka = da.back(), kb = b.rank() == 1 ? db[0] : db[db.size() - 2];
-  if (!agree(ka, kb))
+  if (!ops::dimsAgree(ka, kb))
     shapeError("matmul", "contracting dims differ: " + shapes, loc);
 
   // torch.matmul: a 1-D lhs is a row [1, K], a 1-D rhs a column [K, 1], and
@@ -152,7 +145,7 @@ Tensor layer_norm(const Tensor &x, const Tensor &weight, const Tensor &bias,
   auto dx = dimsOf(x.value()), dw = dimsOf(weight.value());
   if (weight.rank() < 1 || weight.rank() > x.rank() ||
       !llvm::all_of(llvm::zip(dw, dx.take_back(dw.size())), [](auto p) {
-        return agree(std::get<0>(p), std::get<1>(p));
+        return ops::dimsAgree(std::get<0>(p), std::get<1>(p));
       }))
     shapeError("layer_norm",
                "weight " + shapeOf(weight) +
@@ -209,7 +202,7 @@ Tensor cross_entropy(const Tensor &logits, const Tensor &targets,
   auto expected = dl.drop_back(logits.rank() > 0 ? 1 : 0);
   if (logits.rank() == 0 || dt.size() != expected.size() ||
       !llvm::all_of(llvm::zip(dt, expected), [](auto p) {
-        return agree(std::get<0>(p), std::get<1>(p));
+        return ops::dimsAgree(std::get<0>(p), std::get<1>(p));
       }))
     shapeError("cross_entropy",
                "targets " + shapeOf(targets) + " do not fit logits " +
@@ -278,12 +271,12 @@ Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k,
     shapeError(name, "needs one rank >= 2 for " + shapes, loc);
   auto dq = dimsOf(q.value()), dk = dimsOf(k.value()), dv = dimsOf(v.value());
   for (int64_t i = 0; i < rank - 2; ++i)
-    if (!agree(dq[i], dk[i]) || !agree(dq[i], dv[i]))
+    if (!ops::dimsAgree(dq[i], dk[i]) || !ops::dimsAgree(dq[i], dv[i]))
       shapeError(name, "leading dim " + std::to_string(i) + " differs: " + shapes,
                  loc);
-  if (!agree(dq[rank - 1], dk[rank - 1]))
+  if (!ops::dimsAgree(dq[rank - 1], dk[rank - 1]))
     shapeError(name, "query and key disagree on the head dim: " + shapes, loc);
-  if (!agree(dk[rank - 2], dv[rank - 2]))
+  if (!ops::dimsAgree(dk[rank - 2], dv[rank - 2]))
     shapeError(name, "key and value disagree on the key length: " + shapes,
                loc);
   if (scale && !(*scale > 0))

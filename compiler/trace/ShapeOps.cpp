@@ -26,8 +26,6 @@ namespace {
 std::string listStr(llvm::ArrayRef<int64_t> values) {
   return rt::shapeToString(std::vector<int64_t>(values.begin(), values.end()));
 }
-
-Tensor wrap(GraphState &g, mlir::Value v) { return Tensor(&g, v); }
 } // namespace
 
 //===----------------------------------------------------------------------===//

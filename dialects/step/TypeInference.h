@@ -19,6 +19,11 @@
 
 namespace mlir::step {
 
+/// Two dims agree when they are equal or either is dynamic.
+inline bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
 /// Elementwise ops: operands of one element type and rank whose dims agree
 /// (equal, or dynamic in one). The result has the joined shape and element
 /// type `resultElement` (the operands' when null).

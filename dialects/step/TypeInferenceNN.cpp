@@ -13,10 +13,6 @@ using namespace mlir;
 using namespace mlir::step;
 
 namespace {
-bool dimsAgree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
 /// Two agreeing dims as one: the static size when either is static (the
 /// same rule as elementwise ops).
 int64_t joined(int64_t a, int64_t b) { return ShapedType::isDynamic(a) ? b : a; }

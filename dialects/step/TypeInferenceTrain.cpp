@@ -11,9 +11,6 @@
 using namespace mlir;
 using namespace mlir::step;
 
-static bool dimsAgree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
 
 //===----------------------------------------------------------------------===//
 // step.embedding_grad

@@ -28,16 +28,6 @@
 namespace step::rt::cpu {
 namespace {
 
-std::string typeStr(DType t, const Shape &s) {
-  return std::string(dtypeName(t)) + " " + shapeToString(s);
-}
-
-std::string bufferStr(const Plan &plan, int64_t id) {
-  const BufferDesc &b = plan.buffers[id];
-  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
-         bufferKindName(b.kind) + ")";
-}
-
 //===----------------------------------------------------------------------===//
 // Memory: the bytes of every buffer during one run
 //===----------------------------------------------------------------------===//

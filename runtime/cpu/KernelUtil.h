@@ -29,7 +29,7 @@ namespace step::rt::cpu::detail {
 
 /// "f32 [2, 3]" for messages.
 inline std::string typeStr(const HostTensor &t) {
-  return std::string(dtypeName(t.dtype())) + " " + shapeToString(t.shape());
+  return rt::typeStr(t.dtype(), t.shape());
 }
 
 inline std::string listToString(const std::vector<int64_t> &v) {

@@ -33,12 +33,6 @@ std::string stepStr(const Plan &plan, int64_t k) {
   return "plan step " + std::to_string(k) + " (" + plan.steps[k].op + ")";
 }
 
-std::string bufferStr(const Plan &plan, int64_t id) {
-  const BufferDesc &b = plan.buffers[id];
-  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
-         bufferKindName(b.kind) + ")";
-}
-
 bool names(const std::vector<int64_t> &ids, int64_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }

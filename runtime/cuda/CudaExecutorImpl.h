@@ -20,16 +20,6 @@
 namespace step::rt::cuda {
 namespace detail {
 
-inline std::string bufferStr(const Plan &plan, int64_t id) {
-  const BufferDesc &b = plan.buffers.at(id);
-  return "buffer " + std::to_string(id) + " ('" + b.name + "', " +
-         bufferKindName(b.kind) + ")";
-}
-
-inline std::string typeStr(DType t, const Shape &s) {
-  return std::string(dtypeName(t)) + " " + shapeToString(s);
-}
-
 /// A host step (PlanStep::host, step-offload-optimizer): the CPU kernel
 /// runs on host memory from a host function the compute stream calls in
 /// order (cuLaunchHostFunc, a host node of the captured graph). A host

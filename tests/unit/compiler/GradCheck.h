@@ -19,6 +19,9 @@
 
 namespace step::testing {
 
+/// The random inputs most VJP checks run on, one set per seed.
+inline constexpr uint64_t kSeeds[] = {1, 2, 3};
+
 /// Step and tolerances of a check. An element passes when
 /// |analytic - numeric| <= atol + rtol * |numeric|.
 struct GradCheckOptions {

@@ -29,8 +29,6 @@ using rt::DType;
 using rt::HostTensor;
 using rt::Shape;
 
-const uint64_t kSeeds[] = {1, 2, 3};
-
 /// @f(x) = op(x); `attrs` go after the operand (`approximate tanh`).
 std::string unaryModule(const std::string &op, const Shape &shape,
                         const std::string &attrs = "") {

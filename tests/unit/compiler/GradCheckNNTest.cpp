@@ -34,7 +34,7 @@ using rt::HostTensor;
 using rt::numElements;
 using rt::Shape;
 
-const uint64_t kSeeds[] = {1, 2, 3, 4};
+const uint64_t kNNSeeds[] = {1, 2, 3, 4};
 
 
 std::string param(const std::string &name, const std::string &type) {
@@ -71,7 +71,7 @@ void check(const std::string &text,
 class GradCheckSoftmaxLike : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(GradCheckSoftmaxLike, EveryDimOfRandomShapes) {
-  for (uint64_t seed : kSeeds) {
+  for (uint64_t seed : kNNSeeds) {
     Shape shape = randomShape(seed, 1, 3, 5);
     std::string t = tensorType(shape);
     for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
@@ -123,19 +123,19 @@ void checkLayerNorm(uint64_t seed, int normRank, double eps) {
 }
 
 TEST(GradCheckNN, LayerNormOverOneTrailingDim) {
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkLayerNorm(seed, 1, 1e-5);
 }
 
 TEST(GradCheckNN, LayerNormOverTwoTrailingDims) {
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkLayerNorm(seed, 2, 1e-5);
 }
 
 TEST(GradCheckNN, LayerNormWithLargeEps) {
   // eps comparable to the variance: a rule that dropped or misplaced eps
   // in the recomputed rstd would be off by tens of percent.
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkLayerNorm(seed, 1, 0.5);
 }
 
@@ -156,7 +156,7 @@ TEST(GradCheckNN, LayerNormWithXAsInput) {
 //===----------------------------------------------------------------------===//
 
 TEST(GradCheckNN, EmbeddingWithRepeatedIndices) {
-  for (uint64_t seed : kSeeds) {
+  for (uint64_t seed : kNNSeeds) {
     for (DType indexType : {DType::I64, DType::I32}) {
       Dice dice(seed, 17);
       int64_t v = dice.roll(2, 5), d = dice.roll(1, 4);
@@ -222,17 +222,17 @@ void checkCrossEntropy(uint64_t seed, const std::string &reduction,
 class GradCheckCrossEntropy : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(GradCheckCrossEntropy, AllRowsCounted) {
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkCrossEntropy(seed, GetParam(), false, false);
 }
 
 TEST_P(GradCheckCrossEntropy, DefaultIgnoreIndexRows) {
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkCrossEntropy(seed, GetParam(), true, false);
 }
 
 TEST_P(GradCheckCrossEntropy, ExplicitIgnoreIndexRows) {
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     checkCrossEntropy(seed, GetParam(), true, true);
 }
 
@@ -244,7 +244,7 @@ INSTANTIATE_TEST_SUITE_P(NN, GradCheckCrossEntropy,
 //===----------------------------------------------------------------------===//
 
 TEST(GradCheckNN, DropoutSameMaskOnTheCotangent) {
-  for (uint64_t seed : kSeeds) {
+  for (uint64_t seed : kNNSeeds) {
     Shape shape = randomShape(seed, 1, 3, 6);
     std::string t = tensorType(shape);
     std::string text = module(param("x", t),
@@ -298,7 +298,7 @@ class GradCheckAttention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(GradCheckAttention, RandomShapes) {
   const AttentionCase &c = GetParam();
-  for (uint64_t seed : kSeeds) {
+  for (uint64_t seed : kNNSeeds) {
     Dice dice(seed, 17);
     Shape batch = randomShape(seed, 0, 2, 2);
     int64_t tq = dice.roll(1, 4), tk = dice.roll(1, 4);
@@ -382,7 +382,7 @@ TEST(GradCheckNN, LayerNormAttentionDropoutChain) {
       "seed = 11 : " + t + "\n  %y = step.log_softmax %d dim = 2 : " + t;
   std::string text = module(
       param("x", t) + ", " + param("w", tw) + ", " + param("b", tw), body, t);
-  for (uint64_t seed : kSeeds)
+  for (uint64_t seed : kNNSeeds)
     check(text, {{"x", uniform(s, seed, -2, 2)}}, seed, numElements(s) + 8);
 }
 

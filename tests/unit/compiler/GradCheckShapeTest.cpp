@@ -26,8 +26,6 @@ namespace {
 using rt::HostTensor;
 using rt::Shape;
 
-const uint64_t kSeeds[] = {1, 2, 3};
-
 
 std::string list(const std::vector<int64_t> &v) {
   std::string s = "[";

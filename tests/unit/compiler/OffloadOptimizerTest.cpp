@@ -136,8 +136,6 @@ TEST_P(OffloadOptimizerDiff, SameBitsWithTheUpdateOnTheHost) {
   expectSameUpdates(f, model, "CPU backend", cpuOf(plain), cpuOf(moved));
 }
 
-Model gpt2Default() { return gpt2Wide(); }
-
 INSTANTIATE_TEST_SUITE_P(
     Models, OffloadOptimizerDiff,
     testing::Values(

@@ -28,8 +28,6 @@ namespace {
 using namespace step;
 using namespace step::test;
 
-Model gpt2Default() { return gpt2Wide(); }
-
 /// gpt2Wide with a context of 64: after --remat=max, gpt2Wide's own
 /// (context 32) step peaks where no offload lowers the arena.
 Model gpt2LongContext() {
@@ -151,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(
 // nanoseconds and a copy at least 5 us: auto hides nothing and offloads
 // nothing, while all offloads and reports the exposed time.
 TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
-  Model model = gpt2Default();
+  Model model = gpt2Wide();
   auto ctx = makeContext();
   Built autoBuilt = buildStep(ctx.get(), model, optionsFor("auto", "none"));
   ASSERT_TRUE(autoBuilt.module) << autoBuilt.errors;
@@ -170,7 +168,7 @@ TEST(OffloadAuto, NothingOnAFastDeviceForTinyOps) {
 // infeasible: at the tightest such budget (--remat=max's peak) the
 // pipeline meets it offloading first or, failing that, recomputing first.
 TEST(OffloadBudget, NeverWorseThanRecomputationAlone) {
-  Model model = gpt2Default();
+  Model model = gpt2Wide();
   auto ctx = makeContext();
   Built max = buildStep(ctx.get(), model, optionsFor("none", "max"));
   ASSERT_TRUE(max.module) << max.errors;

@@ -170,6 +170,8 @@ inline Model gpt2Wide(bool checkpointBlocks = false, int64_t layers = 3) {
   cfg.checkpointBlocks = checkpointBlocks;
   return tracedGPT2(cfg, 7);
 }
+/// gpt2Wide() as a `Model (*)()` for tables of cases.
+inline Model gpt2Default() { return gpt2Wide(); }
 
 /// A train step built by the pipeline, with what the memory passes
 /// recorded (their dictionaries are null when they did not run).

@@ -43,7 +43,6 @@ HostTensor f32Bits(const std::vector<uint32_t> &bits) {
   return x;
 }
 
-const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 TEST(CheckFinite, FiniteValuesEveryDType) {

@@ -22,8 +22,6 @@
 namespace step::rt::test {
 namespace {
 namespace fs = std::filesystem;
-constexpr auto F32 = DType::F32;
-constexpr auto I64 = DType::I64;
 
 Checkpoint sample(int64_t step, float w0) {
   Checkpoint c;
@@ -251,8 +249,6 @@ TEST(Checkpoint, DamageIsFoundAndNamed) {
   withManifest(m);
   EXPECT_ERROR(readCheckpoint(dir / "c"), {"tensor 'w'", "\"shape\" is 2.5"});
 }
-
-HostTensor batchX() { return make(F32, {2, 3}, {1, 2, 3, 4, 5, 6}); }
 
 TEST(Checkpoint, SessionResumesBitIdentically) {
   TempDir dir;

@@ -20,7 +20,7 @@ using namespace step::rt::test;
 
 namespace {
 
-const double kInf = INFINITY, kNaN = NAN;
+const double kNaN = NAN;
 const double kE = 2.718281828459045;
 
 struct UnaryCase {

@@ -22,8 +22,6 @@
 
 namespace step::rt::test {
 namespace {
-constexpr auto F32 = DType::F32;
-const double kInf = std::numeric_limits<double>::infinity();
 const double kNan = std::numeric_limits<double>::quiet_NaN();
 
 /// loss = sum(log(h)^2), g = log(h)^2 * x, w' = w - g, with

@@ -30,15 +30,15 @@ using step::rt::cuda::MatmulTuneCache;
 const char *kScope = "NVIDIA H200, sm_90, cuBLASLt 130000";
 
 /// A fresh folder under the test's temporary directory.
-struct TempDir {
+struct TuneCacheDir {
   fs::path path;
-  TempDir() {
+  TuneCacheDir() {
     path = fs::temp_directory_path() /
            ("step-tune-cache-" + std::to_string(::getpid()) + "-" +
             testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path);
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TuneCacheDir() { fs::remove_all(path); }
   std::string file(const std::string &name) const {
     return (path / name).string();
   }
@@ -57,7 +57,7 @@ void writeText(const std::string &path, const std::string &text) {
 }
 
 TEST(MatmulTuneCache, PicksSurviveInTheirScopeOnly) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("nested/cublaslt-tuned.json");
   MatmulTuneCache::Algo edge = algo(1);
   edge[0] = ~uint64_t(0); // every bit of a word
@@ -81,7 +81,7 @@ TEST(MatmulTuneCache, PicksSurviveInTheirScopeOnly) {
 }
 
 TEST(MatmulTuneCache, TwoProcessesSavesMerge) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("t.json");
   MatmulTuneCache a(path, kScope), b(path, kScope);
   MatmulTuneCache h100(path, "H100");
@@ -98,7 +98,7 @@ TEST(MatmulTuneCache, TwoProcessesSavesMerge) {
 }
 
 TEST(MatmulTuneCache, BrokenFilesAreIgnoredThenReplaced) {
-  TempDir dir;
+  TuneCacheDir dir;
   for (const char *text :
        {"not json at all", "[1, 2, 3]", "{\"format\": 7"}) {
     std::string path = dir.file("broken.json");
@@ -113,7 +113,7 @@ TEST(MatmulTuneCache, BrokenFilesAreIgnoredThenReplaced) {
 }
 
 TEST(MatmulTuneCache, ABrokenEntryAloneIsDropped) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("t.json");
   std::string zeros = "\"0000000000000000\"";
   std::string eight = zeros;
@@ -141,7 +141,7 @@ TEST(MatmulTuneCache, ABrokenEntryAloneIsDropped) {
 }
 
 TEST(MatmulTuneCache, AFileOfAnotherFormatIsLeftAlone) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("t.json");
   std::string theirs = "{\"format\": \"stepjit-cublaslt-tuned-2\", "
                        "\"entries\": {}}";
@@ -159,7 +159,7 @@ TEST(MatmulTuneCache, AFileOfAnotherFormatIsLeftAlone) {
 }
 
 TEST(MatmulTuneCache, NothingAddedWritesNothing) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("t.json");
   {
     MatmulTuneCache c(path, kScope);
@@ -184,7 +184,7 @@ TEST(MatmulTuneCache, NothingAddedWritesNothing) {
 }
 
 TEST(MatmulTuneCache, ASaveThatCannotWriteWarnsAndGoesOn) {
-  TempDir dir;
+  TuneCacheDir dir;
   fs::create_directories(dir.path);
   std::string blocker = dir.file("a-file");
   writeText(blocker, "x");
@@ -198,7 +198,7 @@ TEST(MatmulTuneCache, ASaveThatCannotWriteWarnsAndGoesOn) {
 }
 
 TEST(MatmulTuneCache, SavesLeaveNoTemporaryFiles) {
-  TempDir dir;
+  TuneCacheDir dir;
   std::string path = dir.file("t.json");
   for (uint64_t i = 0; i < 3; ++i) {
     MatmulTuneCache c(path, kScope);

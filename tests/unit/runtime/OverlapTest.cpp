@@ -20,7 +20,6 @@
 namespace step::rt::test {
 namespace {
 
-constexpr auto F32 = DType::F32;
 
 nlohmann::json sumOver(int n) {
   std::vector<int64_t> ranks;

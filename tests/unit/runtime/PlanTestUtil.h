@@ -125,6 +125,11 @@ inline Artifact sgdStep() {
   return p.artifact;
 }
 
+/// A batch for sgdStep()'s input x.
+inline HostTensor batchX() {
+  return make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+}
+
 /// A fresh folder under the test temp dir, removed at the end of the test.
 struct TempDir {
   std::filesystem::path path;

@@ -17,10 +17,6 @@
 namespace step::rt::test {
 namespace {
 namespace fs = std::filesystem;
-constexpr auto F32 = DType::F32;
-constexpr auto I64 = DType::I64;
-
-HostTensor batchX() { return make(F32, {2, 3}, {1, 2, 3, 4, 5, 6}); }
 
 TEST(Session, StepsTrainAndKeepState) {
   Session s(sgdStep());

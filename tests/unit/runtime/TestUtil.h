@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ namespace step::rt::test {
 inline const std::vector<DType> kFloatTypes = {DType::F32, DType::F16,
                                                DType::BF16};
 inline const std::vector<DType> kIntTypes = {DType::I32, DType::I64};
+constexpr auto F32 = DType::F32;
+constexpr auto I64 = DType::I64;
+inline const double kInf = std::numeric_limits<double>::infinity();
+/// softmax([1, 2, 3]).
+inline const std::vector<double> kSm = {
+    0.09003057317038046, 0.24472847105479767, 0.6652409557748219};
 inline const std::vector<DType> kAllTypes = {DType::F32, DType::F16,
                                              DType::BF16, DType::I32,
                                              DType::I64, DType::I1};

@@ -19,16 +19,16 @@ namespace fs = std::filesystem;
 using namespace step::rt;
 
 namespace {
-struct TempDir {
+struct TokenDir {
   fs::path path;
-  TempDir() {
+  TokenDir() {
     path = fs::temp_directory_path() /
            ("step_tokens_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TokenDir() { fs::remove_all(path); }
 };
 
 std::vector<uint32_t> iota(uint32_t n, uint32_t mod) {
@@ -54,7 +54,7 @@ void expectThrows(const std::function<void()> &f, const std::string &part) {
 } // namespace
 
 TEST(TokenFile, RoundTripsEachWidth) {
-  TempDir dir;
+  TokenDir dir;
   for (int width : {1, 2, 4}) {
     std::vector<uint32_t> tokens = {0, 7, 255};
     if (width >= 2)
@@ -78,7 +78,7 @@ TEST(TokenFile, RoundTripsEachWidth) {
 }
 
 TEST(TokenFile, RefusesWhatItCannotRead) {
-  TempDir dir;
+  TokenDir dir;
   fs::path p = dir.path / "t.tok";
   expectThrows([&] { writeTokenFile(p.string(), {256}, 1); },
                "more than 1 byte(s) hold");
@@ -109,7 +109,7 @@ TEST(TokenFile, RefusesWhatItCannotRead) {
 }
 
 TEST(TokenBatch, SequentialRowsAreConsecutiveWindows) {
-  TempDir dir;
+  TokenDir dir;
   fs::path p = dir.path / "t.tok";
   writeTokenFile(p.string(), iota(100, 1000), 2);
   TokenFile f(p.string());
@@ -131,7 +131,7 @@ TEST(TokenBatch, SequentialRowsAreConsecutiveWindows) {
 }
 
 TEST(TokenBatch, RandomRowsAreWindowsOfTheFileAndSeeded) {
-  TempDir dir;
+  TokenDir dir;
   fs::path p = dir.path / "t.tok";
   writeTokenFile(p.string(), iota(5000, 5000), 2);
   TokenFile f(p.string());
@@ -169,7 +169,7 @@ TEST(TokenBatch, RandomRowsAreWindowsOfTheFileAndSeeded) {
 }
 
 TEST(Prefetcher, GivesTheSameBatchesAtAnyDepthAndFromAnyStart) {
-  TempDir dir;
+  TokenDir dir;
   fs::path p = dir.path / "t.tok";
   writeTokenFile(p.string(), iota(3000, 256), 1);
   auto file = std::make_shared<const TokenFile>(p.string());
@@ -199,7 +199,7 @@ TEST(Prefetcher, GivesTheSameBatchesAtAnyDepthAndFromAnyStart) {
 }
 
 TEST(Prefetcher, RefusesABadSpecOnTheCallersThread) {
-  TempDir dir;
+  TokenDir dir;
   fs::path p = dir.path / "t.tok";
   writeTokenFile(p.string(), iota(10, 10), 1);
   auto file = std::make_shared<const TokenFile>(p.string());

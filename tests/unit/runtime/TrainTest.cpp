@@ -23,10 +23,6 @@ using namespace step::rt::test;
 
 namespace {
 
-// softmax([1, 2, 3]).
-const std::vector<double> kSm = {0.09003057317038046, 0.24472847105479767,
-                                 0.6652409557748219};
-
 HostTensor stepT(int64_t s) { return make(DType::I64, {}, {double(s)}); }
 HostTensor lrT(double lr) { return make(DType::F32, {}, {lr}); }
 
