@@ -426,8 +426,7 @@ HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape) {
     const HostTensor &b = blocks[static_cast<size_t>(i)];
     if (b.dtype() != out.dtype() || b.shape() != Shape{s})
       throw Error("unshard: block " + std::to_string(i) + " is " +
-                  dtypeName(b.dtype()) + " " + shapeToString(b.shape()) +
-                  ", expected " + dtypeName(out.dtype()) + " [" +
+                  typeStr(b.dtype(), b.shape()) + ", expected " + dtypeName(out.dtype()) + " [" +
                   std::to_string(s) + "] for " + shapeToString(shape) +
                   " in " + std::to_string(count) + " blocks");
     int64_t begin = std::min(n, i * s), end = std::min(n, begin + s);

@@ -198,8 +198,7 @@ int64_t guardResult(const Artifact &artifact) {
     const BufferDesc &b = plan.buffers.at(plan.results[i]);
     if (b.dtype != DType::I1 || !b.shape.empty())
       throw Error("the artifact's guard result '" + name + "' is " +
-                  dtypeName(b.dtype) + " " + shapeToString(b.shape) +
-                  ", expected i1 []");
+                  typeStr(b.dtype, b.shape) + ", expected i1 []");
     return static_cast<int64_t>(i);
   }
   throw Error("the artifact's meta \"guard\" is " + guard.dump() +

@@ -243,9 +243,8 @@ void checkBodySignature(const Plan &plan, const PlanStep &step,
       const BufferDesc &a = plan.buffers[outer[i]], &b = body.buffers[inner[i]];
       if (a.dtype != b.dtype || a.shape != b.shape)
         throw Error("plan: " + where + ": " + what + " " + std::to_string(i) +
-                    " is " + dtypeName(a.dtype) + " " + shapeToString(a.shape) +
-                    ", in the body " + dtypeName(b.dtype) + " " +
-                    shapeToString(b.shape));
+                    " is " + typeStr(a.dtype, a.shape) + ", in the body " +
+                    typeStr(b.dtype, b.shape));
     }
   };
   same(step.operands, body.arguments, "operand");

@@ -2,7 +2,7 @@
 //
 // step.check_finite over K gradients is one launch, laid out as form B of
 // MultiTensorKernels.cpp: tensor k is cut into c_k chunks of 32 KiB (at
-// most kFiniteMaxChunks, larger chunks beyond) and chunk j of tensor k is
+// most kMaxSegmentChunks, larger chunks beyond) and chunk j of tensor k is
 // "virtual block" start_k + j, found by a binary search over the
 // compile-time segment starts. Empty tensors get no chunk (they are
 // finite). Real blocks walk the virtual blocks with a grid stride, so the
@@ -39,10 +39,8 @@ namespace ops = mlir::step;
 
 namespace {
 
-constexpr int64_t kFiniteBlock = 256;
-/// Bytes per virtual block, and most virtual blocks per tensor.
+/// Bytes per virtual block.
 constexpr int64_t kChunkBytes = 32 * 1024;
-constexpr int64_t kFiniteMaxChunks = 1024;
 
 /// The test of one load of `unit` ("uint4", "unsigned int" or "unsigned
 /// short") named `w`, for element type `e`.
@@ -76,7 +74,7 @@ std::optional<KernelSource> emitCheckFinite(mlir::Operation *op,
 
   KernelSource ks;
   ks.name = name;
-  ks.blockX = kFiniteBlock;
+  ks.blockX = kSegmentBlock;
   PreludeNeeds needs;
   std::string params = paramList(op, ks, needs, /*restrict=*/true);
   std::vector<SegmentCode> segs;
@@ -92,7 +90,7 @@ std::optional<KernelSource> emitCheckFinite(mlir::Operation *op,
     int64_t unitBytes = vec ? 16 : elemBytes(e);
     int64_t units = bytes / unitBytes;
     int64_t chunks = std::clamp<int64_t>(
-        (bytes + kChunkBytes - 1) / kChunkBytes, 1, kFiniteMaxChunks);
+        (bytes + kChunkBytes - 1) / kChunkBytes, 1, kMaxSegmentChunks);
     int64_t chunk = (units + chunks - 1) / chunks;
     chunks = (units + chunk - 1) / chunk;
     starts.push_back(virtualBlocks);

@@ -65,10 +65,8 @@ namespace ops = mlir::step;
 
 namespace {
 
-constexpr int64_t kBlock = 256;
-/// Form B: elements per block, and most blocks per tensor.
+/// Form B: elements per block.
 constexpr int64_t kChunk = 8192;
-constexpr int64_t kMaxChunks = 1024;
 
 std::string fail(const std::string &why) {
   return "codegen: multi_tensor fusion: " + why;
@@ -173,7 +171,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
 
   KernelSource ks;
   ks.name = name;
-  ks.blockX = kBlock;
+  ks.blockX = kSegmentBlock;
   PreludeNeeds needs;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/false);
   std::vector<SegmentCode> segs;
@@ -217,7 +215,7 @@ KernelSource emitUpdates(ops::FusionOp fusion,
     needs.vec |= vec;
     SegmentCode sc;
     int64_t work = vec ? n / 4 : n;
-    Segment seg{grid, gridFor(work, kBlock)};
+    Segment seg{grid, gridFor(work, kSegmentBlock)};
     grid += seg.blocks;
     starts.push_back(seg.start);
     std::string I = idxType(n);
@@ -315,7 +313,7 @@ KernelSource emitNorms(ops::FusionOp fusion,
 
   KernelSource ks;
   ks.name = name;
-  ks.blockX = kBlock;
+  ks.blockX = kSegmentBlock;
   PreludeNeeds needs;
   needs.reduce = true;
   std::string params = paramList(fusion, ks, needs, /*restrict=*/true);
@@ -342,9 +340,9 @@ KernelSource emitNorms(ops::FusionOp fusion,
     sameIndexArgs(x, n, seen, vecArgs);
     bool vec = canVectorize(n, vecArgs);
     needs.vec |= vec;
-    // Chunks of kChunk elements (a multiple of 4), at most kMaxChunks.
+    // Chunks of kChunk elements (a multiple of 4), at most kMaxSegmentChunks.
     int64_t chunks = std::clamp<int64_t>((n + kChunk - 1) / kChunk, 1,
-                                         kMaxChunks);
+                                         kMaxSegmentChunks);
     int64_t chunk = ((n + chunks - 1) / chunks + 3) / 4 * 4;
     chunks = std::max<int64_t>(1, (n + chunk - 1) / chunk);
     starts.push_back(grid);

@@ -47,6 +47,10 @@ namespace step::codegen::detail {
 /// CUDA's limit on a kernel's parameter bytes (sm_70+ before CUDA 12.1):
 /// what a multi-tensor kernel's pointer and size list must fit.
 constexpr int64_t kMaxParamBytes = 4096;
+/// Threads per block of the multi-tensor and check_finite kernels, and the
+/// most chunks (virtual blocks) one tensor is cut into there.
+constexpr int64_t kSegmentBlock = 256;
+constexpr int64_t kMaxSegmentChunks = 1024;
 
 /// A number of a segment's code: written `${name}` in the code, a local
 /// `type name` where the code is shared, `literal` where it is inlined.

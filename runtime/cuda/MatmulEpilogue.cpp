@@ -189,9 +189,8 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
                  "a bias gradient: cuBLASLt's BGRADA/BGRADB sum a matrix "
                  "operand over the contraction dim (" + std::to_string(kDim) +
                  ") into a result vector of the product's type, found " +
-                 dtypeName(in.dtype) + " " + shapeToString(in.shape) + " -> " +
-                 (g ? std::string(dtypeName(g->dtype)) + " " +
-                          shapeToString(g->shape)
+                 typeStr(in.dtype, in.shape) + " -> " +
+                 (g ? typeStr(g->dtype, g->shape)
                     : std::string("no single result")));
     // Edge shapes NVIDIA's nvmath-python tests find without kernels.
     if (in.shape[kDim] == 1)
@@ -295,7 +294,7 @@ FusedMatmul readMatmulFusion(const PlanStep &fusion, const std::string &where) {
       if (f.aux < 0 || x.dtype != product.dtype || x.shape != product.shape)
         throw fail(std::string("gelu_grad's input must be a fusion operand "
                                "of the product's type, found ") +
-                   dtypeName(x.dtype) + " " + shapeToString(x.shape));
+                   typeStr(x.dtype, x.shape));
       dgelu = true;
     } else {
       throw fail(describe(k) + " cannot be a cuBLASLt epilogue");

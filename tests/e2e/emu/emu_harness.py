@@ -1,6 +1,7 @@
 """What the CUDA emulation tests (tests/e2e/cuda_emulation*.py) share: the
 values a bf16 element holds, and building a generated kernel with a
 harness against cuda_emu.h and running it."""
+import functools
 import glob
 import hashlib
 import os
@@ -77,25 +78,15 @@ def fill(template, values):
 # refuses a jump to another fiber's stack (cuda_emu.h switches fibers with
 # _longjmp).
 CXX_FLAGS = ["-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-pthread", "-w"]
-# Header -> the folder holding its precompiled form (None: none usable).
-_pch = {}
 
 
-def _precompiled(cxx, header):
-    """A folder whose `header`.gch g++ takes in place of `header` (which is
-    cuda_emu.h or cuda_emu_sync.h: every harness includes one of them first),
-    or None. Parsing cuda_emu.h and the standard headers under it is about
-    half of a host program's compile (0.7 of 1.4 s); the tests compile
-    dozens. The .gch goes to STEP_EMU_PCH_DIR (ctest sets it to a folder of
-    the build tree; unset: no precompiled header) under a key of the
-    compiler, its flags and this folder's headers, so a changed header or
-    compiler makes a new one (and the old ones go); it is written under a temporary name and
-    renamed, so tests running at once never read half of one. g++ only
-    (clang takes a PCH by -include-pch alone); where g++ finds the .gch
-    unusable it parses the header itself, so the result is the same."""
-    if header in _pch:
-        return _pch[header]
-    _pch[header] = None
+@functools.lru_cache(maxsize=None)
+def _pch_folder(cxx):
+    """Where `cxx`'s precompiled emulator headers go, or None (no g++, or
+    STEP_EMU_PCH_DIR unset: ctest sets it to a folder of the build tree).
+    The folder is named by a key of the compiler, its flags and this
+    folder's headers, so a changed header or compiler gets a new one; the
+    other keys' folders are removed when a new one is made."""
     cache = os.environ.get("STEP_EMU_PCH_DIR")
     if not cache:
         return None
@@ -104,6 +95,7 @@ def _precompiled(cxx, header):
                                  text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
+    # g++ only: clang takes a PCH by -include-pch alone.
     if "Free Software Foundation" not in version:
         return None
     key = hashlib.sha256()
@@ -113,21 +105,37 @@ def _precompiled(cxx, header):
         with open(h, "rb") as f:
             key.update(os.path.basename(h).encode() + b"\0" + f.read())
     folder = os.path.join(cache, key.hexdigest()[:24])
-    gch = os.path.join(folder, header + ".gch")
-    if not os.path.exists(gch):
-        # Keys of older headers or another compiler go: one set is kept.
+    if not os.path.isdir(folder):
         for old in glob.glob(os.path.join(cache, "*")):
-            if old != folder:
+            if old != folder:  # another test may be making it right now
                 shutil.rmtree(old, ignore_errors=True)
         os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+@functools.lru_cache(maxsize=None)
+def _precompiled(cxx, header):
+    """A folder whose `header`.gch g++ takes in place of `header` (cuda_emu.h
+    or cuda_emu_sync.h: every harness includes one of them first), or None.
+    Parsing cuda_emu.h and the standard headers under it is about half of a
+    host program's compile (0.7 of 1.4 s), and the tests compile dozens.
+    The .gch is written under a temporary name and renamed, so tests running
+    at once never read half of one; where g++ finds it unusable it parses
+    the header itself, so the program is the same either way."""
+    folder = _pch_folder(cxx)
+    if folder is None:
+        return None
+    gch = os.path.join(folder, header + ".gch")
+    if not os.path.exists(gch):
         part = f"{gch}.{os.getpid()}.tmp"
         built = subprocess.run([cxx, *CXX_FLAGS, "-I", EMU, "-x", "c++-header",
                                 os.path.join(EMU, header), "-o", part],
                                capture_output=True)
         if built.returncode != 0:
+            if os.path.exists(part):
+                os.remove(part)
             return None
         os.replace(part, gch)
-    _pch[header] = folder
     return folder
 
 
