@@ -2,6 +2,7 @@
 
 #include "passes/FuseCost.h"
 
+#include "passes/BlockOrder.h"
 #include "passes/FusionMerge.h"
 
 #include "dialects/step/Fusion.h"
@@ -39,7 +40,7 @@ bool recomputableInFusions(Operation *op) {
 }
 
 /// Bytes whose lifetime grows when `op` moves later in its block.
-static int64_t extendedLiveBytes(Operation *op) {
+static int64_t extendedLiveBytes(Operation *op, const BlockOrder &order) {
   Block *block = op->getBlock();
   int64_t n = 0;
   llvm::SmallPtrSet<Value, 4> seen;
@@ -49,7 +50,7 @@ static int64_t extendedLiveBytes(Operation *op) {
       continue;
     bool last = llvm::all_of(v.getUsers(), [&](Operation *u) {
       Operation *a = block->findAncestorOpInBlock(*u);
-      return a == op || a->isBeforeInBlock(op);
+      return a == op || order.before(a, op);
     });
     if (last)
       n += staticBytes(v.getType());
@@ -58,18 +59,23 @@ static int64_t extendedLiveBytes(Operation *op) {
 }
 
 void sinkCheapOps(Block &block) {
+  // Positions kept through the moves (Operation::isBeforeInBlock would
+  // renumber the block after each).
+  BlockOrder order(block);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
     if (!isEltOrView(&op) || op.use_empty() ||
-        extendedLiveBytes(&op) > staticBytes(op.getResult(0).getType()))
+        extendedLiveBytes(&op, order) > staticBytes(op.getResult(0).getType()))
       continue;
     Operation *first = nullptr;
     for (Operation *u : op.getUsers()) {
       Operation *a = block.findAncestorOpInBlock(*u);
-      if (!first || a->isBeforeInBlock(first))
+      if (!first || order.before(a, first))
         first = a;
     }
-    if (first && first != op.getNextNode())
+    if (first && first != op.getNextNode()) {
       op.moveBefore(first);
+      order.place(&op);
+    }
   }
 }
 

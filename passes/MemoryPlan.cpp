@@ -31,9 +31,9 @@
 // percent of the lower bound max_t(sum of live bytes at t) on typical
 // training graphs; the report shows both.
 //
-// Cost: O(V log V + V * K) for V values and K values live at once (each
-// placement scans the placed values whose ranges intersect, kept sorted by
-// offset).
+// Cost: O(V log V + V * P) for V values: each placement scans the placed
+// values (kept sorted by offset, stored contiguously) up to the gap it
+// finds, skipping those not live with it; P <= V, so O(V^2) at worst.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +43,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 
@@ -66,25 +67,28 @@ void place(std::vector<Interval> &intervals, int64_t alignment) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return intervals[a].bytes > intervals[b].bytes;
   });
-  // Placed intervals sorted by offset.
-  std::vector<const Interval *> placed;
+  // Placed intervals sorted by offset, by value: the scan below reads
+  // them in order, from contiguous memory.
+  struct Placed {
+    int64_t offset, end, first, last;
+  };
+  std::vector<Placed> placed;
   for (size_t i : order) {
     Interval &iv = intervals[i];
-    int64_t candidate = 0;
-    for (const Interval *p : placed) {
-      bool liveTogether = p->first <= iv.last && iv.first <= p->last;
+    int64_t candidate = 0, size = alignUp(iv.bytes, alignment);
+    for (const Placed &p : placed) {
+      bool liveTogether = p.first <= iv.last && iv.first <= p.last;
       if (!liveTogether)
         continue;
-      if (p->offset >= candidate + alignUp(iv.bytes, alignment))
+      if (p.offset >= candidate + size)
         break; // fits in the gap before p
-      candidate = std::max(candidate, alignUp(p->offset + p->bytes, alignment));
+      candidate = std::max(candidate, alignUp(p.end, alignment));
     }
     iv.offset = candidate;
-    auto at = std::upper_bound(placed.begin(), placed.end(), &iv,
-                               [](const Interval *x, const Interval *y) {
-                                 return x->offset < y->offset;
-                               });
-    placed.insert(at, &iv);
+    auto at = std::upper_bound(
+        placed.begin(), placed.end(), candidate,
+        [](int64_t offset, const Placed &p) { return offset < p.offset; });
+    placed.insert(at, {candidate, candidate + iv.bytes, iv.first, iv.last});
   }
 }
 
@@ -220,6 +224,21 @@ FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
   if (plan.host > 0)
     f->setAttr("step.host_bytes", b.getI64IntegerAttr(plan.host));
   return plan;
+}
+
+FailureOr<ArenaPlan> planCandidate(func::FuncOp copy, bool fuse,
+                                   const FusionChoices &choices,
+                                   int64_t alignment) {
+  if (fuse) {
+    PassManager pm(copy.getContext());
+#ifdef NDEBUG
+    pm.enableVerifier(false);
+#endif
+    addFusionPasses(pm, choices);
+    if (failed(pm.run(copy->getParentOfType<ModuleOp>())))
+      return failure();
+  }
+  return planArena(copy, alignment, false);
 }
 
 } // namespace mlir::step

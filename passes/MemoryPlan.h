@@ -29,6 +29,18 @@ struct ArenaPlan {
 FailureOr<ArenaPlan> planArena(func::FuncOp f, int64_t alignment,
                                bool annotate);
 
+struct FusionChoices;
+
+/// The plan of a candidate function (step-remat and step-offload weigh
+/// each choice by it): `copy`, alone in a scratch module that nothing else
+/// reads, after the fusion passes as the pipeline runs them (when `fuse`),
+/// planned by planArena. Builds without assertions skip the verifier
+/// between those passes (a third of --remat max's compile time): the
+/// pipeline verifies the function it keeps after the same passes.
+FailureOr<ArenaPlan> planCandidate(func::FuncOp copy, bool fuse,
+                                   const FusionChoices &choices,
+                                   int64_t alignment);
+
 /// `step.donated` (compiler/pipeline/Donation.cpp): the results of `op`
 /// written into a function argument's buffer, result index -> argument
 /// number. The memory plan gives them no arena bytes (offset -1).

@@ -61,7 +61,6 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 
@@ -251,13 +250,8 @@ FailureOr<ArenaPlan> OffloadPass::measure(ArrayRef<const Candidate *> chosen) {
   auto copy = cast<func::FuncOp>(f->clone(map));
   scratch->push_back(copy);
   apply(copy, chosen, &map);
-  if (fuse) {
-    PassManager pm(f.getContext());
-    addFusionPasses(pm, {geluEpilogues, bgradEpilogues});
-    if (failed(pm.run(*scratch)))
-      return failure();
-  }
-  return planArena(copy, alignment, false);
+  return planCandidate(copy, fuse, {geluEpilogues, bgradEpilogues},
+                       alignment);
 }
 
 void OffloadPass::runOnOperation() {

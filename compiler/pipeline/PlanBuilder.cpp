@@ -11,6 +11,7 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <chrono>
 #include <map>
 
 namespace step {
@@ -265,12 +266,16 @@ rt::Artifact planArtifact(ModuleOp module, const std::string &func,
   ops::MemoryPlanOptions options;
   options.funcName = func;
   pm.addPass(ops::createMemoryPlan(options));
+  auto start = std::chrono::steady_clock::now();
   if (failed(pm.run(module)))
     throw rt::Error("step-memory-plan failed on @" + func);
   auto f = module.lookupSymbol<func::FuncOp>(func);
   if (report) {
     PassRecord r;
     r.pass = "step-memory-plan";
+    r.seconds = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
     r.opsBefore = r.opsAfter =
         static_cast<int64_t>(f.getBody().front().getOperations().size());
     for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})

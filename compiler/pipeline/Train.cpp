@@ -23,6 +23,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace step {
@@ -126,15 +127,20 @@ struct ReportInstrumentation : PassInstrumentation {
     r.pass = pass->getArgument().str();
     r.opsBefore = countOps(op);
     records.push_back(r);
+    start = std::chrono::steady_clock::now();
   }
   void runAfterPass(Pass *, Operation *op) override {
     if (auto module = dyn_cast<ModuleOp>(op)) {
       PassRecord &r = records.back();
+      r.seconds = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
       r.opsAfter = countOps(op);
       countWhatChanged(r, module);
     }
   }
   std::vector<PassRecord> &records;
+  std::chrono::steady_clock::time_point start;
 };
 
 } // namespace

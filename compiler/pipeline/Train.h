@@ -216,6 +216,8 @@ double learningRate(const TrainOptions &options, int64_t s);
 struct PassRecord {
   std::string pass;
   int64_t opsBefore = 0, opsAfter = 0;
+  /// Wall-clock seconds the pass ran (its nested passes included).
+  double seconds = 0;
   /// Pass-specific counts ("gradients", "params", "micro_batches", ...).
   std::map<std::string, int64_t> counts;
 };

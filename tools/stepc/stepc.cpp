@@ -133,6 +133,7 @@ nlohmann::json reportJson(const Options &o,
     passes.push_back({{"pass", r.pass},
                       {"ops_before", r.opsBefore},
                       {"ops_after", r.opsAfter},
+                      {"seconds", r.seconds},
                       {"counts", counts}});
   }
   return {{"input", o.input},
@@ -548,6 +549,7 @@ int main(int argc, char **argv) {
       for (std::string a; std::getline(archs, a, ',');)
         nvrtc.archs.push_back(a);
       step::codegen::CompileStats stats;
+      auto codegenStart = std::chrono::steady_clock::now();
       try {
         stats = step::codegen::addKernels(
             artifact, module->lookupSymbol<mlir::func::FuncOp>(func), nvrtc);
@@ -557,6 +559,9 @@ int main(int argc, char **argv) {
       }
       step::PassRecord r;
       r.pass = "codegen";
+      r.seconds = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - codegenStart)
+                      .count();
       r.counts["kernels"] =
           static_cast<int64_t>(artifact.meta["kernels"].size());
       r.counts["nvrtc_compiles"] = stats.compiled;

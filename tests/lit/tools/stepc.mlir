@@ -30,7 +30,8 @@
 
 // REPORT: "grad_accum": 1
 // REPORT: "gradients": 1
-// REPORT: "pass": "step-autodiff"
+// REPORT: "pass": "step-autodiff",
+// REPORT-NEXT: "seconds": {{[0-9]+(\.[0-9]+)?(e-[0-9]+)?$}}
 // REPORT: "param_updates": 1,
 // REPORT-NEXT: "state_tensors": 3
 // REPORT: "pass": "step-optimizer"
