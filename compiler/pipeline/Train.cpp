@@ -114,14 +114,17 @@ void countWhatChanged(PassRecord &r, ModuleOp module) {
   }
 }
 
-/// Records ops before/after and what every pass it sees produced.
+/// Records ops before/after, seconds and what every pass it sees produced.
 struct ReportInstrumentation : PassInstrumentation {
   explicit ReportInstrumentation(std::vector<PassRecord> &records)
       : records(records) {}
-  // Only passes on the module are recorded: the inliner runs a nested
-  // canonicalizer on each function, which is part of "inline".
+  // Only the pipeline's own passes on the module are recorded: the inliner
+  // runs a nested canonicalizer on each function, which is part of
+  // "inline", and step-shard runs an inliner of its own on the module,
+  // which is part of "step-shard" (a pipeline run from inside a pass sees
+  // the same instrumentation).
   void runBeforePass(Pass *pass, Operation *op) override {
-    if (!isa<ModuleOp>(op))
+    if (!isa<ModuleOp>(op) || depth++ > 0)
       return;
     PassRecord r;
     r.pass = pass->getArgument().str();
@@ -130,16 +133,23 @@ struct ReportInstrumentation : PassInstrumentation {
     start = std::chrono::steady_clock::now();
   }
   void runAfterPass(Pass *, Operation *op) override {
-    if (auto module = dyn_cast<ModuleOp>(op)) {
-      PassRecord &r = records.back();
-      r.seconds = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
-      r.opsAfter = countOps(op);
-      countWhatChanged(r, module);
-    }
+    auto module = dyn_cast<ModuleOp>(op);
+    if (!module || --depth > 0)
+      return;
+    PassRecord &r = records.back();
+    r.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    r.opsAfter = countOps(op);
+    countWhatChanged(r, module);
+  }
+  void runAfterPassFailed(Pass *, Operation *op) override {
+    if (isa<ModuleOp>(op))
+      --depth;
   }
   std::vector<PassRecord> &records;
+  /// Module passes running now: the pipeline's and those nested in it.
+  int depth = 0;
   std::chrono::steady_clock::time_point start;
 };
 

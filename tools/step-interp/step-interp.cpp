@@ -16,6 +16,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "dialects/step/StepOps.h"
 #include "runtime/Npy.h"
+#include "tools/Diagnostics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  step::tools::ToolDiagnostics diagnostics(sourceMgr, &ctx);
 
   std::string error;
   auto buffer = mlir::openInputFile(file, &error);

@@ -35,6 +35,7 @@
 #include "dialects/step/StepOps.h"
 #include "passes/Passes.h"
 #include "runtime/Npy.h"
+#include "tools/Diagnostics.h"
 #include "tools/Validators.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -446,7 +447,7 @@ int main(int argc, char **argv) {
   // the whole op after it would bury that line.
   ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  step::tools::ToolDiagnostics diagnostics(sourceMgr, &ctx);
   std::string error;
   auto buffer = mlir::openInputFile(o.input, &error);
   if (!buffer) {

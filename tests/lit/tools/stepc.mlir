@@ -5,6 +5,8 @@
 // RUN: stepc %s --train --optimizer=adamw,lr=3e-4,wd=0.1 --clip=1.0 --schedule=cosine,warmup=2,total=10 --emit=mlir -o %t/step.mlir --report=%t/report.json
 // RUN: FileCheck %s --check-prefix=STEP < %t/step.mlir
 // RUN: FileCheck %s --check-prefix=REPORT < %t/report.json
+// RUN: stepc %s --train --shard=dp --world-size=2 --no-kernels -o %t/dp.step --report=%t/dp.json
+// RUN: FileCheck %s --check-prefix=SHARD-REPORT < %t/dp.json
 // RUN: stepc %s --train --optimizer=sgd,momentum=0.9 --grad-accum=2 -o %t/accum.mlir
 // RUN: FileCheck %s --check-prefix=ACCUM < %t/accum.mlir
 // RUN: stepc %s -o %t/model.mlir
@@ -32,6 +34,18 @@
 // REPORT: "gradients": 1
 // REPORT: "pass": "step-autodiff",
 // REPORT-NEXT: "seconds": {{[0-9]+(\.[0-9]+)?(e-[0-9]+)?$}}
+// step-shard's record holds its own counts: the inliner it runs inside is
+// part of it, not a record of its own that took them.
+// SHARD-REPORT: "all_reduce": 2,
+// SHARD-REPORT-NEXT: "world_size": 2
+// SHARD-REPORT-NEXT: },
+// SHARD-REPORT-NEXT: "ops_after": {{[1-9][0-9]*}},
+// SHARD-REPORT-NEXT: "ops_before": {{[1-9][0-9]*}},
+// SHARD-REPORT-NEXT: "pass": "step-shard",
+// SHARD-REPORT-NEXT: "seconds":
+// SHARD-REPORT: "ops_before": {{[0-9]+}},
+// SHARD-REPORT-NEXT: "pass": "inline",
+// SHARD-REPORT-NOT: "pass": "inline",
 // REPORT: "param_updates": 1,
 // REPORT-NEXT: "state_tensors": 3
 // REPORT: "pass": "step-optimizer"
