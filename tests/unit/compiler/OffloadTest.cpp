@@ -206,6 +206,14 @@ TEST(OffloadBudget, FallsBackToRecomputationFirst) {
   t.clipNorm.reset();
   Built b = buildStep(ctx.get(), model, t);
   ASSERT_TRUE(b.module) << b.errors;
+  // The attempt that offloaded first and missed the budget is one record of
+  // its time (stepc --report), before the passes of the order kept.
+  auto attempt = b.recordsOf("offload-first-attempt");
+  ASSERT_EQ(attempt.size(), 1u);
+  EXPECT_GT(attempt[0]->seconds, 0);
+  auto remat = b.recordsOf("step-remat");
+  ASSERT_EQ(remat.size(), 1u);
+  EXPECT_LT(attempt[0], remat[0]);
   // step-remat ran first and met the budget alone; step-offload started
   // from its plan.
   EXPECT_LE(Built::intOf(b.remat, "peak_after"), budget);

@@ -179,6 +179,16 @@ struct BuiltStep {
   OwningOpRef<ModuleOp> module; ///< null when the pipeline failed
   std::string errors;           ///< its diagnostics
   mlir::DictionaryAttr remat, offload;
+  std::vector<PassRecord> records; ///< what stepc --report would list
+
+  /// The records of pass `name`, in order.
+  std::vector<const PassRecord *> recordsOf(const std::string &name) const {
+    std::vector<const PassRecord *> out;
+    for (const PassRecord &r : records)
+      if (r.pass == name)
+        out.push_back(&r);
+    return out;
+  }
 
   FuncOp step() { return module->lookupSymbol<FuncOp>("train_step"); }
   static int64_t intOf(mlir::DictionaryAttr d, const char *key) {
@@ -207,7 +217,7 @@ inline BuiltStep buildStep(mlir::MLIRContext *ctx, const Model &model,
   if (ignoreScopes)
     b.module->walk(
         [](mlir::Operation *op) { op->removeAttr("step.checkpoint"); });
-  if (mlir::failed(buildTrainStep(*b.module, t))) {
+  if (mlir::failed(buildTrainStep(*b.module, t, &b.records))) {
     b.module = nullptr;
     return b;
   }
