@@ -273,7 +273,9 @@ private:
       if (fusionRole(&op) == FusionRole::Update && isFree(&op) &&
           !isa<LambUpdateOp>(op))
         buckets[{op.getName(), op.getAttrDictionary()}].push_back(&op);
-    for (auto &[key, updates] : buckets) {
+    for (auto &bucket : buckets) {
+      // Named, not a structured binding: the lambda below captures it.
+      std::vector<Operation *> &updates = bucket.second;
       if (updates.size() < 2)
         continue;
       // Each update with its prologue.
