@@ -426,9 +426,10 @@ HostTensor unshard(const std::vector<HostTensor> &blocks, const Shape &shape) {
     const HostTensor &b = blocks[static_cast<size_t>(i)];
     if (b.dtype() != out.dtype() || b.shape() != Shape{s})
       throw Error("unshard: block " + std::to_string(i) + " is " +
-                  typeStr(b.dtype(), b.shape()) + ", expected " + dtypeName(out.dtype()) + " [" +
-                  std::to_string(s) + "] for " + shapeToString(shape) +
-                  " in " + std::to_string(count) + " blocks");
+                  typeStr(b.dtype(), b.shape()) + ", expected " +
+                  typeStr(out.dtype(), Shape{s}) + " for " +
+                  shapeToString(shape) + " in " + std::to_string(count) +
+                  " blocks");
     int64_t begin = std::min(n, i * s), end = std::min(n, begin + s);
     if (end > begin)
       std::memcpy(static_cast<uint8_t *>(out.raw()) +

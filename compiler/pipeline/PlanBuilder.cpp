@@ -8,10 +8,10 @@
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "runtime/FiniteGuard.h"
+#include "runtime/Profile.h"
 
 #include "mlir/Pass/PassManager.h"
 
-#include <chrono>
 #include <map>
 
 namespace step {
@@ -266,16 +266,14 @@ rt::Artifact planArtifact(ModuleOp module, const std::string &func,
   ops::MemoryPlanOptions options;
   options.funcName = func;
   pm.addPass(ops::createMemoryPlan(options));
-  auto start = std::chrono::steady_clock::now();
+  double start = rt::steadySeconds();
   if (failed(pm.run(module)))
     throw rt::Error("step-memory-plan failed on @" + func);
   auto f = module.lookupSymbol<func::FuncOp>(func);
   if (report) {
     PassRecord r;
     r.pass = "step-memory-plan";
-    r.seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+    r.seconds = rt::steadySeconds() - start;
     r.opsBefore = r.opsAfter =
         static_cast<int64_t>(f.getBody().front().getOperations().size());
     for (const char *key : {"arena_bytes", "arena_bytes_no_reuse"})

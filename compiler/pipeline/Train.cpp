@@ -15,6 +15,7 @@
 #include "dialects/step/StepOps.h"
 #include "passes/Activations.h"
 #include "passes/Passes.h"
+#include "runtime/Profile.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/IR/Diagnostics.h"
@@ -23,7 +24,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
-#include <chrono>
 #include <cstring>
 
 namespace step {
@@ -130,16 +130,14 @@ struct ReportInstrumentation : PassInstrumentation {
     r.pass = pass->getArgument().str();
     r.opsBefore = countOps(op);
     records.push_back(r);
-    start = std::chrono::steady_clock::now();
+    start = rt::steadySeconds();
   }
   void runAfterPass(Pass *, Operation *op) override {
     auto module = dyn_cast<ModuleOp>(op);
     if (!module || --depth > 0)
       return;
     PassRecord &r = records.back();
-    r.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
+    r.seconds = rt::steadySeconds() - start;
     r.opsAfter = countOps(op);
     countWhatChanged(r, module);
   }
@@ -150,7 +148,7 @@ struct ReportInstrumentation : PassInstrumentation {
   std::vector<PassRecord> &records;
   /// Module passes running now: the pipeline's and those nested in it.
   int depth = 0;
-  std::chrono::steady_clock::time_point start;
+  double start = 0; ///< rt::steadySeconds() when the pass began
 };
 
 } // namespace
@@ -329,7 +327,7 @@ static LogicalResult runTrainPasses(ModuleOp module,
     OwningOpRef<ModuleOp> attempt = module.clone();
     size_t records = report ? report->size() : 0;
     LogicalResult done = failure();
-    auto start = std::chrono::steady_clock::now();
+    double start = rt::steadySeconds();
     {
       ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
       done = memoryPasses(true)->run(*attempt);
@@ -346,9 +344,7 @@ static LogicalResult runTrainPasses(ModuleOp module,
       PassRecord r;
       r.pass = "offload-first-attempt";
       r.opsBefore = r.opsAfter = countOps(module);
-      r.seconds = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+      r.seconds = rt::steadySeconds() - start;
       report->push_back(r);
     }
   }

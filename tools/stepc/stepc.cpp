@@ -35,6 +35,7 @@
 #include "dialects/step/StepOps.h"
 #include "passes/Passes.h"
 #include "runtime/Npy.h"
+#include "runtime/Profile.h"
 #include "tools/Diagnostics.h"
 #include "tools/Validators.h"
 
@@ -550,7 +551,7 @@ int main(int argc, char **argv) {
       for (std::string a; std::getline(archs, a, ',');)
         nvrtc.archs.push_back(a);
       step::codegen::CompileStats stats;
-      auto codegenStart = std::chrono::steady_clock::now();
+      double codegenStart = step::rt::steadySeconds();
       try {
         stats = step::codegen::addKernels(
             artifact, module->lookupSymbol<mlir::func::FuncOp>(func), nvrtc);
@@ -560,9 +561,7 @@ int main(int argc, char **argv) {
       }
       step::PassRecord r;
       r.pass = "codegen";
-      r.seconds = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - codegenStart)
-                      .count();
+      r.seconds = step::rt::steadySeconds() - codegenStart;
       r.counts["kernels"] =
           static_cast<int64_t>(artifact.meta["kernels"].size());
       r.counts["nvrtc_compiles"] = stats.compiled;
