@@ -56,8 +56,8 @@
 // group walks the producers it reaches by priority, O(k log k) for k of
 // them. A reduction root is compared only with the later reductions
 // whose operands lie within three elementwise/view levels of its own
-// (an index of those "balls" built once, O(R) entries of a few values
-// for R reductions; O(R^2) pairs at worst, when one value is near all of
+// (FuseSiblings.h: an index of those "balls" built once, a few values
+// each for R reductions; O(R^2) pairs at worst, when one value is near all of
 // them); a comparison walks a cone of at most three levels, and the
 // dependence check walks back no further than the root. GPT-2's bf16
 // training step, 2-core machine: 124M 7 ms, 24-layer 350M 11 ms (14 and
@@ -69,6 +69,7 @@
 #include "passes/BlockOrder.h"
 #include "passes/FuseCost.h"
 #include "passes/FuseMatmul.h"
+#include "passes/FuseSiblings.h"
 #include "passes/FusionMerge.h"
 #include "passes/Passes.h"
 
@@ -488,52 +489,6 @@ private:
   // Phase 3: reductions and row ops
   //===--------------------------------------------------------------------===//
 
-  /// A few values, looked up by linear search while they are few.
-  using ValueList = llvm::SmallSetVector<Value, 16>;
-
-  /// Values that `v` is computed from through free elementwise/view ops
-  /// (`depth` levels), `v` included: walked depth first, a value reached
-  /// twice expanded only the first time.
-  void cone(Value v, int depth, ValueList &out) {
-    if (!out.insert(v) || depth == 0)
-      return;
-    Operation *d = v.getDefiningOp();
-    if (isFree(d) && isEltOrView(d))
-      for (Value o : d->getOperands())
-        cone(o, depth - 1, out);
-  }
-  /// Every value within `depth` levels of `v` through elementwise/view ops
-  /// of the block, taken or not: whatever is taken, cone(v, depth) holds
-  /// none other. `reach`: each value and the most levels left on reaching it.
-  void ball(Value v, int depth, llvm::DenseMap<Value, int> &reach) {
-    auto [it, fresh] = reach.try_emplace(v, depth);
-    if (!fresh) {
-      if (it->second >= depth)
-        return;
-      it->second = depth;
-    }
-    Operation *d = v.getDefiningOp();
-    if (depth > 0 && d && d->getBlock() == &block && isEltOrView(d))
-      for (Value o : d->getOperands())
-        ball(o, depth - 1, reach);
-  }
-  /// Whether cone(v, depth) holds a value of `other`: the same walk, which
-  /// stops at the first such value.
-  bool coneMeets(Value v, int depth, ValueList &seen, const ValueList &other) {
-    if (!seen.insert(v))
-      return false;
-    if (other.contains(v))
-      return true;
-    if (depth == 0)
-      return false;
-    Operation *d = v.getDefiningOp();
-    if (isFree(d) && isEltOrView(d))
-      for (Value o : d->getOperands())
-        if (coneMeets(o, depth - 1, seen, other))
-          return true;
-    return false;
-  }
-
   /// Whether `op` depends on a result of `root` (walking back no further
   /// than `root`).
   bool dependsOn(Operation *op, Operation *root) {
@@ -572,19 +527,10 @@ private:
     for (Operation &op : block)
       if (fusionRole(&op) == FusionRole::Reduce)
         reductions.push_back(&op);
-    // Two reductions' cones (below) can meet only if their balls do: for
-    // each value, the reductions (indices, ascending) whose ball holds it.
-    // Balls do not change while groups form, so this is found once.
-    std::vector<SmallVector<Value>> balls(reductions.size());
-    llvm::DenseMap<Value, SmallVector<unsigned, 4>> near;
-    for (auto [i, r] : llvm::enumerate(reductions)) {
-      llvm::DenseMap<Value, int> reach;
-      ball(r->getOperand(0), 3, reach);
-      for (auto &entry : reach) {
-        balls[i].push_back(entry.first);
-        near[entry.first].push_back(i);
-      }
-    }
+    // Only reductions whose balls meet can share a producer: a value in
+    // both cones, which walk on through free elementwise/view ops.
+    ReductionBalls near(block, reductions, 3);
+    auto passes = [&](Operation *op) { return isFree(op) && isEltOrView(op); };
     for (Operation &root : block) {
       FusionRole role = fusionRole(&root);
       if (!isFree(&root) || !(role == FusionRole::Reduce ||
@@ -596,7 +542,7 @@ private:
       SmallVector<Value> inputs{root.getOperand(0)};
       if (role == FusionRole::Reduce) {
         ValueList mine;
-        cone(root.getOperand(0), 3, mine);
+        walkCone(root.getOperand(0), 3, passes, mine, {});
         Type type = root.getOperand(0).getType();
         Attribute dims = root.getAttr("dims"), keep = root.getAttr("keepdim");
         auto after = llvm::upper_bound(
@@ -604,22 +550,13 @@ private:
             [&](Operation *a, Operation *b) { return pos.before(a, b); });
         unsigned self = static_cast<unsigned>(after - reductions.begin()) - 1;
         assert(reductions[self] == &root && "a root missing from the list");
-        // The later reductions whose ball meets the root's, in block order:
-        // the others cannot share a producer with it.
-        SmallVector<unsigned> later;
-        for (Value v : balls[self])
-          for (unsigned j : near.find(v)->second)
-            if (j > self)
-              later.push_back(j);
-        llvm::sort(later);
-        later.erase(std::unique(later.begin(), later.end()), later.end());
-        for (unsigned j : later) {
+        for (unsigned j : near.laterMeeting(self)) {
           Operation &s = *reductions[j];
           if (!isFree(&s) || s.getOperand(0).getType() != type ||
               s.getAttr("dims") != dims || s.getAttr("keepdim") != keep)
             continue;
           ValueList theirs;
-          bool shared = coneMeets(s.getOperand(0), 3, theirs, mine);
+          bool shared = walkCone(s.getOperand(0), 3, passes, theirs, mine);
           if (!shared || dependsOn(&s, &root) || usedBefore(g, &s))
             continue;
           g.ops.insert(&s);
