@@ -52,7 +52,8 @@
 // it treats an offloaded value as no longer saved.
 //
 // Cost: O(N) per simulation for N ops, O(C * N) for C candidates (under a
-// second for GPT-2 small), plus two clone-fuse-plan measurements.
+// second for GPT-2 small), plus two clone-fuse-plan measurements, side by
+// side on the context's threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Threading.h"
 
 #include <algorithm>
 
@@ -294,8 +296,13 @@ void OffloadPass::runOnOperation() {
         chosen.pop_back();
     }
   }
-  FailureOr<ArenaPlan> before = measure({});
-  FailureOr<ArenaPlan> after = measure(chosen);
+  // The two measurements on the context's threads (each clones f).
+  SmallVector<FailureOr<ArenaPlan>, 2> plans(2, failure());
+  parallelFor(&getContext(), 0, 2, [&](size_t i) {
+    plans[i] = measure(i ? ArrayRef<const Candidate *>(chosen)
+                         : ArrayRef<const Candidate *>());
+  });
+  FailureOr<ArenaPlan> before = plans[0], after = plans[1];
   if (failed(before) || failed(after))
     return signalPassFailure();
   if (after->peak >= before->peak) {

@@ -21,6 +21,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <gtest/gtest.h>
 
@@ -236,6 +237,61 @@ TEST(RematSolver, GreedyAgainstExactSearch) {
                         : 0.0)
               << "\n";
   }
+}
+
+// The search measures choices on the context's threads, ahead of the order
+// a one-at-a-time search takes them in (passes/Remat.cpp, measureAll), and
+// records only those it would have taken: the step is the same on one
+// thread and on four (more than these 2-core machines have, so the batches
+// are wider than the pool's threads can run at once), for the greedy
+// search (max and two budgets, whose prunes measure drops four at a time)
+// and the exact one.
+TEST(RematSolver, SameStepOnOneThreadAndOnFour) {
+  llvm::StdThreadPool pool(llvm::hardware_concurrency(4));
+  auto ctx = makeContext(); // one thread
+  TrainOptions t = optionsFor("none");
+  t.fuse = false;
+  t.layerNormStats = false;
+  Built two = buildStep(ctx.get(), gpt2Wide(false, 2), t);
+  Built one = buildStep(ctx.get(), gpt2Wide(false, 1), t);
+  ASSERT_TRUE(two.module && one.module) << two.errors << one.errors;
+  OwningOpRef<ModuleOp> copy;
+  auto max = runRemat(*two.module, "step-remat{mode=max exact-limit=0}", copy);
+  ASSERT_TRUE(max);
+  int64_t high = intOf(max, "peak_before"), floor = intOf(max, "peak_after");
+  auto budget = [&](int64_t i, const char *limit) {
+    return "step-remat{mode=budget budget=" +
+           std::to_string(high - (high - floor) * i / 3) +
+           " exact-limit=" + limit + "}";
+  };
+  std::vector<std::pair<ModuleOp, std::string>> runs = {
+      {*two.module, "step-remat{mode=max exact-limit=0}"},
+      {*two.module, budget(2, "0")},
+      {*two.module, budget(3, "0")},
+      {*one.module, "step-remat{mode=max exact-limit=8}"}};
+  auto text = [](ModuleOp m) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m.print(os);
+    return s;
+  };
+  std::vector<std::string> serial;
+  for (auto &[base, pipeline] : runs) {
+    ASSERT_TRUE(runRemat(base, pipeline, copy)) << pipeline;
+    serial.push_back(text(*copy));
+  }
+  ctx->setThreadPool(pool);
+  ASSERT_TRUE(ctx->isMultithreadingEnabled());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    mlir::DictionaryAttr remat = runRemat(runs[i].first, runs[i].second, copy);
+    ASSERT_TRUE(remat) << runs[i].second;
+    EXPECT_EQ(text(*copy), serial[i]) << runs[i].second;
+    std::cout << "[remat-threads] " << runs[i].second << ": "
+              << intOf(remat, "segments_recomputed") << " of "
+              << intOf(remat, "segments") << " segments, group "
+              << intOf(remat, "group") << "\n";
+  }
+  ctx->disableMultithreading();
 }
 
 // Without a solver (mode none), only what checkpoint scopes mark is
