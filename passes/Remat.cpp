@@ -493,9 +493,12 @@ RematPass::measureAll(ArrayRef<ValueSet> recompute) {
   SmallVector<FailureOr<Measured>> out(recompute.size(), failure());
   // Each measurement reads f and builds its own scratch module; nothing
   // else is shared (the context uniques attributes and types under its
-  // locks, and orders the diagnostics of a batch by index).
-  parallelFor(&getContext(), 0, recompute.size(),
-              [&](size_t i) { out[i] = measure(recompute[i]); });
+  // locks, and orders the diagnostics of a batch by index). At most
+  // measureWidth() clones at once, however many threads the pool has.
+  const size_t width = measureWidth();
+  for (size_t at = 0; at < recompute.size(); at += width)
+    parallelFor(&getContext(), at, std::min(recompute.size(), at + width),
+                [&](size_t i) { out[i] = measure(recompute[i]); });
   return out;
 }
 
