@@ -242,8 +242,7 @@ TEST(RematSolver, GreedyAgainstExactSearch) {
 // The search measures choices on the context's threads, ahead of the order
 // a one-at-a-time search takes them in (passes/Remat.cpp, measureAll), and
 // records only those it would have taken: the step is the same on one
-// thread and on four (more than these 2-core machines have, so the batches
-// are wider than the pool's threads can run at once), for the greedy
+// thread and on four (more than these 2-core machines have), for the greedy
 // search (max and two budgets, whose prunes measure drops four at a time)
 // and the exact one.
 TEST(RematSolver, SameStepOnOneThreadAndOnFour) {
