@@ -284,6 +284,9 @@ private:
   SmallVector<Operation *> forwardOps;
   ValueSet base; ///< hints (+ the min-cut from auto on)
   SmallVector<Segment> segments;
+  /// Measurements run at once (each holds a clone of the step): the
+  /// context's threads, at most 8; 1 without multithreading.
+  size_t width = 1;
 
   void collectForward();
   ValueSet hinted();
@@ -293,7 +296,6 @@ private:
   FailureOr<Measured> measure(const ValueSet &recompute);
   SmallVector<FailureOr<Measured>> measureAll(ArrayRef<ValueSet> recompute);
   SmallVector<FailureOr<Measured>> measureAll(ArrayRef<Choice> choices);
-  size_t measureWidth();
   std::optional<std::pair<Choice, Measured>>
   search(bool minimizePeak, std::optional<int64_t> budget,
          int64_t &smallestPeak);
@@ -496,8 +498,7 @@ RematPass::measureAll(ArrayRef<ValueSet> recompute) {
   // Each measurement reads f and builds its own scratch module; nothing
   // else is shared (the context uniques attributes and types under its
   // locks, and orders the diagnostics of a batch by index). At most
-  // measureWidth() clones at once, however many threads the pool has.
-  const size_t width = measureWidth();
+  // `width` clones at once, however many threads the pool has.
   for (size_t at = 0; at < recompute.size(); at += width)
     parallelFor(&getContext(), at, std::min(recompute.size(), at + width),
                 [&](size_t i) { out[i] = measure(recompute[i]); });
@@ -510,14 +511,6 @@ RematPass::measureAll(ArrayRef<Choice> choices) {
   for (const Choice &c : choices)
     sets.push_back(recomputeSet(c));
   return measureAll(sets);
-}
-
-size_t RematPass::measureWidth() {
-  MLIRContext &ctx = getContext();
-  if (!ctx.isMultithreadingEnabled())
-    return 1;
-  // Each measurement in flight holds a clone of the step.
-  return std::clamp<size_t>(ctx.getThreadPool().getMaxConcurrency(), 1, 8);
 }
 
 std::optional<std::pair<Choice, Measured>>
@@ -546,25 +539,26 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
       best = std::make_pair(c, *m);
     return *m;
   };
-  // A failed measurement ends the search even where the one-at-a-time
-  // search would not have made it (its errors have been reported).
-  auto anyFailed = [](ArrayRef<FailureOr<Measured>> measured) {
-    return llvm::any_of(measured,
-                        [](const FailureOr<Measured> &m) { return failed(m); });
-  };
   // Measures `choices` together and records them in order up to the first
-  // failure.
-  auto considerAll = [&](ArrayRef<Choice> choices) {
-    SmallVector<FailureOr<Measured>> measured = measureAll(choices);
-    SmallVector<std::optional<Measured>> out;
-    for (auto [c, m] : llvm::zip(choices, measured)) {
-      out.push_back(record(c, m));
-      if (broken)
-        break;
-    }
-    broken = broken || anyFailed(measured);
-    return out;
-  };
+  // failure or the first measurement `stop` accepts (the one-at-a-time
+  // search would measure the rest against what it learnt there); returns
+  // what it recorded. A failed measurement ends the search even where the
+  // one-at-a-time search would not have made it (its errors are reported).
+  auto considerAll =
+      [&](ArrayRef<Choice> choices,
+          llvm::function_ref<bool(const Measured &)> stop = nullptr) {
+        SmallVector<FailureOr<Measured>> measured = measureAll(choices);
+        SmallVector<std::optional<Measured>> out;
+        for (auto [c, m] : llvm::zip(choices, measured)) {
+          out.push_back(record(c, m));
+          if (broken || (stop && out.back() && stop(*out.back())))
+            break;
+        }
+        broken = broken || llvm::any_of(measured, [](const auto &m) {
+                   return failed(m);
+                 });
+        return out;
+      };
   auto choiceOf = [&](ArrayRef<size_t> chosen, int64_t group) {
     Choice c;
     c.segments.assign(segments.size(), false);
@@ -574,7 +568,6 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
     return c;
   };
   const int64_t maxGroup = 4;
-  const size_t width = measureWidth();
   // Every segment holds a saved value (findSegments): each is a candidate.
   size_t n = segments.size();
   if (static_cast<int64_t>(n) <= exactLimit) {
@@ -641,18 +634,11 @@ RematPass::search(bool minimizePeak, std::optional<int64_t> budget,
         batch.push_back(from.first);
         batch.back().segments[todo[k]] = false;
       }
-      SmallVector<FailureOr<Measured>> measured = measureAll(batch);
-      for (auto [c, m] : llvm::zip(batch, measured)) {
-        ++next;
-        std::optional<Measured> got = record(c, m);
-        if (broken)
-          break;
-        if (got && keep(*got, from.second)) {
-          from = std::make_pair(c, *got);
-          break;
-        }
-      }
-      broken = broken || anyFailed(measured);
+      auto accepted = [&](const Measured &m) { return keep(m, from.second); };
+      SmallVector<std::optional<Measured>> got = considerAll(batch, accepted);
+      next += got.size();
+      if (!broken && got.back() && accepted(*got.back()))
+        from = std::make_pair(batch[got.size() - 1], *got.back());
     }
     return from;
   };
@@ -718,6 +704,10 @@ void RematPass::runOnOperation() {
     minCut(base);
   findSegments();
 
+  MLIRContext &ctx = getContext();
+  width = ctx.isMultithreadingEnabled()
+              ? std::clamp<size_t>(ctx.getThreadPool().getMaxConcurrency(), 1, 8)
+              : 1;
   SmallVector<FailureOr<Measured>> first = measureAll({ValueSet(), base});
   FailureOr<Measured> before = first[0], chosen = first[1];
   if (failed(before) || failed(chosen))
